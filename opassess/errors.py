@@ -1,0 +1,39 @@
+"""The exception family: library code raises these; only the CLI turns them into messages and exit codes."""
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # bad input or a failed scan
+EXIT_USAGE = 2  # bad command line (typer/click's own code)
+EXIT_POLICY = 3  # a CI policy was breached
+
+
+class OpassessError(Exception):
+    """Base of every error opassess reports to the user as one line."""
+
+    exit_code = EXIT_ERROR
+
+
+class ModelLoadError(OpassessError):
+    """The model file or factory could not be loaded, built, or given inputs."""
+
+
+class TraceError(OpassessError):
+    """The model could not be run or captured by any method."""
+
+
+class KnowledgeBaseError(OpassessError):
+    """A knowledge-base or rule file is missing, malformed, or refers to something unknown."""
+
+
+class ConfigError(OpassessError):
+    """weights.toml (or another configuration file) is invalid; the message names the file and key."""
+
+
+class ReportError(OpassessError):
+    """A report could not be rendered or written."""
+
+
+class PolicyBreach(OpassessError):
+    """A CI policy (--fail-on, --max-person-days, --max-risk) was breached."""
+
+    exit_code = EXIT_POLICY

@@ -1,0 +1,255 @@
+"""Plain immutable records passed between the pipeline stages (load, trace, inventory, classify, score, estimate)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# Shapes are tuples of ints (a scalar is ()); a non-tensor argument has shape None.
+Shape = tuple[int, ...] | None
+
+CATEGORIES = ("direct", "param-converted", "custom-dev")
+
+
+# ---------------------------------------------------------------- trace stage
+
+
+@dataclass(frozen=True)
+class AtenCall:
+    """One ATen operator dispatched while a graph node ran, with what it saw."""
+
+    op: str  # "aten::convolution" or "mylib::fused_gelu" (namespace::name, no overload)
+    overload: str  # "default", "Tensor", "Scalar", ...
+    input_shapes: tuple[Shape, ...]
+    input_dtypes: tuple[str | None, ...]  # "float32", None for non-tensors
+    output_shapes: tuple[Shape, ...]
+    output_dtypes: tuple[str | None, ...]
+
+    @property
+    def qualified(self) -> str:
+        """'aten::add.Tensor' (the name the NPU kernel tables use, with overload)."""
+        return self.op if self.overload in ("", "default") else f"{self.op}.{self.overload}"
+
+
+@dataclass(frozen=True)
+class OpNode:
+    """One operator call in the model as the user wrote it (a leaf module, a function, a method, a custom op)."""
+
+    name: str  # unique node name inside the capture ("conv1", "add_3")
+    op: str  # operator key: "torch.nn.Conv2d", "torch.nn.functional.gelu", "Tensor.view", "operator.add", "mylib::fused"
+    kind: str  # "module" | "function" | "method" | "custom" | "aten"
+    module_path: str  # dotted path of the owning module ("" for the root); the module itself for kind="module"
+    attrs: Mapping[str, Any]  # JSON-able attribute values: Conv2d stride, F.gelu approximate, ...
+    input_shapes: tuple[Shape, ...]
+    input_dtypes: tuple[str | None, ...]
+    output_shapes: tuple[Shape, ...]
+    output_dtypes: tuple[str | None, ...]
+    aten: tuple[AtenCall, ...]  # ATen ops this node dispatched, in order
+    source: str | None  # "examples/resnet_like.py:42" where Python gives one
+    flops: int = 0  # filled by the trace when a formula is known (0 = unknown/none)
+    bytes_moved: int = 0
+
+
+@dataclass(frozen=True)
+class CaptureAttempt:
+    """One capture method tried, and why it failed (error is None when it succeeded)."""
+
+    method: str  # "fx" | "export" | "dispatch"
+    error: str | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Everything the trace stage learned about one forward pass."""
+
+    method: str  # the method whose nodes are reported
+    device: str  # "meta" | "cpu"
+    device_note: str | None  # why the CPU was used, when it was
+    attempts: tuple[CaptureAttempt, ...]
+    nodes: tuple[OpNode, ...]
+    edges: tuple[tuple[str, str], ...] = ()  # (producer node name, consumer node name), when the capture has a graph
+    module_types: Mapping[str, str] = field(default_factory=dict)  # module path -> class name, for roll-ups
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What was loaded: where from, how big, how it was run."""
+
+    source: str  # "examples/resnet_like.py" or "pkg.mod:factory"
+    entry: str  # factory function name
+    class_name: str
+    parameters: int
+    dtype: str  # dtype assessed ("float32", "float16", "bfloat16")
+    inputs: tuple[str, ...]  # human-readable description of each example input
+
+
+# ------------------------------------------------------------ inventory stage
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A distinct attribute/shape/dtype combination of one operator, with how often it occurs."""
+
+    attrs: Mapping[str, Any]
+    input_shapes: tuple[Shape, ...]
+    input_dtypes: tuple[str | None, ...]
+    count: int
+    modules: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Operator:
+    """All occurrences of one operator key in the model."""
+
+    op: str
+    kind: str
+    count: int
+    modules: tuple[str, ...]
+    signatures: tuple[Signature, ...]
+    aten: tuple[str, ...]  # distinct qualified ATen ops ("aten::convolution", "aten::add.Tensor")
+    sources: tuple[str, ...]
+    nodes: tuple[OpNode, ...]
+    flops: int = 0
+    bytes_moved: int = 0
+
+
+@dataclass(frozen=True)
+class Inventory:
+    model: ModelInfo
+    capture: Capture
+    operators: tuple[Operator, ...]
+
+
+# ------------------------------------------------------------- classify stage
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One fact that decided (or informed) a category."""
+
+    code: str  # "kernel", "no-kernel", "api-supported", "api-unsupported", "dtype", "param-limit",
+    #            "replacement", "custom-op", "not-in-kb", "decomposes", "view-op", "cpu-only-decomposition", ...
+    message: str  # one sentence, English, for the report
+    evidence: str  # where the fact comes from: "npu_aten_ops: convolution [v2.1..newest]", "rules.toml: lstm"
+    signature: int | None = None  # index into Operator.signatures when the reason concerns one signature
+
+
+@dataclass(frozen=True)
+class ClassifiedOp:
+    operator: Operator
+    category: str  # one of CATEGORIES (the worst over its signatures)
+    signature_categories: tuple[str, ...]  # one per Operator.signatures
+    reasons: tuple[Reason, ...]
+    replacement: str | None  # torch_npu API to use, when one exists
+    cann_op: str | None  # CANN operator name, when known
+    known: bool  # False when the knowledge base has no fact about it at all
+    aten_support: Mapping[str, bool]  # qualified ATen op -> has an NPU kernel for the target
+
+
+# ---------------------------------------------------------------- score stage
+
+
+@dataclass(frozen=True)
+class SubScore:
+    """One sub-criterion's difficulty (0 = no work, 1 = hardest) and the measured signal that gave it."""
+
+    dimension: str  # "functional" | "performance" | "ecosystem"
+    criterion: str  # "shape_match", "dtype_support", "special_attrs", "fusion", "memory_layout", "pipeline", ...
+    value: float
+    weight: float  # weight inside its dimension
+    signal: str  # "input dtype float64 not in [bf16, fp16, fp32]"
+
+
+@dataclass(frozen=True)
+class OpScore:
+    op: ClassifiedOp
+    functional: float  # each dimension 0..1 (weighted mean of its sub-scores)
+    performance: float
+    ecosystem: float
+    composite: float  # weighted by the top-level dimension weights
+    subscores: tuple[SubScore, ...]
+
+
+# ------------------------------------------------------------- estimate stage
+
+
+@dataclass(frozen=True)
+class Effort:
+    """A three-point person-day range; supports + so totals are sum()."""
+
+    low: float
+    likely: float
+    high: float
+
+    def __add__(self, other: "Effort") -> "Effort":
+        return Effort(self.low + other.low, self.likely + other.likely, self.high + other.high)
+
+    def __radd__(self, other: Any) -> "Effort":
+        if other == 0:  # sum() starts from 0
+            return self
+        return NotImplemented
+
+
+@dataclass(frozen=True)
+class Risk:
+    likelihood: int  # 1..5
+    impact: int  # 1..5
+    stars: int  # 1..5
+    signals: tuple[str, ...]  # what raised likelihood and impact
+
+
+@dataclass(frozen=True)
+class OpEstimate:
+    score: OpScore
+    person_days: Effort
+    risk: Risk
+    pareto: bool  # among the operators that carry 80% of the effort
+
+
+@dataclass(frozen=True)
+class Estimate:
+    ops: tuple[OpEstimate, ...]  # sorted by likely effort, largest first
+    total: Effort
+    p50: float
+    p90: float
+    method: str  # how P50/P90 were computed
+    pareto_ops: tuple[str, ...]
+    pareto_share_of_types: float  # e.g. 0.2: the Pareto operators are 20% of the operator types
+    by_category: Mapping[str, Effort]
+    by_module: Mapping[str, Effort]  # every ancestor module gets the sum of its children ("" = whole model)
+    risk_matrix: tuple[tuple[tuple[str, ...], ...], ...]  # [likelihood-1][impact-1] -> operator keys
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A performance-work pattern found in the graph."""
+
+    kind: str  # "fusion", "attention", "rmsnorm", "rotary", "swiglu", "layout-churn", "mixed-precision", "dynamic-shape"
+    title: str
+    nodes: tuple[str, ...]  # OpNode names involved
+    ops: tuple[str, ...]  # operator keys involved
+    source: str | None
+    npu_api: str | None  # torch_npu API to use
+    effect: str  # how it moves the performance score
+
+
+# --------------------------------------------------------------- whole result
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The result of one scan: what every reporter renders."""
+
+    tool_version: str
+    model: ModelInfo
+    capture: Capture
+    inventory: Inventory
+    target: str  # Ascend product assessed against ("Atlas A2")
+    torch_version: str  # torch / torch_npu version assessed against ("2.13")
+    kb_version: str
+    classified: tuple[ClassifiedOp, ...]
+    estimate: Estimate | None
+    findings: tuple[Finding, ...]
+    weights_source: str  # path of the weights.toml used
+    seconds: Mapping[str, float]  # wall time per stage
