@@ -1,0 +1,291 @@
+"""Load stage: a model file or `module:factory` target -> an nn.Module with example inputs, built on the meta device."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Sequence
+
+from .errors import ModelLoadError
+from .records import ModelInfo
+
+DTYPES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float64": "float64",
+    "fp64": "float64",
+    "int64": "int64",
+    "long": "int64",
+    "int32": "int32",
+    "int": "int32",
+}
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """What to load and how to make inputs for it."""
+
+    target: str  # path to a model file, or "package.module:factory"
+    entry: str | None = None  # factory function name (default build_model)
+    inputs_entry: str = "example_inputs"
+    input_shapes: tuple[tuple[int, ...], ...] = ()
+    input_dtype: str = "float32"
+    dtype: str | None = None  # assess as mixed precision: "float16" / "bfloat16"
+    device: str = "meta"
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A built model, its example inputs, and how to rebuild both on another device."""
+
+    module: Any  # torch.nn.Module
+    args: tuple
+    kwargs: dict
+    info: ModelInfo
+    device: str
+    rebuild: Callable[[str], "LoadedModel"] = field(repr=False, compare=False)
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """'1,3,224,224' -> (1, 3, 224, 224); raises ModelLoadError on anything else."""
+    try:
+        dims = tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
+    except ValueError as exc:
+        raise ModelLoadError(f"--input-shape {text!r}: expected comma-separated integers such as 1,3,224,224") from exc
+    if not dims or any(d < 0 for d in dims):
+        raise ModelLoadError(f"--input-shape {text!r}: expected comma-separated non-negative integers")
+    return dims
+
+
+def normalise_dtype(name: str, *, option: str) -> str:
+    """'fp16' -> 'float16'; raises ModelLoadError naming the option for unknown names."""
+    key = name.lower().removeprefix("torch.")
+    if key not in DTYPES:
+        raise ModelLoadError(f"{option} {name!r}: expected one of {', '.join(sorted(set(DTYPES.values())))}")
+    return DTYPES[key]
+
+
+def _display(target: str) -> str:
+    path = Path(target)
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _import_file(path: Path) -> ModuleType:
+    name = f"opassess_model_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ModelLoadError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(name, None)
+        raise ModelLoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise ModelLoadError(f"{path}: importing the file raised {_describe(exc)}") from exc
+    return module
+
+
+def _describe(exc: BaseException) -> str:
+    """'ValueError: bad thing (at model.py:12)' naming the innermost frame outside torch and opassess."""
+    where = user_frame(traceback.extract_tb(exc.__traceback__))
+    text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
+    return f"{text} (at {where})" if where else text
+
+
+def user_frame(frames: Sequence[traceback.FrameSummary]) -> str | None:
+    """The innermost frame that is not inside torch or opassess, as 'file:line'."""
+    for frame in reversed(frames):
+        if not is_library_file(frame.filename):
+            return f"{_display(frame.filename)}:{frame.lineno}"
+    return None
+
+
+_MARKERS = ("<frozen ", "/contextlib.py", "<eval_with_key>", "/importlib/")
+_OPASSESS_DIR = str(Path(__file__).resolve().parent) + "/"
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    import torch
+
+    return (str(Path(torch.__file__).parent) + "/", str(Path(torch.__file__).resolve().parent) + "/", _OPASSESS_DIR)
+
+
+def is_library_file(filename: str) -> bool:
+    """True for torch's, opassess's and the interpreter's own frames (not the user's model code)."""
+    return filename.startswith(_library_dirs()) or any(marker in filename for marker in _MARKERS)
+
+
+def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[], Any]]:
+    """Find the factory: FILE, FILE:FUNC, or package.module:FUNC."""
+    target, entry = req.target, req.entry
+    if entry and ":" in entry:  # --entry FILE:FUNC
+        target, entry = entry.rsplit(":", 1)
+    path_part, _, func_part = target.rpartition(":") if ":" in target and not Path(target).exists() else (target, "", "")
+    entry = entry or func_part or "build_model"
+    if path_part.endswith(".py") or Path(path_part).exists() or "/" in path_part:
+        path = Path(path_part)
+        if not path.exists():
+            raise ModelLoadError(f"{path}: no such model file")
+        if path.is_dir():
+            raise ModelLoadError(f"{path}: is a directory, expected a model file")
+        module = _import_file(path)
+        source = _display(str(path))
+    else:
+        try:
+            module = importlib.import_module(path_part)
+        except Exception as exc:
+            raise ModelLoadError(f"{path_part}: cannot import module: {_describe(exc)}") from exc
+        source = f"{path_part}:{entry}"
+    factory = getattr(module, entry, None)
+    if factory is None or not callable(factory):
+        raise ModelLoadError(f"{source}: defines no {entry}() (a model file must define build_model() returning an nn.Module)")
+    return module, source, entry, factory
+
+
+def _device_context(device: str):
+    import torch
+
+    return torch.device(device) if device != "cpu" else contextlib.nullcontext()
+
+
+def load_model(req: LoadRequest) -> LoadedModel:
+    """Import the model file, build the model and its example inputs on req.device (meta by default)."""
+    import torch
+
+    module, source, entry, factory = _resolve_factory(req)
+    assess_dtype = normalise_dtype(req.dtype, option="--dtype") if req.dtype else None
+    input_dtype = normalise_dtype(req.input_dtype, option="--input-dtype")
+
+    def build(device: str) -> LoadedModel:
+        with _device_context(device):
+            try:
+                model = factory()
+            except Exception as exc:
+                raise ModelLoadError(f"{source}: {entry}() raised {_describe(exc)}") from exc
+            if not isinstance(model, torch.nn.Module):
+                raise ModelLoadError(f"{source}: {entry}() returned {type(model).__name__}, expected a torch.nn.Module")
+            args, kwargs, described = _make_inputs(module, source, req, input_dtype)
+        model = model.to(device)
+        args, kwargs = _move(args, device), _move(kwargs, device)
+        if assess_dtype:
+            target_dtype = getattr(torch, assess_dtype)
+            model = model.to(target_dtype)
+            args, kwargs = _cast_floats(args, target_dtype), _cast_floats(kwargs, target_dtype)
+        model.eval()
+        params = sum(p.numel() for p in model.parameters())
+        dtype = assess_dtype or _dominant_dtype(model, args, kwargs)
+        info = ModelInfo(source=source, entry=entry, class_name=type(model).__name__, parameters=params,
+                         dtype=dtype, inputs=described)
+        return LoadedModel(model, args, kwargs, info, device, build)
+
+    return build(req.device)
+
+
+def _make_inputs(module: ModuleType, source: str, req: LoadRequest, input_dtype: str) -> tuple[tuple, dict, tuple[str, ...]]:
+    import torch
+
+    if req.input_shapes:
+        dtype = getattr(torch, input_dtype)
+        if dtype.is_floating_point:
+            args = tuple(torch.randn(shape, dtype=dtype) for shape in req.input_shapes)
+        else:
+            args = tuple(torch.zeros(shape, dtype=dtype) for shape in req.input_shapes)
+        return args, {}, tuple(_describe_value(a) for a in args)
+    maker = getattr(module, req.inputs_entry, None)
+    if maker is None:
+        raise ModelLoadError(
+            f"{source}: defines no {req.inputs_entry}(); add one returning a tuple of tensors or a dict of keyword "
+            "arguments, or pass --input-shape"
+        )
+    try:
+        value = maker()
+    except Exception as exc:
+        raise ModelLoadError(f"{source}: {req.inputs_entry}() raised {_describe(exc)}") from exc
+    if isinstance(value, dict):
+        return (), dict(value), tuple(f"{k}={_describe_value(v)}" for k, v in value.items())
+    if isinstance(value, torch.Tensor):
+        value = (value,)
+    if isinstance(value, list):
+        value = tuple(value)
+    if not isinstance(value, tuple):
+        raise ModelLoadError(
+            f"{source}: {req.inputs_entry}() returned {type(value).__name__}, expected a tuple of tensors or a dict"
+        )
+    return value, {}, tuple(_describe_value(v) for v in value)
+
+
+def _describe_value(value: Any) -> str:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).removeprefix('torch.')}[{','.join(str(d) for d in value.shape)}]"
+    return repr(value)
+
+
+def _move(value: Any, device: str) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value if value.device.type == device else value.to(device)
+    if isinstance(value, tuple):
+        return tuple(_move(v, device) for v in value)
+    if isinstance(value, list):
+        return [_move(v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: _move(v, device) for k, v in value.items()}
+    return value
+
+
+def _cast_floats(value: Any, dtype: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, tuple):
+        return tuple(_cast_floats(v, dtype) for v in value)
+    if isinstance(value, list):
+        return [_cast_floats(v, dtype) for v in value]
+    if isinstance(value, dict):
+        return {k: _cast_floats(v, dtype) for k, v in value.items()}
+    return value
+
+
+def _dominant_dtype(model: Any, args: tuple, kwargs: dict) -> str:
+    """The floating dtype most parameters (else inputs) have; float32 when there are none."""
+    import torch
+
+    counts: dict[str, int] = {}
+    for p in model.parameters():
+        if p.is_floating_point():
+            key = str(p.dtype).removeprefix("torch.")
+            counts[key] = counts.get(key, 0) + p.numel()
+    if not counts:
+        for v in list(args) + list(kwargs.values()):
+            if isinstance(v, torch.Tensor) and v.is_floating_point():
+                key = str(v.dtype).removeprefix("torch.")
+                counts[key] = counts.get(key, 0) + 1
+    return max(counts, key=counts.get) if counts else "float32"
+
+
+def on_device(loaded: LoadedModel, device: str) -> LoadedModel:
+    """The same model rebuilt on another device (the CPU fallback when meta cannot run it)."""
+    rebuilt = loaded.rebuild(device)
+    return replace(rebuilt, info=replace(rebuilt.info, dtype=loaded.info.dtype))

@@ -1,0 +1,103 @@
+"""The one place that wires the stages together: load -> trace -> inventory -> classify -> score -> estimate."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import __version__
+from .load import LoadRequest, load_model
+from .records import Assessment, Inventory
+from .trace import METHODS, trace_model
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """Everything a scan needs to know; the CLI fills it from flags."""
+
+    target: str
+    entry: str | None = None
+    input_shapes: tuple[tuple[int, ...], ...] = ()
+    input_dtype: str = "float32"
+    dtype: str | None = None
+    device: str = "meta"
+    methods: tuple[str, ...] = METHODS
+    product: str = "Atlas A2"
+    torch_npu: str | None = None  # None: the knowledge base's default version
+    weights: Path | None = None  # None: the shipped weights.toml
+    kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
+    extra: dict = field(default_factory=dict, compare=False)
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+def scan_inventory(options: ScanOptions, progress: Progress = _noop) -> Inventory:
+    """Load and trace the model and group its operators (stages 1-3)."""
+    return _scan_inventory(options, progress, {})
+
+
+def _scan_inventory(options: ScanOptions, progress: Progress, seconds: dict[str, float]) -> Inventory:
+    from .inventory import build_inventory
+
+    started = time.perf_counter()
+    progress(f"loading {options.target}")
+    loaded = load_model(LoadRequest(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
+                                    input_dtype=options.input_dtype, dtype=options.dtype, device=options.device))
+    seconds["load"] = time.perf_counter() - started
+    started = time.perf_counter()
+    capture = trace_model(loaded, options.methods, progress)
+    seconds["trace"] = time.perf_counter() - started
+    progress(f"captured {len(capture.nodes)} operator calls with {capture.method} on {capture.device}")
+    inventory = build_inventory(loaded.info, capture)
+    return inventory
+
+
+def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
+    """Run the whole pipeline on one model and return the Assessment every reporter renders."""
+    from .classify import classify
+    from .estimate import estimate
+    from .kb import load_kb
+    from .score import score
+    from .weights import load_weights
+
+    seconds: dict[str, float] = {}
+    weights = load_weights(options.weights)  # validate configuration before any model code runs
+    kb = load_kb(options.kb_dir)
+    inventory = _scan_inventory(options, progress, seconds)
+    started = time.perf_counter()
+    progress(f"classifying {len(inventory.operators)} operator types")
+    torch_version = options.torch_npu or kb.default_torch_version
+    classified = classify(inventory, kb, target=options.product, torch_version=torch_version)
+    seconds["classify"] = time.perf_counter() - started
+    findings = _findings(inventory, kb, options)
+    started = time.perf_counter()
+    scores = score(classified, inventory, weights, findings)
+    result = estimate(scores, inventory, weights)
+    seconds["estimate"] = time.perf_counter() - started
+    return Assessment(
+        tool_version=__version__,
+        model=inventory.model,
+        capture=inventory.capture,
+        inventory=inventory,
+        target=options.product,
+        torch_version=torch_version,
+        kb_version=kb.version,
+        classified=classified,
+        estimate=result,
+        findings=findings,
+        weights_source=str(weights.source),
+        seconds=seconds,
+    )
+
+
+def _findings(inventory: Inventory, kb, options: ScanOptions) -> tuple:
+    try:
+        from .findings import find_findings
+    except ImportError:  # the findings stage (issue 7) is not part of this build yet
+        return ()
+    return find_findings(inventory, kb, dtype=options.dtype)

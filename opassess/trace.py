@@ -1,0 +1,711 @@
+"""Trace stage: run a loaded model once and record every operator call as an OpNode with its ATen evidence.
+
+Capture methods, tried in order (the Capture records every attempt and why it failed):
+  fx        torch.fx symbolic tracing, then a node-by-node run under an ATen dispatch recorder. Gives the
+            graph as users wrote it: leaf modules (nn.Conv2d with its attributes), functions, methods, edges.
+  export    torch.export (non-strict), for models FX cannot trace. Costly on large models (8.5 s for a
+            Llama-2-7B shape against 0.5 s for one recorded forward), so it is skipped above a size limit.
+  dispatch  one eager forward with module hooks, a torch-function mode (the user-level call) and a
+            dispatch mode (the ATen ops it reaches). Works for any model that runs; keeps module paths,
+            attributes and source lines.
+Everything runs on the meta device unless the model cannot, in which case it is rebuilt on the CPU.
+An FX Node never leaves this module.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import operator
+import sys
+import time
+import traceback
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable
+
+from .errors import OpassessError, TraceError
+from .load import LoadedModel, _describe, is_library_file, on_device, user_frame
+from .records import AtenCall, Capture, CaptureAttempt, OpNode
+
+METHODS = ("fx", "export", "dispatch")
+# torch.export costs ~13x one recorded forward (measured on a Llama-2-7B-shaped model on meta, see
+# benchmarks/); above this many parameters it is skipped in favour of the dispatch capture.
+EXPORT_MAX_PARAMETERS = 1_000_000_000
+
+# `x + y` in FX is operator.add, in eager code Tensor.add: both are reported as the Tensor method.
+_OPERATOR_METHODS = {
+    "add": "add", "iadd": "add_", "sub": "sub", "isub": "sub_", "mul": "mul", "imul": "mul_",
+    "truediv": "div", "itruediv": "div_", "floordiv": "floor_divide", "mod": "remainder", "pow": "pow",
+    "matmul": "matmul", "neg": "neg", "pos": "positive", "abs": "abs", "invert": "bitwise_not",
+    "and_": "bitwise_and", "or_": "bitwise_or", "xor": "bitwise_xor", "lshift": "__lshift__",
+    "rshift": "__rshift__", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+    "getitem": "__getitem__", "setitem": "__setitem__",
+}
+_DUNDER_METHODS = {f"__{k.rstrip('_')}__": v for k, v in _OPERATOR_METHODS.items()}
+_DUNDER_METHODS.update({"__radd__": "add", "__rsub__": "sub", "__rmul__": "mul", "__rtruediv__": "div",
+                        "__rmatmul__": "matmul", "__rpow__": "pow", "__iadd__": "add_", "__imul__": "mul_",
+                        "__getitem__": "__getitem__", "__setitem__": "__setitem__", "__and__": "bitwise_and",
+                        "__or__": "bitwise_or", "__div__": "div"})
+# Property getters and metadata queries that are not operators.
+_NOT_OPERATORS = {"__get__", "size", "dim", "numel", "element_size", "is_contiguous", "stride", "storage_offset",
+                  "data_ptr", "__len__", "__bool__", "__format__", "__repr__", "tolist", "item", "__index__",
+                  "is_floating_point", "is_complex", "get_device", "__iter__", "__hash__", "__eq_meta__"}
+
+
+# ------------------------------------------------------------------ naming
+
+
+def module_key(cls: type) -> str:
+    """torch.nn.modules.conv.Conv2d -> 'torch.nn.Conv2d'; other classes by module and qualified name."""
+    import torch
+
+    if getattr(torch.nn, cls.__name__, None) is cls:
+        return f"torch.nn.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def function_key(fn: Any) -> tuple[str, str]:
+    """The operator key and kind of a called function: ('torch.nn.functional.gelu', 'function')."""
+    import torch
+    import torch.nn.functional as F
+
+    if isinstance(fn, AutogradFunctionCall):
+        return fn.key, "custom"
+    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        ns, _, name = (fn._qualified_op_name if isinstance(fn, torch._ops.OpOverloadPacket)
+                       else fn._schema.name).partition("::")
+        return f"{ns}::{name}", ("aten" if ns in ("aten", "prims") else "custom")
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    module = getattr(fn, "__module__", None) or ""
+    if module in ("_operator", "operator"):
+        method = _OPERATOR_METHODS.get(name)
+        return (f"Tensor.{method}", "method") if method else (f"operator.{name}", "function")
+    objclass = getattr(fn, "__objclass__", None)
+    if objclass is not None and objclass.__name__ in ("TensorBase", "Tensor"):
+        return method_key(name), "method"
+    qualname = getattr(fn, "__qualname__", name) or name
+    if module in ("torch.nn.functional", "torch._C._nn") and getattr(F, name, None) is not None:
+        return f"torch.nn.functional.{name}", "function"
+    if module.startswith("torch.nn.functional"):
+        return f"torch.nn.functional.{name}", "function"
+    if (module == "torch" or module.startswith("torch._C") or qualname.startswith("_VariableFunctionsClass")) and \
+            getattr(torch, name, None) is not None:
+        return f"torch.{name}", "function"
+    if qualname.startswith("Tensor.") or qualname.startswith("TensorBase."):
+        return method_key(name), "method"
+    return f"{module}.{qualname}" if module else qualname, "function"
+
+
+def method_key(name: str) -> str:
+    """'__add__' -> 'Tensor.add'; 'view' -> 'Tensor.view'."""
+    return f"Tensor.{_DUNDER_METHODS.get(name, name)}"
+
+
+def is_leaf_module(module: Any) -> bool:
+    """torch.nn's own layers are operators; containers and user modules are walked into."""
+    import torch
+
+    cls = type(module)
+    return cls.__module__.startswith("torch.nn") and not isinstance(
+        module, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)) and cls is not torch.nn.Module
+
+
+def module_attrs(module: Any) -> dict[str, Any]:
+    """Public non-tensor attributes of a layer (Conv2d stride/padding/dilation/..., LSTM proj_size/dropout/...)."""
+    attrs: dict[str, Any] = {}
+    for name, value in vars(module).items():
+        if name.startswith("_") or name == "training":
+            continue
+        plain = jsonable(value)
+        if plain is not _SKIP:
+            attrs[name] = plain
+    params = getattr(module, "_parameters", {})
+    if "bias" in params or hasattr(module, "bias"):
+        attrs["bias"] = getattr(module, "bias", None) is not None
+    return dict(sorted(attrs.items()))
+
+
+_SKIP = object()
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-able copy of a plain attribute value, or _SKIP for tensors, modules and other objects."""
+    import torch
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, (torch.device, torch.memory_format, torch.layout)):
+        return str(value)
+    if isinstance(value, (tuple, list, torch.Size)):
+        items = [jsonable(v) for v in value]
+        return _SKIP if any(v is _SKIP for v in items) else items
+    return _SKIP
+
+
+# ------------------------------------------------------------------ values
+
+
+def describe(value: Any) -> tuple[tuple[tuple[int, ...] | None, ...], tuple[str | None, ...]]:
+    """Shapes and dtypes of the tensors in a value (flattened); non-tensor leaves are skipped."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    shapes, dtypes = [], []
+    for leaf in pytree.tree_leaves(value):
+        if isinstance(leaf, torch.Tensor):
+            shapes.append(tuple(int(d) for d in leaf.shape))
+            dtypes.append(str(leaf.dtype).removeprefix("torch."))
+    return tuple(shapes), tuple(dtypes)
+
+
+def _has_tensor(value: Any) -> bool:
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(value))
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(fn: Any):
+    import inspect
+
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def call_attrs(fn: Any, args: tuple, kwargs: dict, skip_first: bool = False) -> dict[str, Any]:
+    """The non-tensor arguments of a call, named by the function's signature when Python can tell."""
+    sig = None
+    try:
+        sig = _signature(fn)
+    except TypeError:  # unhashable callable
+        sig = None
+    named: dict[str, Any] = {}
+    if sig is not None:
+        try:
+            bound = sig.bind(*args, **kwargs)
+            named = dict(bound.arguments)
+            for pname, param in sig.parameters.items():
+                if param.kind is param.VAR_KEYWORD and pname in named:
+                    named.update(named.pop(pname))
+        except TypeError:
+            sig = None
+    if sig is None:
+        named = {f"arg{i}": a for i, a in enumerate(args)}
+        named.update(kwargs)
+    attrs = {}
+    for i, (name, value) in enumerate(named.items()):
+        if skip_first and i == 0:
+            continue
+        plain = jsonable(value)
+        if plain is not _SKIP:
+            attrs[name] = plain
+    return attrs
+
+
+# ------------------------------------------------------------- ATen evidence
+
+
+class _AtenRecorder:
+    """A dispatch mode that appends an AtenCall for every ATen op reaching the backend while a sink is set."""
+
+    def __init__(self) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils.flop_counter import flop_registry
+
+        recorder = self
+        self.sink: list | None = None  # the current operator's ATen calls
+        self.loose: list | None = None  # ATen calls made outside any recorded operator (dispatch capture)
+        self.flops = 0
+        self.bytes = 0
+        self.last: tuple = ((), 0, 0)
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                if recorder.sink is not None:
+                    recorder.sink.append(_aten_call(func, args, kwargs, out))
+                    formula = flop_registry.get(func._overloadpacket)
+                    if formula is not None:
+                        with contextlib.suppress(Exception):
+                            recorder.flops += int(formula(*args, **kwargs, out_val=out))
+                    recorder.bytes += _nbytes(args) + _nbytes(out)
+                elif recorder.loose is not None:
+                    recorder.loose.append(_aten_call(func, args, kwargs, out))
+                return out
+
+        self.mode = Mode()
+
+    @contextlib.contextmanager
+    def collect(self) -> Iterable[list]:
+        """Collect the ATen calls made inside the block into self.last = (calls, flops, bytes)."""
+        self.sink, self.flops, self.bytes = [], 0, 0
+        try:
+            yield self.sink
+        finally:
+            self.last = (tuple(self.sink), self.flops, self.bytes)
+            self.sink = None
+
+
+def _nbytes(value: Any) -> int:
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return sum(leaf.numel() * leaf.element_size() for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor))
+
+
+def _aten_call(func: Any, args: tuple, kwargs: dict, out: Any) -> AtenCall:
+    ns, _, name = func._schema.name.partition("::")
+    in_shapes, in_dtypes = describe((args, kwargs))
+    out_shapes, out_dtypes = describe(out)
+    return AtenCall(op=f"{ns}::{name}", overload=func._overloadname, input_shapes=in_shapes,
+                    input_dtypes=in_dtypes, output_shapes=out_shapes, output_dtypes=out_dtypes)
+
+
+# ------------------------------------------------------- autograd Functions
+
+
+class AutogradFunctionCall:
+    """A callable standing for `SomeFunction.apply` so that the Function appears as one operator."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.key = f"{cls.__module__}.{cls.__qualname__}"
+        self.__name__ = cls.__name__
+        self.__qualname__ = cls.__qualname__
+        self.__module__ = __name__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.cls.apply(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _autograd_call(cls: type) -> AutogradFunctionCall:
+    return AutogradFunctionCall(cls)
+
+
+@contextlib.contextmanager
+def _patched_function_apply(on_apply: Callable[[type, Callable, tuple, dict], Any]):
+    """Route every autograd.Function.apply through on_apply(cls, original_apply, args, kwargs)."""
+    import torch
+
+    original = torch.autograd.Function.__dict__["apply"]
+
+    def apply(cls, *args, **kwargs):
+        return on_apply(cls, functools.partial(original.__func__, cls), args, kwargs)
+
+    torch.autograd.Function.apply = classmethod(apply)
+    try:
+        yield
+    finally:
+        torch.autograd.Function.apply = original
+
+
+# -------------------------------------------------------------- source lines
+
+
+def _source_from_stack_trace(stack_trace: str | None) -> str | None:
+    if not stack_trace:
+        return None
+    frames = []
+    for line in stack_trace.splitlines():
+        line = line.strip()
+        if line.startswith('File "'):
+            filename, _, rest = line[6:].partition('", line ')
+            lineno = rest.split(",")[0]
+            if lineno.isdigit():
+                frames.append(traceback.FrameSummary(filename, int(lineno), ""))
+    return user_frame(frames)
+
+
+def _source_from_frames() -> str | None:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if not is_library_file(frame.f_code.co_filename):
+            return user_frame([traceback.FrameSummary(frame.f_code.co_filename, frame.f_lineno, "")])
+        frame = frame.f_back
+    return None
+
+
+# ---------------------------------------------------------------- fx capture
+
+
+@dataclass
+class _NodeBuild:
+    """Mutable scratch while a capture runs; frozen into OpNode at the end."""
+
+    name: str
+    op: str
+    kind: str
+    module_path: str
+    attrs: dict
+    inputs: tuple
+    outputs: tuple
+    aten: tuple
+    source: str | None
+    flops: int
+    bytes_moved: int
+
+    def freeze(self) -> OpNode:
+        return OpNode(name=self.name, op=self.op, kind=self.kind, module_path=self.module_path, attrs=self.attrs,
+                      input_shapes=self.inputs[0], input_dtypes=self.inputs[1], output_shapes=self.outputs[0],
+                      output_dtypes=self.outputs[1], aten=self.aten, source=self.source, flops=self.flops,
+                      bytes_moved=self.bytes_moved)
+
+
+class NodeFailure(Exception):
+    """A graph node raised while running; carries the node's name and source line."""
+
+    def __init__(self, node: str, source: str | None, cause: BaseException) -> None:
+        super().__init__(f"node {node}" + (f" ({source})" if source else "") + f": {_describe(cause)}")
+        self.cause = cause
+
+
+def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]]]:
+    import torch
+    import torch.fx as fx
+
+    model = loaded.module
+
+    class Tracer(fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return is_leaf_module(m)
+
+    tracer = Tracer()
+    tracer.record_stack_traces = True
+
+    def on_apply(cls, original, args, kwargs):
+        from torch.utils import _pytree as pytree
+
+        if any(isinstance(a, fx.Proxy) for a in pytree.tree_leaves((args, kwargs))):
+            return tracer.create_proxy("call_function", _autograd_call(cls), args, kwargs)
+        return original(*args, **kwargs)
+
+    concrete = _concrete_kwargs(model, loaded.kwargs)
+    with _patched_function_apply(on_apply):
+        graph = tracer.trace(model, concrete_args=concrete or None)
+
+    recorder = _AtenRecorder()
+    built: list[_NodeBuild] = []
+    by_fx_name: dict[str, _NodeBuild] = {}
+
+    class Runner(fx.Interpreter):
+        def run_node(self, n):
+            if n.op not in ("call_module", "call_function", "call_method"):
+                return super().run_node(n)
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            source = _source_from_stack_trace(n.stack_trace)
+            with recorder.collect():
+                try:
+                    result = super().run_node(n)
+                except Exception as exc:
+                    raise NodeFailure(n.name, source, exc) from exc
+            calls, flops, nbytes = recorder.last
+            if not calls and not (_has_tensor((args, kwargs)) and _has_tensor(result)):
+                return result  # a metadata query (x.size(1), tuple indexing): not an operator
+            stack = n.meta.get("nn_module_stack") or {}
+            owner = next(reversed(stack.values()))[0] if stack else ""
+            if n.op == "call_module":
+                sub = self.fetch_attr(n.target)
+                op, kind, path, attrs = module_key(type(sub)), "module", str(n.target), module_attrs(sub)
+            elif n.op == "call_method":
+                op, kind, path = method_key(str(n.target)), "method", owner
+                attrs = call_attrs(getattr(torch.Tensor, str(n.target), None), args, kwargs, skip_first=True)
+            else:
+                (op, kind), path = function_key(n.target), owner
+                attrs = call_attrs(n.target, args, kwargs)
+            node = _NodeBuild(n.name, op, kind, path, attrs, describe((args, kwargs)), describe(result),
+                              calls, source, flops, nbytes)
+            built.append(node)
+            by_fx_name[n.name] = node
+            return result
+
+    args = loaded.args + tuple(v for k, v in loaded.kwargs.items() if k not in concrete)
+    with torch.no_grad(), recorder.mode:
+        Runner(model, graph=graph).run(*args)
+    edges = []
+    for n in graph.nodes:
+        if n.name in by_fx_name:
+            for producer in _producers(n, by_fx_name):
+                edges.append((producer, n.name))
+    return [b.freeze() for b in built], edges
+
+
+def _producers(n, recorded: dict) -> set[str]:
+    """Recorded nodes feeding n, looking through unrecorded ones (tuple indexing, size queries)."""
+    found, stack, seen = set(), list(n.all_input_nodes), set()
+    while stack:
+        p = stack.pop()
+        if p.name in seen:
+            continue
+        seen.add(p.name)
+        if p.name in recorded:
+            found.add(p.name)
+        else:
+            stack.extend(p.all_input_nodes)
+    return found
+
+
+def _concrete_kwargs(model: Any, kwargs: dict) -> dict:
+    """Plain (non-tensor) keyword inputs such as use_cache=False are fixed for tracing, as the user passed them."""
+    import torch
+
+    return {k: v for k, v in kwargs.items() if not isinstance(v, torch.Tensor)}
+
+
+# ------------------------------------------------------------ export capture
+
+
+def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]]]:
+    import torch
+
+    model = loaded.module
+    if loaded.info.parameters > EXPORT_MAX_PARAMETERS:
+        raise _Skipped(f"skipped: {loaded.info.parameters:,} parameters is over the export limit of "
+                       f"{EXPORT_MAX_PARAMETERS:,} (torch.export costs ~13x one recorded forward)")
+    exported = torch.export.export(model, loaded.args, loaded.kwargs, strict=False)
+    modules = dict(model.named_modules())
+    nodes: list[_NodeBuild] = []
+    by_name: dict[str, _NodeBuild] = {}
+    for n in exported.graph.nodes:
+        if n.op != "call_function":
+            continue
+        stack = n.meta.get("nn_module_stack") or {}
+        path = next(reversed(stack.values()))[0] if stack else ""
+        path = _export_path(path)
+        target = n.target
+        schema = getattr(target, "_schema", None)
+        vals = [a.meta.get("val") for a in n.all_input_nodes]
+        out = n.meta.get("val")
+        call = None
+        if schema is not None:
+            ns, _, name = schema.name.partition("::")
+            call = AtenCall(f"{ns}::{name}", target._overloadname, *describe(vals), *describe(out))
+        source = _source_from_stack_trace(n.meta.get("stack_trace"))
+        sub = modules.get(path)
+        if sub is not None and is_leaf_module(sub):
+            # consecutive ATen nodes of one leaf module call form one operator node
+            last = nodes[-1] if nodes else None
+            if last is not None and last.kind == "module" and last.module_path == path and last.source == source:
+                last.aten = last.aten + ((call,) if call else ())
+                last.outputs = describe(out)
+                by_name[n.name] = last
+                continue
+            build = _NodeBuild(n.name, module_key(type(sub)), "module", path, module_attrs(sub), describe(vals),
+                               describe(out), (call,) if call else (), source, 0, 0)
+        else:
+            op, kind = function_key(target)
+            attrs = {}
+            if schema is not None:
+                for arg, value in zip(schema.arguments, n.args):
+                    plain = jsonable(value)
+                    if plain is not _SKIP:
+                        attrs[arg.name] = plain
+            build = _NodeBuild(n.name, op, kind, path, attrs, describe(vals), describe(out),
+                               (call,) if call else (), source, 0, 0)
+        nodes.append(build)
+        by_name[n.name] = build
+    edges = set()
+    for n in exported.graph.nodes:
+        if n.name in by_name:
+            for p in n.all_input_nodes:
+                if p.name in by_name and by_name[p.name] is not by_name[n.name]:
+                    edges.add((by_name[p.name].name, by_name[n.name].name))
+    return [b.freeze() for b in nodes], sorted(edges)
+
+
+def _export_path(path: str) -> str:
+    # export names submodules "L['self'].layer1" or "layer1.0.conv1" depending on the torch version
+    return path.replace("L['self'].", "").replace("L['self']", "")
+
+
+class _Skipped(Exception):
+    """A capture method was not attempted (size limit)."""
+
+
+# ---------------------------------------------------------- dispatch capture
+
+
+def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]]]:
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    model = loaded.module
+    paths = {id(m): name for name, m in model.named_modules()}
+    recorder = _AtenRecorder()
+    built: list[_NodeBuild] = []
+    producer: dict[int, str] = {}  # id(tensor) -> node name; tensors are kept alive in `keep`
+    keep: list[Any] = []
+    edges: set[tuple[str, str]] = set()
+    module_stack: list[str] = [""]
+    depth = {"leaf": 0, "fn": 0}
+    counter = itertools.count()
+
+    def new_node(op, kind, path, attrs, args, kwargs, result, source, calls, flops, nbytes):
+        from torch.utils import _pytree as pytree
+
+        name = f"{op.rsplit('.', 1)[-1].rsplit('::', 1)[-1].lower()}_{next(counter)}"
+        node = _NodeBuild(name, op, kind, path, attrs, describe((args, kwargs)), describe(result), calls, source,
+                          flops, nbytes)
+        built.append(node)
+        for leaf in pytree.tree_leaves((args, kwargs)):
+            if isinstance(leaf, torch.Tensor) and id(leaf) in producer:
+                edges.add((producer[id(leaf)], name))
+        for leaf in pytree.tree_leaves(result):
+            if isinstance(leaf, torch.Tensor):
+                producer[id(leaf)] = name
+                keep.append(leaf)
+
+    def call_leaf(module, args, kwargs, run):
+        path = paths.get(id(module), type(module).__name__)
+        source = _source_from_frames()
+        depth["leaf"] += 1
+        try:
+            with recorder.collect():
+                result = run()
+        finally:
+            depth["leaf"] -= 1
+        calls, flops, nbytes = recorder.last
+        new_node(module_key(type(module)), "module", path, module_attrs(module), args, kwargs, result, source,
+                 calls, flops, nbytes)
+        return result
+
+    original_call = torch.nn.Module.__call__
+
+    def patched_call(module, *args, **kwargs):
+        if depth["leaf"] or depth["fn"]:
+            return original_call(module, *args, **kwargs)
+        if is_leaf_module(module):
+            return call_leaf(module, args, kwargs, lambda: original_call(module, *args, **kwargs))
+        module_stack.append(paths.get(id(module), module_stack[-1]))
+        try:
+            return original_call(module, *args, **kwargs)
+        finally:
+            module_stack.pop()
+
+    def record_call(op, kind, attrs, args, kwargs, run):
+        source = _source_from_frames()
+        depth["fn"] += 1
+        try:
+            with recorder.collect():
+                result = run()
+        finally:
+            depth["fn"] -= 1
+        calls, flops, nbytes = recorder.last
+        if calls or (_has_tensor((args, kwargs)) and _has_tensor(result)):
+            new_node(op, kind, module_stack[-1], attrs, args, kwargs, result, source, calls, flops, nbytes)
+        return result
+
+    class FunctionMode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if depth["leaf"] or depth["fn"] or getattr(func, "__name__", "") in _NOT_OPERATORS:
+                return func(*args, **kwargs)
+            op, kind = function_key(func)
+            attrs = call_attrs(func, args, kwargs, skip_first=(kind == "method"))
+            return record_call(op, kind, attrs, args, kwargs, lambda: func(*args, **kwargs))
+
+    def on_apply(cls, original, args, kwargs):
+        if depth["leaf"] or depth["fn"]:
+            return original(*args, **kwargs)
+        call = _autograd_call(cls)
+        return record_call(call.key, "custom", call_attrs(cls.forward, (None,) + args, kwargs, skip_first=True),
+                           args, kwargs, lambda: original(*args, **kwargs))
+
+    # Custom ops called outside any recorded function (torch.ops.ns.op does not always pass through the
+    # torch-function mode) are caught at the dispatch level by the sink below.
+    loose: list[AtenCall] = []
+    torch.nn.Module.__call__ = patched_call
+    try:
+        with torch.no_grad(), _patched_function_apply(on_apply), recorder.mode, FunctionMode():
+            recorder.loose = loose
+            model(*loaded.args, **loaded.kwargs)
+            recorder.loose = None
+    finally:
+        torch.nn.Module.__call__ = original_call
+    for call in loose:  # ATen or custom ops that no user-level call owned
+        ns = call.op.partition("::")[0]
+        built.append(_NodeBuild(f"{call.op.rsplit('::', 1)[-1]}_{next(counter)}", call.op,
+                                "aten" if ns in ("aten", "prims") else "custom", "", {},
+                                (call.input_shapes, call.input_dtypes), (call.output_shapes, call.output_dtypes),
+                                (call,), None, 0, 0))
+    return [b.freeze() for b in built], sorted(edges)
+
+
+# ------------------------------------------------------------------- driver
+
+
+_CAPTURES: dict[str, Callable[[LoadedModel], tuple[list[OpNode], list[tuple[str, str]]]]] = {
+    "fx": _capture_fx,
+    "export": _capture_export,
+    "dispatch": _capture_dispatch,
+}
+
+
+def _is_meta_problem(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    cause = getattr(exc, "cause", None)
+    if cause is not None:
+        text += f" {type(cause).__name__}: {cause}".lower()
+    return "meta" in text or "data-dependent" in text or "item()" in text or "cannot copy out" in text
+
+
+def trace_model(loaded: LoadedModel, methods: tuple[str, ...] = METHODS,
+                progress: Callable[[str], None] | None = None) -> Capture:
+    """Capture the model's operators by the first method in `methods` that works (meta device first, then CPU)."""
+    unknown = [m for m in methods if m not in _CAPTURES]
+    if unknown:
+        raise TraceError(f"unknown capture method {unknown[0]!r}; expected one of {', '.join(_CAPTURES)}")
+    attempts: list[CaptureAttempt] = []
+    device_note = None
+    current = loaded
+    forward_error: BaseException | None = None
+    for device in (loaded.device, "cpu") if loaded.device != "cpu" else ("cpu",):
+        if device != current.device:
+            device_note = f"the model does not run on the {loaded.device} device ({_first_line(forward_error)}); " \
+                          "it was built and run on the CPU with real weights"
+            try:
+                current = on_device(loaded, device)
+            except OpassessError:
+                raise
+        forward_error = None
+        for method in methods:
+            if progress:
+                progress(f"capturing with {method} on {device}")
+            started = time.perf_counter()
+            try:
+                nodes, edges = _CAPTURES[method](current)
+            except _Skipped as exc:
+                attempts.append(CaptureAttempt(method, str(exc), 0.0))
+                continue
+            except Exception as exc:  # every failure is recorded; the next method gets its chance
+                attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method,
+                                               _first_line(exc), time.perf_counter() - started))
+                if method == "dispatch" or isinstance(exc, NodeFailure):
+                    forward_error = exc
+                continue
+            attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method, None,
+                                           time.perf_counter() - started))
+            types = {name: type(m).__name__ for name, m in current.module.named_modules()}
+            return Capture(method=method, device=device, device_note=device_note, attempts=tuple(attempts),
+                           nodes=tuple(nodes), edges=tuple(edges), module_types=types)
+        if forward_error is None or not _is_meta_problem(forward_error):
+            break
+    cause = forward_error or (attempts[-1].error if attempts else "no capture method")
+    where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"
+    if isinstance(cause, BaseException):
+        raise TraceError(f"{where} raised {_first_line(cause)}") from cause
+    raise TraceError(f"{where} could not be captured: {cause}")
+
+
+def _first_line(exc: BaseException | None) -> str:
+    if exc is None:
+        return "unknown error"
+    if isinstance(exc, NodeFailure):
+        return str(exc).splitlines()[0]
+    return _describe(exc)
