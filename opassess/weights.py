@@ -1,0 +1,535 @@
+"""Load and validate the scoring model (weights.toml): dimension and criterion weights, signal parameters, effort, risk."""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from opassess.errors import ConfigError
+from opassess.records import CATEGORIES
+from opassess.resources import shipped_path
+
+DIMENSIONS = ("functional", "performance", "ecosystem")
+CRITERIA: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "functional": ("shape_match", "dtype_support", "special_attrs"),
+        "performance": ("fusion", "memory_layout", "pipeline"),
+        "ecosystem": ("custom_op_maintenance", "version_compat", "multi_card"),
+    }
+)
+SUM_TOLERANCE = 1e-6
+RISK_LEVELS = 5  # the grid is 5 x 5
+
+
+# ----------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class ShapeMatchRules:
+    native_rank: int
+    rank_limit: int
+    data_dependent: float
+    data_dependent_ops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DtypeRules:
+    difficulty: Mapping[str, float]
+    unlisted: float
+    flagged: float
+    mixed_precision_finding: float
+    reason_codes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AttrRules:
+    per_limit_hit: float
+    per_extra_combo: float
+    per_attr_to_implement: float
+    replacement_mapping: float
+    reason_codes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FusionRules:
+    adopt_replacement: float
+    no_api_extra: float
+    unlisted_finding: float
+    findings: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class LayoutRules:
+    layout_churn_finding: float
+    layout_ops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PipelineRules:
+    cpu_fallback: float
+    dynamic: float
+    dynamic_finding: float
+    per_extra_shape: float
+    cpu_reason_codes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MaintenanceRules:
+    own_op: float
+    vendor_api: float
+    unknown: float
+
+
+@dataclass(frozen=True)
+class VersionRules:
+    oldest: tuple[int, int]
+    newest: tuple[int, int]
+    deprecated: float
+    no_version: float
+
+
+@dataclass(frozen=True)
+class MultiCardRules:
+    collective: float
+    shard_share: float
+    comm_namespaces: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SignalRules:
+    """Parameters of the formulas that turn measured signals into sub-scores (opassess/score.py)."""
+
+    shape_match: ShapeMatchRules
+    dtype_support: DtypeRules
+    special_attrs: AttrRules
+    fusion: FusionRules
+    memory_layout: LayoutRules
+    pipeline: PipelineRules
+    custom_op_maintenance: MaintenanceRules
+    version_compat: VersionRules
+    multi_card: MultiCardRules
+
+
+@dataclass(frozen=True)
+class CategoryEffort:
+    """A practice-table range for one category, and how far its three-point estimate spreads."""
+
+    low: float
+    high: float
+    optimism: float
+    pessimism: float
+
+
+@dataclass(frozen=True)
+class EffortRules:
+    per_extra_signature: float
+    per_occurrence: float
+    max_occurrence_days: float
+    unknown_pessimism: float
+    categories: Mapping[str, CategoryEffort]
+
+
+@dataclass(frozen=True)
+class EstimateRules:
+    pareto_share: float
+    samples: int
+    seed: int
+    pert_lambda: float
+
+
+@dataclass(frozen=True)
+class LikelihoodRules:
+    base: Mapping[str, int]  # category -> base level
+    unknown: int
+    dtype_limit: int
+    dynamic_shapes: int
+    ai_cpu: int
+    version_gap: int
+    dtype_threshold: float
+    version_threshold: float
+
+
+@dataclass(frozen=True)
+class ImpactRules:
+    share_levels: tuple[float, ...]
+    many_occurrences: int
+    occurrence_bump: int
+    main_path_bump: int
+
+
+@dataclass(frozen=True)
+class StarRules:
+    base: Mapping[str, int]
+    raise_at: int
+    lower_at: int
+
+
+@dataclass(frozen=True)
+class RiskRules:
+    likelihood: LikelihoodRules
+    impact: ImpactRules
+    stars: StarRules
+
+
+@dataclass(frozen=True)
+class CalibrationRules:
+    min_rows: int
+    spread_quantiles: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The whole scoring model, validated; `source` names the file(s) it came from."""
+
+    source: str
+    dimensions: Mapping[str, float]
+    criteria: Mapping[str, Mapping[str, float]]
+    signals: SignalRules
+    effort: EffortRules
+    estimate: EstimateRules
+    risk: RiskRules
+    calibration: CalibrationRules
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+def load_weights(path: Path | None = None) -> Weights:
+    """Read the shipped weights.toml, overlay `path` (if given) key by key, validate and return the records."""
+    shipped = shipped_path("weights.toml")
+    layers = [(shipped, _read_toml(shipped))]
+    if path is not None and Path(path).resolve() != shipped.resolve():
+        layers.append((Path(path), _read_toml(Path(path))))
+    merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for file, data in layers:
+        _merge(merged, data, str(file), origins, "")
+    source = " < ".join(str(file) for file, _ in layers)
+    return _build(_Table(merged, origins, "", str(layers[-1][0])), source)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: TOML syntax error: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read weights file: {exc.strerror or exc}") from exc
+
+
+def _merge(into: dict[str, Any], layer: Mapping[str, Any], file: str, origins: dict[str, str], prefix: str) -> None:
+    """Overlay `layer` on `into` (tables merge key by key, anything else replaces) and note which file set what."""
+    for key, value in layer.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value, file, origins, dotted + ".")
+        else:
+            into[key] = value
+            origins[dotted] = file
+            for stale in [k for k in origins if k.startswith(dotted + ".")]:  # a table replaced by a value
+                del origins[stale]
+            if isinstance(value, dict):
+                _note_origins(value, file, origins, dotted + ".")
+
+
+def _note_origins(table: Mapping[str, Any], file: str, origins: dict[str, str], prefix: str) -> None:
+    for key, value in table.items():
+        origins[f"{prefix}{key}"] = file
+        if isinstance(value, dict):
+            _note_origins(value, file, origins, f"{prefix}{key}.")
+
+
+class _Table:
+    """Reads one TOML table with type checks, remembers which keys were read, and names file and key on error."""
+
+    def __init__(self, data: Any, origins: Mapping[str, str], prefix: str, default_file: str) -> None:
+        self._data = data
+        self._origins = origins
+        self._prefix = prefix
+        self.default_file = default_file
+        self._read: set[str] = set()
+
+    def key(self, key: str) -> str:
+        return f"{self._prefix}{key}"
+
+    def file_of(self, key: str) -> str:
+        """The file that set this key (or, for a table, the last file that set anything inside it)."""
+        dotted = self.key(key)
+        if dotted in self._origins:
+            return self._origins[dotted]
+        inside = [file for k, file in self._origins.items() if k.startswith(dotted + ".")]
+        return inside[-1] if inside else self.default_file
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.file_of(key)}: key '{self.key(key)}': {problem}")
+
+    def _get(self, key: str) -> Any:
+        if key not in self._data:
+            raise self.error(key, "missing")
+        self._read.add(key)
+        return self._data[key]
+
+    def number(self, key: str) -> float:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, got {_type_name(value)} {value!r}")
+        if not math.isfinite(value):
+            raise self.error(key, f"expected a finite number, got {value!r}")
+        if value < 0:
+            raise self.error(key, f"negative value {value!r} (every number here is a weight, a size or a count)")
+        return float(value)
+
+    def integer(self, key: str) -> int:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"expected an integer, got {_type_name(value)} {value!r}")
+        if value < 0:
+            raise self.error(key, f"negative value {value!r} (every number here is a weight, a size or a count)")
+        return value
+
+    def level(self, key: str) -> int:
+        value = self.integer(key)
+        if not 1 <= value <= RISK_LEVELS:
+            raise self.error(key, f"expected a level from 1 to {RISK_LEVELS}, got {value}")
+        return value
+
+    def string(self, key: str) -> str:
+        value = self._get(key)
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {_type_name(value)} {value!r}")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self._get(key)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.error(key, f"expected a list of strings, got {value!r}")
+        return tuple(value)
+
+    def numbers(self, key: str) -> tuple[float, ...]:
+        value = self._get(key)
+        if not isinstance(value, list) or not all(
+            isinstance(item, (int, float)) and not isinstance(item, bool) for item in value
+        ):
+            raise self.error(key, f"expected a list of numbers, got {value!r}")
+        if any(item < 0 for item in value):
+            raise self.error(key, f"negative value in {value!r}")
+        return tuple(float(item) for item in value)
+
+    def table(self, key: str) -> "_Table":
+        value = self._get(key)
+        if not isinstance(value, dict):
+            raise self.error(key, f"expected a table, got {_type_name(value)} {value!r}")
+        return _Table(value, self._origins, self.key(key) + ".", self.default_file)
+
+    def number_table(self, key: str) -> Mapping[str, float]:
+        """An open table (any key) of numbers, e.g. dtype -> difficulty."""
+        table = self.table(key)
+        return MappingProxyType({name: table.number(name) for name in list(table._data)})
+
+    def finish(self) -> None:
+        """Reject keys nobody read: a typo must not silently fall back to the default."""
+        unknown = [key for key in self._data if key not in self._read]
+        if unknown:
+            raise self.error(unknown[0], "unknown key")
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), type(value).__name__)
+
+
+def _check_sum(table: _Table, owner: str, names: tuple[str, ...], values: Mapping[str, float]) -> None:
+    total = sum(values.values())
+    if abs(total - 1.0) > SUM_TOLERANCE:
+        terms = " + ".join(f"{name} {values[name]:g}" for name in names)
+        raise table.error(owner, f"weights sum to {total:.6g} ({terms}), expected 1 (within {SUM_TOLERANCE:g})")
+
+
+def _unit(table: _Table, key: str) -> float:
+    """A number that is a difficulty or a share: 0..1."""
+    value = table.number(key)
+    if value > 1:
+        raise table.error(key, f"expected a value from 0 to 1, got {value:g}")
+    return value
+
+
+def _version(table: _Table, key: str) -> tuple[int, int]:
+    text = table.string(key)
+    parts = text.split(".")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise table.error(key, f"expected a torch release as 'MAJOR.MINOR' (e.g. '2.1'), got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
+# ------------------------------------------------------------------------- building
+
+
+def _build(root: _Table, source: str) -> Weights:
+    dimensions = {name: root.number(name) for name in DIMENSIONS}
+    total = sum(dimensions.values())
+    if abs(total - 1.0) > SUM_TOLERANCE:
+        # Name the user's file when it set one of the three, else the shipped one.
+        files = [root.file_of(name) for name in DIMENSIONS]
+        file = root.default_file if root.default_file in files else files[0]
+        terms = " + ".join(f"{name} {dimensions[name]:g}" for name in DIMENSIONS)
+        raise ConfigError(
+            f"{file}: keys 'functional', 'performance', 'ecosystem': dimension weights sum to "
+            f"{total:.6g} ({terms}), expected 1 (within {SUM_TOLERANCE:g})"
+        )
+
+    criteria_table = root.table("criteria")
+    criteria: dict[str, Mapping[str, float]] = {}
+    for dimension in DIMENSIONS:
+        table = criteria_table.table(dimension)
+        values = {name: table.number(name) for name in CRITERIA[dimension]}
+        table.finish()
+        _check_sum(criteria_table, dimension, CRITERIA[dimension], values)
+        criteria[dimension] = MappingProxyType(values)
+    criteria_table.finish()
+
+    weights = Weights(
+        source=source,
+        dimensions=MappingProxyType(dimensions),
+        criteria=MappingProxyType(criteria),
+        signals=_signals(root.table("signals")),
+        effort=_effort(root.table("effort")),
+        estimate=_estimate(root.table("estimate")),
+        risk=_risk(root.table("risk")),
+        calibration=_calibration(root.table("calibration")),
+    )
+    root.finish()
+    return weights
+
+
+def _signals(table: _Table) -> SignalRules:
+    t = table.table("shape_match")
+    shape = ShapeMatchRules(t.integer("native_rank"), t.integer("rank_limit"), _unit(t, "data_dependent"),
+                            t.strings("data_dependent_ops"))
+    if shape.rank_limit <= shape.native_rank:
+        raise t.error("rank_limit", f"must be greater than native_rank ({shape.native_rank}), got {shape.rank_limit}")
+    t.finish()
+
+    t = table.table("dtype_support")
+    difficulty = t.number_table("difficulty")
+    for name, value in difficulty.items():
+        if value > 1:
+            raise t.table("difficulty").error(name, f"expected a value from 0 to 1, got {value:g}")
+    dtype = DtypeRules(difficulty, _unit(t, "unlisted"), _unit(t, "flagged"), _unit(t, "mixed_precision_finding"),
+                       t.strings("reason_codes"))
+    t.finish()
+
+    t = table.table("special_attrs")
+    attrs = AttrRules(_unit(t, "per_limit_hit"), _unit(t, "per_extra_combo"), _unit(t, "per_attr_to_implement"),
+                      _unit(t, "replacement_mapping"), t.strings("reason_codes"))
+    t.finish()
+
+    t = table.table("fusion")
+    findings = t.number_table("findings")
+    fusion = FusionRules(_unit(t, "adopt_replacement"), _unit(t, "no_api_extra"), _unit(t, "unlisted_finding"),
+                         findings)
+    t.finish()
+
+    t = table.table("memory_layout")
+    layout = LayoutRules(_unit(t, "layout_churn_finding"), t.strings("layout_ops"))
+    t.finish()
+
+    t = table.table("pipeline")
+    pipeline = PipelineRules(_unit(t, "cpu_fallback"), _unit(t, "dynamic"), _unit(t, "dynamic_finding"),
+                             _unit(t, "per_extra_shape"), t.strings("cpu_reason_codes"))
+    t.finish()
+
+    t = table.table("custom_op_maintenance")
+    maintenance = MaintenanceRules(_unit(t, "own_op"), _unit(t, "vendor_api"), _unit(t, "unknown"))
+    t.finish()
+
+    t = table.table("version_compat")
+    version = VersionRules(_version(t, "oldest"), _version(t, "newest"), _unit(t, "deprecated"),
+                           _unit(t, "no_version"))
+    if version.newest < version.oldest:
+        raise t.error("newest", f"release {version.newest} is older than oldest {version.oldest}")
+    t.finish()
+
+    t = table.table("multi_card")
+    multi = MultiCardRules(_unit(t, "collective"), _unit(t, "shard_share"), t.strings("comm_namespaces"))
+    if multi.shard_share == 0:
+        raise t.error("shard_share", "must be greater than 0 (the share of compute that saturates the score)")
+    t.finish()
+
+    table.finish()
+    return SignalRules(shape, dtype, attrs, fusion, layout, pipeline, maintenance, version, multi)
+
+
+def _effort(table: _Table) -> EffortRules:
+    categories: dict[str, CategoryEffort] = {}
+    for category in CATEGORIES:
+        t = table.table(category)
+        effort = CategoryEffort(t.number("low"), t.number("high"), _unit(t, "optimism"), t.number("pessimism"))
+        if effort.low > effort.high:
+            raise t.error("low", f"low {effort.low:g} is greater than high {effort.high:g}")
+        t.finish()
+        categories[category] = effort
+    rules = EffortRules(table.number("per_extra_signature"), table.number("per_occurrence"),
+                        table.number("max_occurrence_days"), table.number("unknown_pessimism"),
+                        MappingProxyType(categories))
+    table.finish()
+    return rules
+
+
+def _estimate(table: _Table) -> EstimateRules:
+    share = table.number("pareto_share")
+    if not 0 < share <= 1:
+        raise table.error("pareto_share", f"expected a share above 0 and at most 1, got {share:g}")
+    rules = EstimateRules(share, table.integer("samples"), table.integer("seed"), table.number("pert_lambda"))
+    if rules.samples < 1:
+        raise table.error("samples", "expected at least 1 sample")
+    table.finish()
+    return rules
+
+
+def _risk(table: _Table) -> RiskRules:
+    t = table.table("likelihood")
+    likelihood = LikelihoodRules(
+        base=MappingProxyType({category: t.level(category) for category in CATEGORIES}),
+        unknown=t.integer("unknown"),
+        dtype_limit=t.integer("dtype_limit"),
+        dynamic_shapes=t.integer("dynamic_shapes"),
+        ai_cpu=t.integer("ai_cpu"),
+        version_gap=t.integer("version_gap"),
+        dtype_threshold=_unit(t, "dtype_threshold"),
+        version_threshold=_unit(t, "version_threshold"),
+    )
+    t.finish()
+
+    t = table.table("impact")
+    levels = t.numbers("share_levels")
+    if len(levels) != RISK_LEVELS - 1:
+        raise t.error("share_levels", f"expected {RISK_LEVELS - 1} thresholds (for {RISK_LEVELS} levels), got {len(levels)}")
+    if list(levels) != sorted(levels) or any(level > 1 for level in levels):
+        raise t.error("share_levels", f"expected ascending shares from 0 to 1, got {list(levels)}")
+    impact = ImpactRules(levels, t.integer("many_occurrences"), t.integer("occurrence_bump"),
+                         t.integer("main_path_bump"))
+    t.finish()
+
+    t = table.table("stars")
+    stars = StarRules(MappingProxyType({category: t.level(category) for category in CATEGORIES}),
+                      t.integer("raise_at"), t.integer("lower_at"))
+    if stars.lower_at > stars.raise_at:
+        raise t.error("lower_at", f"lower_at {stars.lower_at} is greater than raise_at {stars.raise_at}")
+    t.finish()
+
+    table.finish()
+    return RiskRules(likelihood, impact, stars)
+
+
+def _calibration(table: _Table) -> CalibrationRules:
+    quantiles = table.numbers("spread_quantiles")
+    if len(quantiles) != 2 or not 0 <= quantiles[0] < quantiles[1] <= 1:
+        raise table.error("spread_quantiles", f"expected [low, high] with 0 <= low < high <= 1, got {list(quantiles)}")
+    rules = CalibrationRules(table.integer("min_rows"), (quantiles[0], quantiles[1]))
+    if rules.min_rows < 2:
+        raise table.error("min_rows", "expected at least 2 (a range needs two actuals)")
+    table.finish()
+    return rules
