@@ -228,19 +228,14 @@ def _merge(into: dict[str, Any], layer: Mapping[str, Any], file: str, origins: d
         if isinstance(value, dict) and isinstance(into.get(key), dict):
             _merge(into[key], value, file, origins, dotted + ".")
         else:
-            into[key] = value
-            origins[dotted] = file
             for stale in [k for k in origins if k.startswith(dotted + ".")]:  # a table replaced by a value
                 del origins[stale]
             if isinstance(value, dict):
-                _note_origins(value, file, origins, dotted + ".")
-
-
-def _note_origins(table: Mapping[str, Any], file: str, origins: dict[str, str], prefix: str) -> None:
-    for key, value in table.items():
-        origins[f"{prefix}{key}"] = file
-        if isinstance(value, dict):
-            _note_origins(value, file, origins, f"{prefix}{key}.")
+                into[key] = {}
+                _merge(into[key], value, file, origins, dotted + ".")
+            else:
+                into[key] = value
+            origins[dotted] = file
 
 
 class _Table:
@@ -259,10 +254,10 @@ class _Table:
     def file_of(self, key: str) -> str:
         """The file that set this key (or, for a table, the last file that set anything inside it)."""
         dotted = self.key(key)
-        if dotted in self._origins:
-            return self._origins[dotted]
-        inside = [file for k, file in self._origins.items() if k.startswith(dotted + ".")]
-        return inside[-1] if inside else self.default_file
+        inside = {file for k, file in self._origins.items() if k == dotted or k.startswith(dotted + ".")}
+        if self.default_file in inside or not inside:  # the last layer (the user's file) wins
+            return self.default_file
+        return inside.pop()
 
     def error(self, key: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.file_of(key)}: key '{self.key(key)}': {problem}")
