@@ -47,5 +47,6 @@ def build_inventory(info: ModelInfo, capture: Capture) -> Inventory:
             nodes=tuple(nodes),
             flops=sum(n.flops for n in nodes),
             bytes_moved=sum(n.bytes_moved for n in nodes),
+            entry=_unique(e for n in nodes for e in n.entry),
         ))
     return Inventory(model=info, capture=capture, operators=tuple(operators))

@@ -85,7 +85,11 @@ def _display(target: str) -> str:
 
 
 def _import_file(path: Path) -> ModuleType:
-    name = f"opassess_model_{abs(hash(str(path.resolve())))}"
+    # The module is named after the file (classes then read "custom_op_model.FakeQuantizeSTE" in reports),
+    # unless that name is taken by another module.
+    name = "".join(c if c.isalnum() else "_" for c in path.stem)
+    if name in sys.modules or not name.isidentifier():
+        name = f"opassess_model_{name}_{abs(hash(str(path.resolve()))) % 10**8}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ModelLoadError(f"{path}: not a Python file")

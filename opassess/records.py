@@ -47,6 +47,10 @@ class OpNode:
     source: str | None  # "examples/resnet_like.py:42" where Python gives one
     flops: int = 0  # filled by the trace when a formula is known (0 = unknown/none)
     bytes_moved: int = 0
+    # ATen ops named by the user-level call before any decomposition ("aten::scaled_dot_product_attention",
+    # "aten::lstm"): torch_npu registers kernels for some composite ops and takes them whole, so these come
+    # first as evidence; `aten` holds what the meta/CPU backend dispatched after decomposition.
+    entry: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ class Operator:
     nodes: tuple[OpNode, ...]
     flops: int = 0
     bytes_moved: int = 0
+    entry: tuple[str, ...] = ()  # distinct OpNode.entry ops
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ from .errors import OpassessError, TraceError
 from .load import LoadedModel, _describe, is_library_file, on_device, user_frame
 from .records import AtenCall, Capture, CaptureAttempt, OpNode
 
-METHODS = ("fx", "export", "dispatch")
+# Order: fx gives the true graph; dispatch keeps user-level names, module paths, attributes and source lines
+# at the cost of one eager forward; export is the last resort (slow on large models, names ATen-level ops).
+METHODS = ("fx", "dispatch", "export")
 # torch.export costs ~13x one recorded forward (measured on a Llama-2-7B-shaped model on meta, see
 # benchmarks/); above this many parameters it is skipped in favour of the dispatch capture.
 EXPORT_MAX_PARAMETERS = 1_000_000_000
@@ -101,6 +103,24 @@ def method_key(name: str) -> str:
     return f"Tensor.{_DUNDER_METHODS.get(name, name)}"
 
 
+@functools.lru_cache(maxsize=4096)
+def _aten_exists(name: str) -> bool:
+    import torch
+
+    return hasattr(torch.ops.aten, name)
+
+
+def entry_op(fn: Any) -> str | None:
+    """The ATen op a user-level call names before decomposition: F.scaled_dot_product_attention ->
+    'aten::scaled_dot_product_attention', _VF.lstm -> 'aten::lstm'; None when no ATen op has that name."""
+    key, kind = function_key(fn)
+    if kind in ("aten", "custom") and "::" in key:
+        return key
+    name = key.rsplit(".", 1)[-1]
+    name = {"__getitem__": "index", "__setitem__": "index_put"}.get(name, name)
+    return f"aten::{name}" if name and not name.startswith("_") and _aten_exists(name) else None
+
+
 def is_leaf_module(module: Any) -> bool:
     """torch.nn's own layers are operators; containers and user modules are walked into."""
     import torch
@@ -158,6 +178,14 @@ def describe(value: Any) -> tuple[tuple[tuple[int, ...] | None, ...], tuple[str 
             shapes.append(tuple(int(d) for d in leaf.shape))
             dtypes.append(str(leaf.dtype).removeprefix("torch."))
     return tuple(shapes), tuple(dtypes)
+
+
+def _is_operator_call(calls: tuple, args: tuple, result: Any) -> bool:
+    """A call is an operator when it dispatched ATen ops, or takes a tensor first and returns one (a view that
+    dispatched nothing on this backend). x.size(1) and indexing into a returned tuple are not."""
+    import torch
+
+    return bool(calls) or (bool(args) and isinstance(args[0], torch.Tensor) and _has_tensor(result))
 
 
 def _has_tensor(value: Any) -> bool:
@@ -350,12 +378,13 @@ class _NodeBuild:
     source: str | None
     flops: int
     bytes_moved: int
+    entry: tuple = ()
 
     def freeze(self) -> OpNode:
         return OpNode(name=self.name, op=self.op, kind=self.kind, module_path=self.module_path, attrs=self.attrs,
                       input_shapes=self.inputs[0], input_dtypes=self.inputs[1], output_shapes=self.outputs[0],
                       output_dtypes=self.outputs[1], aten=self.aten, source=self.source, flops=self.flops,
-                      bytes_moved=self.bytes_moved)
+                      bytes_moved=self.bytes_moved, entry=self.entry)
 
 
 class NodeFailure(Exception):
@@ -400,14 +429,15 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
                 return super().run_node(n)
             args, kwargs = self.fetch_args_kwargs_from_env(n)
             source = _source_from_stack_trace(n.stack_trace)
-            with recorder.collect():
+            entries: list[str] = []
+            with recorder.collect(), (_EntryRecorder(entries) if n.op == "call_module" else contextlib.nullcontext()):
                 try:
                     result = super().run_node(n)
                 except Exception as exc:
                     raise NodeFailure(n.name, source, exc) from exc
             calls, flops, nbytes = recorder.last
-            if not calls and not (_has_tensor((args, kwargs)) and _has_tensor(result)):
-                return result  # a metadata query (x.size(1), tuple indexing): not an operator
+            if not _is_operator_call(calls, args, result):
+                return result
             stack = n.meta.get("nn_module_stack") or {}
             owner = next(reversed(stack.values()))[0] if stack else ""
             if n.op == "call_module":
@@ -419,8 +449,12 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
             else:
                 (op, kind), path = function_key(n.target), owner
                 attrs = call_attrs(n.target, args, kwargs)
+            if n.op == "call_function":
+                entries = [e for e in (entry_op(n.target),) if e]
+            elif n.op == "call_method":
+                entries = [e for e in (entry_op(getattr(torch.Tensor, str(n.target), None) or n.target),) if e]
             node = _NodeBuild(n.name, op, kind, path, attrs, describe((args, kwargs)), describe(result),
-                              calls, source, flops, nbytes)
+                              calls, source, flops, nbytes, tuple(dict.fromkeys(entries)))
             built.append(node)
             by_fx_name[n.name] = node
             return result
@@ -434,6 +468,20 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
             for producer in _producers(n, by_fx_name):
                 edges.append((producer, n.name))
     return [b.freeze() for b in built], edges
+
+
+def _EntryRecorder(sink: list[str]):  # noqa: N802 - a mode factory, used like a class
+    """A torch-function mode noting the first-level calls a leaf module makes (F.conv2d, _VF.lstm)."""
+    from torch.overrides import TorchFunctionMode
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            entry = entry_op(func)
+            if entry:
+                sink.append(entry)
+            return func(*args, **(kwargs or {}))
+
+    return Mode()
 
 
 def _producers(n, recorded: dict) -> set[str]:
@@ -544,14 +592,15 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
     edges: set[tuple[str, str]] = set()
     module_stack: list[str] = [""]
     depth = {"leaf": 0, "fn": 0}
+    leaf_entries: list[list[str]] = []  # first-level calls made inside the running leaf module
     counter = itertools.count()
 
-    def new_node(op, kind, path, attrs, args, kwargs, result, source, calls, flops, nbytes):
+    def new_node(op, kind, path, attrs, args, kwargs, result, source, calls, flops, nbytes, entry=()):
         from torch.utils import _pytree as pytree
 
         name = f"{op.rsplit('.', 1)[-1].rsplit('::', 1)[-1].lower()}_{next(counter)}"
         node = _NodeBuild(name, op, kind, path, attrs, describe((args, kwargs)), describe(result), calls, source,
-                          flops, nbytes)
+                          flops, nbytes, tuple(dict.fromkeys(entry)))
         built.append(node)
         for leaf in pytree.tree_leaves((args, kwargs)):
             if isinstance(leaf, torch.Tensor) and id(leaf) in producer:
@@ -565,14 +614,16 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
         path = paths.get(id(module), type(module).__name__)
         source = _source_from_frames()
         depth["leaf"] += 1
+        leaf_entries.append([])
         try:
             with recorder.collect():
                 result = run()
         finally:
             depth["leaf"] -= 1
+            entry = leaf_entries.pop()
         calls, flops, nbytes = recorder.last
         new_node(module_key(type(module)), "module", path, module_attrs(module), args, kwargs, result, source,
-                 calls, flops, nbytes)
+                 calls, flops, nbytes, entry)
         return result
 
     original_call = torch.nn.Module.__call__
@@ -588,7 +639,7 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
         finally:
             module_stack.pop()
 
-    def record_call(op, kind, attrs, args, kwargs, run):
+    def record_call(op, kind, attrs, args, kwargs, run, entry=()):
         source = _source_from_frames()
         depth["fn"] += 1
         try:
@@ -597,18 +648,25 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
         finally:
             depth["fn"] -= 1
         calls, flops, nbytes = recorder.last
-        if calls or (_has_tensor((args, kwargs)) and _has_tensor(result)):
-            new_node(op, kind, module_stack[-1], attrs, args, kwargs, result, source, calls, flops, nbytes)
+        if _is_operator_call(calls, args, result):
+            new_node(op, kind, module_stack[-1], attrs, args, kwargs, result, source, calls, flops, nbytes, entry)
         return result
 
     class FunctionMode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if depth["leaf"] and not depth["fn"] and leaf_entries:
+                entry = entry_op(func)  # F.conv2d inside nn.Conv2d, _VF.lstm inside nn.LSTM
+                if entry:
+                    leaf_entries[-1].append(entry)
+                return func(*args, **kwargs)
             if depth["leaf"] or depth["fn"] or getattr(func, "__name__", "") in _NOT_OPERATORS:
                 return func(*args, **kwargs)
             op, kind = function_key(func)
             attrs = call_attrs(func, args, kwargs, skip_first=(kind == "method"))
-            return record_call(op, kind, attrs, args, kwargs, lambda: func(*args, **kwargs))
+            entry = entry_op(func)
+            return record_call(op, kind, attrs, args, kwargs, lambda: func(*args, **kwargs),
+                               (entry,) if entry else ())
 
     def on_apply(cls, original, args, kwargs):
         if depth["leaf"] or depth["fn"]:
