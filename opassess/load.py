@@ -84,12 +84,23 @@ def _display(target: str) -> str:
         return str(path)
 
 
+# Internal module name of an imported model file -> the file's stem, for operator keys in reports.
+MODULE_DISPLAY_NAMES: dict[str, str] = {}
+
+
+def display_module(name: str) -> str:
+    """'opassess_model_custom_12345' -> 'custom' (the model file's stem); other module names unchanged."""
+    return MODULE_DISPLAY_NAMES.get(name, name)
+
+
 def _import_file(path: Path) -> ModuleType:
     # The module is named after the file (classes then read "custom_op_model.FakeQuantizeSTE" in reports),
     # unless that name is taken by another module.
     name = "".join(c if c.isalnum() else "_" for c in path.stem)
-    if name in sys.modules or not name.isidentifier():
+    taken = sys.modules.get(name)
+    if (taken is not None and getattr(taken, "__file__", None) != str(path)) or not name.isidentifier():
         name = f"opassess_model_{name}_{abs(hash(str(path.resolve()))) % 10**8}"
+    MODULE_DISPLAY_NAMES[name] = "".join(c if c.isalnum() else "_" for c in path.stem)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ModelLoadError(f"{path}: not a Python file")

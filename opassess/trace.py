@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 from .errors import OpassessError, TraceError
-from .load import LoadedModel, _describe, is_library_file, on_device, user_frame
+from .load import LoadedModel, _describe, display_module, is_library_file, on_device, user_frame
 from .records import AtenCall, Capture, CaptureAttempt, OpNode
 
 # Order: fx gives the true graph; dispatch keeps user-level names, module paths, attributes and source lines
@@ -50,7 +50,7 @@ _DUNDER_METHODS.update({"__radd__": "add", "__rsub__": "sub", "__rmul__": "mul",
                         "__or__": "bitwise_or", "__div__": "div"})
 # Property getters and metadata queries that are not operators.
 _NOT_OPERATORS = {"__get__", "size", "dim", "numel", "element_size", "is_contiguous", "stride", "storage_offset",
-                  "data_ptr", "__len__", "__bool__", "__format__", "__repr__", "tolist", "item", "__index__",
+                  "data_ptr", "__len__", "__format__", "__repr__", "__index__",
                   "is_floating_point", "is_complex", "get_device", "__iter__", "__hash__", "__eq_meta__"}
 
 
@@ -63,7 +63,7 @@ def module_key(cls: type) -> str:
 
     if getattr(torch.nn, cls.__name__, None) is cls:
         return f"torch.nn.{cls.__name__}"
-    return f"{cls.__module__}.{cls.__qualname__}"
+    return f"{display_module(cls.__module__)}.{cls.__qualname__}"
 
 
 def function_key(fn: Any) -> tuple[str, str]:
@@ -95,7 +95,7 @@ def function_key(fn: Any) -> tuple[str, str]:
         return f"torch.{name}", "function"
     if qualname.startswith("Tensor.") or qualname.startswith("TensorBase."):
         return method_key(name), "method"
-    return f"{module}.{qualname}" if module else qualname, "function"
+    return f"{display_module(module)}.{qualname}" if module else qualname, "function"
 
 
 def method_key(name: str) -> str:
@@ -118,6 +118,8 @@ def entry_op(fn: Any) -> str | None:
         return key
     name = key.rsplit(".", 1)[-1]
     name = {"__getitem__": "index", "__setitem__": "index_put"}.get(name, name)
+    if name in _NOT_OPERATORS:
+        return None
     return f"aten::{name}" if name and not name.startswith("_") and _aten_exists(name) else None
 
 
@@ -216,6 +218,7 @@ def call_attrs(fn: Any, args: tuple, kwargs: dict, skip_first: bool = False) -> 
     if sig is not None:
         try:
             bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()  # F.interpolate(x, size=...) also records scale_factor=None, mode="nearest"
             named = dict(bound.arguments)
             for pname, param in sig.parameters.items():
                 if param.kind is param.VAR_KEYWORD and pname in named:
@@ -303,7 +306,7 @@ class AutogradFunctionCall:
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
-        self.key = f"{cls.__module__}.{cls.__qualname__}"
+        self.key = f"{display_module(cls.__module__)}.{cls.__qualname__}"
         self.__name__ = cls.__name__
         self.__qualname__ = cls.__qualname__
         self.__module__ = __name__
@@ -746,6 +749,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] = METHODS,
                                                _first_line(exc), time.perf_counter() - started))
                 if method == "dispatch" or isinstance(exc, NodeFailure):
                     forward_error = exc
+                if method == "dispatch" and not _is_meta_problem(exc):
+                    break  # the eager forward itself fails: no other capture can succeed on this device
                 continue
             attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method, None,
                                            time.perf_counter() - started))

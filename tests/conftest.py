@@ -1,0 +1,23 @@
+"""Shared test helpers: paths of the bundled and purpose-built model files, and a writer for throwaway ones."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+MODELS = ROOT / "tests" / "models"
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    """Write a model file from source text and return its path."""
+
+    def write(source: str, name: str = "model.py") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(source))
+        return path
+
+    return write

@@ -1,0 +1,201 @@
+"""Trace: each capture path on a purpose-built model, ATen evidence per node, custom ops kept as themselves."""
+from __future__ import annotations
+
+import pytest
+
+from opassess.errors import TraceError
+from opassess.load import LoadRequest, load_model
+from opassess.trace import trace_model
+
+TRACEABLE = '''
+    import torch, torch.nn as nn, torch.nn.functional as F
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+            self.fc = nn.Linear(8 * 4 * 4, 10)
+        def forward(self, x):
+            y = torch.relu(self.bn(self.conv(x)))
+            y = F.gelu(y, approximate="tanh")
+            y = y.view(y.shape[0], -1)
+            return self.fc(y) + 1
+    def build_model(): return Net()
+    def example_inputs(): return (torch.randn(2, 3, 8, 8),)
+'''
+
+
+def capture_of(path, methods=("fx", "dispatch", "export"), **kw):
+    return trace_model(load_model(LoadRequest(str(path), **kw)), methods)
+
+
+def test_fx_capture_records_modules_functions_methods_with_aten_and_sources(model_file):
+    path = model_file(TRACEABLE)
+    cap = capture_of(path)
+    assert cap.method == "fx" and cap.device == "meta" and cap.device_note is None
+    assert [a.method for a in cap.attempts] == ["fx"] and cap.attempts[0].error is None
+    ops = [n.op for n in cap.nodes]
+    assert ops == ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.relu", "torch.nn.functional.gelu",
+                   "Tensor.view", "torch.nn.Linear", "Tensor.add"]
+    conv = cap.nodes[0]
+    assert conv.attrs["stride"] == [2, 2] and conv.attrs["padding"] == [1, 1] and conv.attrs["dilation"] == [1, 1]
+    assert conv.attrs["groups"] == 1 and conv.attrs["padding_mode"] == "zeros" and conv.attrs["bias"] is True
+    assert [c.qualified for c in conv.aten] == ["aten::convolution"]
+    assert conv.input_shapes == ((2, 3, 8, 8),) and conv.output_shapes == ((2, 8, 4, 4),)
+    # conv FLOPs from torch's formula: 2 * out elements (2*8*4*4=256) * in_ch*k*k (3*3*3=27) = 13824
+    assert conv.flops == 2 * 256 * 27
+    gelu = cap.nodes[3]
+    assert gelu.attrs == {"approximate": "tanh"} and gelu.entry == ("aten::gelu",)
+    assert cap.nodes[4].aten[0].qualified == "aten::view"
+    # the file starts with the blank line after the opening quotes, so line numbers are list index + 1
+    line_of_fc = TRACEABLE.splitlines().index("            return self.fc(y) + 1") + 1
+    assert cap.nodes[-1].source == f"{path}:{line_of_fc}"
+    assert ("conv", "bn") in cap.edges and ("fc", "add") in cap.edges
+
+
+def test_shape_dependent_control_flow_falls_back_to_dispatch_on_meta(model_file):
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Linear(16, 16)
+                self.b = nn.Linear(16, 16)
+            def forward(self, x):
+                if x.shape[0] > 1:   # a Proxy cannot be a bool: torch.fx gives up here
+                    return self.a(x)
+                return self.b(x)
+        def build_model(): return Net()
+        def example_inputs(): return (torch.randn(4, 16),)
+    ''')
+    cap = capture_of(path)
+    assert cap.method == "dispatch" and cap.device == "meta"
+    assert cap.attempts[0].method == "fx" and "control flow" in cap.attempts[0].error
+    assert [(n.op, n.module_path) for n in cap.nodes] == [("torch.nn.Linear", "a")]
+    assert cap.nodes[0].source.endswith(":10")
+
+
+def test_value_dependent_control_flow_falls_back_to_cpu_and_says_so(model_file):
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                if x.sum() > 0:      # needs the values: impossible on the meta device
+                    x = x * 2
+                return self.fc(x)
+        def build_model(): return Net()
+        def example_inputs(): return (torch.ones(2, 4),)
+    ''')
+    cap = capture_of(path)
+    assert cap.device == "cpu" and "meta" in cap.device_note
+    assert cap.method == "dispatch"
+    assert [n.op for n in cap.nodes] == ["Tensor.sum", "Tensor.gt", "Tensor.__bool__", "Tensor.mul",
+                                          "torch.nn.Linear"]
+    # the bool() of a tensor is a host synchronisation (aten::_local_scalar_dense): reported, not hidden
+    assert [c.op for c in cap.nodes[2].aten] == ["aten::_local_scalar_dense"]
+
+
+CUSTOM = '''
+    import torch, torch.nn as nn
+    @torch.library.custom_op("opassess_test::scaled_tanh", mutates_args=())
+    def scaled_tanh(x: torch.Tensor, scale: float) -> torch.Tensor:
+        return torch.tanh(x) * scale
+    @scaled_tanh.register_fake
+    def _(x, scale):
+        return torch.empty_like(x)
+    class RoundSTE(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return torch.round(x)
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            x = torch.ops.opassess_test.scaled_tanh(self.fc(x), 0.5)
+            return RoundSTE.apply(x)
+    def build_model(): return Net()
+    def example_inputs(): return (torch.randn(3, 8),)
+'''
+
+
+@pytest.mark.parametrize("method", ["fx", "dispatch"])
+def test_custom_op_and_autograd_function_appear_as_themselves(model_file, method):
+    path = model_file(CUSTOM, name="custom_model.py")
+    cap = capture_of(path, (method,))
+    by_op = {n.op: n for n in cap.nodes}
+    assert set(by_op) == {"torch.nn.Linear", "opassess_test::scaled_tanh", "custom_model.RoundSTE"}
+    assert by_op["opassess_test::scaled_tanh"].kind == "custom"
+    assert [c.op for c in by_op["opassess_test::scaled_tanh"].aten] == ["opassess_test::scaled_tanh"]
+    ste = by_op["custom_model.RoundSTE"]
+    assert ste.kind == "custom" and [c.op for c in ste.aten] == ["aten::round"]
+
+
+def test_model_too_large_for_real_weights_scans_on_meta(model_file):
+    # 4 x Linear(32768, 32768): 4 * (32768*32768 + 32768) = 4,295,098,368 parameters = 17.2 GB in float32
+    path = model_file('''
+        import torch, torch.nn as nn
+        def build_model():
+            return nn.Sequential(*[nn.Linear(32768, 32768) for _ in range(4)])
+        def example_inputs(): return (torch.randn(1, 32768),)
+    ''')
+    loaded = load_model(LoadRequest(str(path)))
+    assert loaded.info.parameters == 4 * (32768 * 32768 + 32768)
+    cap = trace_model(loaded)
+    assert cap.device == "meta" and [n.op for n in cap.nodes] == ["torch.nn.Linear"] * 4
+    assert [n.module_path for n in cap.nodes] == ["0", "1", "2", "3"]
+
+
+def test_export_capture_keeps_module_paths_and_attributes(model_file):
+    cap = capture_of(model_file(TRACEABLE), ("export",))
+    assert cap.method == "export"
+    conv = next(n for n in cap.nodes if n.op == "torch.nn.Conv2d")
+    assert conv.module_path == "conv" and conv.attrs["stride"] == [2, 2]
+
+
+def test_sdpa_records_the_composite_entry_op_not_only_its_decomposition(model_file):
+    path = model_file('''
+        import torch, torch.nn as nn, torch.nn.functional as F
+        class Attn(nn.Module):
+            def forward(self, q, k, v):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        def build_model(): return Attn()
+        def example_inputs():
+            return tuple(torch.randn(1, 4, 16, 32) for _ in range(3))
+    ''')
+    (node,) = capture_of(path).nodes
+    assert node.op == "torch.nn.functional.scaled_dot_product_attention"
+    assert node.entry == ("aten::scaled_dot_product_attention",)
+    assert node.attrs["is_causal"] is True
+    assert "aten::scaled_dot_product_attention" not in [c.op for c in node.aten]  # decomposed on meta
+
+
+def test_forward_that_raises_names_file_function_and_cause(model_file):
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                raise ValueError("unsupported config")
+        def build_model(): return Net()
+        def example_inputs(): return (torch.randn(2),)
+    ''')
+    with pytest.raises(TraceError) as err:
+        capture_of(path)
+    message = str(err.value)
+    assert "forward() of Net raised ValueError: unsupported config" in message and f"{path}:5" in message
+
+
+def test_inputs_of_the_wrong_shape_are_reported(model_file):
+    path = model_file('''
+        import torch, torch.nn as nn
+        def build_model(): return nn.Sequential(nn.Linear(10, 5))
+        def example_inputs(): return (torch.randn(2, 7),)
+    ''')
+    with pytest.raises(TraceError, match=r"forward\(\) of Sequential raised RuntimeError: .*\[2, 7\] X \[10, 5\]"):
+        capture_of(path)
