@@ -1,0 +1,169 @@
+"""Refresh the kernel facts from a downloaded torch-npu wheel: read it as a zip, never import it.
+
+The wheel ships torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml, the list of ATen and NPU
+ops its kernels implement. Only a small YAML subset is used there (top-level sections holding lists
+of `- func: ...` entries with scalar keys and one nested `dispatch:` mapping), so a small parser
+reads it instead of adding a YAML dependency.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import KnowledgeBaseError
+
+YAML_PATH = "torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml"
+IMPORT_FORMAT = 1
+
+
+def parse_functions_yaml(text: str, source: str = YAML_PATH) -> dict[str, list[dict[str, Any]]]:
+    """The YAML subset of npu_native_functions_by_codegen.yaml -> {section: [entry, ...]}.
+
+    Top-level `key: value` scalars are skipped; `key:` opens a section whose items are either
+    `- func: schema` mappings (continuation lines indented two spaces, one nested level for
+    `dispatch:`) or plain `- name` strings.
+    """
+    sections: dict[str, list[dict[str, Any]]] = {}
+    current: list[dict[str, Any]] | None = None
+    entry: dict[str, Any] | None = None
+    nested: dict[str, Any] | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        body = line.strip()
+        if indent == 0 and not body.startswith("- "):
+            key, sep, value = body.partition(":")
+            if not sep:
+                raise KnowledgeBaseError(f"{source}:{number}: expected 'key:' at the top level")
+            current = sections.setdefault(key.strip(), []) if not value.strip() else None
+            entry = nested = None
+            continue
+        if body.startswith("- "):
+            if current is None:
+                raise KnowledgeBaseError(f"{source}:{number}: list item outside a section")
+            item = body[2:].strip()
+            key, sep, value = item.partition(":")
+            if sep and re.fullmatch(r"[A-Za-z_]+", key.strip()):
+                entry = {key.strip(): _scalar(value)}
+            else:
+                entry = {"func": item}
+            nested = None
+            current.append(entry)
+            continue
+        if entry is None:
+            raise KnowledgeBaseError(f"{source}:{number}: continuation line outside an entry")
+        key, sep, value = body.partition(":")
+        if not sep:
+            raise KnowledgeBaseError(f"{source}:{number}: expected 'key: value'")
+        if nested is not None and indent >= 4:
+            nested[key.strip()] = _scalar(value)
+        elif value.strip():
+            entry[key.strip()] = _scalar(value)
+            nested = None
+        else:
+            nested = entry.setdefault(key.strip(), {})
+    return sections
+
+
+def _scalar(value: str) -> Any:
+    value = value.strip()
+    if value in ("true", "True"):
+        return True
+    if value in ("false", "False"):
+        return False
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def op_name(func: str) -> str:
+    """'add.Tensor(Tensor self, ...) -> Tensor' -> 'add.Tensor'."""
+    return func.split("(", 1)[0].strip()
+
+
+def kernels_from_sections(sections: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    kernels: dict[str, dict[str, Any]] = {}
+    for section, entries in sections.items():
+        for entry in entries:
+            func = entry.get("func")
+            if not isinstance(func, str) or not func:
+                continue
+            name = op_name(func)
+            impl = str(entry.get("impl_ns", ""))
+            paths = []
+            if "op_api" in impl:
+                paths.append("aclnn")
+            if "acl_op" in impl:
+                paths.append("aclop")
+            record = kernels.setdefault(name, {"section": section, "paths": []})
+            record["paths"] = sorted(set(record["paths"]) | set(paths))
+            if entry.get("exposed") is True:
+                record["exposed"] = True
+    return dict(sorted(kernels.items()))
+
+
+_WHEEL_NAME = re.compile(r"^torch_npu-(\d+\.\d+(?:\.\d+)?)(?:[.+-]?[A-Za-z0-9.]*)?-")
+
+
+def wheel_version(wheel: Path, archive: zipfile.ZipFile) -> str:
+    """torch-npu's version from dist-info METADATA, else from the file name ('2.14.0')."""
+    for name in archive.namelist():
+        if name.endswith(".dist-info/METADATA"):
+            for line in archive.read(name).decode("utf-8", "replace").splitlines():
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+    m = _WHEEL_NAME.match(wheel.name)
+    if m:
+        return m.group(1)
+    raise KnowledgeBaseError(f"{wheel}: cannot tell the torch-npu version (no METADATA, unexpected file name)")
+
+
+def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
+    """Write dest/kernels-<torch version>.json from the wheel's kernel list; return a summary."""
+    from .kb import format_version, parse_version
+
+    if not wheel.is_file():
+        raise KnowledgeBaseError(f"{wheel}: wheel not found")
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            version = wheel_version(wheel, archive)
+            try:
+                text = archive.read(YAML_PATH).decode("utf-8")
+            except KeyError as exc:
+                raise KnowledgeBaseError(f"{wheel}: no {YAML_PATH} inside (not a torch-npu wheel?)") from exc
+    except zipfile.BadZipFile as exc:
+        raise KnowledgeBaseError(f"{wheel}: not a zip/wheel file") from exc
+    kernels = kernels_from_sections(parse_functions_yaml(text, f"{wheel.name}:{YAML_PATH}"))
+    if not kernels:
+        raise KnowledgeBaseError(f"{wheel}: {YAML_PATH} lists no functions")
+    torch_version = format_version(parse_version(version))
+    provenance = {
+        "kind": "imported",
+        "wheel": wheel.name,
+        "wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+        "torch_npu_version": version,
+        "source": YAML_PATH,
+        "imported_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "format": IMPORT_FORMAT,
+    }
+    data = {"torch_version": torch_version, "provenance": provenance, "kernels": kernels}
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / f"kernels-{torch_version}.json"
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    tmp.replace(target)
+    return {
+        "torch_version": torch_version,
+        "torch_npu_version": version,
+        "kernels": len(kernels),
+        "aten_official": sum(1 for k in kernels.values() if k["section"] in ("official", "supported")),
+        "path": str(target),
+        "wheel_sha256": provenance["wheel_sha256"],
+    }
