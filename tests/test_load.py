@@ -1,0 +1,84 @@
+"""Load: model files and package factories, example inputs, and one clear error per kind of bad input."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import EXAMPLES
+from opassess.errors import ModelLoadError
+from opassess.load import LoadRequest, load_model, parse_shape
+
+
+def test_model_file_is_built_on_meta_with_its_example_inputs():
+    loaded = load_model(LoadRequest(str(EXAMPLES / "resnet_like.py")))
+    assert loaded.device == "meta"
+    assert all(p.device.type == "meta" for p in loaded.module.parameters())
+    assert loaded.args[0].shape == (1, 3, 224, 224) and loaded.args[0].device.type == "meta"
+    # torchvision's resnet18 has 11,689,512 parameters; the example copies its layout
+    assert loaded.info.parameters == 11_689_512
+    assert loaded.info.class_name == "ResNet18" and loaded.info.entry == "build_model"
+    assert loaded.info.inputs == ("float32[1,3,224,224]",)
+
+
+def test_package_factory_with_input_shape():
+    loaded = load_model(LoadRequest("torch.nn:Identity", input_shapes=((2, 3),)))
+    assert loaded.info.source == "torch.nn:Identity" and loaded.info.parameters == 0
+    assert loaded.args[0].shape == (2, 3)
+
+
+def test_dict_inputs_with_plain_values(model_file):
+    path = model_file('''
+        import torch, torch.nn as nn
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(10, 4)
+            def forward(self, input_ids, use_cache=True):
+                assert use_cache is False
+                return self.emb(input_ids)
+        def build_model(): return LM()
+        def example_inputs(): return {"input_ids": torch.zeros(1, 5, dtype=torch.long), "use_cache": False}
+    ''')
+    loaded = load_model(LoadRequest(str(path)))
+    assert loaded.args == () and loaded.kwargs["use_cache"] is False
+    assert loaded.info.inputs == ("input_ids=int64[1,5]", "use_cache=False")
+
+
+def test_entry_picks_another_factory_and_dtype_casts_floats(model_file):
+    path = model_file('''
+        import torch, torch.nn as nn
+        def build_model(): return nn.Linear(2, 2)
+        def build_big(): return nn.Linear(8, 8)
+        def example_inputs(): return (torch.randn(1, 8),)
+    ''')
+    loaded = load_model(LoadRequest(str(path), entry="build_big", dtype="bf16"))
+    assert loaded.info.entry == "build_big" and loaded.info.parameters == 8 * 8 + 8
+    assert loaded.module.weight.dtype == torch.bfloat16 and loaded.args[0].dtype == torch.bfloat16
+    assert loaded.info.dtype == "bfloat16"
+    loaded = load_model(LoadRequest("x", entry=f"{path}:build_big"))  # --entry FILE:FUNC
+    assert loaded.info.parameters == 72
+
+
+@pytest.mark.parametrize("source, expected", [
+    (None, "no such model file"),
+    ("def build_model(:\n", ":1: syntax error"),
+    ("x = 1\n", "defines no build_model()"),
+    ("def build_model():\n    raise RuntimeError('weights missing')\n", "build_model() raised RuntimeError: weights missing"),
+    ("def build_model():\n    return 42\n", "returned int, expected a torch.nn.Module"),
+    ("import torch.nn as nn\ndef build_model():\n    return nn.Linear(2, 2)\n", "defines no example_inputs()"),
+    ("import torch.nn as nn\ndef build_model():\n    return nn.Linear(2, 2)\ndef example_inputs():\n    return 3\n",
+     "example_inputs() returned int"),
+    ("raise ImportError('no module named fancy_ops')\n", "importing the file raised ImportError"),
+])
+def test_bad_model_files_give_one_line_naming_file_and_cause(model_file, tmp_path, source, expected):
+    path = tmp_path / "missing.py" if source is None else model_file(source)
+    with pytest.raises(ModelLoadError) as err:
+        load_model(LoadRequest(str(path)))
+    message = str(err.value)
+    assert expected in message and str(path) in message and "\n" not in message
+
+
+def test_parse_shape():
+    assert parse_shape("1,3,224,224") == (1, 3, 224, 224)
+    with pytest.raises(ModelLoadError, match="comma-separated integers"):
+        parse_shape("1,three")
