@@ -77,6 +77,11 @@ class PipelineRules:
 
 
 @dataclass(frozen=True)
+class ComputeRules:
+    ridge_flops_per_byte: float
+
+
+@dataclass(frozen=True)
 class MaintenanceRules:
     own_op: float
     vendor_api: float
@@ -108,6 +113,7 @@ class SignalRules:
     fusion: FusionRules
     memory_layout: LayoutRules
     pipeline: PipelineRules
+    compute: ComputeRules
     custom_op_maintenance: MaintenanceRules
     version_compat: VersionRules
     multi_card: MultiCardRules
@@ -436,6 +442,12 @@ def _signals(table: _Table) -> SignalRules:
                              _unit(t, "per_extra_shape"), t.strings("cpu_reason_codes"))
     t.finish()
 
+    t = table.table("compute")
+    compute = ComputeRules(t.number("ridge_flops_per_byte"))
+    if compute.ridge_flops_per_byte == 0:
+        raise t.error("ridge_flops_per_byte", "must be greater than 0")
+    t.finish()
+
     t = table.table("custom_op_maintenance")
     maintenance = MaintenanceRules(_unit(t, "own_op"), _unit(t, "vendor_api"), _unit(t, "unknown"))
     t.finish()
@@ -454,7 +466,7 @@ def _signals(table: _Table) -> SignalRules:
     t.finish()
 
     table.finish()
-    return SignalRules(shape, dtype, attrs, fusion, layout, pipeline, maintenance, version, multi)
+    return SignalRules(shape, dtype, attrs, fusion, layout, pipeline, compute, maintenance, version, multi)
 
 
 def _effort(table: _Table) -> EffortRules:

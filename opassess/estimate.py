@@ -1,0 +1,193 @@
+"""Estimate stage: person-day ranges per unique operator, the model total with P50/P90, the 20/80 view,
+a roll-up per module, and each operator's cell on the 5x5 likelihood-by-impact risk grid."""
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Sequence
+
+import numpy as np
+
+from .records import CATEGORIES, Effort, Estimate, Inventory, OpEstimate, OpScore, Risk
+from .signals import ModelContext, OpSignals, measure
+from .weights import RISK_LEVELS, Weights
+
+
+def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights) -> Estimate:
+    """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid."""
+    context = ModelContext.of(inventory, weights)
+    ranked = sorted(
+        ((score, effort(score, weights), risk(score, measure(score.op, context, weights), weights))
+         for score in scores),
+        key=lambda item: (-item[1].likely, item[0].op.operator.op),
+    )
+    total = sum((e for _, e, _ in ranked), Effort(0.0, 0.0, 0.0))
+    pareto = _pareto(ranked, total, weights.estimate.pareto_share)
+    ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.op.operator.op in pareto) for s, e, r in ranked)
+    p50, p90 = _simulate([e for _, e, _ in ranked], weights)
+    rules = weights.estimate
+    grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
+    for op in ops:
+        grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.op.operator.op)
+    return Estimate(
+        ops=ops,
+        total=total,
+        p50=p50,
+        p90=p90,
+        method=(f"PERT-beta Monte Carlo: {rules.samples} samples, seed {rules.seed}, lambda {rules.pert_lambda:g}, "
+                f"operators independent (correlated overruns would widen P90); by_module splits each operator's "
+                f"effort evenly across its occurrences' module paths"),
+        pareto_ops=tuple(pareto),
+        pareto_share_of_types=len(pareto) / len(ops) if ops else 0.0,
+        by_category=MappingProxyType(_by_category(ops)),
+        by_module=MappingProxyType(_by_module(ops)),
+        risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in grid),
+    )
+
+
+def effort(score: OpScore, weights: Weights) -> Effort:
+    """Person-days for one scored operator on its own: reusable when a portfolio pays for an operator once.
+
+    likely = low + composite x (high - low) of the category's range, plus certain extras: per_extra_signature for
+    each signature beyond the first that needs its own conversion, per_occurrence for each occurrence beyond the
+    first (capped). Optimistic and pessimistic points spread the placed value by the category's optimism and
+    pessimism (wider when the knowledge base does not know the op); extras are added to all three.
+    Example (shipped weights): param-converted, composite 0.25, 3 signatures of which 2 need conversion, 11
+    occurrences: placed = 3 + 0.25 x 2 = 3.5; extras = (2 - 1) x 0.5 + min(1, 10 x 0.02) = 0.7;
+    likely 4.2, low 3.5 x 0.8 + 0.7 = 3.5, high 3.5 x 1.6 + 0.7 = 6.3.
+    """
+    rules = weights.effort
+    category = rules.categories[score.op.category]
+    placed = category.low + score.composite * (category.high - category.low)
+    converted = sum(1 for c in score.op.signature_categories if c != "direct")
+    extras = max(0, converted - 1) * rules.per_extra_signature
+    extras += min(rules.max_occurrence_days, max(0, score.op.operator.count - 1) * rules.per_occurrence)
+    pessimism = category.pessimism + (0.0 if score.op.known else rules.unknown_pessimism)
+    return Effort(low=placed * (1 - category.optimism) + extras, likely=placed + extras,
+                  high=placed * (1 + pessimism) + extras)
+
+
+def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
+    """Place one operator on the 5x5 grid and give it stars.
+
+    likelihood = category base + one step per signal (unknown to the knowledge base, a dtype limit, dynamic
+    shapes, AI CPU placement, a kernel version gap); impact = 1 + one level per share-of-compute threshold
+    reached + bumps for many occurrences and a place on the main path; both clamped to 1..5. Stars start at the
+    category's practice-table value, +1 when likelihood x impact >= raise_at, -1 when <= lower_at.
+    Example (shipped weights): custom-dev (3) unknown (+1) with no kernel (+1) = 5; 20% of compute (levels at
+    2%, 5%, 15% reached: 1 + 3 = 4) on the main path (+1) = 5; 5 x 5 = 25 >= 15 -> 5 + 1 stars, clamped to 5.
+    """
+    rules = weights.risk
+    op = score.op
+    values = {sub.criterion: sub.value for sub in score.subscores}
+    likelihood = rules.likelihood.base[op.category]
+    signals_seen = [f"{op.category}: base likelihood {likelihood}"]
+    steps = [
+        (not op.known, rules.likelihood.unknown, "not in the knowledge base"),
+        (values.get("dtype_support", 0.0) >= rules.likelihood.dtype_threshold, rules.likelihood.dtype_limit,
+         f"dtype limit (dtype_support {values.get('dtype_support', 0.0):.2g})"),
+        (bool(signals.data_dependent), rules.likelihood.dynamic_shapes,
+         f"dynamic shapes ({', '.join(signals.data_dependent)})"),
+        ((bool(signals.missing_kernels) and not op.replacement) or bool(signals.cpu_reasons), rules.likelihood.ai_cpu,
+         f"runs on AI CPU or the host ({', '.join(signals.missing_kernels) or 'classifier'})"),
+        (values.get("version_compat", 0.0) >= rules.likelihood.version_threshold, rules.likelihood.version_gap,
+         f"kernel version gap (version_compat {values.get('version_compat', 0.0):.2g})"),
+    ]
+    for hit, step, text in steps:
+        if hit and step:
+            likelihood += step
+            signals_seen.append(f"+{step} {text}")
+    likelihood = _level(likelihood)
+
+    share = signals.compute_share
+    reached = sum(1 for threshold in rules.impact.share_levels if share >= threshold)
+    impact = 1 + reached
+    signals_seen.append(f"{share:.1%} of compute ({signals.compute_measure}): impact {impact}")
+    if signals.occurrences >= rules.impact.many_occurrences and rules.impact.occurrence_bump:
+        impact += rules.impact.occurrence_bump
+        signals_seen.append(f"+{rules.impact.occurrence_bump} {signals.occurrences} occurrences")
+    if signals.on_main_path and rules.impact.main_path_bump:
+        impact += rules.impact.main_path_bump
+        signals_seen.append(f"+{rules.impact.main_path_bump} on the main path")
+    elif signals.on_main_path is None:
+        signals_seen.append("main path not measured (the capture has no edges)")
+    impact = _level(impact)
+
+    stars = rules.stars.base[op.category]
+    product = likelihood * impact
+    if product >= rules.stars.raise_at:
+        stars += 1
+        signals_seen.append(f"stars +1: likelihood x impact {product} >= {rules.stars.raise_at}")
+    elif product <= rules.stars.lower_at:
+        stars -= 1
+        signals_seen.append(f"stars -1: likelihood x impact {product} <= {rules.stars.lower_at}")
+    return Risk(likelihood=likelihood, impact=impact, stars=_level(stars), signals=tuple(signals_seen))
+
+
+def _level(value: int) -> int:
+    return max(1, min(RISK_LEVELS, value))
+
+
+def _pareto(ranked: list, total: Effort, share: float) -> list[str]:
+    """The fewest operators, largest first, whose likely effort reaches `share` of the total."""
+    chosen: list[str] = []
+    running = 0.0
+    for score, op_effort, _ in ranked:
+        if total.likely <= 0 or running >= share * total.likely - 1e-9:
+            break
+        chosen.append(score.op.operator.op)
+        running += op_effort.likely
+    return chosen
+
+
+def _simulate(efforts: list[Effort], weights: Weights) -> tuple[float, float]:
+    """P50 and P90 of the total: each operator drawn from its PERT-beta distribution, summed, with a fixed seed.
+
+    PERT-beta on [low, high] with mode likely: alpha = 1 + lambda (likely - low) / (high - low),
+    beta = 1 + lambda (high - likely) / (high - low); e.g. 1, 2, 4 with lambda 4: alpha 2.33, beta 3.67.
+    """
+    if not efforts:
+        return 0.0, 0.0
+    rules = weights.estimate
+    rng = np.random.default_rng(rules.seed)
+    totals = np.zeros(rules.samples)
+    for e in efforts:
+        width = e.high - e.low
+        if width <= 1e-12:
+            totals += e.likely
+            continue
+        alpha = 1 + rules.pert_lambda * (e.likely - e.low) / width
+        beta = 1 + rules.pert_lambda * (e.high - e.likely) / width
+        totals += e.low + width * rng.beta(alpha, beta, rules.samples)
+    p50, p90 = np.percentile(totals, [50, 90])
+    return float(p50), float(p90)
+
+
+def _by_category(ops: Sequence[OpEstimate]) -> dict[str, Effort]:
+    totals = {category: Effort(0.0, 0.0, 0.0) for category in CATEGORIES}
+    for op in ops:
+        totals[op.score.op.category] = totals[op.score.op.category] + op.person_days
+    return totals
+
+
+def _by_module(ops: Sequence[OpEstimate]) -> dict[str, Effort]:
+    """Each operator's effort split evenly across its occurrences; each share added to its module and every ancestor.
+
+    Example: Linear, 2 person-days, 4 occurrences in "a.q", "a.k", "a.v", "b": 0.5 each; "a" gets 1.5, "b" 0.5,
+    "" (the whole model) 2.
+    """
+    totals: dict[str, Effort] = {"": Effort(0.0, 0.0, 0.0)}
+    for op in ops:
+        operator = op.score.op.operator
+        paths = [node.module_path for node in operator.nodes] or list(operator.modules) or [""]
+        e = op.person_days
+        part = Effort(e.low / len(paths), e.likely / len(paths), e.high / len(paths))
+        for path in paths:
+            for ancestor in _ancestors(path):
+                totals[ancestor] = totals.get(ancestor, Effort(0.0, 0.0, 0.0)) + part
+    return totals
+
+
+def _ancestors(path: str) -> list[str]:
+    """'a.b.c' -> ['a.b.c', 'a.b', 'a', '']."""
+    parts = path.split(".") if path else []
+    return [".".join(parts[:i]) for i in range(len(parts), -1, -1)]

@@ -1,0 +1,252 @@
+"""Score stage: turn each classified operator's measured signals into sub-scores and the 30/50/20 composite.
+
+Every sub-score is a difficulty from 0 (no work) to 1 (hardest), computed from signals measured on the traced
+model (opassess/signals.py) with the numbers in weights.toml. A criterion with several signals takes the largest
+(the hardest problem decides; several small ones do not add up to a large one), and SubScore.signal names the
+signal that decided, followed by the others that were non-zero.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from .records import ClassifiedOp, Finding, Inventory, OpScore, SubScore
+from .signals import ModelContext, OpSignals, measure
+from .weights import CRITERIA, DIMENSIONS, Weights
+
+# Findings whose kind speaks to a criterion other than fusion (the vocabulary of records.Finding.kind).
+_FINDING_CRITERION = {"layout-churn": "memory_layout", "mixed-precision": "dtype_support",
+                      "dynamic-shape": "pipeline"}
+
+Candidate = tuple[float, str]  # (value, what measured it)
+
+
+def score(classified: Sequence[ClassifiedOp], inventory: Inventory, weights: Weights,
+          findings: Sequence[Finding] = ()) -> tuple[OpScore, ...]:
+    """Score every classified operator on the functional / performance / ecosystem model of weights.toml."""
+    context = ModelContext.of(inventory, weights)
+    return tuple(score_op(op, measure(op, context, weights, findings), weights) for op in classified)
+
+
+def score_op(op: ClassifiedOp, signals: OpSignals, weights: Weights) -> OpScore:
+    """Score one operator from its measured signals (a reusable unit: portfolios score an op once)."""
+    subscores = []
+    dimension_values = {}
+    for dimension in DIMENSIONS:
+        total = 0.0
+        for criterion in CRITERIA[dimension]:
+            value, signal = _decide(_FORMULAS[criterion](op, signals, weights))
+            weight = weights.criteria[dimension][criterion]
+            subscores.append(SubScore(dimension, criterion, value, weight, signal))
+            total += weight * value
+        dimension_values[dimension] = total
+    composite = sum(weights.dimensions[d] * dimension_values[d] for d in DIMENSIONS)
+    return OpScore(op=op, functional=dimension_values["functional"], performance=dimension_values["performance"],
+                   ecosystem=dimension_values["ecosystem"], composite=composite, subscores=tuple(subscores))
+
+
+def _decide(candidates: list[Candidate]) -> Candidate:
+    """The largest candidate decides; the other non-zero ones are listed after it."""
+    ordered = sorted(candidates, key=lambda c: -c[0])
+    value, text = ordered[0]
+    others = [f"{t}" for v, t in ordered[1:] if v > 0]
+    return min(1.0, value), text + (f" (also: {'; '.join(others)})" if others else "")
+
+
+def _clamp(value: float) -> float:
+    return max(0.0, min(1.0, value))
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _finding_candidates(signals: OpSignals, criterion: str, value: float) -> list[Candidate]:
+    return [(value, f"{f.kind} finding: {f.title}") for f in signals.findings
+            if _FINDING_CRITERION.get(f.kind) == criterion]
+
+
+# -------------------------------------------------------------------------- functional
+
+
+def _shape_match(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.shape_match
+    # Rank beyond the native 4-D formats, linear up to the descriptor limit: rank 5 -> (5 - 4) / (8 - 4) = 0.25.
+    excess = _clamp((s.max_rank - rules.native_rank) / (rules.rank_limit - rules.native_rank))
+    out = [(excess, f"max input rank {s.max_rank} vs native {rules.native_rank}, limit {rules.rank_limit}: "
+                    f"{_fmt(excess)}")]
+    if s.data_dependent:
+        out.append((rules.data_dependent, f"data-dependent output shape ({', '.join(s.data_dependent)}): "
+                                          f"{_fmt(rules.data_dependent)}"))
+    return out
+
+
+def _dtype_support(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.dtype_support
+    out: list[Candidate] = []
+    for dtype in s.dtypes:
+        listed = dtype in rules.difficulty
+        value = rules.difficulty[dtype] if listed else rules.unlisted
+        out.append((value, f"dtype {dtype}{'' if listed else ' (not in the table)'}: {_fmt(value)}"))
+    if not out:
+        out.append((0.0, "no tensor dtype seen: 0"))
+    for reason in s.dtype_reasons:
+        out.append((rules.flagged, f"classifier: {reason.message} ({reason.evidence}): {_fmt(rules.flagged)}"))
+    out += _finding_candidates(s, "dtype_support", rules.mixed_precision_finding)
+    return out
+
+
+def _special_attrs(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.special_attrs
+    hits = len(s.limit_reasons)
+    value = _clamp(hits * rules.per_limit_hit)
+    detail = "; ".join(r.message for r in s.limit_reasons)
+    out = [(value, f"{hits} attribute limit(s) hit x {_fmt(rules.per_limit_hit)} = {_fmt(value)}"
+                   + (f" [{detail}]" if detail else ""))]
+    if s.attr_combos > 1:  # each further combination the classifier found needing conversion: its own mapping
+        combos = _clamp((s.attr_combos - 1) * rules.per_extra_combo)
+        out.append((combos, f"{s.attr_combos} attribute combinations need conversion: ({s.attr_combos} - 1) x "
+                            f"{_fmt(rules.per_extra_combo)} = {_fmt(combos)}"))
+    if _needs_kernel(op, s):
+        to_write = _clamp(len(s.attr_names) * rules.per_attr_to_implement)
+        out.append((to_write, f"no NPU kernel: {len(s.attr_names)} attribute(s) to implement x "
+                              f"{_fmt(rules.per_attr_to_implement)} = {_fmt(to_write)}"))
+    if op.replacement:
+        out.append((rules.replacement_mapping, f"attributes to map onto {op.replacement}: "
+                                               f"{_fmt(rules.replacement_mapping)}"))
+    return out
+
+
+# ------------------------------------------------------------------------- performance
+
+
+def _fusion(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.fusion
+    total, parts = 0.0, []
+    for finding in s.findings:
+        if finding.kind in _FINDING_CRITERION:
+            continue
+        value = rules.findings.get(finding.kind, rules.unlisted_finding)
+        if finding.npu_api is None:
+            value += rules.no_api_extra
+        total += value
+        parts.append(f"{finding.kind} ({finding.npu_api or 'no fused NPU API'}) {_fmt(value)}")
+    if parts:
+        # Findings add up (each is a rewrite to make), saturating at 1: attention 0.6 + rmsnorm 0.4 = 1.0.
+        return [(_clamp(total), f"{len(parts)} fusion finding(s): {' + '.join(parts)} = {_fmt(_clamp(total))}")]
+    if op.replacement:
+        return [(rules.adopt_replacement, f"no fusion finding; replacement {op.replacement} to adopt: "
+                                          f"{_fmt(rules.adopt_replacement)}")]
+    return [(0.0, "no fusion finding and no replacement names this op: 0")]
+
+
+def _memory_layout(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.memory_layout
+    if s.aten_calls:
+        share = len(s.layout_calls) / s.aten_calls
+        names = ", ".join(sorted(set(s.layout_calls)))
+        out = [(share, f"{len(s.layout_calls)}/{s.aten_calls} ATen calls move memory"
+                       + (f" ({names})" if names else "") + f": {_fmt(share)}")]
+    else:
+        out = [(0.0, "no ATen calls recorded: 0")]
+    out += _finding_candidates(s, "memory_layout", rules.layout_churn_finding)
+    return out
+
+
+def _pipeline(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.pipeline
+    out: list[Candidate] = []
+    if s.aten_ops:
+        if op.replacement and s.missing_kernels:
+            out.append((0.0, f"{len(s.missing_kernels)} ATen op(s) without NPU kernel, replaced by "
+                             f"{op.replacement} on the NPU: 0"))
+        else:
+            share = len(s.missing_kernels) / len(s.aten_ops)
+            names = ", ".join(s.missing_kernels)
+            out.append((share, f"{len(s.missing_kernels)}/{len(s.aten_ops)} ATen ops without NPU kernel"
+                               + (f" ({names}) run on AI CPU or the host" if names else " (all on AI Core)")
+                               + f": {_fmt(share)}"))
+    elif _needs_kernel(op, s):
+        out.append((rules.cpu_fallback, f"{op.operator.kind} op with no NPU kernel evidence: "
+                                        f"{_fmt(rules.cpu_fallback)}"))
+    else:
+        out.append((0.0, "no ATen op to place: 0"))
+    for reason in s.cpu_reasons:
+        out.append((rules.cpu_fallback, f"classifier: {reason.message}: {_fmt(rules.cpu_fallback)}"))
+    if s.data_dependent:
+        out.append((rules.dynamic, f"dynamic shapes from {', '.join(s.data_dependent)}: {_fmt(rules.dynamic)}"))
+    shapes = _clamp((s.input_shapes - 1) * rules.per_extra_shape)
+    out.append((shapes, f"{s.input_shapes} distinct input shape(s): ({s.input_shapes} - 1) x "
+                        f"{_fmt(rules.per_extra_shape)} = {_fmt(shapes)}"))
+    out += _finding_candidates(s, "pipeline", rules.dynamic_finding)
+    return out
+
+
+# --------------------------------------------------------------------------- ecosystem
+
+
+def _needs_kernel(op: ClassifiedOp, s: OpSignals) -> bool:
+    """Nothing on the NPU runs it: an ATen op without kernel, or a custom op with no kernel evidence at all."""
+    if op.replacement:
+        return False
+    return bool(s.missing_kernels) or (not s.aten_ops and (op.operator.kind == "custom" or not op.known))
+
+
+def _custom_op_maintenance(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.custom_op_maintenance
+    out: list[Candidate] = []
+    if op.replacement:
+        out.append((rules.vendor_api, f"replacement {op.replacement}: a vendor API to keep in step: "
+                                      f"{_fmt(rules.vendor_api)}"))
+    elif s.aten_ops:
+        share = len(s.missing_kernels) / len(s.aten_ops)
+        out.append((share, f"{len(s.missing_kernels)}/{len(s.aten_ops)} ATen ops need an in-house kernel: "
+                           f"{_fmt(share)}"))
+    if op.operator.kind == "custom" and not op.replacement:
+        out.append((rules.own_op, f"project's own op {op.operator.op}: its NPU kernel is ours: "
+                                  f"{_fmt(rules.own_op)}"))
+    if not op.known:
+        out.append((rules.unknown, f"not in the knowledge base: {_fmt(rules.unknown)}"))
+    if not out:
+        out.append((0.0, "no ATen op, nothing to maintain: 0"))
+    return out
+
+
+def _version_compat(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.version_compat
+    out: list[Candidate] = []
+    if s.versions is not None:
+        have, span = s.versions
+        value = 1 - have / span
+        out.append((value, f"kernels in {have}/{span} torch_npu releases ({s.version_evidence}): "
+                           f"1 - {have}/{span} = {_fmt(value)}"))
+    if _needs_kernel(op, s):
+        out.append((1.0, "no NPU kernel in any release: 1"))
+    elif s.versions is None:
+        out.append((rules.no_version, f"no version limit in the evidence: {_fmt(rules.no_version)}"))
+    for reason in s.deprecated:
+        out.append((rules.deprecated, f"deprecated ({reason.evidence}): {_fmt(rules.deprecated)}"))
+    return out
+
+
+def _multi_card(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
+    rules = w.signals.multi_card
+    # Share of compute against the share that saturates: 12% / 25% = 0.48.
+    value = _clamp(s.compute_share / rules.shard_share)
+    out = [(value, f"{s.compute_share:.1%} of model compute ({s.compute_measure}) / "
+                   f"{rules.shard_share:.0%}: {_fmt(value)}")]
+    if s.collectives:
+        out.append((rules.collective, f"collective ({', '.join(s.collectives)}) on HCCL: {_fmt(rules.collective)}"))
+    return out
+
+
+_FORMULAS: dict[str, Callable[[ClassifiedOp, OpSignals, Weights], list[Candidate]]] = {
+    "shape_match": _shape_match,
+    "dtype_support": _dtype_support,
+    "special_attrs": _special_attrs,
+    "fusion": _fusion,
+    "memory_layout": _memory_layout,
+    "pipeline": _pipeline,
+    "custom_op_maintenance": _custom_op_maintenance,
+    "version_compat": _version_compat,
+    "multi_card": _multi_card,
+}

@@ -1,0 +1,230 @@
+"""Signals: the facts measured on the traced model that scores and risks are computed from, one record per operator."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from .records import ClassifiedOp, Finding, Inventory, OpNode, Reason
+from .weights import Weights
+
+# Element sizes for the shape-based size proxy (bytes); an unlisted dtype counts as 4 bytes (float32).
+_ELEMENT_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "complex128": 16, "float32": 4, "int32": 4,
+                  "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+# Kernel version ranges as the Ascend kernel tables write them: "[v2.1..newest]", "[v2.1..v2.12]", "v2.1,v2.2",
+# "all_version"; a bare "2.1..newest" reads the same.
+_RANGE = re.compile(r"v?(\d+)\.(\d+)\s*\.\.\s*(newest|v?(\d+)\.(\d+))")
+_SINGLE = re.compile(r"\bv(\d+)\.(\d+)\b")
+_ALL = re.compile(r"all_version|all versions")
+_DEPRECATED = re.compile(r"deprecated", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """Model-wide facts an operator is measured against: compute per operator, the main path."""
+
+    measure: str  # "roofline" (flops/ridge vs bytes from the trace) | "size proxy" (bytes from shapes)
+    units: Mapping[str, float]  # operator key -> compute units (byte-equivalents)
+    total: float
+    main_path: frozenset[str]  # node names on a longest input-to-output path
+    has_edges: bool
+
+    @classmethod
+    def of(cls, inventory: Inventory, weights: Weights) -> "ModelContext":
+        """Measure compute per operator and the main path of one inventory."""
+        nodes = [node for operator in inventory.operators for node in operator.nodes]
+        traced = any(node.flops or node.bytes_moved for node in nodes)
+        ridge = weights.signals.compute.ridge_flops_per_byte
+        units: dict[str, float] = {}
+        for operator in inventory.operators:
+            if traced:
+                # Roofline: a node takes as long as the larger of its compute and memory time, both expressed
+                # in bytes moved at the ridge point. Example: 2e9 flops and 1e6 bytes -> max(1e7, 1e6) = 1e7.
+                value = sum(max(node.flops / ridge, node.bytes_moved) for node in operator.nodes)
+            else:
+                value = sum(_shape_bytes(node) for node in operator.nodes)
+            units[operator.op] = float(value)
+        edges = inventory.capture.edges
+        return cls(
+            measure="roofline" if traced else "size proxy",
+            units=units,
+            total=sum(units.values()),
+            main_path=_main_path(inventory.capture.nodes, edges),
+            has_edges=bool(edges),
+        )
+
+    def share(self, op: str) -> float:
+        return self.units.get(op, 0.0) / self.total if self.total > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class OpSignals:
+    """What was measured for one operator (over all its occurrences)."""
+
+    dtypes: tuple[str, ...]  # every tensor dtype its nodes saw, inputs and outputs
+    max_rank: int
+    input_shapes: int  # distinct input shape tuples
+    attr_combos: int  # distinct attribute combinations among the signatures that need conversion
+    attr_names: tuple[str, ...]
+    data_dependent: tuple[str, ...]  # ATen ops whose output size depends on the data
+    aten_ops: tuple[str, ...]  # the ATen ops whose NPU support the classifier judged
+    missing_kernels: tuple[str, ...]  # ... of which have no NPU kernel
+    aten_calls: int  # ATen calls dispatched, all occurrences
+    layout_calls: tuple[str, ...]  # ... of which move memory (permute, clone, ...), one entry per call
+    collectives: tuple[str, ...]  # distributed ATen ops
+    cpu_reasons: tuple[Reason, ...]
+    dtype_reasons: tuple[Reason, ...]
+    limit_reasons: tuple[Reason, ...]
+    versions: tuple[int, int] | None  # (releases with every kernel, releases in span); None: no range in evidence
+    version_evidence: str  # the ranges read, for the report
+    deprecated: tuple[Reason, ...]
+    findings: tuple[Finding, ...]
+    occurrences: int
+    compute_units: float
+    compute_share: float
+    compute_measure: str
+    on_main_path: bool | None  # None when the capture has no edges
+
+
+def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings: Sequence[Finding] = ()) -> OpSignals:
+    """Measure one classified operator's signals on the traced model."""
+    operator = op.operator
+    nodes = operator.nodes
+    rules = weights.signals
+    calls = [call for node in nodes for call in node.aten]
+    called = {call.op for call in calls} | {entry for node in nodes for entry in node.entry}
+
+    dtypes = _unique(d for node in nodes for d in (*node.input_dtypes, *node.output_dtypes))
+    if not nodes:
+        dtypes = _unique(d for sig in operator.signatures for d in sig.input_dtypes)
+    shapes = [s for node in nodes for s in node.input_shapes] or [
+        s for sig in operator.signatures for s in sig.input_shapes]
+    max_rank = max((len(s) for s in shapes if s is not None), default=0)
+
+    data_dependent = [name for name in sorted(called) if name in rules.shape_match.data_dependent_ops]
+    # aten::index with a bool index tensor is boolean-mask indexing: the output size is the mask's popcount.
+    if any(call.op == "aten::index" and "bool" in call.input_dtypes for call in calls):
+        data_dependent.append("aten::index (bool mask)")
+
+    versions, version_text = _versions(op.reasons, rules.version_compat.oldest, rules.version_compat.newest)
+    involved = {node.name for node in nodes}
+    return OpSignals(
+        dtypes=dtypes,
+        max_rank=max_rank,
+        input_shapes=len({json.dumps(sig.input_shapes) for sig in operator.signatures}) or 1,
+        attr_combos=len({json.dumps(sig.attrs, sort_keys=True, default=str)
+                         for sig, category in zip(operator.signatures, op.signature_categories) if category != "direct"}),
+        attr_names=tuple(sorted({name for sig in operator.signatures for name in sig.attrs})),
+        data_dependent=tuple(data_dependent),
+        aten_ops=tuple(op.aten_support),
+        missing_kernels=tuple(name for name, ok in op.aten_support.items() if not ok),
+        aten_calls=len(calls),
+        layout_calls=tuple(call.op for call in calls if call.op in rules.memory_layout.layout_ops),
+        collectives=tuple(sorted(name for name in called
+                                 if name.partition("::")[0] in rules.multi_card.comm_namespaces)),
+        cpu_reasons=tuple(r for r in op.reasons if r.code in rules.pipeline.cpu_reason_codes),
+        dtype_reasons=tuple(r for r in op.reasons if r.code in rules.dtype_support.reason_codes),
+        limit_reasons=tuple(r for r in op.reasons if r.code in rules.special_attrs.reason_codes),
+        versions=versions,
+        version_evidence=version_text,
+        deprecated=tuple(r for r in op.reasons if _DEPRECATED.search(r.evidence) or _DEPRECATED.search(r.message)),
+        findings=tuple(f for f in findings if operator.op in f.ops or involved.intersection(f.nodes)),
+        occurrences=operator.count,
+        compute_units=context.units.get(operator.op, 0.0),
+        compute_share=context.share(operator.op),
+        compute_measure=context.measure,
+        on_main_path=bool(involved & context.main_path) if context.has_edges else None,
+    )
+
+
+def _unique(values: Iterable[str | None]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for v in values if v))
+
+
+def _shape_bytes(node: OpNode) -> float:
+    """Bytes a node reads and writes, from its shapes and dtypes (the size proxy when the trace has no counts)."""
+    total = 0.0
+    for shapes, dtypes in ((node.input_shapes, node.input_dtypes), (node.output_shapes, node.output_dtypes)):
+        for shape, dtype in zip(shapes, dtypes):
+            if shape is not None:
+                total += math.prod(shape) * _ELEMENT_BYTES.get(dtype or "", 4)
+    return total
+
+
+def _main_path(nodes: Sequence[OpNode], edges: Sequence[tuple[str, str]]) -> frozenset[str]:
+    """Nodes on a longest path (by node count) through the dataflow graph.
+
+    Forward pass: depth[n] = 1 + max depth of its producers; backward pass: height[n] = 1 + max height of its
+    consumers. A node lies on a longest path iff depth + height - 1 equals the longest depth. Example: a -> b -> d,
+    a -> c: depth a1 b2 d3 c2, height a3 b2 d1 c1, longest 3: a (1+3-1), b (2+2-1), d (3+1-1) are on it, c is not.
+    """
+    order = {node.name: index for index, node in enumerate(nodes)}
+    producers: dict[str, list[str]] = {name: [] for name in order}
+    consumers: dict[str, list[str]] = {name: [] for name in order}
+    for producer, consumer in edges:
+        # Capture order is execution order; an edge pointing backwards cannot be data flow, so it is not followed.
+        if producer in order and consumer in order and order[producer] < order[consumer]:
+            producers[consumer].append(producer)
+            consumers[producer].append(consumer)
+    if not any(producers.values()):
+        return frozenset()
+    names = sorted(order, key=order.get)
+    depth: dict[str, int] = {}
+    for name in names:
+        depth[name] = 1 + max((depth[p] for p in producers[name]), default=0)
+    height: dict[str, int] = {}
+    for name in reversed(names):
+        height[name] = 1 + max((height[c] for c in consumers[name]), default=0)
+    longest = max(depth.values())
+    return frozenset(name for name in names if depth[name] + height[name] - 1 == longest)
+
+
+def _versions(reasons: Sequence[Reason], oldest: tuple[int, int], newest: tuple[int, int]) -> tuple[
+        tuple[int, int] | None, str]:
+    """Releases (major.minor) within [oldest, newest] in which every kernel named in the evidence exists.
+
+    Each reason whose evidence carries version ranges is one kernel fact; its releases are the union of its
+    ranges (a kernel may run through either of CANN's two paths), and the operator needs every kernel, so the
+    facts intersect. Example with span 2.1..2.15 (15 releases): "[v2.7..newest]" -> 2.7..2.15 = 9 releases.
+    """
+    span = [(oldest[0], minor) for minor in range(oldest[1], newest[1] + 1)] if oldest[0] == newest[0] else []
+    if not span:  # a span across major versions: count minors up to 99 per major (torch 3.x)
+        span = [(major, minor) for major in range(oldest[0], newest[0] + 1) for minor in range(100)
+                if oldest <= (major, minor) <= newest]
+    covered: set[tuple[int, int]] | None = None
+    texts = []
+    for reason in reasons:
+        releases = _releases(reason.evidence, span)
+        if releases is None:
+            continue
+        texts.append(reason.evidence)
+        covered = releases if covered is None else covered & releases
+    if covered is None:
+        return None, ""
+    return (len(covered), len(span)), "; ".join(texts)
+
+
+def _releases(evidence: str, span: list[tuple[int, int]]) -> set[tuple[int, int]] | None:
+    if _ALL.search(evidence):
+        return set(span)
+    found: set[tuple[int, int]] = set()
+    matched = False
+    rest = evidence
+    for match in _RANGE.finditer(evidence):
+        matched = True
+        start = (int(match.group(1)), int(match.group(2)))
+        if match.group(4) is not None:
+            end = (int(match.group(4)), int(match.group(5)))
+        else:
+            end = span[-1] if span else start
+        found |= {release for release in span if start <= release <= end}
+        rest = rest.replace(match.group(0), " ")
+    for match in _SINGLE.finditer(rest):  # a list of single releases: "v2.1,v2.2"
+        matched = True
+        found.add((int(match.group(1)), int(match.group(2))))
+    if not matched:
+        return None
+    return found & set(span)
