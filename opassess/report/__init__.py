@@ -1,0 +1,37 @@
+"""Reports: build the view model once from an Assessment and render it in any registered format.
+
+Every module in opassess/report/formats registers itself with `@register(name, extension=...)`; adding a
+format (SARIF, JUnit, ...) is one new module there, discovered at import time.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+from ..errors import ReportError
+from ..records import Assessment
+from . import formats as _formats
+from .registry import REPORTERS, RenderContext, Reporter, register
+from .view import build_view
+from .write import write_output
+
+__all__ = ["REPORTERS", "RenderContext", "Reporter", "build_view", "formats", "register", "render", "write_output"]
+
+for _module in sorted(pkgutil.iter_modules(_formats.__path__), key=lambda m: m.name):
+    importlib.import_module(f"{_formats.__name__}.{_module.name}")
+
+
+def formats() -> tuple[str, ...]:
+    """Names of the registered report formats, in a stable order."""
+    return tuple(sorted(REPORTERS))
+
+
+def render(assessment: Assessment, fmt: str, *, templates_dir: Path | None = None, width: int = 100,
+           color: bool = False) -> str:
+    """Render `assessment` as `fmt` ('json', 'md', 'html', 'csv', 'terminal', ...) and return the text."""
+    reporter = REPORTERS.get(fmt)
+    if reporter is None:
+        raise ReportError(f"unknown report format {fmt!r}; choose one of {', '.join(formats())}")
+    view = build_view(assessment)
+    return reporter.render(view, RenderContext(templates_dir=templates_dir, width=width, color=color))

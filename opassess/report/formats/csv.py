@@ -1,0 +1,63 @@
+"""CSV report: one row per operator type, for spreadsheets (written through pandas)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..registry import RenderContext, register
+
+SEPARATOR = "; "  # joins list-valued cells (modules, ATen ops, source lines)
+# A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection); model-supplied
+# names are prefixed with an apostrophe, which spreadsheets hide and which keeps the text as text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _row(op: dict[str, Any]) -> dict[str, Any]:
+    scores = op["scores"] or {}
+    days = op["person_days"] or {}
+    risk = op["risk"] or {}
+    return {
+        "op": op["op"],
+        "kind": op["kind"],
+        "category": op["category"],
+        "known": op["known"],
+        "count": op["count"],
+        "signatures": len(op["signatures"]),
+        "functional": scores.get("functional"),
+        "performance": scores.get("performance"),
+        "ecosystem": scores.get("ecosystem"),
+        "composite": scores.get("composite"),
+        "person_days_low": days.get("low"),
+        "person_days_likely": days.get("likely"),
+        "person_days_high": days.get("high"),
+        "risk_likelihood": risk.get("likelihood"),
+        "risk_impact": risk.get("impact"),
+        "risk_stars": risk.get("stars"),
+        "pareto": op["pareto"],
+        "replacement": op["replacement"],
+        "cann_op": op["cann_op"],
+        "aten": SEPARATOR.join(op["aten"]),
+        "modules": SEPARATOR.join(op["modules"]),
+        "source": SEPARATOR.join(op["source"]),
+        "reasons": SEPARATOR.join(f"{r['code']}: {r['message']}" for r in op["reasons"]),
+    }
+
+
+@register("csv", extension=".csv", description="one row per operator type, for spreadsheets")
+def render_csv(view: dict[str, Any], context: RenderContext) -> str:
+    """Operators in report order (largest effort first); list cells joined with '; '."""
+    import pandas as pd  # imported here: pandas costs ~0.5 s and only this format needs it
+
+    rows = [{key: _inert(value) for key, value in _row(op).items()} for op in view["document"]["operators"]]
+    frame = pd.DataFrame(rows, columns=list(_row(_EMPTY).keys()))
+    return frame.to_csv(index=False, lineterminator="\n")
+
+
+_EMPTY: dict[str, Any] = {"op": "", "kind": "", "category": None, "known": None, "count": 0, "signatures": [],
+                          "scores": None, "person_days": None, "risk": None, "pareto": None, "replacement": None,
+                          "cann_op": None, "aten": [], "modules": [], "source": [], "reasons": []}

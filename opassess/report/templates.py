@@ -1,0 +1,88 @@
+"""The Jinja environment for template-based reporters: shipped templates, user overrides, escaping per format.
+
+`--templates DIR` overrides templates by file name. A template missing from DIR falls back to the shipped one
+(so a user can copy and edit only `html.j2`, and an included partial they did not copy still resolves); a DIR
+that does not exist is an error, since a typo there would otherwise silently render the shipped templates.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from ..errors import ReportError
+from ..resources import shipped_path
+
+# Markdown: characters that would change the structure of a table or inline formatting, or open raw HTML.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|])")
+
+
+def escape_markdown(value: Any) -> str:
+    """Make a model-supplied string inert in GitHub Markdown: '<script>' becomes '&lt;script&gt;', '|' '\\|'."""
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
+
+
+def code_span(value: Any) -> Markup:
+    """A Markdown code span holding `value` literally (a longer fence when it holds backticks; '|' escaped for tables)."""
+    text = str(value).replace("\n", " ").replace("|", "\\|")
+    fence = "`"
+    while fence in text:
+        fence += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Markup(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def _finalize_markdown(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, Markup):  # produced by code_span: already safe
+        return value
+    if isinstance(value, str):
+        return escape_markdown(value)
+    return value
+
+
+def _finalize_plain(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def environment(flavour: str, templates_dir: Path | None = None) -> jinja2.Environment:
+    """A Jinja environment for 'html' (autoescaped) or 'markdown' (model strings escaped for Markdown)."""
+    shipped = shipped_path("templates")
+    loaders: list[jinja2.BaseLoader] = []
+    if templates_dir is not None:
+        templates_dir = Path(templates_dir)
+        if not templates_dir.is_dir():
+            raise ReportError(f"templates directory {templates_dir} does not exist or is not a directory")
+        loaders.append(jinja2.FileSystemLoader(str(templates_dir)))
+    loaders.append(jinja2.FileSystemLoader(str(shipped)))
+    if flavour == "html":
+        env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=True, finalize=_finalize_plain,
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    elif flavour == "markdown":
+        env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=False,
+                                 finalize=_finalize_markdown, undefined=jinja2.StrictUndefined,
+                                 trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+        env.filters["code"] = code_span
+    else:
+        raise ValueError(f"unknown template flavour {flavour!r}")
+    return env
+
+
+def render_template(name: str, flavour: str, context: dict[str, Any], templates_dir: Path | None = None) -> str:
+    """Render template `name` (e.g. 'md.j2'); any Jinja failure becomes a ReportError naming the template."""
+    env = environment(flavour, templates_dir)
+    try:
+        template = env.get_template(name)
+        return template.render(**context)
+    except jinja2.TemplateNotFound as exc:
+        where = f"{templates_dir} or " if templates_dir else ""
+        raise ReportError(f"template {exc.name} not found in {where}{shipped_path('templates')}") from exc
+    except jinja2.TemplateError as exc:
+        lineno = getattr(exc, "lineno", None)
+        at = f" line {lineno}" if lineno else ""
+        raise ReportError(f"template {name}{at}: {exc}") from exc
