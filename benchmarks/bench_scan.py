@@ -1,0 +1,131 @@
+"""Benchmark: opassess scan end to end vs torch.export vs the floor (recording one meta forward's ATen ops).
+
+Each measurement runs in its own child process so that peak memory (ru_maxrss) belongs to it alone. Models are
+the Llama-2-shaped decoders of examples/llama_like.py, built on the meta device (no weights are allocated).
+
+    python benchmarks/bench_scan.py                 # 7B- and 70B-shaped, full depth (several minutes)
+    python benchmarks/bench_scan.py --layers 2      # reduced size, as CI runs it
+    python benchmarks/bench_scan.py --skip-export   # leave out torch.export (its 70B run is the slowest)
+
+Prints one table: seconds and peak RSS per measurement, and the ratios scan/floor and scan/export.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA = ROOT / "examples" / "llama_like.py"
+SIZES = {"7b": "build_model_7b", "70b": "build_model_70b"}
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def _measure(kind: str, size: str, layers: int | None) -> dict:
+    """Run one measurement in this process and return its figures."""
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    env_layers = str(layers) if layers else ""
+    os.environ["OPASSESS_LLAMA_CONFIG"] = size
+    if env_layers:
+        os.environ["OPASSESS_LLAMA_LAYERS"] = env_layers
+    baseline_mb = _peak_mb()
+    started = time.perf_counter()
+    if kind == "scan":
+        from opassess.pipeline import ScanOptions, assess
+
+        result = assess(ScanOptions(target=str(LLAMA)))
+        detail = f"{len(result.inventory.capture.nodes)} calls, {len(result.classified)} op types, " \
+                 f"capture {result.capture.method}"
+    else:
+        from opassess.load import LoadRequest, load_model
+
+        # Building the model on meta is part of every measurement (the scan has to build it too).
+        loaded = load_model(LoadRequest(target=str(LLAMA)))
+        build_s = time.perf_counter() - started
+        if kind == "export":
+            exported = torch.export.export(loaded.module, loaded.args, loaded.kwargs, strict=False)
+            detail = f"{len(exported.graph.nodes)} graph nodes (build {build_s:.1f}s)"
+        elif kind == "floor":
+            from torch.utils._python_dispatch import TorchDispatchMode
+
+            class Recorder(TorchDispatchMode):
+                calls = 0
+
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    Recorder.calls += 1
+                    return func(*args, **(kwargs or {}))
+
+            with torch.no_grad(), Recorder():
+                loaded.module(*loaded.args, **loaded.kwargs)
+            detail = f"{Recorder.calls} ATen calls (build {build_s:.1f}s)"
+        else:
+            raise SystemExit(f"unknown measurement {kind}")
+    seconds = time.perf_counter() - started
+    return {"kind": kind, "size": size, "seconds": seconds, "peak_mb": _peak_mb(), "import_mb": baseline_mb,
+            "detail": detail}
+
+
+def _child(kind: str, size: str, layers: int | None, timeout: float) -> dict:
+    cmd = [sys.executable, __file__, "--one", kind, "--size", size]
+    if layers:
+        cmd += ["--layers", str(layers)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"kind": kind, "size": size, "error": f"timed out after {timeout:.0f}s"}
+    if done.returncode != 0:
+        return {"kind": kind, "size": size, "error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="7b,70b")
+    parser.add_argument("--layers", type=int, default=None, help="override the layer count (CI: 2)")
+    parser.add_argument("--skip-export", action="store_true")
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--size", default="7b", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(_measure(args.one, args.size, args.layers)))
+        return 0
+    kinds = ["floor", "scan"] + ([] if args.skip_export else ["export"])
+    rows = []
+    for size in args.sizes.split(","):
+        results = {kind: _child(kind, size, args.layers, args.timeout) for kind in kinds}
+        rows.append((size, results))
+    depth = f"{args.layers} layers" if args.layers else "full depth"
+    print(f"opassess scan benchmark ({depth}; meta device; each figure from its own process)")
+    header = f"{'model':6} {'measure':8} {'seconds':>8} {'peak MB':>8} {'x floor':>8} {'x export':>9}  detail"
+    print(header)
+    print("-" * len(header))
+    failed = False
+    for size, results in rows:
+        floor = results["floor"].get("seconds")
+        export = results.get("export", {}).get("seconds")
+        for kind in kinds:
+            r = results[kind]
+            if "error" in r:
+                failed = failed or kind != "export"
+                print(f"{size:6} {kind:8} {'-':>8} {'-':>8} {'-':>8} {'-':>9}  {r['error']}")
+                continue
+            x_floor = f"{r['seconds'] / floor:.2f}" if floor else "-"
+            x_export = f"{r['seconds'] / export:.2f}" if export else "-"
+            print(f"{size:6} {kind:8} {r['seconds']:8.2f} {r['peak_mb']:8.0f} {x_floor:>8} {x_export:>9}  {r['detail']}")
+    print("targets: scan within 1.5x of the floor and well under export; peak under 2048 MB for 70b")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
