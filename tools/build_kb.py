@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from limitations import PRODUCT_TERMS, parse_limitation  # noqa: E402
+from limitations import parse_limitation  # noqa: E402
 
 GENERATOR_VERSION = "1.0"
 KB_FORMAT = 1
@@ -299,15 +299,18 @@ def build_checks(rows: list[dict[str, str]], bases: set[str]) -> tuple[dict, dic
 def build_mstt(rows: list[dict[str, str]]) -> tuple[dict, dict]:
     versions = sorted({r["pytorch_version"] for r in rows}, key=_version_key)
     table: dict[str, list[str]] = {}
+    cleaned = 0
     for row in rows:
-        api = row["api"].strip()
+        # A few list entries carry a remark glued to the API name: keep only the dotted identifier.
+        api = re.match(r"[A-Za-z_][A-Za-z0-9_.]*", row["api"].strip()).group(0)
+        cleaned += api != row["api"].strip()
         flags = table.setdefault(api, ["-"] * len(versions))
         mark = "s" if row["classification_in_tool"] == "supported" else "u"
         index = versions.index(row["pytorch_version"])
         if flags[index] != "u":  # unsupported wins when an API is on both lists
             flags[index] = mark
     return {"versions": versions, "apis": {k: "".join(v) for k, v in sorted(table.items())}}, {
-        "mstt_rows": len(rows), "mstt_apis": len(table), "mstt_versions": versions}
+        "mstt_rows": len(rows), "mstt_apis": len(table), "mstt_versions": versions, "mstt_names_cleaned": cleaned}
 
 
 def build_onnx(rows: list[dict[str, str]]) -> tuple[dict, dict]:
@@ -396,7 +399,6 @@ def build(facts: Path, out: Path) -> dict:
         "generated_at": generation_date(),
         "kind": "shipped",
         "products": [p for p, _ in PRODUCT_COLUMNS],
-        "product_terms": {v: k for k, v in PRODUCT_TERMS.items()},
         "kernel_newest_version": newest_kernel_version(facts / "README.md"),
         "upstream": parse_readme_provenance(facts / "README.md"),
         "sources": {name: {"table": fname, "sha256": sha256(facts / fname), "rows": len(rows[name])}

@@ -1,0 +1,65 @@
+"""`opassess kb`, `kb show`, `kb import` and `explain` through typer's CliRunner (on a local app, as cli.py registers them)."""
+from __future__ import annotations
+
+import typer
+from typer.testing import CliRunner
+
+from opassess.cli_kb import explain, kb_app
+
+from test_kb import _wheel
+
+app = typer.Typer()
+app.add_typer(kb_app, name="kb")
+app.command("explain")(explain)
+runner = CliRunner()
+
+
+def run(*args: str, env: dict | None = None):
+    return runner.invoke(app, list(args), env=env)
+
+
+def test_kb_summary_shows_version_provenance_and_counts(tmp_path):
+    result = run("kb", "--kb-dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "opassess knowledge base" in result.output
+    assert "Ascend/op-plugin @ 517f2e7d0f20" in result.output
+    assert "limitation clauses parsed" in result.output and "npu_aten_ops.tsv" in result.output
+
+
+def test_kb_show_native_api():
+    result = run("kb", "show", "torch.nn.Conv2d")
+    assert result.exit_code == 0, result.output
+    assert "dtypes (Atlas A2): bfloat16, float16, float32" in result.output
+    assert "CANN operator: Conv2D" in result.output and "padding -> pads" in result.output
+
+
+def test_kb_show_aten_and_npu_ops():
+    lgamma = run("kb", "show", "aten::lgamma")
+    assert lgamma.exit_code == 0 and "no NPU kernel" in lgamma.output
+    conv = run("kb", "show", "aten::convolution")
+    assert "has NPU kernel" in conv.output and "[v2.1..newest]" not in conv.output  # ranges shown as v2.1..newest
+    fa = run("kb", "show", "npu_fusion_attention")
+    assert "torch_npu.npu_fusion_attention" in fa.output and "torch.nn.functional.scaled_dot_product_attention" in fa.output
+
+
+def test_kb_show_unknown_name_is_an_error():
+    result = run("kb", "show", "mylib::nothing")
+    assert result.exit_code == 1
+    assert "not in the knowledge base" in result.output
+
+
+def test_kb_import_then_show(tmp_path):
+    dest = tmp_path / "overlay"
+    result = run("kb", "import", str(_wheel(tmp_path)), "--dest", str(dest))
+    assert result.exit_code == 0, result.output
+    assert "torch 2.14" in result.output and "6 kernels" in result.output
+    shown = run("kb", "show", "aten::lgamma", "--torch-npu", "2.14", "--kb-dir", str(dest))
+    assert "has NPU kernel" in shown.output and "imported-wheel" in shown.output
+
+
+def test_explain():
+    result = run("explain", "ACL_ERROR_RT_AICORE_EXCEPTION")
+    assert result.exit_code == 0 and "507015" in result.output and "remedy:" in result.output
+    assert "invalid type" in run("explain", "ERR01002").output
+    unknown = run("explain", "XYZ")
+    assert unknown.exit_code == 1 and "unknown error code" in unknown.output
