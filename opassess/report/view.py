@@ -21,8 +21,11 @@ DASH = "\u2013"  # en dash for ranges: "3.0–6.0"
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into one "others" bar
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
+MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
+CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}  # sort order: direct < custom-dev
 MODULE_MIN_SHARE = 0.01  # modules carrying less than 1% of the effort are left to the JSON
 LIKELIHOOD_LABELS = {1: "rare", 2: "unlikely", 3: "possible", 4: "likely", 5: "almost certain"}
+HEAT_MARKS = {"low": "\U0001F7E9", "moderate": "\U0001F7E8", "high": "\U0001F7E7", "critical": "\U0001F7E5"}  # squares
 IMPACT_LABELS = {1: "negligible", 2: "minor", 3: "moderate", 4: "major", 5: "severe"}
 
 
@@ -119,6 +122,12 @@ def _nice_step(maximum: float, ticks: int = 4) -> float:
         if multiple * magnitude >= raw:
             return multiple * magnitude
     return 10 * magnitude  # pragma: no cover - the loop always returns
+
+
+def _support_text(classified: ClassifiedOp | None, aten: str) -> str:
+    if classified is None or aten not in classified.aten_support:
+        return "not checked"
+    return "NPU kernel" if classified.aten_support[aten] else "no NPU kernel"
 
 
 # ------------------------------------------------------------------ joined rows
@@ -282,6 +291,8 @@ def _operator_display(row: _Row, total_likely: float) -> dict[str, Any]:
         "count": operator.count,
         "signature_count": len(operator.signatures),
         "aten": list(operator.aten),
+        "aten_rows": [{"name": a, "support": _support_text(classified, a)} for a in operator.aten],
+        "category_rank": CATEGORY_RANK.get(category, -1),
         "reasons": [{"code": r.code, "message": r.message, "evidence": r.evidence} for r in classified.reasons]
         if classified else [],
         "replacement": classified.replacement if classified else None,
@@ -289,6 +300,8 @@ def _operator_display(row: _Row, total_likely: float) -> dict[str, Any]:
         "sources": list(operator.sources),
         "modules": list(operator.modules),
         "modules_text": ", ".join(m or "(model)" for m in operator.modules),
+        "modules_shown": [m or "(model)" for m in operator.modules[:MODULES_PER_OP]],
+        "modules_more": max(0, len(operator.modules) - MODULES_PER_OP),
         "signatures": [{"text": "; ".join(p for p in (_attrs_text(s.attrs),
                                                         _inputs_text(s.input_shapes, s.input_dtypes)) if p),
                         "count": s.count,
@@ -342,6 +355,7 @@ def _risk_grid(matrix: tuple[tuple[tuple[str, ...], ...], ...]) -> dict[str, Any
                 "shorts": [short_name(op) for op in ops],
                 "count": len(ops),
                 "heat": heat(likelihood, impact),
+                "mark": HEAT_MARKS[heat(likelihood, impact)],
                 "title": f"likelihood {likelihood} ({LIKELIHOOD_LABELS[likelihood]}), "
                          f"impact {impact} ({IMPACT_LABELS[impact]}): {len(ops)} operator(s)",
             })

@@ -1,0 +1,25 @@
+"""Markdown report for pull requests and planning documents (GitHub-flavoured, templates/md.j2)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..registry import RenderContext, register
+from ..templates import render_template
+
+TEMPLATE = "md.j2"
+
+
+@register("md", extension=".md", description="GitHub Markdown: summary, Mermaid pie, risk grid, collapsible lists")
+def render_markdown(view: dict[str, Any], context: RenderContext) -> str:
+    """The display part of the view through md.j2; runs of blank lines left by template tags collapse to one."""
+    text = render_template(TEMPLATE, "markdown", view["display"], context.templates_dir)
+    return _tidy(text)
+
+
+def _tidy(text: str) -> str:
+    lines: list[str] = []
+    for line in text.splitlines():
+        line = line.rstrip()
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    return "\n".join(lines).strip("\n") + "\n"
