@@ -158,11 +158,11 @@ def test_p50_p90_from_pert_simulation():
     #   add (0.8256 + 4.128 + 1.548) / 6 = 1.0836;  total 21.9916.
     # sd = (high - low) / 6 per op; lgamma's 2.736 dominates; sqrt of the summed squares is 2.80.
     # The total is right-skewed (lgamma's beta has alpha 1.67, beta 4.33), so P50 sits a little below the mean
-    # and P90 about 1.3 sd above the median.
+    # and P90 further above the median than a normal's 1.28 sd (measured: 1.57 sd).
     result, _ = run()
     mean, sd = 21.9916, 2.80
     assert mean - 0.5 * sd < result.p50 < mean
-    assert 1.0 * sd < result.p90 - result.p50 < 1.6 * sd
+    assert 1.28 * sd < result.p90 - result.p50 < 1.8 * sd
     assert result.total.low < result.p50 < result.p90 < result.total.high
     assert "PERT-beta Monte Carlo: 20000 samples, seed 20240" in result.method
     again, _ = run()
