@@ -405,6 +405,8 @@ class Rules:
     version: str
     source: str
     aliases: Mapping[str, str]
+    calls: Mapping[str, str]
+    calls_evidence: str
     host_ops: frozenset[str]
     host_evidence: str
     families: tuple[Family, ...]
@@ -831,6 +833,12 @@ def _load_rules(path: Path, kb: KnowledgeBase) -> Rules:
         if target not in apis:
             raise KnowledgeBaseError(f"{where}: aliases.{alias}: {target!r} is not a documented API")
 
+    calls = {k: v for k, v in data.get("calls", {}).items() if k != "calls_evidence"}
+    for module, functional in calls.items():
+        for name in (module, functional):
+            if name not in apis:
+                raise KnowledgeBaseError(f"{where}: calls.{module}: {name!r} is not a documented API")
+
     host = data.get("host_ops", {})
     families = []
     for i, raw in enumerate(data.get("family", [])):
@@ -898,7 +906,8 @@ def _load_rules(path: Path, kb: KnowledgeBase) -> Rules:
             raise KnowledgeBaseError(f"{where}: category_notes.{category}: not a category")
 
     return Rules(
-        version=str(_need(meta, "version", f"{where}: meta")), source=where, aliases=aliases,
+        version=str(_need(meta, "version", f"{where}: meta")), source=where, aliases=aliases, calls=calls,
+        calls_evidence=str(data.get("calls", {}).get("calls_evidence", "")),
         host_ops=frozenset(host.get("ops", ())), host_evidence=host.get("evidence", ""),
         families=tuple(families), composites=tuple(composites), everywhere=frozenset(everywhere.get("ops", ())),
         everywhere_evidence=everywhere.get("evidence", ""), third_party=third_party,

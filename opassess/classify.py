@@ -1,0 +1,346 @@
+"""Classify stage: give every operator a migration category (direct / param-converted / custom-dev) with its reasons.
+
+Each signature (one distinct attribute/shape/dtype combination) is judged on its own, from the facts:
+  1. a project's own op (kind "custom") is custom-dev unless a replacement exists (then param-converted);
+     an autograd.Function whose traced forward only dispatches ATen ops with NPU kernels is param-converted
+     (its hand-written backward was not traced and must be checked);
+  2. a documented native API: ✘ for the target product is custom-dev; ✔ is direct unless this signature trips
+     a documented limit (a dtype outside the allowed list, a parameter value outside its rule, an input rank) -
+     then param-converted; a limitation saying it always falls back to the CPU is custom-dev;
+  3. the ATen ops the node dispatched: each needs an NPU kernel for the torch version, or runs on every
+     backend (CompositeExplicitAutograd), or decomposes (CompositeImplicitAutograd: direct with a
+     performance note). Composites torch_npu takes whole (scaled_dot_product_attention, lstm) are judged by
+     their own kernel; the CPU/meta decomposition seen while tracing is not judged. An ATen op with none of
+     these is custom-dev (it would fall back to the CPU), unless a replacement exists;
+  4. kernel argument checks add float64 / int64 cast findings for the dtypes this signature carries;
+  5. an operator nothing in the knowledge base speaks for is custom-dev, "not in the knowledge base".
+The operator's category is the worst of its signatures.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterable
+
+from .kb import ApiFact, KnowledgeBase, Limitation, Version, format_version, is_unset
+from .records import CATEGORIES, ClassifiedOp, Inventory, Operator, Reason, Signature
+
+_RANK = {c: i for i, c in enumerate(CATEGORIES)}
+_NON_ATEN = ("aten", "prims")
+
+
+def worst(categories: Iterable[str]) -> str:
+    """The hardest category among `categories` ('direct' when there are none)."""
+    return max(categories, key=_RANK.__getitem__, default="direct")
+
+
+@lru_cache(maxsize=None)
+def dispatch_kinds(qualified: str) -> tuple[str, ...]:
+    """Composite dispatch keys PyTorch registers for an op ('aten::zeros' -> ('CompositeExplicitAutograd',))."""
+    import torch
+
+    kinds = []
+    for key in ("CompositeExplicitAutograd", "CompositeImplicitAutograd"):
+        try:
+            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
+                kinds.append(key)
+        except RuntimeError:  # the op is not registered in this process
+            return ()
+    return tuple(kinds)
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__.split("+")[0]
+
+
+@dataclass(frozen=True)
+class AtenVerdict:
+    """How one ATen op would run on the NPU."""
+
+    op: str
+    status: str  # "kernel" | "everywhere" | "decomposes" | "missing"
+    evidence: str
+    supported: bool
+
+
+@dataclass
+class _Judgement:
+    """Category and reasons of one signature while it is being judged."""
+
+    index: int
+    category: str = "direct"
+    reasons: list[Reason] = field(default_factory=list)
+
+    def add(self, code: str, message: str, evidence: str, category: str | None = None, per_signature: bool = True) -> None:
+        if category is not None:
+            self.category = worst((self.category, category))
+        self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))
+
+
+class _Classifier:
+    def __init__(self, kb: KnowledgeBase, product: str, version: Version) -> None:
+        self.kb = kb
+        self.product = product
+        self.version = version
+        self.version_text = format_version(version)
+
+    # -------------------------------------------------------------- ATen evidence
+
+    def aten_verdict(self, aten: str) -> AtenVerdict:
+        support = self.kb.kernel_support(aten, self.version)
+        if support.supported:
+            return AtenVerdict(aten, "kernel", support.evidence, True)
+        if aten in self.kb.rules.everywhere:
+            return AtenVerdict(aten, "everywhere", f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})", True)
+        kinds = dispatch_kinds(aten)
+        if "CompositeExplicitAutograd" in kinds:
+            return AtenVerdict(aten, "everywhere", f"PyTorch {_torch_version()} dispatcher: {aten} has a "
+                                                   f"CompositeExplicitAutograd kernel", True)
+        if "CompositeImplicitAutograd" in kinds:
+            return AtenVerdict(aten, "decomposes", f"PyTorch {_torch_version()} dispatcher: {aten} has a "
+                                                   f"CompositeImplicitAutograd kernel", True)
+        return AtenVerdict(aten, "missing", support.evidence, False)
+
+    # -------------------------------------------------------------- one operator
+
+    def classify(self, op: Operator) -> ClassifiedOp:
+        kb = self.kb
+        composite = kb.rules.composite_for_api(op.op)
+        api = kb.api(op.op, self.version_text) if op.kind != "custom" else None
+        replacements = kb.replacements_for(op.op)
+        required = next((r for r in replacements if r.when == "required"), None)
+        optional = next((r for r in replacements if r.when == "optional"), None)
+
+        shared: list[Reason] = []  # reasons that hold for every signature
+        judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
+        skipped = list(op.aten) if composite else [a for a in op.aten if kb.rules.cpu_only_of(a)]
+        verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys(judged) if a.split("::")[0] in _NON_ATEN}
+        aten_support = {a: v.supported for a, v in verdicts.items()}
+        for a in skipped:
+            aten_support.setdefault(a, self.aten_verdict(a).supported)
+        if composite:
+            shared.append(Reason("composite", f"torch_npu runs {composite.aten} whole; the decomposition traced here "
+                                 f"({', '.join(dict.fromkeys(skipped)) or 'none'}) is not judged",
+                                 f"rules.toml: composite {composite.aten} ({composite.evidence})"))
+        else:
+            for a in dict.fromkeys(skipped):
+                owner = kb.rules.cpu_only_of(a)
+                shared.append(Reason("cpu-only-decomposition", f"{a} is the CPU decomposition of {owner.aten}, "
+                                     f"which the NPU runs whole; not judged", f"rules.toml: composite {owner.aten}"))
+
+        # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
+        known = bool(api or verdicts or replacements or op.op in kb.rules.third_party or op.op in kb.rules.host_ops)
+        judgements = []
+        for index, sig in enumerate(op.signatures):
+            j = _Judgement(index)
+            if op.kind == "custom":
+                self._custom(op, j, verdicts, required, optional)
+            else:
+                self._native(op, sig, j, api, verdicts, required)
+            self._kernel_checks(op, sig, j, verdicts)
+            judgements.append(j)
+        if not op.signatures:  # an operator with no signature still gets judged once
+            j = _Judgement(0)
+            if op.kind == "custom":
+                self._custom(op, j, verdicts, required, optional)
+            else:
+                self._native(op, None, j, api, verdicts, required)
+            judgements.append(j)
+
+        if not known:
+            for j in judgements:
+                if any(r.code in ("custom-op", "host-op") for r in j.reasons):
+                    continue
+                j.add("not-in-kb", f"{op.op} is not in the knowledge base: no documented API, no NPU kernel for "
+                      f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry", "custom-dev")
+
+        family = kb.rules.nature(op.op)
+        if family and family.nature == "param-converted" and all(j.category == "direct" for j in judgements):
+            shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
+                                 "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
+        category = worst(j.category for j in judgements) if judgements else "direct"
+        replacement = (required or optional)
+        if optional and not required and category == "direct":
+            shared.append(Reason("replacement", f"optional: {optional.api} is a fused NPU kernel for this "
+                                 f"({optional.note})", optional.evidence))
+        reasons = tuple(shared) + tuple(r for j in judgements for r in j.reasons)
+        signature_categories = tuple(j.category for j in judgements[: len(op.signatures)])
+        return ClassifiedOp(
+            operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
+            replacement=replacement.api if replacement else None, cann_op=self._cann_op(op, verdicts),
+            known=known, aten_support=aten_support)
+
+    def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
+        name = self.kb.cann_op(op.op)
+        if name:
+            return name
+        for aten in verdicts:
+            name = self.kb.cann_op(aten)
+            if name:
+                return name
+        return None
+
+    # -------------------------------------------------------------- project-defined ops
+
+    def _custom(self, op: Operator, j: _Judgement, verdicts, required, optional) -> None:
+        if required is not None:
+            j.add("replacement", f"{op.op} has no NPU kernel; {required.api} replaces it with another signature "
+                  f"({required.note})", required.evidence, "param-converted")
+            return
+        if "::" in op.op:
+            kinds = dispatch_kinds(op.op)
+            if "CompositeImplicitAutograd" in kinds:
+                others = [v for v in verdicts.values() if v.op != op.op]
+                if all(v.supported for v in others):
+                    j.add("decomposes", f"{op.op} is registered as a composite of ATen ops that all run on the NPU",
+                          f"PyTorch dispatcher: CompositeImplicitAutograd kernel for {op.op}", "direct")
+                    return
+            j.add("custom-op", f"{op.op} is a project-defined operator with kernels for other devices only; "
+                  f"it needs an NPU kernel (Ascend C) or a rewrite in supported ops",
+                  f"trace: kind custom, namespace {op.op.split('::')[0]}; no replacement in rules.toml", "custom-dev")
+            return
+        missing = [v for v in verdicts.values() if not v.supported]
+        if verdicts and not missing:
+            j.add("autograd-function", f"{op.op} is a custom autograd.Function; its forward dispatches only ATen ops "
+                  f"with NPU kernels ({', '.join(verdicts)}), but its hand-written backward was not traced and must "
+                  f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops", "param-converted")
+        else:
+            ops = ", ".join(v.op for v in missing) or "no ATen op seen"
+            j.add("custom-op", f"{op.op} is a custom autograd.Function or extension whose kernels do not run on the "
+                  f"NPU ({ops})", "trace: kind custom; npu_aten_ops", "custom-dev")
+
+    # -------------------------------------------------------------- native APIs and ATen ops
+
+    def _native(self, op: Operator, sig: Signature | None, j: _Judgement, api: ApiFact | None,
+                verdicts: dict[str, AtenVerdict], required) -> None:
+        kb = self.kb
+        documented = api.supported(self.product) if api else None
+        if api is not None and documented is False:
+            if required is not None:
+                j.add("replacement", f"{op.op} is not supported on {self.product}; use {required.api} "
+                      f"({required.note})", required.evidence, "param-converted")
+            else:
+                j.add("api-unsupported", f"{api.api} is marked unsupported (✘) for {self.product} in the torch "
+                      f"{api.doc_version} support list", api.evidence(), "custom-dev")
+            return
+        if api is not None and documented:
+            j.add("api-supported", f"{api.api} is documented as supported on {self.product} (torch {api.doc_version})",
+                  api.evidence(), None, per_signature=False)
+            if api.limitation is not None and sig is not None:
+                self._limits(op, sig, j, api)
+            called = kb.api(kb.rules.calls[op.op], self.version_text) if op.op in kb.rules.calls else None
+            if called is not None and called.limitation is not None and sig is not None:
+                # The module's forward calls this functional: its parameter and shape limits apply too.
+                self._limits(op, sig, j, called, dtypes=False)
+        elif api is not None:
+            j.add("api-undocumented", f"{api.api} has no support mark for {self.product}; judged by its ATen kernels",
+                  api.evidence(), None, per_signature=False)
+
+        missing = [v for v in verdicts.values() if not v.supported]
+        for v in verdicts.values():
+            if v.status == "kernel":
+                j.add("kernel", f"{v.op} has an NPU kernel for torch {self.version_text}", v.evidence, None, False)
+            elif v.status == "everywhere":
+                j.add("view-op", f"{v.op} runs on every backend (composite/view kernel)", v.evidence, None, False)
+            elif v.status == "decomposes":
+                j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
+                      f"extra kernel launches", v.evidence, None, False)
+        if missing:
+            names = ", ".join(v.op for v in missing)
+            if documented:
+                j.add("no-kernel", f"{names} not in the NPU kernel list although {api.api} is documented as supported; "
+                      f"trusting the documentation", "; ".join(v.evidence for v in missing), None, False)
+            elif required is not None:
+                j.add("replacement", f"{names} has no NPU kernel; use {required.api} ({required.note})",
+                      required.evidence, "param-converted")
+            else:
+                j.add("no-kernel", f"{names} has no NPU kernel for torch {self.version_text} and no decomposition: "
+                      f"it would fall back to the CPU", "; ".join(v.evidence for v in missing), "custom-dev")
+        if api is None and not verdicts and sig is not None:
+            if op.op in kb.rules.host_ops or not op.aten:
+                j.add("host-op", f"{op.op} dispatched no ATen operator (Python-level indexing or metadata)",
+                      kb.rules.host_evidence if op.op in kb.rules.host_ops else "trace: no ATen op dispatched",
+                      "direct")
+
+    def _limits(self, op: Operator, sig: Signature, j: _Judgement, api: ApiFact, dtypes: bool = True) -> None:
+        lim: Limitation = api.limitation
+        evidence = api.evidence()
+        if api.api != op.op and api.api != self.kb.rules.aliases.get(op.op):
+            evidence = f"{evidence}; rules.toml: calls {op.op} -> {api.api}"
+        attrs = dict(sig.attrs)
+        allowed = lim.allowed_dtypes(self.product, attrs) if dtypes else None
+        if allowed is not None:
+            checked = [d for d in sig.input_dtypes[:1] if d] + [d for d in sig.input_dtypes[1:] if d == "float64"]
+            for dtype in dict.fromkeys(checked):
+                if dtype not in allowed:
+                    target = "float32" if dtype == "float64" else ("int32" if dtype == "int64" else allowed[0])
+                    j.add("dtype", f"input dtype {dtype} is not supported by {api.api} on {self.product} "
+                          f"(allowed: {', '.join(allowed)}); cast to {target}", evidence, "param-converted")
+        outputs = {d for node in _nodes_of(op, sig) for d in node.output_dtypes if d}
+        for cast in lim.dtype_casts if dtypes else ():
+            if cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
+                j.add("dtype-cast", f"the NPU returns {cast['to']} where this model expects float64; keep the model "
+                      f"in float32 or compute this step on the CPU", evidence, "param-converted")
+        for rule in lim.param_rules_for(self.product):
+            if rule.param not in attrs:
+                continue
+            value = attrs[rule.param]
+            if rule.violated_by(value):
+                j.add("param-limit", f"{rule.param}={value!r}: {rule.describe()} on the NPU"
+                      + (" (silently changed at run time)" if rule.auto_fixed else ""), evidence, "param-converted")
+        for rule in lim.ndim_rules:
+            if rule.param not in ("input", "self") or not sig.input_shapes or sig.input_shapes[0] is None:
+                continue
+            ndim = len(sig.input_shapes[0])
+            if rule.violated_by(ndim):
+                j.add("shape-limit", f"input rank {ndim}: {rule.describe()}", evidence, "param-converted")
+        if not dtypes:
+            return
+        if lim.cpu_only or lim.cpu_fallback == "always":
+            j.add("cpu-fallback", f"{api.api} runs on the CPU, not the NPU", evidence, "custom-dev")
+        elif lim.cpu_fallback == "may":
+            j.add("cpu-fallback", f"{api.api} may fall back to the CPU for some inputs (a performance risk)",
+                  evidence, None, False)
+
+    def _kernel_checks(self, op: Operator, sig: Signature | None, j: _Judgement, verdicts) -> None:
+        if sig is None:
+            return
+        dtypes = set(d for d in sig.input_dtypes if d)
+        for aten in verdicts:
+            for check in self.kb.checks_for(aten):
+                if check.kind == "float64-unsupported" and "float64" in dtypes:
+                    j.add("dtype", f"the NPU kernel of {aten} rejects float64 input; cast to float32",
+                          check.evidence(), "param-converted")
+                elif check.kind == "float64-cast" and "float64" in dtypes:
+                    j.add("dtype-cast", f"the NPU kernel of {aten} computes float64 input in float32",
+                          check.evidence(), "param-converted")
+                elif check.kind == "int64-cast-int32" and "int64" in dtypes:
+                    j.add("dtype-cast", f"the NPU kernel of {aten} casts int64 input to int32 (values beyond 2^31 "
+                          f"overflow)", check.evidence(), "param-converted")
+
+
+def _nodes_of(op: Operator, sig: Signature):
+    return [n for n in op.nodes if dict(n.attrs) == dict(sig.attrs) and tuple(n.input_shapes) == tuple(sig.input_shapes)
+            and tuple(n.input_dtypes) == tuple(sig.input_dtypes)]
+
+
+def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:
+    seen, out = set(), []
+    for reason in reasons:
+        key = (reason.code, reason.message, reason.evidence, reason.signature)
+        if key not in seen:
+            seen.add(key)
+            out.append(reason)
+    return tuple(out)
+
+
+def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str = "Atlas A2",
+             torch_version: str | None = None) -> tuple[ClassifiedOp, ...]:
+    """Classify every operator of the inventory against `target` and the torch version (default: the KB's)."""
+    classifier = _Classifier(kb, kb.resolve_product(target), kb.resolve_version(torch_version))
+    return tuple(classifier.classify(op) for op in inventory.operators)
+
+
+__all__ = ["classify", "worst", "dispatch_kinds", "is_unset"]
