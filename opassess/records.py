@@ -230,13 +230,16 @@ class Estimate:
 class Finding:
     """A performance-work pattern found in the graph."""
 
-    kind: str  # "fusion", "attention", "rmsnorm", "rotary", "swiglu", "layout-churn", "mixed-precision", "dynamic-shape"
+    kind: str  # "fusion", "attention", "rmsnorm", "rotary", "swiglu", "layout-churn", "mixed-precision",
+    #            "dynamic-shape", "compute" (share of FLOPs/bytes: impact only, not a fusion)
     title: str
     nodes: tuple[str, ...]  # OpNode names involved
     ops: tuple[str, ...]  # operator keys involved
     source: str | None
     npu_api: str | None  # torch_npu API to use
     effect: str  # how it moves the performance score
+    # Measured numbers behind the title: "occurrences", "conversions", "downstream", "flops", "flops_share", ...
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------- whole result
