@@ -115,14 +115,16 @@ class _Classifier:
 
         shared: list[Reason] = []  # reasons that hold for every signature
         judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
-        skipped = list(op.aten) if composite else [a for a in op.aten if kb.rules.cpu_only_of(a)]
+        skipped = ([a for a in op.aten if a != composite.aten] if composite
+                   else [a for a in op.aten if kb.rules.cpu_only_of(a)])
         verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys(judged) if a.split("::")[0] in _NON_ATEN}
         aten_support = {a: v.supported for a, v in verdicts.items()}
         for a in skipped:
             aten_support.setdefault(a, self.aten_verdict(a).supported)
         if composite:
-            shared.append(Reason("composite", f"torch_npu runs {composite.aten} whole; the decomposition traced here "
-                                 f"({', '.join(dict.fromkeys(skipped)) or 'none'}) is not judged",
+            traced = (f"; the decomposition traced here ({', '.join(dict.fromkeys(skipped))}) is not judged"
+                      if skipped else "")
+            shared.append(Reason("composite", f"torch_npu runs {composite.aten} whole{traced}",
                                  f"rules.toml: composite {composite.aten} ({composite.evidence})"))
         else:
             for a in dict.fromkeys(skipped):

@@ -1,0 +1,211 @@
+"""Classifier: each path on a purpose-built model run through scan_inventory, plus hand-built records for the rest.
+
+Every expected category below is derived from the shipped facts (torch 2.13, Atlas A2 unless said otherwise);
+the comment above each assertion names the fact.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opassess.classify import classify, worst
+from opassess.errors import KnowledgeBaseError
+from opassess.kb import load_kb
+from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.records import Capture, Inventory, ModelInfo, Operator, Signature
+
+MODELS = Path(__file__).resolve().parent / "models"
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    return load_kb(tmp_path_factory.mktemp("no-overlay"))
+
+
+@pytest.fixture(scope="module")
+def scanned(kb):
+    """Classify a model file once per module: {operator key: ClassifiedOp}."""
+    cache: dict[tuple, dict] = {}
+
+    def run(name: str, target: str = "Atlas A2", torch_version: str | None = None) -> dict:
+        key = (name, target, torch_version)
+        if key not in cache:
+            inventory = scan_inventory(ScanOptions(target=str(MODELS / name)))
+            cache[key] = {c.operator.op: c for c in classify(inventory, kb, target=target, torch_version=torch_version)}
+        return cache[key]
+
+    return run
+
+
+def codes(op, signature=None) -> set[str]:
+    return {r.code for r in op.reasons if signature is None or r.signature == signature}
+
+
+# ------------------------------------------------------------------ real models
+
+
+def test_float64_model(scanned):
+    ops = scanned("float64.py")
+    # torch.nn.Linear @2.13: `input` only fp16, fp32 -> float64 input must be cast: param-converted, all 3 signatures.
+    linear = ops["torch.nn.Linear"]
+    assert linear.category == "param-converted"
+    assert linear.signature_categories == ("param-converted",) * 3
+    assert any("float64" in r.message and "cast to float32" in r.message for r in linear.reasons if r.code == "dtype")
+    # torch.nn.Tanh @2.13: `input` bf16..int64,bool, no fp64 -> param-converted.
+    assert ops["torch.nn.Tanh"].category == "param-converted"
+    assert ops["torch.nn.Tanh"].aten_support == {"aten::tanh": True}
+
+
+def test_conv2d_dilation_is_within_the_documented_limits(scanned):
+    # The facts put no dilation limit on Conv2d: its doc row only restricts dtypes (bf16, fp16, fp32) and the
+    # kernel checks reject only negative padding and non-positive stride (ConvolutionKernelNpu.cpp). So both
+    # signatures, dilation 1 and dilation 2, are direct; the attribute mapping names CANN Conv2D.
+    conv = scanned("conv_dilation.py")["torch.nn.Conv2d"]
+    assert conv.category == "direct" and conv.signature_categories == ("direct", "direct")
+    assert conv.cann_op == "Conv2D"
+    assert conv.aten_support == {"aten::convolution": True}
+    assert "nature" in codes(conv)  # param-converted by nature, but this model's values pass
+
+
+def test_max_pool_dilation_the_npu_rejects(scanned):
+    # torch.nn.functional.max_pool2d @2.13: dilation only 1 or (1,1); nn.MaxPool2d calls it (rules.toml [calls]).
+    pool = scanned("classify_pool_dilation.py")["torch.nn.MaxPool2d"]
+    assert pool.signature_categories == ("direct", "param-converted")
+    assert pool.category == "param-converted"
+    (limit,) = [r for r in pool.reasons if r.code == "param-limit"]
+    assert limit.signature == 1 and limit.message.startswith("dilation=2") and "max_pool2d" in limit.evidence
+    assert pool.cann_op == "MaxPoolWithArgmaxV1"
+
+
+def test_lstm_with_proj_size(scanned):
+    # torch.nn.LSTM @2.13: ✔ on Atlas A2; fp32 only; proj_size and dropout unsupported -> proj_size=8 trips it.
+    lstm = scanned("lstm_proj.py")["torch.nn.LSTM"]
+    assert lstm.category == "param-converted"
+    (limit,) = [r for r in lstm.reasons if r.code == "param-limit"]
+    assert limit.message.startswith("proj_size=8")
+    # torch_npu takes aten::lstm.input whole: the meta-device unrolling (addmm, sigmoid_, ...) is not judged.
+    assert "composite" in codes(lstm) and lstm.aten_support["aten::lstm.input"] is True
+    assert lstm.replacement == "torch_npu.npu_lstm" and lstm.cann_op == "DynamicRNN"
+    # The same model on Ascend 950DT, where the LSTM row is ✘: custom-dev.
+    on_950 = scanned("lstm_proj.py", target="Ascend 950DT")["torch.nn.LSTM"]
+    assert on_950.category == "custom-dev" and "api-unsupported" in codes(on_950)
+
+
+def test_torch_library_custom_op(scanned):
+    ops = scanned("custom_op.py")
+    # opassess_tests::scale_shift has only CPU and fake kernels and no replacement in rules.toml: custom-dev.
+    op = ops["opassess_tests::scale_shift"]
+    assert op.category == "custom-dev" and codes(op) == {"custom-op"} and op.known is False
+    # SignSTE's forward dispatches aten::sign (NPU kernel all_version) but its backward is hand-written Python.
+    sign = next(c for k, c in ops.items() if k.endswith("SignSTE"))
+    assert sign.category == "param-converted" and "autograd-function" in codes(sign)
+    assert ops["torch.nn.Linear"].category == "direct"
+
+
+def test_lgamma(scanned):
+    ops = scanned("lgamma.py")
+    # npu_aten_ops has no lgamma row, torch.lgamma is not in the support list, and aten::lgamma is no composite
+    # (CPU/CUDA kernels only): it would fall back to the CPU -> custom-dev.
+    lgamma = ops["torch.lgamma"]
+    assert lgamma.category == "custom-dev"
+    assert codes(lgamma, 0) == {"no-kernel"} and lgamma.aten_support == {"aten::lgamma": False}
+    # Everything else in the model has kernels and documented support.
+    assert {k: c.category for k, c in ops.items() if k != "torch.lgamma"} == dict.fromkeys(
+        [k for k in ops if k != "torch.lgamma"], "direct")
+
+
+def test_scaled_dot_product_attention(scanned):
+    ops = scanned("sdpa.py")
+    # F.scaled_dot_product_attention @2.13: ✔ on A2, q/k/v bf16/fp16/fp32 (float32 here); torch_npu has a kernel for
+    # aten::scaled_dot_product_attention [v2.5..newest] and takes it whole -> direct, with npu_fusion_attention
+    # offered as the fused replacement (rules.toml, optional).
+    sdpa = ops["torch.nn.functional.scaled_dot_product_attention"]
+    assert sdpa.category == "direct"
+    assert sdpa.aten_support["aten::scaled_dot_product_attention"] is True
+    assert "composite" in codes(sdpa) and sdpa.replacement == "torch_npu.npu_fusion_attention"
+    # Whatever the trace recorded below the composite (the meta-device math path, bmm, _safe_softmax) is not judged.
+    assert not any(r.code == "no-kernel" for r in sdpa.reasons)
+    # On Ascend 950DT the row is ✘ and the replacement is optional only: custom-dev.
+    assert scanned("sdpa.py", target="Ascend 950DT")["torch.nn.functional.scaled_dot_product_attention"].category == "custom-dev"
+
+
+def test_deformable_convolution(scanned):
+    ops = scanned("deform_conv.py")
+    # torchvision::deform_conv2d is a third-party op with no NPU kernel; rules.toml maps it to
+    # npu_deformable_conv2d (npu_custom_ops, all_version), a different signature -> param-converted.
+    deform = ops["torchvision::deform_conv2d"]
+    assert deform.category == "param-converted" and codes(deform) == {"replacement"}
+    assert deform.replacement == "torch_npu.npu_deformable_conv2d" and deform.known
+    # Its stem convolutions and the slicing (aten::slice.Tensor runs on every backend) are direct.
+    assert ops["torch.nn.Conv2d"].category == "direct"
+    assert ops["Tensor.__getitem__"].category == "direct" and "view-op" in codes(ops["Tensor.__getitem__"])
+
+
+# ------------------------------------------------------------------ hand-built records
+
+
+def _inventory(*operators: Operator) -> Inventory:
+    info = ModelInfo("hand.py", "build_model", "Hand", 0, "float32", ())
+    return Inventory(info, Capture("fx", "meta", None, (), ()), operators)
+
+
+def _op(key: str, kind: str, aten: tuple[str, ...], *signatures: Signature) -> Operator:
+    return Operator(key, kind, len(signatures) or 1, ("",), signatures, aten, (), ())
+
+
+def _sig(attrs=None, shapes=((2, 3),), dtypes=("float32",)) -> Signature:
+    return Signature(attrs or {}, shapes, dtypes, 1, ("",), ())
+
+
+def test_unknown_operator_is_custom_dev_never_direct(kb):
+    (op,) = classify(_inventory(_op("mylib.mystery", "function", ("mylib::mystery",), _sig())), kb)
+    assert op.category == "custom-dev" and not op.known
+    assert codes(op) == {"not-in-kb"}
+
+
+def test_topk_sorted_false_and_gelu_tanh(kb):
+    # torch.topk @2.13: sorted=False unsupported. F.gelu: approximate may only be set to tanh (default none is fine).
+    topk, gelu = classify(_inventory(
+        _op("torch.topk", "function", ("aten::topk",), _sig({"k": 2, "sorted": True}), _sig({"k": 2, "sorted": False})),
+        _op("torch.nn.functional.gelu", "function", ("aten::gelu",), _sig({"approximate": "none"}),
+            _sig({"approximate": "tanh"}))), kb)
+    assert topk.signature_categories == ("direct", "param-converted")
+    assert gelu.signature_categories == ("direct", "direct")
+    # aten::gelu is only listed as gelu.out: the functional comes from it (structured delegate).
+    assert gelu.aten_support == {"aten::gelu": True}
+
+
+def test_interpolate_scale_factor_and_mode(kb):
+    # F.interpolate @2.13: no scale_factor; modes nearest/linear/bilinear/bicubic/trilinear/area.
+    (op,) = classify(_inventory(_op(
+        "torch.nn.functional.interpolate", "function", ("aten::upsample_bilinear2d",),
+        _sig({"size": [8, 8], "scale_factor": None, "mode": "bilinear"}, ((1, 3, 4, 4),)),
+        _sig({"size": None, "scale_factor": 2.0, "mode": "bilinear"}, ((1, 3, 4, 4),)),
+        _sig({"size": [8, 8], "scale_factor": None, "mode": "nearest-exact"}, ((1, 3, 4, 4),)))), kb)
+    assert op.signature_categories == ("direct", "param-converted", "param-converted")
+    assert op.cann_op == "ResizeBilinearV2"
+
+
+def test_version_and_target_selection(kb):
+    # aten::cat.names has kernels [v2.1..v2.12]: a Tensor op reaching only it is direct at 2.12, custom-dev at 2.13.
+    inventory = _inventory(_op("mylib.cat_by_name", "function", ("aten::cat.names",), _sig()))
+    assert classify(inventory, kb, torch_version="2.12")[0].category == "direct"
+    assert classify(inventory, kb, torch_version="2.13")[0].category == "custom-dev"
+    with pytest.raises(KnowledgeBaseError):
+        classify(inventory, kb, target="Atlas 300I")
+    with pytest.raises(KnowledgeBaseError):
+        classify(inventory, kb, torch_version="1.13")
+
+
+def test_cpu_only_decomposition_is_not_judged(kb):
+    # A stray CPU flash-attention op recorded on its own is named as the CPU path of SDPA, not as a gap.
+    (op,) = classify(_inventory(_op("torch.nn.functional.scaled_dot_product_attention", "function",
+                                    ("aten::_scaled_dot_product_flash_attention_for_cpu",),
+                                    _sig(shapes=((1, 2, 4, 8),) * 3, dtypes=("float32",) * 3))), kb)
+    assert op.category == "direct" and "composite" in codes(op)
+
+
+def test_worst():
+    assert worst(["direct", "custom-dev", "param-converted"]) == "custom-dev"
+    assert worst([]) == "direct"
