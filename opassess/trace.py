@@ -298,6 +298,46 @@ def _aten_call(func: Any, args: tuple, kwargs: dict, out: Any) -> AtenCall:
                     input_dtypes=in_dtypes, output_shapes=out_shapes, output_dtypes=out_dtypes)
 
 
+# ------------------------------------------------- meta-device substitutes
+
+
+def _meta_sdpa(recorder: "_AtenRecorder", query, key, value, *args, **kwargs):
+    """F.scaled_dot_product_attention on meta: torch_npu takes the op whole, so record it as one ATen call and
+    return an output laid out as the CPU kernel lays it out: like the query (torch.empty_like). The meta
+    backend decomposes it into math with a contiguous output instead, so the common
+    `q = x.view(B, L, H, E).transpose(1, 2)` ... `y.transpose(1, 2).view(B, L, H * E)` fails on meta although it
+    runs on a CPU."""
+    import torch
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    sink, recorder.sink = recorder.sink, None  # allocating the stand-in output is not the model's work
+    if value.shape[-1] == query.shape[-1]:
+        out = torch.empty_like(query)
+    else:
+        out = query.new_empty((*query.shape[:-1], value.shape[-1]))
+    recorder.sink = sink
+    if recorder.sink is not None:
+        tensors = [t for t in (query, key, value, *args, *kwargs.values()) if isinstance(t, torch.Tensor)]
+        recorder.sink.append(AtenCall("aten::scaled_dot_product_attention", "default", *describe(tensors),
+                                      *describe(out)))
+        with contextlib.suppress(Exception):
+            recorder.flops += int(sdpa_flop_count(query.shape, key.shape, value.shape))
+        recorder.bytes += _nbytes(tensors) + _nbytes(out)
+    return out
+
+
+def _meta_substitute(fn: Any, args: tuple, kwargs: dict) -> Callable | None:
+    """A meta-device stand-in for fn when one is needed and every tensor argument is on meta."""
+    import torch
+    import torch.nn.functional as F
+
+    if fn is not F.scaled_dot_product_attention and getattr(fn, "__name__", "") != "scaled_dot_product_attention":
+        return None
+    if not args or not isinstance(args[0], torch.Tensor) or args[0].device.type != "meta":
+        return None
+    return _meta_sdpa
+
+
 # ------------------------------------------------------- autograd Functions
 
 
@@ -427,6 +467,12 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
     by_fx_name: dict[str, _NodeBuild] = {}
 
     class Runner(fx.Interpreter):
+        def call_function(self, target, args, kwargs):
+            substitute = _meta_substitute(target, args, kwargs)
+            if substitute is not None:
+                return substitute(recorder, *args, **kwargs)
+            return super().call_function(target, args, kwargs)
+
         def run_node(self, n):
             if n.op not in ("call_module", "call_function", "call_method"):
                 return super().run_node(n)
@@ -668,8 +714,9 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
             op, kind = function_key(func)
             attrs = call_attrs(func, args, kwargs, skip_first=(kind == "method"))
             entry = entry_op(func)
-            return record_call(op, kind, attrs, args, kwargs, lambda: func(*args, **kwargs),
-                               (entry,) if entry else ())
+            substitute = _meta_substitute(func, args, kwargs)
+            run = (lambda: substitute(recorder, *args, **kwargs)) if substitute else (lambda: func(*args, **kwargs))
+            return record_call(op, kind, attrs, args, kwargs, run, (entry,) if entry else ())
 
     def on_apply(cls, original, args, kwargs):
         if depth["leaf"] or depth["fn"]:

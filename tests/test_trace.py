@@ -163,17 +163,28 @@ def test_sdpa_records_the_composite_entry_op_not_only_its_decomposition(model_fi
     path = model_file('''
         import torch, torch.nn as nn, torch.nn.functional as F
         class Attn(nn.Module):
-            def forward(self, q, k, v):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            def forward(self, x):
+                q = x.view(1, 16, 4, 32).transpose(1, 2)  # heads split as (B, H, L, E) views of (B, L, H, E)
+                y = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+                return y.transpose(1, 2).view(1, 16, 128)  # runs on the CPU, so it must run on meta too
         def build_model(): return Attn()
         def example_inputs():
             return tuple(torch.randn(1, 4, 16, 32) for _ in range(3))
     ''')
-    (node,) = capture_of(path).nodes
+    cap = capture_of(path)
+    assert cap.device == "meta" and cap.method == "fx"
+    assert [n.op for n in cap.nodes] == ["Tensor.view", "Tensor.transpose",
+                                         "torch.nn.functional.scaled_dot_product_attention", "Tensor.transpose",
+                                         "Tensor.view"]
+    node = cap.nodes[2]
     assert node.op == "torch.nn.functional.scaled_dot_product_attention"
     assert node.entry == ("aten::scaled_dot_product_attention",)
     assert node.attrs["is_causal"] is True
-    assert "aten::scaled_dot_product_attention" not in [c.op for c in node.aten]  # decomposed on meta
+    # recorded whole, as torch_npu sees it, not as the meta backend's CPU math decomposition
+    assert [c.qualified for c in node.aten] == ["aten::scaled_dot_product_attention"]
+    assert node.output_shapes == ((1, 4, 16, 32),)
+    # torch's formula: 2 matmuls of B*H*L*S*E multiply-adds, 2 flops each = 4 * 1*4*16*16*32
+    assert node.flops == 4 * 4 * 16 * 16 * 32
 
 
 def test_forward_that_raises_names_file_function_and_cause(model_file):
