@@ -112,6 +112,7 @@ class _Classifier:
         replacements = kb.replacements_for(op.op)
         required = next((r for r in replacements if r.when == "required"), None)
         optional = next((r for r in replacements if r.when == "optional"), None)
+        on_limit = next((r for r in replacements if r.when == "on-limit"), None)
 
         shared: list[Reason] = []  # reasons that hold for every signature
         judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
@@ -163,7 +164,10 @@ class _Classifier:
             shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
                                  "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
         category = worst(j.category for j in judgements) if judgements else "direct"
-        replacement = (required or optional)
+        replacement = required or optional or (on_limit if category != "direct" else None)
+        if on_limit and category != "direct":
+            shared.append(Reason("replacement", f"if the model cannot stay within the limits: {on_limit.api} "
+                                 f"({on_limit.note})", on_limit.evidence))
         if optional and not required and category == "direct":
             shared.append(Reason("replacement", f"optional: {optional.api} is a fused NPU kernel for this "
                                  f"({optional.note})", optional.evidence))

@@ -366,7 +366,7 @@ class AttrMapping:
 class Replacement:
     source: str  # "torchvision::deform_conv2d", "torch.nn.functional.scaled_dot_product_attention", "pattern::rmsnorm"
     npu_op: str
-    when: str  # "required" | "optional"
+    when: str  # "required" | "optional" | "on-limit"
     note: str
     evidence: str
 
@@ -882,8 +882,8 @@ def _load_rules(path: Path, kb: KnowledgeBase) -> Rules:
         if not kb.has_custom_op(npu_op):
             raise KnowledgeBaseError(f"{key}.npu_op: {npu_op!r} is not an NPU op in npu_custom_ops")
         when = _need(raw, "when", key)
-        if when not in ("required", "optional"):
-            raise KnowledgeBaseError(f"{key}.when: {when!r} must be 'required' or 'optional'")
+        if when not in ("required", "optional", "on-limit"):
+            raise KnowledgeBaseError(f"{key}.when: {when!r} must be 'required', 'optional' or 'on-limit'")
         replacements.append(Replacement(source, npu_op, when, raw.get("note", ""), _need(raw, "evidence", key)))
 
     mappings = []
