@@ -565,7 +565,8 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
     if loaded.info.parameters > EXPORT_MAX_PARAMETERS:
         raise _Skipped(f"skipped: {loaded.info.parameters:,} parameters is over the export limit of "
                        f"{EXPORT_MAX_PARAMETERS:,} (torch.export costs ~13x one recorded forward)")
-    exported = torch.export.export(model, loaded.args, loaded.kwargs, strict=False)
+    with _quiet_torch_logs():  # a failed export logs the whole graph; the attempt's one-line error is enough
+        exported = torch.export.export(model, loaded.args, loaded.kwargs, strict=False)
     modules = dict(model.named_modules())
     nodes: list[_NodeBuild] = []
     by_name: dict[str, _NodeBuild] = {}
@@ -614,6 +615,19 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
                 if p.name in by_name and by_name[p.name] is not by_name[n.name]:
                     edges.add((by_name[p.name].name, by_name[n.name].name))
     return [b.freeze() for b in nodes], sorted(edges)
+
+
+@contextlib.contextmanager
+def _quiet_torch_logs():
+    import logging
+
+    logger = logging.getLogger("torch")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _export_path(path: str) -> str:
