@@ -6,6 +6,7 @@ are worked out from this file alone.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 from dataclasses import replace
@@ -131,5 +132,22 @@ def scrubbed(assessment: Assessment) -> Assessment:
                    weights_source="weights.toml", seconds={})
 
 
-__all__ = ["ARTIFACTS", "CaptureAttempt", "EXAMPLES", "GOLDEN", "UPDATE_GOLDEN", "example_files", "real_assessment",
+def check_golden(name: str, text: str) -> None:
+    """Compare text with tests/golden/<name>; UPDATE_GOLDEN=1 rewrites the file instead."""
+    path = GOLDEN / name
+    if UPDATE_GOLDEN:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    if not path.exists():
+        raise AssertionError(f"{path} is missing; create it with UPDATE_GOLDEN=1 python -m pytest tests/test_report_*.py")
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:
+        diff = "".join(list(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), str(path),
+                                                 "rendered"))[:80])
+        raise AssertionError(f"rendered report differs from {path} (if the change is intended, regenerate with "
+                             f"UPDATE_GOLDEN=1 python -m pytest tests/test_report_*.py):\n{diff}")
+
+
+__all__ = ["check_golden", "ARTIFACTS", "CaptureAttempt", "EXAMPLES", "GOLDEN", "UPDATE_GOLDEN", "example_files", "real_assessment",
            "scrubbed", "synthetic_assessment", "synthetic_example"]

@@ -28,10 +28,12 @@ def formats() -> tuple[str, ...]:
 
 
 def render(assessment: Assessment, fmt: str, *, templates_dir: Path | None = None, width: int = 100,
-           color: bool = False) -> str:
-    """Render `assessment` as `fmt` ('json', 'md', 'html', 'csv', 'terminal', ...) and return the text."""
+           color: bool = False, breaches: tuple = ()) -> str:
+    """Render `assessment` as `fmt` ('json', 'md', 'html', 'csv', 'terminal', 'sarif', 'junit', ...) and return the
+    text; `breaches` (opassess.policy.Breach) mark the operators a CI policy failed on."""
     reporter = REPORTERS.get(fmt)
     if reporter is None:
         raise ReportError(f"unknown report format {fmt!r}; choose one of {', '.join(formats())}")
     view = build_view(assessment)
-    return reporter.render(view, RenderContext(templates_dir=templates_dir, width=width, color=color))
+    return reporter.render(view, RenderContext(templates_dir=templates_dir, width=width, color=color,
+                                                 breaches=tuple(breaches)))

@@ -7,6 +7,7 @@ that does not exist is an error, since a typo there would otherwise silently ren
 from __future__ import annotations
 
 import re
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,8 @@ def environment(flavour: str, templates_dir: Path | None = None) -> jinja2.Envir
     loaders.append(jinja2.FileSystemLoader(str(shipped)))
     if flavour == "html":
         env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=True, finalize=_finalize_plain,
-                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                                 keep_trailing_newline=True)
     elif flavour == "markdown":
         env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=False,
                                  finalize=_finalize_markdown, undefined=jinja2.StrictUndefined,
@@ -83,6 +85,15 @@ def render_template(name: str, flavour: str, context: dict[str, Any], templates_
         where = f"{templates_dir} or " if templates_dir else ""
         raise ReportError(f"template {exc.name} not found in {where}{shipped_path('templates')}") from exc
     except jinja2.TemplateError as exc:
-        lineno = getattr(exc, "lineno", None)
-        at = f" line {lineno}" if lineno else ""
-        raise ReportError(f"template {name}{at}: {exc}") from exc
+        where = _template_location(exc) or name
+        raise ReportError(f"template {where}: {exc}") from exc
+
+
+def _template_location(exc: jinja2.TemplateError) -> str | None:
+    """'md.j2 line 2': from a syntax error's own fields, or from the template frame Jinja puts in the traceback."""
+    if isinstance(exc, jinja2.TemplateSyntaxError) and exc.lineno:
+        return f"{Path(exc.filename or exc.name or '?').name} line {exc.lineno}"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.endswith(".py")]
+    if frames:
+        return f"{Path(frames[-1].filename).name} line {frames[-1].lineno}"
+    return None

@@ -545,7 +545,7 @@ def _display(assessment: Assessment, rows: list[_Row], document: dict[str, Any])
         "pareto_chart": _pareto_chart(ops, total_likely),
         "risk_grid": _risk_grid(est.risk_matrix) if est else None,
         "operators": ops,
-        "top_operators": [op for op in ops if op["estimated"]][:TOP_OPERATORS],
+        "top_operators": ops[:TOP_OPERATORS],  # largest effort first; first occurrences when not estimated
         "modules": modules,
         "modules_hidden": modules_hidden,
         "findings": [{"kind": f.kind, "title": f.title, "ops": list(f.ops), "source": f.source or "",

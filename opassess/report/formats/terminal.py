@@ -62,7 +62,8 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     console.print()
 
     if d["top_operators"]:
-        top = Table(title="Top operators by effort", title_justify="left", show_edge=False, pad_edge=False)
+        title = "Top operators by effort" if d["estimated"] else "Operators (not estimated)"
+        top = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
         for name, justify in (("#", "right"), ("Operator", "left"), ("Category", "left"), ("Calls", "right"),
                               ("Person-days", "right"), ("Range", "right"), ("Risk", "left")):
             top.add_column(name, justify=justify, overflow="fold")

@@ -1,0 +1,79 @@
+"""JSON report: valid against opassess/report/assessment.schema.json for every example model, stable and parseable."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import jsonschema
+import pytest
+from report_support import example_files, real_assessment, synthetic_example
+
+import opassess.report
+from opassess.report import render
+
+SCHEMA_PATH = Path(opassess.report.__file__).parent / "assessment.schema.json"
+
+
+@pytest.fixture(scope="module")
+def validator():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _errors(validator, document):
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
+
+
+@pytest.mark.parametrize("name", [p.stem for p in example_files()])
+def test_report_of_every_example_validates(validator, name):
+    assessment = real_assessment(name)
+    document = json.loads(render(assessment, "json"))
+    assert _errors(validator, document) == []
+    assert document["format_version"] == 1
+    assert document["model"]["source"] == f"examples/{name}.py"
+    # every operator of the inventory is reported, none dropped
+    assert sorted(op["op"] for op in document["operators"]) == sorted(o.op for o in assessment.inventory.operators)
+    assert document["summary"]["operator_types"] == len(assessment.inventory.operators)
+    assert sum(document["summary"]["categories"].values()) == len(assessment.inventory.operators)
+
+
+def test_custom_op_is_reported_as_unknown_custom_dev(validator):
+    document = json.loads(render(real_assessment("custom_op_model"), "json"))
+    op = next(o for o in document["operators"] if o["op"] == "opassess_examples::fused_bias_gelu")
+    assert (op["category"], op["known"], op["kind"]) == ("custom-dev", False, "custom")
+    assert [u["op"] for u in document["unknown_operators"]] == ["opassess_examples::fused_bias_gelu"]
+    assert op["source"] and all(":" in s for s in op["source"])
+
+
+def test_hand_built_assessment_values(validator):
+    document = json.loads(render(synthetic_example("resnet_like"), "json"))
+    assert _errors(validator, document) == []
+    first = document["operators"][0]
+    assert first["op"] == "torch.nn.AdaptiveAvgPool2d"
+    assert first["person_days"] == {"low": 10.0, "likely": 12.0, "high": 16.0}
+    assert first["risk"] == {"likelihood": 5, "impact": 4, "stars": 5, "signals": ["test"]}
+    assert first["scores"]["composite"] == 0.9 and first["scores"]["subscores"][0]["criterion"] == "dtype_support"
+    assert document["summary"]["by_category"]["custom-dev"] == {"low": 10.0, "likely": 12.0, "high": 16.0}
+    assert document["findings"][0]["kind"] == "fusion"
+
+
+def test_assessment_without_estimate_validates(validator):
+    document = json.loads(render(replace(synthetic_example("resnet_like"), estimate=None), "json"))
+    assert _errors(validator, document) == []
+    assert document["risk_matrix"] is None and document["summary"]["p90"] is None
+
+
+def test_schema_rejects_a_broken_report(validator):
+    document = json.loads(render(synthetic_example("resnet_like"), "json"))
+    document["operators"][0]["category"] = "easy"
+    del document["summary"]["categories"]["direct"]
+    document["risk_matrix"] = document["risk_matrix"][:4]
+    errors = _errors(validator, document)
+    assert len(errors) == 3, errors
+
+
+def test_top_level_key_order_is_the_documented_one():
+    document = json.loads(render(synthetic_example("resnet_like"), "json"))
+    assert list(document)[:6] == ["format_version", "tool", "model", "target", "torch_npu", "kb_version"]

@@ -1,0 +1,134 @@
+"""The view model: numbers worked out by hand on the hand-built ResNet-18 assessment (tests/report_support.py).
+
+ResNet-18's 8 operator types, with report_support's tables:
+  custom-dev       AdaptiveAvgPool2d                              12.0 (10-16)  risk L5 x I4
+  param-converted  BatchNorm2d, MaxPool2d                      2 x 4.0 (3-5)    risk L3 x I3
+  direct           Conv2d, ReLU, Tensor.add, flatten, Linear   5 x 1.5 (1-2)    risk L1 x I2
+  total likely 12 + 8 + 7.5 = 27.5, low 10 + 6 + 5 = 21, high 16 + 10 + 10 = 36.
+  Pareto (largest first until 80% of 27.5 = 22 is reached): 12, 16, 20, 21.5, 23 -> 5 operators, 23/27.5 = 84%.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from report_support import synthetic_example
+
+from opassess.report.view import _nice_step, _pareto_chart, build_view, heat, short_name
+
+
+@pytest.fixture(scope="module")
+def view():
+    return build_view(synthetic_example("resnet_like"))
+
+
+def test_operators_are_ordered_by_effort_then_first_occurrence(view):
+    ops = [op["op"] for op in view["document"]["operators"]]
+    assert ops == ["torch.nn.AdaptiveAvgPool2d", "torch.nn.BatchNorm2d", "torch.nn.MaxPool2d", "torch.nn.Conv2d",
+                   "torch.nn.ReLU", "Tensor.add", "torch.flatten", "torch.nn.Linear"]
+    assert [op["rank"] for op in view["display"]["operators"]] == list(range(1, 9))
+
+
+def test_summary_totals_and_pareto(view):
+    summary = view["document"]["summary"]
+    assert summary["categories"] == {"direct": 5, "param-converted": 2, "custom-dev": 1}
+    assert summary["operator_types"] == 8
+    assert summary["occurrences"] == 69  # 20 conv + 20 bn + 17 relu + 8 add + maxpool, avgpool, flatten, fc
+    assert summary["person_days"] == {"low": 21.0, "likely": 27.5, "high": 36.0}
+    assert summary["pareto"]["ops"] == ["torch.nn.AdaptiveAvgPool2d", "torch.nn.BatchNorm2d", "torch.nn.MaxPool2d",
+                                        "torch.nn.Conv2d", "torch.nn.ReLU"]
+    assert summary["pareto"]["share_of_effort"] == 0.8364  # 23 / 27.5
+    assert summary["pareto"]["share_of_types"] == 0.625  # 5 / 8
+    assert summary["unknown"] == 1
+    display = view["display"]
+    assert display["totals"]["likely_text"] == "27.5" and display["totals"]["range_text"] == "21.0\u201336.0"
+    assert display["pareto_statement"] == "5 of 8 operator types (62%) carry 84% of the estimated effort"
+
+
+def test_category_rows_are_formatted(view):
+    rows = {c["name"]: c for c in view["display"]["categories"]}
+    # custom-dev 12 / 27.5 = 43.6% ; param-converted 8 / 27.5 = 29.1% ; direct 7.5 / 27.5 = 27.3%
+    assert (rows["custom-dev"]["share_text"], rows["custom-dev"]["bar_pct"]) == ("44%", "43.6")
+    assert (rows["param-converted"]["likely_text"], rows["param-converted"]["range_text"]) == ("8.0", "6.0\u201310.0")
+    assert (rows["direct"]["types"], rows["direct"]["occurrences"]) == (5, 47)
+    assert view["display"]["pie"] == [{"label": "direct", "value": 5}, {"label": "param-converted", "value": 2},
+                                      {"label": "custom-dev", "value": 1}]
+
+
+def test_risk_matrix_in_json_and_grid_rows_top_down(view):
+    matrix = view["document"]["risk_matrix"]
+    assert matrix[4][3] == ["torch.nn.AdaptiveAvgPool2d"]  # likelihood 5, impact 4
+    assert matrix[2][2] == ["torch.nn.BatchNorm2d", "torch.nn.MaxPool2d"]
+    assert len(matrix[0][1]) == 5
+    assert sum(len(cell) for row in matrix for cell in row) == 8
+    grid = view["display"]["risk_grid"]
+    assert [row["likelihood"] for row in grid["rows"]] == [5, 4, 3, 2, 1]
+    top_row = grid["rows"][0]["cells"]
+    assert top_row[3]["shorts"] == ["nn.AdaptiveAvgPool2d"] and top_row[3]["heat"] == "critical"  # 5 x 4 = 20
+
+
+@pytest.mark.parametrize(("likelihood", "impact", "band"), [
+    (1, 4, "low"), (2, 2, "low"), (1, 5, "moderate"), (3, 3, "moderate"), (2, 5, "high"), (3, 4, "high"),
+    (3, 5, "critical"), (5, 5, "critical"),
+])
+def test_heat_bands(likelihood, impact, band):
+    assert heat(likelihood, impact) == band
+
+
+@pytest.mark.parametrize(("maximum", "step"), [(12, 5), (37.5, 10), (4, 1), (0.3, 0.1), (180, 50)])
+def test_nice_axis_step(maximum, step):
+    assert _nice_step(maximum) == pytest.approx(step)
+
+
+def test_pareto_chart_geometry_worked_example():
+    ops = [{"op": f"op{i}", "short": f"op{i}", "likely": v, "category": "direct", "estimated": True}
+           for i, v in enumerate([10.0, 6.0, 4.0])]
+    chart = _pareto_chart(ops, 20.0)
+    # Plot: top 16, height 330 - 16 - 120 = 194, baseline 210; cumulative 50%, 80%, 100% ->
+    # y = 16 + 194 * 0.5 = 113.0, 16 + 194 * 0.2 = 54.8, 16.0. Axis max: step 5 (10/4 = 2.5 -> 5), 10 -> max 10.
+    assert chart["line"].split() == ["164.0,113.0", "380.0,54.8", "596.0,16.0"]  # x: 56 + 216 * (i + 0.5)
+    assert [b["height"] for b in chart["bars"]] == ["194.0", "116.4", "77.6"]  # 194 * 10/10, 6/10, 4/10
+    assert chart["ref_y"] == "54.8"  # the 80% line meets the second point
+    assert [t["text"] for t in chart["left_ticks"]] == ["0", "5", "10"]
+
+
+def test_pareto_chart_groups_the_tail_into_others():
+    ops = [{"op": f"op{i}", "short": f"op{i}", "likely": 1.0, "category": "direct", "estimated": True}
+           for i in range(25)]
+    chart = _pareto_chart(ops, 25.0)
+    assert len(chart["bars"]) == 21 and chart["bars"][-1]["label"] == "5 others"
+    assert chart["line"].split()[-1].endswith(",16.0")  # the cumulative line ends at 100%
+
+
+def test_module_rows_in_tree_order_largest_first(view):
+    rows = view["display"]["modules"]
+    paths = [r["path"] for r in rows]
+    assert paths[:4] == ["(model)", "avgpool", "maxpool", "layer2"]
+    # layer2 = 5 of 20 Conv2d (5 x 1.5/20) + 5 of 20 BatchNorm2d (5 x 4/20) + 4 of 17 ReLU (4 x 1.5/17)
+    #          + 2 of 8 Tensor.add (2 x 1.5/8) = 0.375 + 1.0 + 0.353 + 0.375 = 2.10
+    layer2 = rows[3]
+    assert (layer2["likely_text"], layer2["class"], layer2["depth"]) == ("2.1", "Sequential", 1)
+    assert paths.index("layer2.0") == 4 and paths.index("layer2.0.downsample") == 5
+    # Leaf conv/bn/relu modules each carry < 1% of 27.5 and are left to the JSON.
+    assert "layer1.0.conv1" not in paths and view["display"]["modules_hidden"] > 0
+    assert view["document"]["by_module"]["layer1.0.conv1"]["likely"] == 0.08  # 1.5 / 20 = 0.075
+
+
+def test_model_strings_stay_plain_for_the_template_to_escape():
+    assessment = synthetic_example("resnet_like")
+    evil = replace(assessment, model=replace(assessment.model, class_name="<b>x</b>"))
+    assert build_view(evil)["display"]["model"]["class_name"] == "<b>x</b>"
+
+
+def test_without_estimate_numbers_are_absent_not_zero():
+    view = build_view(replace(synthetic_example("resnet_like"), estimate=None))
+    assert view["document"]["summary"]["person_days"] is None
+    assert view["document"]["operators"][0]["person_days"] is None
+    assert view["document"]["operators"][0]["op"] == "torch.nn.Conv2d"  # inventory order: first occurrence
+    assert view["display"]["pareto_chart"] is None and view["display"]["risk_grid"] is None
+
+
+def test_short_names():
+    assert short_name("torch.nn.functional.scaled_dot_product_attention") == "F.scaled_dot_product_attention"
+    assert short_name("torch.nn.Conv2d") == "nn.Conv2d"
+    assert short_name("mylib::fused") == "mylib::fused"
