@@ -285,10 +285,14 @@ class _Classifier:
                     j.add("dtype", f"input dtype {dtype} is not supported by {api.api} on {self.product} "
                           f"(allowed: {', '.join(allowed)}); cast to {target}", evidence, "param-converted")
         outputs = {d for node in _nodes_of(op, sig) for d in node.output_dtypes if d}
-        for cast in lim.dtype_casts if dtypes else ():
-            if cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
+        for cast in lim.dtype_casts:
+            if dtypes and cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
                 j.add("dtype-cast", f"the NPU returns {cast['to']} where this model expects float64; keep the model "
                       f"in float32 or compute this step on the CPU", evidence, "param-converted")
+            elif cast.get("from") == "int64" and cast.get("when_param") and attrs.get(cast["when_param"]) is True:
+                j.add("dtype-cast", f"with {cast['when_param']}=True the NPU returns {cast.get('output', 'the indices')} "
+                      f"as {cast['to']} (int64 elsewhere); cast where the model relies on int64", evidence,
+                      "param-converted")
         for rule in lim.param_rules_for(self.product):
             if rule.param not in attrs:
                 continue

@@ -187,6 +187,16 @@ def test_interpolate_scale_factor_and_mode(kb):
     assert op.cann_op == "ResizeBilinearV2"
 
 
+def test_indices_come_back_as_int32(kb):
+    # F.max_pool2d @2.13: with return_indices=True the returned argmax is int32 (int64 on CPU/GPU).
+    (op,) = classify(_inventory(_op(
+        "torch.nn.functional.max_pool2d", "function", ("aten::max_pool2d_with_indices",),
+        _sig({"kernel_size": 2, "dilation": 1, "return_indices": False}, ((1, 3, 4, 4),)),
+        _sig({"kernel_size": 2, "dilation": 1, "return_indices": True}, ((1, 3, 4, 4),)))), kb)
+    assert op.signature_categories == ("direct", "param-converted")
+    assert [r.code for r in op.reasons if r.signature == 1] == ["dtype-cast"]
+
+
 def test_version_and_target_selection(kb):
     # aten::cat.names has kernels [v2.1..v2.12]: a Tensor op reaching only it is direct at 2.12, custom-dev at 2.13.
     inventory = _inventory(_op("mylib.cat_by_name", "function", ("aten::cat.names",), _sig()))
