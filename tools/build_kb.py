@@ -270,7 +270,8 @@ def file_to_base_op(path: str, bases: set[str]) -> str | None:
     stem = re.sub(r"\.cpp$", "", stem)
     snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stem).lower()
     snake = re.sub(r"(?<=[a-z])_(?=\dd\b)", "", snake)  # max_pool_2d -> max_pool2d (defensive)
-    for candidate in (snake, f"npu_{snake}", snake.replace("_npu", ""), snake.rstrip("_")):
+    for candidate in (snake, f"_{snake}", f"native_{snake}", f"npu_{snake}", snake.replace("_npu", ""),
+                      snake.rstrip("_"), snake.replace("_backward", "_backward_data")):
         if candidate in bases:
             return candidate
     return None
