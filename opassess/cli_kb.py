@@ -114,6 +114,14 @@ def _api_lines(kb: KnowledgeBase, fact: ApiFact, name: str) -> list[str]:
     if fact.limitation:
         lines.append(f"  limitation {fact.limitation.id} (torch {fact.doc_version}):")
         lines += _limitation_lines(fact.limitation, "Atlas A2")
+    called = kb.rules.calls.get(fact.api)
+    if called:
+        called_fact = kb.api(called)
+        lines.append(f"  calls {called}: its parameter limits apply too")
+        if called_fact is not None and called_fact.limitation is not None:
+            lim = called_fact.limitation
+            lines += [f"    param: {r.describe()}" for r in lim.param_rules]
+            lines += [f"    shape: {r.describe()}" for r in lim.ndim_rules]
     status = kb.mstt_status(fact.api)
     if status:
         lines.append(f"  migration analyser (mstt): {status}")

@@ -33,6 +33,12 @@ def test_kb_show_native_api():
     assert "CANN operator: Conv2D" in result.output and "padding -> pads" in result.output
 
 
+def test_kb_show_module_lists_its_functional_limits():
+    # nn.MaxPool2d's own row has no dilation limit; the max_pool2d functional it calls does.
+    result = run("kb", "show", "torch.nn.MaxPool2d")
+    assert "calls torch.nn.functional.max_pool2d" in result.output and "dilation must be 1" in result.output
+
+
 def test_kb_show_aten_and_npu_ops():
     lgamma = run("kb", "show", "aten::lgamma")
     assert lgamma.exit_code == 0 and "no NPU kernel" in lgamma.output
