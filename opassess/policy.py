@@ -1,0 +1,120 @@
+"""CI policy: which facts in a report (or in its diff against a baseline) breach the gates a pipeline set.
+
+Rules, one per command-line flag:
+  --fail-on CATEGORY   `custom-dev` breaches on custom-dev operators; `param-converted` on param-converted ones *and
+                       worse* (anything that is not direct); `unknown` on operators the knowledge base does not know.
+  --max-person-days N  the model's likely total exceeds N person-days.
+  --max-risk STARS     an operator's risk exceeds STARS stars (1..5).
+Applied to a Diff (`--fail-on-new`, `opassess diff`), the same rules look only at what the change brought:
+operators added or re-classified to a worse category (or to unknown), the growth of the likely total, and
+operators whose stars rose above the limit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .diff import Diff
+from .records import Assessment
+from .snapshot import CATEGORY_RANK, OpState, Snapshot, read_snapshot
+
+FAIL_ON = ("custom-dev", "param-converted", "unknown")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The gates a CI job sets; an empty Policy breaches nothing."""
+
+    fail_on: tuple[str, ...] = ()  # values of FAIL_ON
+    max_person_days: float | None = None
+    max_risk: int | None = None  # stars, 1..5
+
+    def __post_init__(self) -> None:
+        unknown = [value for value in self.fail_on if value not in FAIL_ON]
+        if unknown:
+            raise ValueError(f"--fail-on {unknown[0]!r}: expected one of {', '.join(FAIL_ON)}")
+        if self.max_risk is not None and not 1 <= self.max_risk <= 5:
+            raise ValueError(f"--max-risk {self.max_risk}: expected 1..5 stars")
+        if self.max_person_days is not None and self.max_person_days < 0:
+            raise ValueError(f"--max-person-days {self.max_person_days:g}: expected a number >= 0")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.fail_on) or self.max_person_days is not None or self.max_risk is not None
+
+    def failing_categories(self) -> frozenset[str]:
+        """Categories that breach --fail-on: the lowest one named and everything above it."""
+        named = [CATEGORY_RANK[c] for c in self.fail_on if c in CATEGORY_RANK]
+        if not named:
+            return frozenset()
+        return frozenset(c for c, rank in CATEGORY_RANK.items() if rank >= min(named))
+
+
+@dataclass(frozen=True)
+class Breach:
+    """One violated gate: the rule, the operator it concerns (None for the model total) and a one-line message."""
+
+    rule: str  # "fail-on", "max-person-days", "max-risk"
+    op: str | None
+    message: str
+    source: str | None = None
+
+
+def evaluate(subject: Assessment | Snapshot | Diff, policy: Policy) -> tuple[Breach, ...]:
+    """The breaches of `policy` in a report, or, for a Diff, in what changed since the baseline."""
+    if not policy.active:
+        return ()
+    if isinstance(subject, Diff):
+        return _evaluate_diff(subject, policy)
+    snapshot = subject if isinstance(subject, Snapshot) else read_snapshot(subject)
+    breaches = list(_operator_breaches(((op, None) for op in snapshot.operators), policy, in_diff=False))
+    if policy.max_person_days is not None and snapshot.total is not None \
+            and snapshot.total.likely > policy.max_person_days:
+        breaches.append(Breach("max-person-days", None,
+                               f"estimated effort {snapshot.total.likely:.1f} person-days exceeds "
+                               f"--max-person-days {policy.max_person_days:g}"))
+    return tuple(breaches)
+
+
+def _where(op: OpState) -> str:
+    return f" at {op.first_source}" if op.first_source else ""
+
+
+def _operator_breaches(pairs: Iterable[tuple[OpState, OpState | None]], policy: Policy, *, in_diff: bool
+                       ) -> Iterable[Breach]:
+    """fail-on and max-risk for each (operator now, the same operator in the baseline or None); in a diff, an
+    operator breaches only by what changed: added, moved to a worse category, become unknown, stars risen."""
+    failing = policy.failing_categories()
+    for op, before in pairs:
+        reasons = []
+        if op.category in failing:
+            was = before.category if before is not None else None
+            if before is None or CATEGORY_RANK.get(op.category, -1) > CATEGORY_RANK.get(was or "", -1):
+                reasons.append(op.category if before is None else f"{op.category} (was {was})")
+        if "unknown" in policy.fail_on and op.known is False and (before is None or before.known is not False):
+            reasons.append("unknown to the knowledge base")
+        if reasons:
+            flags = ", ".join(f"--fail-on {value}" for value in policy.fail_on)
+            new = "new " if in_diff else ""
+            yield Breach("fail-on", op.op, f"{new}{op.op}: {', '.join(reasons)}, {op.count} call(s){_where(op)} "
+                                           f"({flags})", op.first_source)
+        if policy.max_risk is not None and op.stars is not None and op.stars > policy.max_risk \
+                and (before is None or before.stars is None or before.stars <= policy.max_risk):
+            rose = f" (was {before.stars})" if before is not None and before.stars is not None else ""
+            yield Breach("max-risk", op.op, f"{op.op}: risk {op.stars} stars{rose} exceeds --max-risk "
+                                            f"{policy.max_risk}{_where(op)}", op.first_source)
+
+
+def _evaluate_diff(diff: Diff, policy: Policy) -> tuple[Breach, ...]:
+    pairs = ((c.after, c.before) for c in diff.changes if c.after is not None)
+    breaches = list(_operator_breaches(pairs, policy, in_diff=True))
+    growth = diff.effort.likely
+    if policy.max_person_days is not None and growth > policy.max_person_days:
+        breaches.append(Breach("max-person-days", None,
+                               f"estimated effort grew by {growth:.1f} person-days ({_days(diff.before.total)} -> "
+                               f"{_days(diff.after.total)}), more than --max-person-days {policy.max_person_days:g}"))
+    return tuple(breaches)
+
+
+def _days(effort) -> str:
+    return f"{effort.likely:.1f}" if effort is not None else "n/a"

@@ -1,0 +1,137 @@
+"""Read a report back: a JSON report (format_version 1), its document, or an Assessment -> a Snapshot record.
+
+Baseline diffs, CI policies and portfolios all work on this one reading of the JSON contract, so a baseline
+written by an earlier run and an Assessment made just now are compared field by field in the same terms.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ReportError
+from .records import CATEGORIES, Assessment, Effort
+
+SUPPORTED_FORMAT_VERSIONS = (1,)
+# direct < param-converted < custom-dev: a move up this order is a regression.
+CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}
+
+
+@dataclass(frozen=True)
+class SignatureState:
+    """One attribute/shape/dtype signature of an operator: a canonical key, its category and its call count."""
+
+    key: str  # canonical JSON of attrs, input shapes and input dtypes: equal keys are the same port
+    category: str | None
+    count: int
+
+
+@dataclass(frozen=True)
+class OpState:
+    """One operator type as a report states it: what diffs, policies and portfolios look at."""
+
+    op: str
+    kind: str
+    category: str | None  # None when the report was written before classification
+    known: bool | None
+    count: int
+    person_days: Effort | None
+    stars: int | None
+    composite: float | None
+    sources: tuple[str, ...]
+    signatures: tuple[SignatureState, ...]
+    replacement: str | None = None
+
+    @property
+    def first_source(self) -> str | None:
+        return self.sources[0] if self.sources else None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The parts of one model's report that later comparisons need, operators in report order."""
+
+    source: str  # model.source, "examples/resnet_like.py"
+    class_name: str
+    total: Effort | None  # summary.person_days
+    operators: tuple[OpState, ...]
+    origin: str  # where it was read from: a file name, or "assessment"
+
+    def operator(self, op: str) -> OpState | None:
+        return next((o for o in self.operators if o.op == op), None)
+
+
+def read_snapshot(source: Assessment | Mapping[str, Any] | str | Path) -> Snapshot:
+    """A Snapshot from an Assessment, a JSON report document, or the path of a JSON report."""
+    if isinstance(source, Assessment):
+        from .report import build_view  # the JSON document is the one contract: read the Assessment through it
+
+        return _from_document(build_view(source)["document"], "assessment")
+    if isinstance(source, Mapping):
+        return _from_document(source, "document")
+    path = Path(source)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ReportError(f"{path}: no such report") from exc
+    except (OSError, UnicodeError) as exc:
+        raise ReportError(f"{path}: cannot read the report: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}:{exc.lineno}: not a JSON report: {exc.msg}") from exc
+    return _from_document(document, str(path))
+
+
+def signature_key(signature: Mapping[str, Any]) -> str:
+    """'{"attrs":{"stride":[2,2]},"dtypes":["float32"],"shapes":[[1,3,8,8]]}' for one signature of the JSON report."""
+    return json.dumps({"attrs": signature.get("attrs", {}), "shapes": signature.get("input_shapes", []),
+                       "dtypes": signature.get("input_dtypes", [])}, sort_keys=True, separators=(",", ":"))
+
+
+def _effort(value: Any, where: str) -> Effort | None:
+    if value is None:
+        return None
+    try:
+        return Effort(float(value["low"]), float(value["likely"]), float(value["high"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReportError(f"{where}: expected {{low, likely, high}} person-days, got {value!r}") from exc
+
+
+def _from_document(document: Any, origin: str) -> Snapshot:
+    if not isinstance(document, Mapping):
+        raise ReportError(f"{origin}: not an opassess JSON report (expected an object)")
+    version = document.get("format_version")
+    if version not in SUPPORTED_FORMAT_VERSIONS:
+        raise ReportError(f"{origin}: format_version {version!r} is not one this opassess reads "
+                          f"({', '.join(map(str, SUPPORTED_FORMAT_VERSIONS))}); is it an opassess JSON report?")
+    try:
+        model = document["model"]
+        summary = document.get("summary") or {}
+        operators = []
+        for index, op in enumerate(document["operators"]):
+            where = f"{origin}: operators[{index}] ({op.get('op', '?')})"
+            category = op.get("category")
+            if category is not None and category not in CATEGORY_RANK:
+                raise ReportError(f"{where}: unknown category {category!r}")
+            operators.append(OpState(
+                op=op["op"],
+                kind=op.get("kind", ""),
+                category=category,
+                known=op.get("known"),
+                count=int(op.get("count", 0)),
+                person_days=_effort(op.get("person_days"), where),
+                stars=(op.get("risk") or {}).get("stars"),
+                composite=(op.get("scores") or {}).get("composite"),
+                sources=tuple(op.get("source") or ()),
+                signatures=tuple(SignatureState(key=signature_key(s), category=s.get("category"),
+                                                count=int(s.get("count", 0)))
+                                 for s in op.get("signatures") or ()),
+                replacement=op.get("replacement"),
+            ))
+        return Snapshot(source=model["source"], class_name=model.get("class", ""),
+                        total=_effort(summary.get("person_days"), f"{origin}: summary"),
+                        operators=tuple(operators), origin=origin)
+    except ReportError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReportError(f"{origin}: not an opassess JSON report: missing or malformed {exc}") from exc

@@ -1,0 +1,97 @@
+"""Baseline diff: added, removed, re-classified and changed operators, the change in effort, Markdown and JSON."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from opassess.diff import diff_snapshots, effort_delta, render_diff
+from opassess.errors import ReportError
+from opassess.records import Effort
+from opassess.snapshot import read_snapshot
+
+from ci_records import op, report
+
+BASE = [
+    op("torch.nn.Conv2d", "direct", days=(1.0, 1.5, 2.0), count=4),
+    op("torch.nn.BatchNorm2d", "direct", days=(1.0, 1.5, 2.0)),
+    op("torch.nn.Dropout", "direct", days=(1.0, 1.0, 1.0)),
+]
+# New: Dropout removed (-1.0), BatchNorm2d re-classified direct -> param-converted (1.5 -> 4.0: +2.5),
+# Conv2d used 6 times instead of 4 (1.5 -> 1.7: +0.2), mylib::fused_gelu added custom-dev (+12.0).
+NEW = [
+    op("mylib::fused_gelu", "custom-dev", days=(10.0, 12.0, 16.0), stars=5, source=("m.py:42",), kind="custom"),
+    op("torch.nn.Conv2d", "direct", days=(1.1, 1.7, 2.2), count=6),
+    op("torch.nn.BatchNorm2d", "param-converted", days=(3.0, 4.0, 5.0), stars=3),
+]
+
+
+@pytest.fixture
+def diff():
+    return diff_snapshots(read_snapshot(report("m.py", BASE)), read_snapshot(report("m.py", NEW)))
+
+
+def test_effort_delta_subtracts_each_point():
+    assert effort_delta(Effort(4, 5, 6), Effort(1, 2, 3)) == Effort(3, 3, 3)
+    assert effort_delta(None, Effort(1, 2, 3)) == Effort(-1, -2, -3)
+
+
+def test_changes_are_listed_added_reclassified_changed_removed(diff):
+    assert [(c.change, c.op) for c in diff.changes] == [
+        ("added", "mylib::fused_gelu"),
+        ("reclassified", "torch.nn.BatchNorm2d"),
+        ("changed", "torch.nn.Conv2d"),
+        ("removed", "torch.nn.Dropout"),
+    ]
+    added = diff.of("added")[0]
+    assert added.before is None and added.after.category == "custom-dev" and added.worse
+
+
+def test_the_change_in_effort_is_worked_per_operator_and_in_total(diff):
+    deltas = {c.op: round(c.effort.likely, 2) for c in diff.changes}
+    assert deltas == {"mylib::fused_gelu": 12.0, "torch.nn.BatchNorm2d": 2.5, "torch.nn.Conv2d": 0.2,
+                      "torch.nn.Dropout": -1.0}
+    # totals: before 1.5 + 1.5 + 1.0 = 4.0; after 12.0 + 1.7 + 4.0 = 17.7; change +13.7 (= 12 + 2.5 + 0.2 - 1)
+    assert round(diff.effort.likely, 2) == 13.7
+
+
+def test_identical_reports_have_no_changes():
+    same = diff_snapshots(read_snapshot(report("m.py", BASE)), read_snapshot(report("m.py", BASE)))
+    assert same.changes == () and same.effort == Effort(0.0, 0.0, 0.0)
+    assert "No operator was added, removed or re-classified" in render_diff(same)
+
+
+def test_markdown_for_a_pull_request_comment(diff):
+    text = render_diff(diff, "md")
+    assert "**+13.7**" in text
+    assert "1 added · 1 re-classified · 1 changed · 1 removed" in text
+    assert "**New custom development:** `mylib::fused_gelu`" in text
+    assert "| `mylib::fused_gelu` | custom-dev | 1 | +12.0 | `m.py:42` |" in text
+    assert "| `torch.nn.BatchNorm2d` | direct → param-converted | 1 | 1.5 → 4.0 | +2.5 |" in text
+    assert "| `torch.nn.Dropout` | direct | 1 | -1.0 |" in text
+
+
+def test_markdown_escapes_model_supplied_names():
+    evil = [op("x|<script>", "custom-dev", source=("m.py:1",))]
+    text = render_diff(diff_snapshots(read_snapshot(report("m.py", [])), read_snapshot(report("m.py", evil))))
+    assert "<script>" not in text.replace("`x\\|<script>`", "")
+
+
+def test_json_document(diff):
+    document = json.loads(render_diff(diff, "json"))
+    assert document["diff_format_version"] == 1
+    assert document["person_days"]["change"]["likely"] == 13.7
+    assert [c["change"] for c in document["changes"]] == ["added", "reclassified", "changed", "removed"]
+    assert document["changes"][0]["before"] is None and document["changes"][0]["after"]["category"] == "custom-dev"
+
+
+def test_a_file_that_is_not_a_report_is_one_clear_error(tmp_path):
+    bad = tmp_path / "old.json"
+    bad.write_text('{"hello": 1}')
+    with pytest.raises(ReportError, match="format_version"):
+        read_snapshot(bad)
+    with pytest.raises(ReportError, match="no such report"):
+        read_snapshot(tmp_path / "missing.json")
+    bad.write_text("{")
+    with pytest.raises(ReportError, match="not a JSON report"):
+        read_snapshot(bad)
