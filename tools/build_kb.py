@@ -154,6 +154,8 @@ def build_kernels(rows: list[dict[str, str]]) -> tuple[dict, dict]:
         "kernel_overloads": len(compact),
         "kernel_rows": len(rows),
         "structured_codegen": sum(1 for e in compact.values() if "structured" in e),
+        # gen_opapi:aclnnX names the CANN kernel; gen_opapi:inherit:X.out reuses the out= overload's kernel.
+        "structured_codegen_aclnn": sum(1 for e in compact.values() if e.get("structured", "").startswith("aclnn")),
         "deprecated": sum(1 for e in compact.values() if "deprecated" in e),
     }
     return compact, counts
@@ -416,7 +418,8 @@ def summary(provenance: dict) -> str:
     c = provenance["counts"]
     pct = 100.0 * c["limitation_clauses_parsed"] / max(1, c["limitation_clauses"])
     lines = [
-        f"kernels: {c['kernel_overloads']} ATen overloads ({c['structured_codegen']} structured codegen, {c['deprecated']} deprecated)",
+        f"kernels: {c['kernel_overloads']} ATen overloads ({c['structured_codegen']} structured codegen, "
+        f"{c['structured_codegen_aclnn']} of them naming an aclnn kernel; {c['deprecated']} deprecated)",
         f"custom ops: {c['custom_ops']}",
         f"APIs: {c['apis']} documented across torch {', '.join(c['api_versions'])}",
         f"limitations: {c['limitation_texts']} distinct texts on {c['limitation_rows']} rows; "
