@@ -87,7 +87,7 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
          f"dtype limit (dtype_support {values.get('dtype_support', 0.0):.2g})"),
         (bool(signals.data_dependent), rules.likelihood.dynamic_shapes,
          f"dynamic shapes ({', '.join(signals.data_dependent)})"),
-        ((bool(signals.missing_kernels) and not op.replacement) or bool(signals.cpu_reasons), rules.likelihood.ai_cpu,
+        ((bool(signals.missing_kernels) and not op.replacement) or bool(signals.ai_cpu_reasons), rules.likelihood.ai_cpu,
          f"runs on AI CPU or the host ({', '.join(signals.missing_kernels) or 'classifier'})"),
         (values.get("version_compat", 0.0) >= rules.likelihood.version_threshold, rules.likelihood.version_gap,
          f"kernel version gap (version_compat {values.get('version_compat', 0.0):.2g})"),

@@ -7,7 +7,7 @@ signal that decided, followed by the others that were non-zero.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .records import ClassifiedOp, Finding, Inventory, OpScore, SubScore
 from .signals import ModelContext, OpSignals, measure
@@ -60,6 +60,12 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
+def _reason_candidates(signals: OpSignals, table: Mapping[str, float]) -> list[Candidate]:
+    """Classifier reasons whose code the criterion's `reasons` table names, each with its difficulty."""
+    return [(table[r.code], f"classifier {r.code}: {r.message}: {_fmt(table[r.code])}")
+            for r in signals.reasons if r.code in table]
+
+
 def _finding_candidates(signals: OpSignals, criterion: str, value: float) -> list[Candidate]:
     return [(value, f"{f.kind} finding: {f.title}") for f in signals.findings
             if _FINDING_CRITERION.get(f.kind) == criterion]
@@ -77,7 +83,7 @@ def _shape_match(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
     if s.data_dependent:
         out.append((rules.data_dependent, f"data-dependent output shape ({', '.join(s.data_dependent)}): "
                                           f"{_fmt(rules.data_dependent)}"))
-    return out
+    return out + _reason_candidates(s, rules.reasons)
 
 
 def _dtype_support(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
@@ -89,28 +95,31 @@ def _dtype_support(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate
         out.append((value, f"dtype {dtype}{'' if listed else ' (not in the table)'}: {_fmt(value)}"))
     if not out:
         out.append((0.0, "no tensor dtype seen: 0"))
-    for reason in s.dtype_reasons:
-        out.append((rules.flagged, f"classifier: {reason.message} ({reason.evidence}): {_fmt(rules.flagged)}"))
+    out += _reason_candidates(s, rules.reasons)
     out += _finding_candidates(s, "dtype_support", rules.mixed_precision_finding)
     return out
 
 
 def _special_attrs(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
     rules = w.signals.special_attrs
-    hits = len(s.limit_reasons)
+    # Limits hit by the worst signature (the same limit repeated over signatures is counted by combinations below).
+    per_signature: dict[int | None, int] = {}
+    for reason in s.limit_reasons:
+        per_signature[reason.signature] = per_signature.get(reason.signature, 0) + 1
+    hits = max(per_signature.values(), default=0)
     value = _clamp(hits * rules.per_limit_hit)
-    detail = "; ".join(r.message for r in s.limit_reasons)
-    out = [(value, f"{hits} attribute limit(s) hit x {_fmt(rules.per_limit_hit)} = {_fmt(value)}"
+    detail = "; ".join(dict.fromkeys(r.message for r in s.limit_reasons))
+    out = [(value, f"{hits} attribute limit(s) hit by one signature x {_fmt(rules.per_limit_hit)} = {_fmt(value)}"
                    + (f" [{detail}]" if detail else ""))]
-    if s.attr_combos > 1:  # each further combination the classifier found needing conversion: its own mapping
+    if s.attr_combos > 1:  # each further combination hitting a limit: its own mapping and test
         combos = _clamp((s.attr_combos - 1) * rules.per_extra_combo)
-        out.append((combos, f"{s.attr_combos} attribute combinations need conversion: ({s.attr_combos} - 1) x "
+        out.append((combos, f"{s.attr_combos} attribute combinations hit a limit: ({s.attr_combos} - 1) x "
                             f"{_fmt(rules.per_extra_combo)} = {_fmt(combos)}"))
     if _needs_kernel(op, s):
         to_write = _clamp(len(s.attr_names) * rules.per_attr_to_implement)
         out.append((to_write, f"no NPU kernel: {len(s.attr_names)} attribute(s) to implement x "
                               f"{_fmt(rules.per_attr_to_implement)} = {_fmt(to_write)}"))
-    if op.replacement:
+    if op.replacement and op.category != "direct":  # a required replacement (an optional one is performance work)
         out.append((rules.replacement_mapping, f"attributes to map onto {op.replacement}: "
                                                f"{_fmt(rules.replacement_mapping)}"))
     return out
@@ -166,12 +175,10 @@ def _pipeline(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
                                + (f" ({names}) run on AI CPU or the host" if names else " (all on AI Core)")
                                + f": {_fmt(share)}"))
     elif _needs_kernel(op, s):
-        out.append((rules.cpu_fallback, f"{op.operator.kind} op with no NPU kernel evidence: "
-                                        f"{_fmt(rules.cpu_fallback)}"))
+        out.append((rules.no_kernel, f"{op.operator.kind} op with no NPU kernel evidence: {_fmt(rules.no_kernel)}"))
     else:
         out.append((0.0, "no ATen op to place: 0"))
-    for reason in s.cpu_reasons:
-        out.append((rules.cpu_fallback, f"classifier: {reason.message}: {_fmt(rules.cpu_fallback)}"))
+    out += _reason_candidates(s, rules.reasons)
     if s.data_dependent:
         out.append((rules.dynamic, f"dynamic shapes from {', '.join(s.data_dependent)}: {_fmt(rules.dynamic)}"))
     shapes = _clamp((s.input_shapes - 1) * rules.per_extra_shape)
@@ -201,9 +208,7 @@ def _custom_op_maintenance(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[C
         share = len(s.missing_kernels) / len(s.aten_ops)
         out.append((share, f"{len(s.missing_kernels)}/{len(s.aten_ops)} ATen ops need an in-house kernel: "
                            f"{_fmt(share)}"))
-    if op.operator.kind == "custom" and not op.replacement:
-        out.append((rules.own_op, f"project's own op {op.operator.op}: its NPU kernel is ours: "
-                                  f"{_fmt(rules.own_op)}"))
+    out += _reason_candidates(s, rules.reasons)
     if not op.known:
         out.append((rules.unknown, f"not in the knowledge base: {_fmt(rules.unknown)}"))
     if not out:

@@ -14,12 +14,16 @@ from .weights import Weights
 _ELEMENT_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "complex128": 16, "float32": 4, "int32": 4,
                   "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
-# Kernel version ranges as the Ascend kernel tables write them: "[v2.1..newest]", "[v2.1..v2.12]", "v2.1,v2.2",
-# "all_version"; a bare "2.1..newest" reads the same.
-_RANGE = re.compile(r"v?(\d+)\.(\d+)\s*\.\.\s*(newest|v?(\d+)\.(\d+))")
-_SINGLE = re.compile(r"\bv(\d+)\.(\d+)\b")
-_ALL = re.compile(r"all_version|all versions")
+# Kernel version ranges as the knowledge base's evidence writes them ("npu_aten_ops: add [aclnn v2.1..newest;
+# aclop v2.1..2.12]", "v*..2.12", "v2.1,v2.2", "aclnn all", "torch_npu native") and as the Ascend tables do
+# ("[v2.1..v2.12]", "all_version").
+_RANGE = re.compile(r"v?(\*|\d+\.\d+)\s*\.\.\s*(newest|v?\d+\.\d+)")
+_SINGLE = re.compile(r"\bv(\d+\.\d+)\b")
+_ALL = re.compile(r"all_version|\ball\b|torch_npu native")
 _DEPRECATED = re.compile(r"deprecated", re.IGNORECASE)
+# Classifier reasons naming ATen ops the NPU never runs (the CPU/meta decomposition of a composite torch_npu takes
+# whole): their aten_support entry is kept for the record but is not a missing kernel.
+_NOT_JUDGED = ("composite", "cpu-only-decomposition")
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class OpSignals:
     dtypes: tuple[str, ...]  # every tensor dtype its nodes saw, inputs and outputs
     max_rank: int
     input_shapes: int  # distinct input shape tuples
-    attr_combos: int  # distinct attribute combinations among the signatures that need conversion
+    attr_combos: int  # distinct attribute combinations among the signatures that hit an attribute limit
     attr_names: tuple[str, ...]
     data_dependent: tuple[str, ...]  # ATen ops whose output size depends on the data
     aten_ops: tuple[str, ...]  # the ATen ops whose NPU support the classifier judged
@@ -75,9 +79,9 @@ class OpSignals:
     aten_calls: int  # ATen calls dispatched, all occurrences
     layout_calls: tuple[str, ...]  # ... of which move memory (permute, clone, ...), one entry per call
     collectives: tuple[str, ...]  # distributed ATen ops
-    cpu_reasons: tuple[Reason, ...]
-    dtype_reasons: tuple[Reason, ...]
-    limit_reasons: tuple[Reason, ...]
+    reasons: tuple[Reason, ...]  # all the classifier's reasons (each criterion picks the codes its table names)
+    ai_cpu_reasons: tuple[Reason, ...]  # reasons that place the op on the CPU
+    limit_reasons: tuple[Reason, ...]  # attribute values outside documented limits
     versions: tuple[int, int] | None  # (releases with every kernel, releases in span); None: no range in evidence
     version_evidence: str  # the ranges read, for the report
     deprecated: tuple[Reason, ...]
@@ -94,7 +98,10 @@ def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings:
     operator = op.operator
     nodes = operator.nodes
     rules = weights.signals
-    calls = [call for node in nodes for call in node.aten]
+    not_judged = {name for name in {*op.aten_support, *(c.qualified for n in nodes for c in n.aten)}
+                  if any(r.code in _NOT_JUDGED and _names(r.message, name) for r in op.reasons)}
+    # The calls the NPU would run: a composite's traced decomposition is not among them.
+    calls = [call for node in nodes for call in node.aten if call.qualified not in not_judged]
     called = {call.op for call in calls} | {entry for node in nodes for entry in node.entry}
 
     dtypes = _unique(d for node in nodes for d in (*node.input_dtypes, *node.output_dtypes))
@@ -109,28 +116,29 @@ def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings:
     if any(call.op == "aten::index" and "bool" in call.input_dtypes for call in calls):
         data_dependent.append("aten::index (bool mask)")
 
-    versions, version_text = _versions(op.reasons, rules.version_compat.oldest, rules.version_compat.newest)
+    limit_reasons = tuple(r for r in op.reasons if r.code in rules.special_attrs.reason_codes)
+    kernel_reasons = [r for r in op.reasons if r.code in rules.version_compat.reason_codes]
+    versions, version_text = _versions(kernel_reasons, rules.version_compat.oldest, rules.version_compat.newest)
     involved = {node.name for node in nodes}
     return OpSignals(
         dtypes=dtypes,
         max_rank=max_rank,
         input_shapes=len({json.dumps(sig.input_shapes) for sig in operator.signatures}) or 1,
-        attr_combos=len({json.dumps(sig.attrs, sort_keys=True, default=str)
-                         for sig, category in zip(operator.signatures, op.signature_categories) if category != "direct"}),
+        attr_combos=_limit_combos(op, limit_reasons),
         attr_names=tuple(sorted({name for sig in operator.signatures for name in sig.attrs})),
         data_dependent=tuple(data_dependent),
         aten_ops=tuple(op.aten_support),
-        missing_kernels=tuple(name for name, ok in op.aten_support.items() if not ok),
+        missing_kernels=tuple(name for name, ok in op.aten_support.items() if not ok and name not in not_judged),
         aten_calls=len(calls),
         layout_calls=tuple(call.op for call in calls if call.op in rules.memory_layout.layout_ops),
         collectives=tuple(sorted(name for name in called
                                  if name.partition("::")[0] in rules.multi_card.comm_namespaces)),
-        cpu_reasons=tuple(r for r in op.reasons if r.code in rules.pipeline.cpu_reason_codes),
-        dtype_reasons=tuple(r for r in op.reasons if r.code in rules.dtype_support.reason_codes),
-        limit_reasons=tuple(r for r in op.reasons if r.code in rules.special_attrs.reason_codes),
+        reasons=tuple(op.reasons),
+        ai_cpu_reasons=tuple(r for r in op.reasons if r.code in weights.risk.likelihood.ai_cpu_reason_codes),
+        limit_reasons=limit_reasons,
         versions=versions,
         version_evidence=version_text,
-        deprecated=tuple(r for r in op.reasons if _DEPRECATED.search(r.evidence) or _DEPRECATED.search(r.message)),
+        deprecated=tuple(r for r in kernel_reasons if _DEPRECATED.search(r.evidence)),
         findings=tuple(f for f in findings if operator.op in f.ops or involved.intersection(f.nodes)),
         occurrences=operator.count,
         compute_units=context.units.get(operator.op, 0.0),
@@ -138,6 +146,20 @@ def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings:
         compute_measure=context.measure,
         on_main_path=bool(involved & context.main_path) if context.has_edges else None,
     )
+
+
+def _limit_combos(op: ClassifiedOp, limit_reasons: Sequence[Reason]) -> int:
+    """Distinct attribute combinations among the signatures an attribute-limit reason names (1 if none is named)."""
+    signatures = op.operator.signatures
+    indices = {r.signature for r in limit_reasons if r.signature is not None and r.signature < len(signatures)}
+    if not indices:
+        return 1 if limit_reasons else 0
+    return len({json.dumps(signatures[i].attrs, sort_keys=True, default=str) for i in indices})
+
+
+def _names(message: str, aten: str) -> bool:
+    """Whether `message` names the ATen op `aten` as a whole word ("aten::mean" is not named by "aten::mean.dim")."""
+    return re.search(rf"(?<![\w:.]){re.escape(aten)}(?![\w.])", message) is not None
 
 
 def _unique(values: Iterable[str | None]) -> tuple[str, ...]:
@@ -208,6 +230,7 @@ def _versions(reasons: Sequence[Reason], oldest: tuple[int, int], newest: tuple[
 
 
 def _releases(evidence: str, span: list[tuple[int, int]]) -> set[tuple[int, int]] | None:
+    """Releases of `span` one piece of evidence names; None when it names none (no version information)."""
     if _ALL.search(evidence):
         return set(span)
     found: set[tuple[int, int]] = set()
@@ -215,16 +238,18 @@ def _releases(evidence: str, span: list[tuple[int, int]]) -> set[tuple[int, int]
     rest = evidence
     for match in _RANGE.finditer(evidence):
         matched = True
-        start = (int(match.group(1)), int(match.group(2)))
-        if match.group(4) is not None:
-            end = (int(match.group(4)), int(match.group(5)))
-        else:
-            end = span[-1] if span else start
+        start = span[0] if match.group(1) == "*" else _parse(match.group(1))
+        end = span[-1] if match.group(2) == "newest" else _parse(match.group(2))
         found |= {release for release in span if start <= release <= end}
         rest = rest.replace(match.group(0), " ")
-    for match in _SINGLE.finditer(rest):  # a list of single releases: "v2.1,v2.2"
+    for match in _SINGLE.finditer(rest):  # single releases: "v2.1,v2.2"
         matched = True
-        found.add((int(match.group(1)), int(match.group(2))))
+        found.add(_parse(match.group(1)))
     if not matched:
         return None
     return found & set(span)
+
+
+def _parse(text: str) -> tuple[int, int]:
+    major, minor = text.lstrip("v").split(".")
+    return int(major), int(minor)

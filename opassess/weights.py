@@ -33,15 +33,15 @@ class ShapeMatchRules:
     rank_limit: int
     data_dependent: float
     data_dependent_ops: tuple[str, ...]
+    reasons: Mapping[str, float]  # classifier reason code -> difficulty
 
 
 @dataclass(frozen=True)
 class DtypeRules:
     difficulty: Mapping[str, float]
     unlisted: float
-    flagged: float
     mixed_precision_finding: float
-    reason_codes: tuple[str, ...]
+    reasons: Mapping[str, float]
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,11 @@ class LayoutRules:
 
 @dataclass(frozen=True)
 class PipelineRules:
-    cpu_fallback: float
+    no_kernel: float
     dynamic: float
     dynamic_finding: float
     per_extra_shape: float
-    cpu_reason_codes: tuple[str, ...]
+    reasons: Mapping[str, float]
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,9 @@ class ComputeRules:
 
 @dataclass(frozen=True)
 class MaintenanceRules:
-    own_op: float
     vendor_api: float
     unknown: float
+    reasons: Mapping[str, float]
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,7 @@ class VersionRules:
     newest: tuple[int, int]
     deprecated: float
     no_version: float
+    reason_codes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ class LikelihoodRules:
     dynamic_shapes: int
     ai_cpu: int
     version_gap: int
+    ai_cpu_reason_codes: tuple[str, ...]
     dtype_threshold: float
     version_threshold: float
 
@@ -357,6 +359,15 @@ def _unit(table: _Table, key: str) -> float:
     return value
 
 
+def _unit_table(table: _Table, key: str) -> Mapping[str, float]:
+    """An open table (any key: a dtype, a reason code, a finding kind) of values from 0 to 1."""
+    values = table.number_table(key)
+    for name, value in values.items():
+        if value > 1:
+            raise table.table(key).error(name, f"expected a value from 0 to 1, got {value:g}")
+    return values
+
+
 def _version(table: _Table, key: str) -> tuple[int, int]:
     text = table.string(key)
     parts = text.split(".")
@@ -408,18 +419,14 @@ def _build(root: _Table, source: str) -> Weights:
 def _signals(table: _Table) -> SignalRules:
     t = table.table("shape_match")
     shape = ShapeMatchRules(t.integer("native_rank"), t.integer("rank_limit"), _unit(t, "data_dependent"),
-                            t.strings("data_dependent_ops"))
+                            t.strings("data_dependent_ops"), _unit_table(t, "reasons"))
     if shape.rank_limit <= shape.native_rank:
         raise t.error("rank_limit", f"must be greater than native_rank ({shape.native_rank}), got {shape.rank_limit}")
     t.finish()
 
     t = table.table("dtype_support")
-    difficulty = t.number_table("difficulty")
-    for name, value in difficulty.items():
-        if value > 1:
-            raise t.table("difficulty").error(name, f"expected a value from 0 to 1, got {value:g}")
-    dtype = DtypeRules(difficulty, _unit(t, "unlisted"), _unit(t, "flagged"), _unit(t, "mixed_precision_finding"),
-                       t.strings("reason_codes"))
+    dtype = DtypeRules(_unit_table(t, "difficulty"), _unit(t, "unlisted"), _unit(t, "mixed_precision_finding"),
+                       _unit_table(t, "reasons"))
     t.finish()
 
     t = table.table("special_attrs")
@@ -428,9 +435,8 @@ def _signals(table: _Table) -> SignalRules:
     t.finish()
 
     t = table.table("fusion")
-    findings = t.number_table("findings")
     fusion = FusionRules(_unit(t, "adopt_replacement"), _unit(t, "no_api_extra"), _unit(t, "unlisted_finding"),
-                         findings)
+                         _unit_table(t, "findings"))
     t.finish()
 
     t = table.table("memory_layout")
@@ -438,8 +444,8 @@ def _signals(table: _Table) -> SignalRules:
     t.finish()
 
     t = table.table("pipeline")
-    pipeline = PipelineRules(_unit(t, "cpu_fallback"), _unit(t, "dynamic"), _unit(t, "dynamic_finding"),
-                             _unit(t, "per_extra_shape"), t.strings("cpu_reason_codes"))
+    pipeline = PipelineRules(_unit(t, "no_kernel"), _unit(t, "dynamic"), _unit(t, "dynamic_finding"),
+                             _unit(t, "per_extra_shape"), _unit_table(t, "reasons"))
     t.finish()
 
     t = table.table("compute")
@@ -449,12 +455,12 @@ def _signals(table: _Table) -> SignalRules:
     t.finish()
 
     t = table.table("custom_op_maintenance")
-    maintenance = MaintenanceRules(_unit(t, "own_op"), _unit(t, "vendor_api"), _unit(t, "unknown"))
+    maintenance = MaintenanceRules(_unit(t, "vendor_api"), _unit(t, "unknown"), _unit_table(t, "reasons"))
     t.finish()
 
     t = table.table("version_compat")
     version = VersionRules(_version(t, "oldest"), _version(t, "newest"), _unit(t, "deprecated"),
-                           _unit(t, "no_version"))
+                           _unit(t, "no_version"), t.strings("reason_codes"))
     if version.newest < version.oldest:
         raise t.error("newest", f"release {version.newest} is older than oldest {version.oldest}")
     t.finish()
@@ -505,6 +511,7 @@ def _risk(table: _Table) -> RiskRules:
         dynamic_shapes=t.integer("dynamic_shapes"),
         ai_cpu=t.integer("ai_cpu"),
         version_gap=t.integer("version_gap"),
+        ai_cpu_reason_codes=t.strings("ai_cpu_reason_codes"),
         dtype_threshold=_unit(t, "dtype_threshold"),
         version_threshold=_unit(t, "version_threshold"),
     )

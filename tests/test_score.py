@@ -98,12 +98,21 @@ def test_int64_is_a_partial_dtype_difficulty():
     assert result.composite == pytest.approx(0.076)
 
 
-def test_dtype_reason_from_the_classifier_raises_dtype_support():
-    # float32 alone scores 0, but the classifier says this op's kernel lacks the dtype: flagged = 0.8.
-    reason = Reason("dtype", "bfloat16 not supported by this kernel", "apis: torch.nn.Foo [fp16, fp32]")
+@pytest.mark.parametrize("code, value", [("dtype", 0.8), ("dtype-cast", 0.5)])
+def test_dtype_reason_from_the_classifier_raises_dtype_support(code, value):
+    # float32 alone scores 0, but the classifier says this op's kernel rejects (dtype: 0.8) or silently casts
+    # (dtype-cast: 0.5) this node's dtype: the value from [signals.dtype_support.reasons].
+    reason = Reason(code, "bfloat16 not supported by this kernel", "apis: torch.nn.Foo [fp16, fp32]")
     result = only(direct_conv(), "torch.nn.Conv2d", reasons=[reason], category="param-converted")
-    assert sub(result, "dtype_support").value == pytest.approx(0.8)
+    assert sub(result, "dtype_support").value == pytest.approx(value)
     assert "bfloat16 not supported" in sub(result, "dtype_support").signal
+
+
+def test_rank_limit_reason():
+    # The documented API limits the input rank: [signals.shape_match.reasons] shape-limit = 0.5.
+    reason = Reason("shape-limit", "input rank 3: only 4-D input", "npu_native_api_support: torch.nn.Foo")
+    result = only(direct_conv(), "torch.nn.Conv2d", reasons=[reason], category="param-converted")
+    assert sub(result, "shape_match").value == pytest.approx(0.5)
 
 
 def test_rank_five_input_leaves_the_native_formats():
@@ -147,14 +156,28 @@ def test_attribute_limit_hits():
     assert result.composite == pytest.approx(0.085)
 
 
-def test_each_further_converted_attribute_combination():
-    # Three Conv2d signatures differing in dilation, all param-converted: (3 - 1) x 0.1 = 0.2.
+def test_limits_per_signature_and_combinations(tmp_path):
+    # Three Conv2d signatures (dilation 2, 3, 4), each hitting the dilation limit once: the worst signature hits
+    # 1 limit -> 0.5; 3 combinations hit a limit -> (3 - 1) x 0.1 = 0.2; the larger decides: 0.5.
     inv = inventory([node(f"c{d}", "torch.nn.Conv2d", f"c{d}", attrs={"dilation": d}, aten=[call("aten::convolution")])
                      for d in (2, 3, 4)])
-    result = only(inv, "torch.nn.Conv2d", category="param-converted")
-    assert sub(result, "special_attrs").value == pytest.approx(0.2)
-    # The same three signatures classified direct need no conversion: 0.
+    limits = [Reason("param-limit", f"dilation={d}: must be 1", "rules", signature=i) for i, d in enumerate((2, 3, 4))]
+    result = only(inv, "torch.nn.Conv2d", category="param-converted", reasons=limits)
+    assert sub(result, "special_attrs").value == pytest.approx(0.5)
+    assert "3 attribute combinations hit a limit: (3 - 1) x 0.1 = 0.2" in sub(result, "special_attrs").signal
+    # per_limit_hit 0.05 lets the combinations decide: max(0.05, 0.2) = 0.2.
+    path = tmp_path / "w.toml"
+    path.write_text("[signals.special_attrs]\nper_limit_hit = 0.05\n")
+    weights = load_weights(path)
+    assert sub(only(inv, "torch.nn.Conv2d", weights, category="param-converted", reasons=limits),
+               "special_attrs").value == pytest.approx(0.2)
+    # Two limits on one signature (dilation and padding): 2 x 0.5 = 1.
+    two = [Reason("param-limit", "dilation=2: must be 1", "rules", signature=0),
+           Reason("param-limit", "padding=-1: must be >= 0", "rules", signature=0)]
+    assert sub(only(inv, "torch.nn.Conv2d", category="param-converted", reasons=two), "special_attrs").value == 1.0
+    # Classified direct with no limit reason: 0.
     assert sub(only(inv, "torch.nn.Conv2d"), "special_attrs").value == 0
+
 
 
 # ------------------------------------------------------------------ custom-dev and replacements
@@ -179,11 +202,12 @@ def test_projects_own_custom_op_unknown_to_the_kb():
     # composite = 0.3 x 0.03 + 0.5 x 0.4 + 0.2 x 1.0 = 0.009 + 0.2 + 0.2 = 0.409.
     inv = inventory([node("fg", "mylib::fused_gelu", kind="custom", attrs={"approximate": "tanh"},
                           aten=[call("mylib::fused_gelu")])])
+    reason = Reason("custom-op", "mylib::fused_gelu is a project-defined operator", "trace: kind custom")
     result = only(inv, "mylib::fused_gelu", category="custom-dev", known=False,
-                  support={"mylib::fused_gelu": False})
+                  support={"mylib::fused_gelu": False}, reasons=[reason])
     assert sub(result, "special_attrs").value == pytest.approx(0.1)
     maintenance = sub(result, "custom_op_maintenance")
-    assert maintenance.value == 1.0 and "project's own op" in maintenance.signal
+    assert maintenance.value == 1.0 and "classifier custom-op" in maintenance.signal
     assert result.composite == pytest.approx(0.409)
 
 
@@ -199,6 +223,26 @@ def test_replacement_moves_work_from_kernel_to_adoption():
     assert [sub(result, c).value for c in ("special_attrs", "fusion", "pipeline", "custom_op_maintenance",
                                            "version_compat")] == pytest.approx([0.3, 0.3, 0.0, 0.3, 0.0])
     assert result.composite == pytest.approx(0.157)
+
+
+def test_optional_replacement_is_not_an_attribute_mapping():
+    # A direct op with an optional fused replacement (sdpa -> npu_fusion_attention): adopting it is fusion work
+    # (0.3), not a functional attribute mapping (special_attrs stays 0).
+    inv = inventory([node("a", "torch.nn.functional.scaled_dot_product_attention", kind="function",
+                          shapes=((1, 2, 8, 4),) * 3, aten=[call("aten::scaled_dot_product_attention")])])
+    result = only(inv, "torch.nn.functional.scaled_dot_product_attention",
+                  replacement="torch_npu.npu_fusion_attention")
+    assert sub(result, "special_attrs").value == 0
+    assert sub(result, "fusion").value == pytest.approx(0.3)
+
+
+def test_autograd_function_is_a_smaller_maintenance_cost():
+    # Forward ATen ops all have kernels; the hand-written backward must be verified: autograd-function = 0.4.
+    inv = inventory([node("s", "model.SignSTE", kind="custom", aten=[call("aten::sign")])])
+    reason = Reason("autograd-function", "SignSTE is a custom autograd.Function", "trace: autograd.Function")
+    result = only(inv, "model.SignSTE", category="param-converted", reasons=[reason])
+    assert sub(result, "custom_op_maintenance").value == pytest.approx(0.4)
+    assert sub(result, "pipeline").value == 0  # its forward runs on NPU kernels
 
 
 # ------------------------------------------------------------------------------ performance
@@ -227,9 +271,31 @@ def test_layout_calls_share():
     result = only(inv, "Tensor.permute")
     assert sub(result, "memory_layout").value == 1.0
     assert result.composite == pytest.approx(0.14)
-    # Linear dispatching t + addmm: 1 of 2 calls moves memory: 0.5.
+    # Tensor.reshape of a non-contiguous tensor: aten::clone (a copy) + aten::_unsafe_view (a view): 1/2 = 0.5.
+    inv = inventory([node("r", "Tensor.reshape", kind="method",
+                          aten=[call("aten::clone"), call("aten::_unsafe_view")])])
+    assert sub(only(inv, "Tensor.reshape"), "memory_layout").value == pytest.approx(0.5)
+    # Linear dispatching t + addmm: aten::t is not a layout op (matmul takes the transposed weight by a flag): 0.
     inv = inventory([node("fc", "torch.nn.Linear", "fc", aten=[call("aten::t"), call("aten::addmm")])])
-    assert sub(only(inv, "torch.nn.Linear"), "memory_layout").value == pytest.approx(0.5)
+    assert sub(only(inv, "torch.nn.Linear"), "memory_layout").value == 0
+
+
+@pytest.mark.parametrize("code, value", [("cpu-fallback", 0.8), ("decomposes", 0.2)])
+def test_pipeline_reasons(code, value):
+    reason = Reason(code, "the classifier's sentence", "npu_native_api_support: torch.nn.Foo")
+    assert sub(only(direct_conv(), "torch.nn.Conv2d", reasons=[reason]), "pipeline").value == pytest.approx(value)
+
+
+def test_decomposition_the_npu_never_runs_is_not_a_missing_kernel():
+    # LSTM traced on meta dispatches its CPU decomposition; the classifier keeps that op in aten_support (False)
+    # but says torch_npu runs aten::lstm whole: pipeline and maintenance count only aten::lstm (a kernel): 0.
+    inv = inventory([node("l", "torch.nn.LSTM", "lstm", aten=[call("aten::_cpu_lstm_cell")])])
+    reason = Reason("cpu-only-decomposition", "aten::_cpu_lstm_cell is the CPU decomposition of aten::lstm, "
+                    "which the NPU runs whole; not judged", "rules.toml: composite aten::lstm")
+    result = only(inv, "torch.nn.LSTM", reasons=[reason],
+                  support={"aten::lstm": True, "aten::_cpu_lstm_cell": False})
+    assert sub(result, "pipeline").value == 0
+    assert sub(result, "custom_op_maintenance").value == 0
 
 
 def test_distinct_input_shapes_cost_compiles():
@@ -253,6 +319,20 @@ def test_kernel_version_range_from_the_evidence():
     removed = Reason("kernel", "aten::convolution has an NPU kernel", "npu_aten_ops: convolution [v2.1..v2.12]")
     assert sub(only(direct_conv(), "torch.nn.Conv2d", reasons=[late, removed]), "version_compat").value == \
         pytest.approx(0.6)
+
+
+def test_kernel_versions_as_the_knowledge_base_writes_them():
+    # Two CANN paths are a union: aclnn 2.1..2.12 or aclop 2.5..newest covers all 15 releases: 0.
+    # aclnn v*..2.12 (from the first) with aclop none: 12 of 15; 1 - 12/15 = 0.2.
+    # Reasons of other codes are not version evidence even when they carry a number ("@torch 2.13.0").
+    both = Reason("kernel", "k", "npu_aten_ops: convolution [aclnn v2.1..2.12; aclop v2.5..newest]")
+    early = Reason("kernel", "k", "npu_aten_ops: convolution [aclnn v*..2.12; aclop none]")
+    api = Reason("api-supported", "a", "npu_native_api_support: torch.nn.Conv2d @torch 2.13.0 [Atlas A2=✔]")
+    assert sub(only(direct_conv(), "torch.nn.Conv2d", reasons=[both, api]), "version_compat").value == 0
+    assert sub(only(direct_conv(), "torch.nn.Conv2d", reasons=[early, api]), "version_compat").value == \
+        pytest.approx(0.2)
+    deprecated = Reason("kernel", "k", "npu_aten_ops: npu_foo [aclnn all; aclop all] deprecated->npu_bar")
+    assert sub(only(direct_conv(), "torch.nn.Conv2d", reasons=[deprecated]), "version_compat").value == 0.5
 
 
 def compute_model():
