@@ -1,0 +1,83 @@
+"""JUnit XML report: one test case per operator type (failed when it breaches the CI policy) for CI dashboards."""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from ..registry import RenderContext, register
+
+MODEL_CASE = "(model) estimated effort"  # the test case that carries --max-person-days
+# Characters XML 1.0 cannot hold at all (model-supplied names could contain them).
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _text(value: Any) -> str:
+    return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
+
+
+def _class_name(source: str) -> str:
+    """'examples/resnet_like.py' -> 'opassess.examples.resnet_like' (dashboards group test cases by class name)."""
+    stem = source[:-3] if source.endswith(".py") else source
+    return "opassess." + ".".join(part for part in re.split(r"[/\\:]+", stem) if part)
+
+
+def _details(op: dict[str, Any]) -> str:
+    days = op.get("person_days")
+    risk = op.get("risk")
+    lines = [f"category: {op.get('category') or 'unclassified'}"
+             + (" (unknown to the knowledge base)" if op.get("known") is False else ""),
+             f"calls: {op['count']}"]
+    if days:
+        lines.append(f"person-days: {days['likely']:.1f} ({days['low']:.1f}-{days['high']:.1f})")
+    if risk:
+        lines.append(f"risk: {risk['stars']} stars (likelihood {risk['likelihood']}, impact {risk['impact']})")
+    if op.get("replacement"):
+        lines.append(f"replacement: {op['replacement']}")
+    if op.get("source"):
+        lines.append("source: " + ", ".join(op["source"]))
+    return "\n".join(lines) + "\n"
+
+
+def _case(parent: ET.Element, class_name: str, name: str, failures: list[Any], output: str) -> None:
+    case = ET.SubElement(parent, "testcase", {"classname": class_name, "name": _text(name), "time": "0"})
+    if failures:
+        failure = ET.SubElement(case, "failure", {"type": _text(failures[0].rule),
+                                                  "message": _text(failures[0].message)})
+        failure.text = _text("\n".join(f"{b.rule}: {b.message}" for b in failures) + "\n")
+    out = ET.SubElement(case, "system-out")
+    out.text = _text(output)
+
+
+@register("junit", extension=".xml", description="JUnit XML: one test case per operator type, failed when it "
+                                                 "breaches the CI policy")
+def render_junit(view: dict[str, Any], context: RenderContext) -> str:
+    """A <testsuite> with one <testcase> per operator type and one for the model's total; a test case fails when a
+    breach in context.breaches names its operator (the total's when it names none)."""
+    document = view["document"]
+    source = document["model"]["source"]
+    class_name = _text(_class_name(source))
+    by_op: dict[str | None, list[Any]] = {}
+    for breach in context.breaches:
+        by_op.setdefault(breach.op, []).append(breach)
+    operators = document["operators"]
+    tests = len(operators) + 1
+    failed = sum(1 for op in operators if by_op.get(op["op"])) + (1 if by_op.get(None) else 0)
+    seconds = sum(document.get("seconds", {}).values())
+    suites = ET.Element("testsuites", {"name": "opassess", "tests": str(tests), "failures": str(failed),
+                                       "errors": "0", "time": f"{seconds:.3f}"})
+    suite = ET.SubElement(suites, "testsuite", {"name": _text(f"opassess: {source}"), "tests": str(tests),
+                                                "failures": str(failed), "errors": "0", "skipped": "0",
+                                                "time": f"{seconds:.3f}"})
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("model", source), ("target", document["target"]), ("torch_npu", document["torch_npu"]),
+                        ("kb_version", document["kb_version"]), ("opassess", document["tool"]["version"])):
+        ET.SubElement(properties, "property", {"name": name, "value": _text(value)})
+    for op in operators:
+        _case(suite, class_name, op["op"], by_op.get(op["op"], []), _details(op))
+    total = document["summary"].get("person_days")
+    summary = (f"person-days: {total['likely']:.1f} ({total['low']:.1f}-{total['high']:.1f})\n" if total
+               else "not estimated\n")
+    _case(suite, class_name, MODEL_CASE, by_op.get(None, []), summary)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

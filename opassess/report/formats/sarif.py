@@ -1,0 +1,119 @@
+"""SARIF 2.1.0 report: every custom-dev or param-converted operator a result located at its source line, for code
+scanning (GitHub's upload-sarif, GitLab, IDE viewers)."""
+from __future__ import annotations
+
+import json
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import quote
+
+from ..registry import RenderContext, register
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SOURCE_ROOT = "%SRCROOT%"  # relative locations resolve against the checkout root
+# One rule per category that needs porting work; "direct" operators produce no result.
+RULES = (
+    {"id": "custom-dev", "name": "CustomDevelopmentOperator",
+     "short": "Operator needs custom development for the Ascend NPU (10+ person-days)",
+     "full": "No torch_npu / CANN kernel covers this operator as the model uses it: it must be written as a custom "
+             "operator (Ascend C or TBE) or the model changed to avoid it.",
+     "level": "warning"},
+    {"id": "param-converted", "name": "ParameterConvertedOperator",
+     "short": "Operator runs on the Ascend NPU after a parameter or API conversion (3-5 person-days)",
+     "full": "A torch_npu / CANN kernel exists but not for the parameters, dtypes or API the model uses: convert "
+             "them or switch to the torch_npu replacement named in the result.",
+     "level": "note"},
+)
+_RULE_INDEX = {rule["id"]: index for index, rule in enumerate(RULES)}
+
+
+def _location(source: str) -> dict[str, Any]:
+    """'examples/model.py:42' -> a physicalLocation; an absolute path becomes a file: URI, a relative one is
+    resolved against %SRCROOT%; a source without a line number gets no region."""
+    path, _, line = source.rpartition(":")
+    if not (line.isdigit() and path):
+        path, line = source, ""
+    posix = path.replace("\\", "/")
+    if PurePosixPath(posix).is_absolute():
+        artifact: dict[str, Any] = {"uri": "file://" + quote(posix)}
+    else:
+        artifact = {"uri": quote(posix), "uriBaseId": SOURCE_ROOT}
+    location: dict[str, Any] = {"artifactLocation": artifact}
+    if line and int(line) >= 1:
+        location["region"] = {"startLine": int(line)}
+    return {"physicalLocation": location}
+
+
+def _message(op: dict[str, Any]) -> str:
+    days = op.get("person_days") or {}
+    parts = [f"{op['op']} is {op['category']} for the Ascend NPU"]
+    if op.get("known") is False:
+        parts[0] += " (unknown to the knowledge base)"
+    if op.get("reasons"):
+        parts.append(op["reasons"][0]["message"].rstrip("."))
+    if op.get("replacement"):
+        parts.append(f"use {op['replacement']}")
+    if days:
+        parts.append(f"estimated {days['likely']:.1f} person-days ({days['low']:.1f}-{days['high']:.1f}), "
+                     f"{op['count']} call(s)")
+    return "; ".join(parts) + "."
+
+
+def _result(op: dict[str, Any], source: str | None, model_source: str, breached: list[str]) -> dict[str, Any]:
+    category = op["category"]
+    text = _message(op)
+    if breached:
+        text += " Policy: " + " ".join(breached)
+    result: dict[str, Any] = {
+        "ruleId": category,
+        "ruleIndex": _RULE_INDEX[category],
+        "level": "error" if breached else RULES[_RULE_INDEX[category]]["level"],
+        "message": {"text": text},
+        "locations": [_location(source or model_source)],
+        "partialFingerprints": {"opassessOperator/v1": f"{model_source}|{op['op']}"},
+        "properties": {
+            "operator": op["op"],
+            "kind": op["kind"],
+            "category": category,
+            "known": op.get("known"),
+            "calls": op["count"],
+            "aten": list(op.get("aten") or ()),
+            "personDays": op.get("person_days"),
+            "riskStars": (op.get("risk") or {}).get("stars"),
+            "replacement": op.get("replacement"),
+        },
+    }
+    return result
+
+
+@register("sarif", extension=".sarif", description="SARIF 2.1.0: custom-dev and param-converted operators at their "
+                                                   "source lines, for code scanning")
+def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
+    """One result per (operator, source line) for every custom-dev or param-converted operator; breached operators
+    (context.breaches) at level error."""
+    document = view["document"]
+    model_source = document["model"]["source"]
+    breaches: dict[str, list[str]] = {}
+    for breach in context.breaches:
+        if breach.op is not None:
+            breaches.setdefault(breach.op, []).append(breach.message)
+    results = []
+    for op in document["operators"]:
+        if op.get("category") not in _RULE_INDEX:
+            continue
+        for source in op.get("source") or [None]:
+            results.append(_result(op, source, model_source, breaches.get(op["op"], [])))
+    rules = [{"id": r["id"], "name": r["name"], "shortDescription": {"text": r["short"]},
+              "fullDescription": {"text": r["full"]}, "defaultConfiguration": {"level": r["level"]},
+              "help": {"text": r["full"]}, "properties": {"tags": ["ascend", "npu", "migration"]}} for r in RULES]
+    run = {
+        "tool": {"driver": {"name": document["tool"]["name"], "version": document["tool"]["version"],
+                            "rules": rules}},
+        "automationDetails": {"id": f"opassess/{model_source}/"},
+        "results": results,
+        "properties": {"model": model_source, "target": document["target"], "torchNpu": document["torch_npu"],
+                       "personDays": document["summary"]["person_days"]},
+    }
+    sarif = {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+    return json.dumps(sarif, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

