@@ -1,6 +1,8 @@
 """Hand-built records for the score/estimate/calibrate tests: tiny inventories whose numbers are easy to work by hand."""
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from opassess.inventory import build_inventory
@@ -52,3 +54,17 @@ def classified(operator: Operator, category: str = "direct", *, reasons: Sequenc
         known=known,
         aten_support=dict(support if support is not None else {name: True for name in operator.aten}),
     )
+
+
+MODELS = Path(__file__).resolve().parent / "models"
+
+
+@functools.lru_cache(maxsize=None)
+def scan(name: str) -> tuple[Inventory, tuple[ClassifiedOp, ...]]:
+    """A real model file run through the pipeline's first stages: (inventory, classified operators)."""
+    from opassess.classify import classify
+    from opassess.kb import load_kb
+    from opassess.pipeline import ScanOptions, scan_inventory
+
+    inv = scan_inventory(ScanOptions(target=str(MODELS / name)))
+    return inv, classify(inv, load_kb(None))

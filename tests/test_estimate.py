@@ -258,3 +258,56 @@ def test_empty_model():
     assert result.total == Effort(0.0, 0.0, 0.0)
     assert (result.p50, result.p90, result.pareto_ops, result.pareto_share_of_types) == (0.0, 0.0, (), 0.0)
     assert math.isclose(result.by_module[""].likely, 0.0)
+
+
+# ------------------------------------------------------------------ a real model through the pipeline
+
+
+def test_real_chain_model():
+    # tests/models/score_chain.py (composites worked in tests/test_score.py::test_real_chain_model):
+    #   lgamma   custom-dev 10 + 0.392 x 10 = 13.92    low 11.136   high 27.84
+    #   mul, add direct 1 + 0.04 = 1.04 each            sigmoid 1 + 0.032 = 1.032
+    #   total likely 13.92 + 1.04 + 1.04 + 1.032 = 17.032
+    # 20/80: 0.8 x 17.032 = 13.6256 <= 13.92: lgamma alone, 1 of 4 types = 0.25.
+    # Risk: lgamma custom-dev 3 + AI CPU 1 + version gap 1 = 5; impact 0.2 -> 1 + 3, +1 main path = 5.
+    #   mul/add 0.3 -> 1 + 4 (+1) = 5 clamped; sigmoid 0.2 -> 4 + 1 = 5. All four are on the one chain.
+    # Every op is called at the model's root: by_module holds only "" (the whole model).
+    from score_records import scan
+
+    inv, classified_ops = scan("score_chain.py")
+    result = estimate(score(classified_ops, inv, WEIGHTS), inv, WEIGHTS)
+    ops = by_op(result)
+    assert points(ops["torch.lgamma"].person_days) == pytest.approx((11.136, 13.92, 27.84))
+    assert result.total.likely == pytest.approx(17.032)
+    assert result.pareto_ops == ("torch.lgamma",) and result.pareto_share_of_types == 0.25
+    assert {k: (o.risk.likelihood, o.risk.impact) for k, o in ops.items()} == {
+        "torch.lgamma": (5, 5), "torch.sigmoid": (1, 5), "Tensor.mul": (1, 5), "Tensor.add": (1, 5)}
+    assert ops["torch.lgamma"].risk.stars == 5 and ops["torch.sigmoid"].risk.stars == 1
+    assert list(result.by_module) == [""]
+
+
+def test_real_resnet_roll_up():
+    # examples/resnet_like.py: module totals add up: each block's total is the sum of its children's, each
+    # layer's the sum of its two blocks', and "" the whole model.
+    from opassess.classify import classify
+    from opassess.kb import load_kb
+    from opassess.pipeline import ScanOptions, scan_inventory
+    from score_records import MODELS
+
+    inv = scan_inventory(ScanOptions(target=str(MODELS.parent.parent / "examples" / "resnet_like.py")))
+    result = estimate(score(classify(inv, load_kb(None)), inv, WEIGHTS), inv, WEIGHTS)
+    m = {path: e.likely for path, e in result.by_module.items()}
+    assert m[""] == pytest.approx(result.total.likely)
+    assert m["layer1"] == pytest.approx(m["layer1.0"] + m["layer1.1"])
+    children = [p for p in m if p.startswith("layer2.0.") and p.count(".") == 2]
+    assert m["layer2.0"] == pytest.approx(sum(m[p] for p in children) + _direct_share(result, "layer2.0"))
+    assert all(op.score.op.category == "direct" for op in result.ops)
+
+
+def _direct_share(result, path):
+    """Effort booked on `path` itself (occurrences whose module_path is exactly `path`, e.g. the residual add)."""
+    total = 0.0
+    for op in result.ops:
+        nodes = op.score.op.operator.nodes
+        total += op.person_days.likely * sum(1 for n in nodes if n.module_path == path) / len(nodes)
+    return total

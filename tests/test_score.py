@@ -15,7 +15,7 @@ import pytest
 from opassess.records import Finding, Reason
 from opassess.score import score
 from opassess.weights import CRITERIA, DIMENSIONS, load_weights
-from score_records import call, classified, inventory, node, operator
+from score_records import call, classified, inventory, node, operator, scan
 
 WEIGHTS = load_weights(None)
 ONE_OP_ECOSYSTEM = 0.04  # multi_card 1 x 0.2 (criterion) x 0.2 (dimension)
@@ -386,3 +386,36 @@ def test_collective_is_a_multi_card_signal():
     result = score([classified(o) for o in inv.operators], inv, WEIGHTS)[1]
     assert sub(result, "multi_card").value == 1.0
     assert "HCCL" in sub(result, "multi_card").signal
+
+
+# ------------------------------------------------------------------ a real model through the pipeline
+
+
+def test_real_chain_model():
+    # tests/models/score_chain.py: lgamma, sigmoid, mul, add on (8, 64) float32; compute shares 0.2, 0.2, 0.3, 0.3
+    # (bytes moved; worked out in the model's docstring). The classifier finds no NPU kernel for aten::lgamma.
+    #   lgamma:  pipeline 1 -> performance 0.4; maintenance 1, version 1, multi_card 0.2 / 0.25 = 0.8
+    #            -> ecosystem 0.5 + 0.3 + 0.2 x 0.8 = 0.96; composite 0.5 x 0.4 + 0.2 x 0.96 = 0.392
+    #   sigmoid: multi_card 0.8 -> composite 0.2 x 0.2 x 0.8 = 0.032
+    #   mul/add: multi_card min(1, 0.3 / 0.25) = 1 -> 0.04
+    inv, classified_ops = scan("score_chain.py")
+    results = {r.op.operator.op: r for r in score(classified_ops, inv, WEIGHTS)}
+    assert {k: r.op.category for k, r in results.items()} == {
+        "torch.lgamma": "custom-dev", "torch.sigmoid": "direct", "Tensor.mul": "direct", "Tensor.add": "direct"}
+    composites = {k: r.composite for k, r in results.items()}
+    assert composites == pytest.approx({"torch.lgamma": 0.392, "torch.sigmoid": 0.032, "Tensor.mul": 0.04,
+                                        "Tensor.add": 0.04})
+    lgamma = results["torch.lgamma"]
+    assert "aten::lgamma" in sub(lgamma, "pipeline").signal
+    assert "20.0% of model compute (roofline)" in sub(lgamma, "multi_card").signal
+    # Kernel ranges "aclnn all; aclop all" cover every release: version_compat 0 for the direct ops.
+    assert sub(results["torch.sigmoid"], "version_compat").value == 0
+
+
+def test_real_float64_model():
+    # tests/models/float64.py: every op sees float64 -> dtype_support = difficulty[float64] = 1 whatever else.
+    inv, classified_ops = scan("float64.py")
+    results = score(classified_ops, inv, WEIGHTS)
+    seen = [r for r in results if "dtype float64: 1" in sub(r, "dtype_support").signal]
+    assert {r.op.operator.op for r in seen} == {"torch.nn.Linear", "torch.nn.Tanh"}  # float64 throughout
+    assert all(sub(r, "dtype_support").value == 1.0 for r in seen)
