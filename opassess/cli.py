@@ -32,7 +32,7 @@ def reporting_errors(debug: bool) -> Iterator[None]:
     """Turn library errors into one line on stderr and an exit code; anything else is an internal error."""
     try:
         yield
-    except typer.Exit:
+    except (typer.Exit, typer.Abort, typer.TyperException):  # usage errors keep their message and exit code 2
         raise
     except OpassessError as exc:
         if debug:

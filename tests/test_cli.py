@@ -1,0 +1,88 @@
+"""CLI: the scan command end to end through typer's CliRunner, exit codes and one-line errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import EXAMPLES, MODELS
+from opassess.cli import app, pick_format
+
+runner = CliRunner()
+
+
+def scan(*args):
+    return runner.invoke(app, ["scan", *map(str, args)])
+
+
+def test_scan_writes_json_report(tmp_path):
+    out = tmp_path / "report.json"
+    result = scan(EXAMPLES / "resnet_like.py", "-f", "json", "-o", out, "-q")
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["format_version"] == 1
+    counts = {op["op"]: op["count"] for op in report["operators"]}
+    assert counts["torch.nn.Conv2d"] == 20 and counts["Tensor.add"] == 8  # hand counts: see test_inventory
+    assert report["model"]["capture"]["method"] == "fx"
+
+
+def test_format_follows_the_output_extension(tmp_path):
+    assert pick_format(None, "r.html") == "html" and pick_format(None, "r.md") == "md"
+    assert pick_format("json", "r.html") == "json" and pick_format(None, None) == "terminal"
+    out = tmp_path / "r.csv"
+    assert scan(EXAMPLES / "lstm_tagger.py", "-o", out, "-q").exit_code == 0
+    assert out.read_text().splitlines()[0].startswith("op,")
+
+
+def test_terminal_summary_is_the_default():
+    result = scan(EXAMPLES / "resnet_like.py", "-q")
+    assert result.exit_code == 0
+    assert "torch.nn.Conv2d" in result.output and "person-days" in result.output
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("syntax_error.py", "syntax error"),
+    ("no_build_model.py", "defines no build_model()"),
+    ("forward_raises.py", "forward() of"),
+    ("wrong_shape.py", "forward() of"),
+    ("build_raises.py", "build_model() raised KeyError"),
+    ("does_not_exist.py", "no such model file"),
+])
+def test_bad_input_exits_1_with_one_line_and_no_report(tmp_path, name, expected):
+    out = tmp_path / "report.json"
+    result = scan(MODELS / "bad" / name, "-o", out, "-q")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines() if result.stderr else result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("opassess: error:") and expected in lines[0], lines
+    assert name in lines[0]
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_debug_shows_the_traceback():
+    result = scan(MODELS / "bad" / "forward_raises.py", "--debug", "-q")
+    assert result.exit_code == 1 and "Traceback" in result.output
+
+
+def test_broken_weights_file_is_an_input_error(tmp_path):
+    weights = tmp_path / "weights.toml"
+    weights.write_text("functional = [\n")
+    result = scan(EXAMPLES / "resnet_like.py", "--weights", weights, "-q")
+    assert result.exit_code == 1 and str(weights) in result.output
+
+
+@pytest.mark.parametrize("args", [
+    ["scan"],
+    ["scan", "x.py", "--format", "pdf"],
+    ["scan", "x.py", "--device", "cuda"],
+    ["scan", "x.py", "--no-such-flag"],
+])
+def test_usage_errors_exit_2(args):
+    assert runner.invoke(app, args).exit_code == 2
+
+
+def test_mixed_precision_dtype_is_recorded(tmp_path):
+    out = tmp_path / "r.json"
+    assert scan(EXAMPLES / "lstm_tagger.py", "--dtype", "bf16", "-o", out, "-q").exit_code == 0
+    assert json.loads(out.read_text())["model"]["dtype"] == "bfloat16"
