@@ -132,10 +132,10 @@ def _fusion(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
     rules = w.signals.fusion
     total, parts = 0.0, []
     for finding in s.findings:
-        if finding.kind in _FINDING_CRITERION:
+        if finding.kind in _FINDING_CRITERION or finding.kind in rules.no_work_findings:
             continue
         value = rules.findings.get(finding.kind, rules.unlisted_finding)
-        if finding.npu_api is None:
+        if not finding.npu_api:  # None or "": no fused NPU API
             value += rules.no_api_extra
         total += value
         parts.append(f"{finding.kind} ({finding.npu_api or 'no fused NPU API'}) {_fmt(value)}")

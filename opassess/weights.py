@@ -59,6 +59,7 @@ class FusionRules:
     no_api_extra: float
     unlisted_finding: float
     findings: Mapping[str, float]
+    no_work_findings: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -436,7 +437,7 @@ def _signals(table: _Table) -> SignalRules:
 
     t = table.table("fusion")
     fusion = FusionRules(_unit(t, "adopt_replacement"), _unit(t, "no_api_extra"), _unit(t, "unlisted_finding"),
-                         _unit_table(t, "findings"))
+                         _unit_table(t, "findings"), t.strings("no_work_findings"))
     t.finish()
 
     t = table.table("memory_layout")

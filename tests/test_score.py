@@ -259,6 +259,9 @@ def test_fusion_findings_add_up_and_saturate():
     assert one.composite == pytest.approx(0.16)
     # Plus an RMSNorm without a fused API: 0.4 + 0.3 = 0.7; 0.6 + 0.7 = 1.3, saturates at 1.
     assert sub(only(inv, "torch.matmul", findings=[attention, rmsnorm]), "fusion").value == 1.0
+    # A compute finding (the op's share of FLOPs) describes impact, not work: no fusion.
+    compute = Finding("compute", "12% of FLOPs", ("mm",), ("torch.matmul",), None, None, "impact only")
+    assert sub(only(inv, "torch.matmul", findings=[compute]), "fusion").value == 0
     # A finding about another op does not count.
     other = Finding("attention", "elsewhere", ("x",), ("torch.bmm",), None, None, "")
     assert sub(only(inv, "torch.matmul", findings=[other]), "fusion").value == 0
@@ -419,3 +422,17 @@ def test_real_float64_model():
     seen = [r for r in results if "dtype float64: 1" in sub(r, "dtype_support").signal]
     assert {r.op.operator.op for r in seen} == {"torch.nn.Linear", "torch.nn.Tanh"}  # float64 throughout
     assert all(sub(r, "dtype_support").value == 1.0 for r in seen)
+
+
+@pytest.mark.parametrize("kind, criterion, value", [
+    ("layout-churn", "memory_layout", 0.5),   # [signals.memory_layout] layout_churn_finding
+    ("mixed-precision", "dtype_support", 0.5),  # [signals.dtype_support] mixed_precision_finding
+    ("dynamic-shape", "pipeline", 0.8),       # [signals.pipeline] dynamic_finding
+])
+def test_findings_routed_to_their_criterion(kind, criterion, value):
+    inv = direct_conv()
+    finding = Finding(kind, f"a {kind} finding", ("conv",), ("torch.nn.Conv2d",), None, None, "")
+    result = only(inv, "torch.nn.Conv2d", findings=[finding])
+    assert sub(result, criterion).value == pytest.approx(value)
+    assert f"{kind} finding" in sub(result, criterion).signal
+    assert sub(result, "fusion").value == 0
