@@ -156,3 +156,11 @@ def test_command_error_is_one_line_and_exit_1(tmp_path):
     result = CliRunner().invoke(command_app(), ["calibrate", str(write(tmp_path, "a,b\n1,2\n"))])
     assert result.exit_code == 1
     assert "opassess: error:" in result.output and "missing column(s)" in result.output
+
+
+def test_registered_in_the_opassess_cli(tmp_path):
+    from opassess.cli import app
+
+    result = CliRunner().invoke(app, ["calibrate", str(write(tmp_path, ACTUALS))])
+    assert result.exit_code == 0, result.output
+    assert "[effort.param-converted]" in result.output
