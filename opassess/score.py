@@ -48,7 +48,7 @@ def _decide(candidates: list[Candidate]) -> Candidate:
     """The largest candidate decides; the other non-zero ones are listed after it."""
     ordered = sorted(candidates, key=lambda c: -c[0])
     value, text = ordered[0]
-    others = [f"{t}" for v, t in ordered[1:] if v > 0]
+    others = list(dict.fromkeys(t for v, t in ordered[1:] if v > 0 and t != text))  # the same reason once
     return min(1.0, value), text + (f" (also: {'; '.join(others)})" if others else "")
 
 
@@ -67,7 +67,7 @@ def _reason_candidates(signals: OpSignals, table: Mapping[str, float]) -> list[C
 
 
 def _finding_candidates(signals: OpSignals, criterion: str, value: float) -> list[Candidate]:
-    return [(value, f"{f.kind} finding: {f.title}") for f in signals.findings
+    return [(value, f"{f.kind} finding: {f.title}: {_fmt(value)}") for f in signals.findings
             if _FINDING_CRITERION.get(f.kind) == criterion]
 
 
