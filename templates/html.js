@@ -14,9 +14,10 @@
     return function (a, b) {
       var x = a.getAttribute("data-" + key), y = b.getAttribute("data-" + key), order;
       if (numeric) { order = parseFloat(x) - parseFloat(y); }
-      else { order = x.localeCompare(y); }
-      if (order === 0) { order = parseFloat(a.getAttribute("data-rank")) - parseFloat(b.getAttribute("data-rank")); }
-      return direction === "ascending" ? order : -order;
+      else { order = x < y ? -1 : (x > y ? 1 : 0); }  // code-point order: the same on every machine
+      if (direction === "descending") { order = -order; }
+      // Ties keep report order (largest effort first), whichever way the column is sorted.
+      return order || parseFloat(a.getAttribute("data-rank")) - parseFloat(b.getAttribute("data-rank"));
     };
   }
 

@@ -132,6 +132,53 @@ def scrubbed(assessment: Assessment) -> Assessment:
                    weights_source="weights.toml", seconds={})
 
 
+# A model whose class and module names are markup: a report that runs them is an injection hole.
+HOSTILE_MODEL = """
+import torch
+from torch import nn
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(2)>"
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.add_module(IMG, Block())
+        self.add_module(SCRIPT, nn.Linear(8, 4))
+
+    def forward(self, x):
+        return getattr(self, SCRIPT)(getattr(self, IMG)(x))
+
+
+Model.__name__ = Model.__qualname__ = SCRIPT
+
+
+def build_model():
+    return Model()
+
+
+def example_inputs():
+    return (torch.randn(2, 8),)
+"""
+
+
+def hostile_assessment(directory: Path) -> Assessment:
+    """assess() on HOSTILE_MODEL written to `directory` under a file name that is markup too."""
+    path = directory / "evil<b>model.py"
+    path.write_text(HOSTILE_MODEL)
+    return assess(ScanOptions(target=str(path)))
+
+
 def check_golden(name: str, text: str) -> None:
     """Compare text with tests/golden/<name>; UPDATE_GOLDEN=1 rewrites the file instead."""
     path = GOLDEN / name
@@ -149,5 +196,5 @@ def check_golden(name: str, text: str) -> None:
                              f"UPDATE_GOLDEN=1 python -m pytest tests/test_report_*.py):\n{diff}")
 
 
-__all__ = ["check_golden", "ARTIFACTS", "CaptureAttempt", "EXAMPLES", "GOLDEN", "UPDATE_GOLDEN", "example_files", "real_assessment",
+__all__ = ["check_golden", "hostile_assessment", "ARTIFACTS", "CaptureAttempt", "EXAMPLES", "GOLDEN", "UPDATE_GOLDEN", "example_files", "real_assessment",
            "scrubbed", "synthetic_assessment", "synthetic_example"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from pathlib import Path
+from typing import Any, Iterable
 
 from ..errors import ReportError
 from ..records import Assessment

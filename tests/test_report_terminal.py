@@ -1,0 +1,32 @@
+"""Terminal summary: totals with the range, categories, top operators, risk grid, where the full report is."""
+from __future__ import annotations
+
+from report_support import hostile_assessment, real_assessment, synthetic_example
+
+from opassess.report import render
+
+
+def test_summary_of_the_hand_built_assessment():
+    text = render(synthetic_example("resnet_like"), "terminal")
+    assert "Estimated effort: 27.5 person-days likely (range 21.0\u201336.0; P50 27.5, P90 32.4)" in text  # 0.9 x 36
+    assert "20/80: 5 of 8 operator types (62%) carry 84% of the estimated effort." in text
+    assert "custom-dev (unknown)" in text
+    assert "Risk matrix (likelihood by impact)" in text and "nn.AdaptiveAvgPool2d" in text
+    assert "+3 more" in text  # 5 direct operators in cell L1 x I2: two named, three counted
+    assert "Full report: opassess scan examples/resnet_like.py -f html -o resnet_like.html" in text
+    assert "\x1b[" not in text  # no ANSI styles unless asked
+
+
+def test_fixed_width_and_color_on_request():
+    assessment = real_assessment("transformer_lm")
+    plain = render(assessment, "terminal", width=80)
+    lines = plain.splitlines()
+    # The closing command line is never wrapped, so it can be pasted; everything else fits the width.
+    assert max(len(line) for line in lines if not line.startswith("Full report:")) <= 80
+    assert any(line.startswith("Full report:") for line in lines)
+    assert "\x1b[" in render(assessment, "terminal", color=True)
+
+
+def test_markup_in_names_is_printed_not_interpreted(tmp_path):
+    text = render(hostile_assessment(tmp_path), "terminal")
+    assert "<script>alert(1)</script>" in text  # the class name, verbatim
