@@ -124,6 +124,8 @@ class KernelFact:
             parts.append(f"structured codegen {self.structured}")
         if self.imported:
             parts.append(f"imported wheel {','.join(self.imported)}")
+        if self.deprecated:
+            parts.append(f"deprecated -> {self.deprecated}")
         return f"npu_aten_ops: {self.name} [{'; '.join(parts)}]"
 
 

@@ -621,11 +621,15 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
 def _quiet_torch_logs():
     import logging
 
+    import io
+
     logger = logging.getLogger("torch")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
-        yield
+        # torch.export prints the partial graph of a failed export to stderr
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
     finally:
         logger.setLevel(level)
 
