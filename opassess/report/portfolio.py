@@ -1,0 +1,98 @@
+"""Portfolio report: the plan of a multi-model scan as JSON (portfolio_format_version 1) or Markdown
+(templates/portfolio.md.j2); numbers are formatted here, the template only places them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from markupsafe import Markup
+
+from ..errors import ReportError
+from ..portfolio import Portfolio
+from ..records import Effort
+from .templates import escape_markdown
+
+PORTFOLIO_FORMAT_VERSION = 1
+PORTFOLIO_FORMATS = ("json", "md")
+DASH = "\u2013"
+
+
+def _effort_doc(effort: Effort) -> dict[str, float]:
+    return {"low": round(effort.low, 2), "likely": round(effort.likely, 2), "high": round(effort.high, 2)}
+
+
+def _range(effort: Effort) -> str:
+    return f"{effort.low:.1f}{DASH}{effort.high:.1f}"
+
+
+def portfolio_document(portfolio: Portfolio) -> dict[str, Any]:
+    """The JSON document of a portfolio."""
+    saved = portfolio.standalone_total.likely - portfolio.shared_total.likely
+    return {
+        "portfolio_format_version": PORTFOLIO_FORMAT_VERSION,
+        "models": [{"name": r.name, "target": r.target, "status": r.status, "cause": r.cause,
+                    "reports": list(r.reports), "seconds": round(r.seconds, 3), "resumed": r.resumed}
+                   for r in portfolio.results],
+        "skipped": [{"path": s.path, "reason": s.reason} for s in portfolio.skipped],
+        "person_days": {"standalone": _effort_doc(portfolio.standalone_total),
+                        "shared": _effort_doc(portfolio.shared_total), "saved_likely": round(saved, 2)},
+        "plan": [{"order": i + 1, "name": p.name, "target": p.target, "standalone": _effort_doc(p.standalone),
+                  "marginal": _effort_doc(p.marginal), "cumulative": _effort_doc(p.cumulative),
+                  "new_ops": list(p.new_ops), "extended_ops": list(p.extended_ops), "shared_ops": list(p.shared_ops),
+                  "custom_dev": list(p.custom_dev)} for i, p in enumerate(portfolio.plan)],
+        "custom_dev": [{"rank": i + 1, "op": d.op, "unblocks": len(d.models), "models": list(d.models),
+                        "sole_blocker_of": list(d.sole_blocker_of), "person_days": _effort_doc(d.effort)}
+                       for i, d in enumerate(portfolio.custom_dev)],
+        "breaches": [{"model": name, "rule": b.rule, "op": b.op, "message": b.message, "source": b.source}
+                     for name, b in portfolio.breaches],
+    }
+
+
+def _link(name: str, reports: tuple[str, ...]) -> Markup:
+    """'[resnet\\_like](resnet_like.md)': the model's Markdown report when written, else its JSON report."""
+    target = next((f for f in reports if f.endswith(".md")), next(iter(reports), None))
+    text = escape_markdown(name)
+    return Markup(f"[{text}]({quote(target)})" if target else text)
+
+
+def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
+    """The portfolio with every number formatted, for templates/portfolio.md.j2."""
+    ok = [r for r in portfolio.results if r.status == "ok"]
+    saved = portfolio.standalone_total.likely - portfolio.shared_total.likely
+    share = saved / portfolio.standalone_total.likely if portfolio.standalone_total.likely else 0.0
+    reports = {r.name: r.reports for r in portfolio.results}
+    return {
+        "models": len(portfolio.results),
+        "scanned": len(ok),
+        "resumed": sum(1 for r in portfolio.results if r.resumed),
+        "failed": [{"name": r.name, "target": r.target, "cause": r.cause or ""} for r in portfolio.failed],
+        "skipped": [{"path": s.path, "reason": s.reason} for s in portfolio.skipped],
+        "standalone_text": f"{portfolio.standalone_total.likely:.1f}",
+        "shared_text": f"{portfolio.shared_total.likely:.1f}",
+        "shared_range": _range(portfolio.shared_total),
+        "saved_text": f"{saved:.1f}",
+        "saved_share": f"{share * 100:.0f}%",
+        "plan": [{"order": i + 1, "name": p.name, "target": p.target,
+                  "link": _link(p.name, reports.get(p.name, ())),
+                  "standalone_text": f"{p.standalone.likely:.1f}", "marginal_text": f"{p.marginal.likely:.1f}",
+                  "cumulative_text": f"{p.cumulative.likely:.1f}", "new": len(p.new_ops),
+                  "extended": len(p.extended_ops), "shared": len(p.shared_ops), "custom_dev": list(p.custom_dev)}
+                 for i, p in enumerate(portfolio.plan)],
+        "custom_dev": [{"rank": i + 1, "op": d.op, "unblocks": len(d.models), "models": list(d.models),
+                        "sole": list(d.sole_blocker_of), "likely_text": f"{d.effort.likely:.1f}",
+                        "range_text": _range(d.effort)} for i, d in enumerate(portfolio.custom_dev)],
+        "breaches": [f"{name}: {b.message}" for name, b in portfolio.breaches],
+    }
+
+
+def render_portfolio(portfolio: Portfolio, fmt: str, *, templates_dir: Path | None = None) -> str:
+    """The portfolio report as 'json' or 'md'."""
+    if fmt == "json":
+        return json.dumps(portfolio_document(portfolio), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if fmt == "md":
+        from .templates import render_template
+
+        return render_template("portfolio.md.j2", "markdown", portfolio_view(portfolio), templates_dir)
+    raise ReportError(f"a portfolio report is {' or '.join(PORTFOLIO_FORMATS)}, not {fmt!r}")

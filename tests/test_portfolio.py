@@ -1,0 +1,158 @@
+"""Portfolio: shared effort worked by hand, greedy order, custom-dev ranking, and the worker processes (a crash, a
+hang past the timeout, a resumed run, real example models)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from opassess.pipeline import ScanOptions
+from opassess.portfolio import (STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio)
+from opassess.report.portfolio import render_portfolio
+from opassess.snapshot import read_snapshot
+from opassess.weights import load_weights
+
+from ci_records import op, report, sig
+
+ROOT = Path(__file__).resolve().parent.parent
+WEIGHTS = load_weights(None)
+
+CONV = sig("direct", count=4)
+GELU = sig("custom-dev", attrs={"approximate": "none"})
+BN_A = sig("param-converted", shapes=([2, 32, 16, 16],))
+BN_B = sig("param-converted", shapes=([2, 64, 8, 8],))  # another shape: its own conversion and test
+
+
+def conv():
+    return op("torch.nn.Conv2d", "direct", days=(1.0, 1.5, 2.0), signatures=[CONV])
+
+
+def gelu():
+    return op("mylib::gelu", "custom-dev", days=(10.0, 12.0, 24.0), composite=0.2, signatures=[GELU])
+
+
+def bn(signature):
+    # param-converted, composite 0.5: placed 3 + 0.5 x (5 - 3) = 4.0 likely, 3.2 low, 6.4 high (one signature)
+    return op("torch.nn.BatchNorm2d", "param-converted", days=(3.2, 4.0, 6.4), composite=0.5, signatures=[signature])
+
+
+# Four models (likely person-days alone):
+#   cnn  = Conv2d 1.5 + mylib::gelu 12.0                        = 13.5
+#   mlp  = Linear 1.5 + mylib::gelu 12.0 + mylib::attn 15.0     = 28.5
+#   bn1  = Conv2d 1.5 + BatchNorm2d (shape A) 4.0               =  5.5
+#   bn2  = Conv2d 1.5 + BatchNorm2d (shape B) 4.0               =  5.5      standalone sum 53.0
+MODELS = [
+    ("cnn", "cnn.py", read_snapshot(report("cnn.py", [conv(), gelu()]))),
+    ("mlp", "mlp.py", read_snapshot(report("mlp.py", [
+        op("torch.nn.Linear", "direct", days=(1.0, 1.5, 2.0)), gelu(),
+        op("mylib::attn", "custom-dev", days=(12.0, 15.0, 30.0), composite=0.5)]))),
+    ("bn1", "bn1.py", read_snapshot(report("bn1.py", [conv(), bn(BN_A)]))),
+    ("bn2", "bn2.py", read_snapshot(report("bn2.py", [conv(), bn(BN_B)]))),
+]
+
+
+def test_a_shared_operator_is_paid_once_and_models_are_ordered_by_marginal_effort():
+    plan, demands, standalone, shared = plan_portfolio(MODELS, WEIGHTS)
+    e = WEIGHTS.effort
+    # Greedy, cheapest next:
+    #  1. bn1 5.5 (ties with bn2 at 5.5; bn1 comes first in the target list) -> pays Conv2d and BatchNorm2d(A).
+    #  2. bn2: Conv2d shared (same signature) 0; BatchNorm2d already ported but shape B is new: effort(A, B) -
+    #     effort(A) = per_extra_signature + per_occurrence = 0.5 + 0.02 = 0.52 (shipped weights)
+    #     -> 0.52, cheaper than cnn (12.0: Conv2d shared, gelu new) and mlp (28.5).
+    #  3. cnn 12.0 (mylib::gelu new), cheaper than mlp 28.5.
+    #  4. mlp: Linear 1.5 + gelu shared 0 + attn 15.0 = 16.5.
+    # Shared total 5.5 + 0.52 + 12.0 + 16.5 = 34.52 against 53.0 standalone: the second gelu (12.0), the second,
+    # third and fourth Conv2d (3 x 1.5) and BatchNorm2d but for its new shape (4.0 - 0.52) are not paid again.
+    extension = e.per_extra_signature + e.per_occurrence
+    assert [p.name for p in plan] == ["bn1", "bn2", "cnn", "mlp"]
+    assert [round(p.marginal.likely, 4) for p in plan] == [5.5, round(extension, 4), 12.0, 16.5]
+    assert round(standalone.likely, 4) == 53.0
+    assert round(shared.likely, 4) == round(5.5 + extension + 12.0 + 16.5, 4)
+    assert round(plan[-1].cumulative.likely, 4) == round(shared.likely, 4)
+    bn2 = plan[1]
+    assert (bn2.new_ops, bn2.extended_ops, bn2.shared_ops) == ((), ("torch.nn.BatchNorm2d",), ("torch.nn.Conv2d",))
+    assert plan[3].shared_ops == ("mylib::gelu",) and plan[3].new_ops == ("torch.nn.Linear", "mylib::attn")
+    # the extension costs the same extra days on all three points (extras are added to low, likely and high)
+    assert round(bn2.marginal.low, 4) == round(bn2.marginal.high, 4) == round(extension, 4)
+
+
+def test_custom_dev_operators_are_ranked_by_models_unblocked():
+    _, demands, _, _ = plan_portfolio(MODELS, WEIGHTS)
+    # gelu is needed by cnn and mlp (and is cnn's only custom-dev op); attn by mlp alone.
+    assert [(d.op, d.models, d.sole_blocker_of) for d in demands] == [
+        ("mylib::gelu", ("cnn", "mlp"), ("cnn",)),
+        ("mylib::attn", ("mlp",), ()),
+    ]
+    assert demands[0].effort.likely == 12.0  # paid once: cnn paid 12.0, mlp 0
+
+
+def test_expand_targets_takes_model_files_from_directories_and_names_clashes_apart(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "net.py").write_text("def build_model():\n    pass\n")
+    (tmp_path / "b" / "net.py").write_text("def build_model():\n    pass\n")
+    (tmp_path / "b" / "helpers.py").write_text("X = 1\n")
+    models, skipped = expand_targets([str(tmp_path), "torchvision.models:resnet50"])
+    names = [m.name for m in models]
+    assert len(names) == 3 and names[2] == "resnet50"
+    assert names[0].startswith("net-") and names[1].startswith("net-") and names[0] != names[1]
+    assert [(Path(s.path).name, s.reason) for s in skipped] == [("helpers.py", "defines no build_model()")]
+
+
+# ---------------------------------------------------------------- worker processes
+
+CRASH = """
+import os
+def build_model():
+    os.abort()  # takes the whole interpreter down: the worker dies with SIGABRT
+def example_inputs():
+    return ()
+"""
+
+HANG = """
+import time
+def build_model():
+    time.sleep(120)
+def example_inputs():
+    return ()
+"""
+
+RAISE = """
+def build_model():
+    raise ValueError("no weights for you")
+"""
+
+TINY = """
+import torch
+from torch import nn
+
+def build_model():
+    return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, {out}))
+
+def example_inputs():
+    return (torch.randn(2, 8),)
+"""
+
+
+def options(tmp_path, targets, **kw):
+    kw.setdefault("jobs", 2)
+    kw.setdefault("timeout", 60.0)
+    return PortfolioOptions(targets=tuple(str(t) for t in targets), scan=ScanOptions(target=""),
+                            out_dir=tmp_path / "out", **kw)
+
+
+def test_a_crash_and_a_hang_fail_with_their_cause_and_an_error_still_reads_as_one_line(tmp_path, model_file):
+    crash = model_file(CRASH, "crash.py")
+    hang = model_file(HANG, "hang.py")
+    broken = model_file(RAISE, "broken.py")
+    portfolio = scan_portfolio(options(tmp_path, [crash, hang, broken], timeout=3.0, jobs=2))
+    causes = {r.name: (r.status, r.cause) for r in portfolio.results}
+    assert causes["crash"] == ("failed", "worker crashed: SIGABRT (aborted)")
+    assert causes["hang"] == ("failed", "timed out after 3 s (worker killed)")
+    assert causes["broken"][0] == "failed" and "ValueError: no weights for you" in causes["broken"][1]
+    state = json.loads((tmp_path / "out" / STATE_FILE).read_text())
+    assert {entry["status"] for entry in state["models"].values()} == {"failed"}
+    assert render_portfolio(portfolio, "md").count("| failed") == 0  # failures are listed in their own table
+    assert "worker crashed: SIGABRT" in render_portfolio(portfolio, "md")
