@@ -77,12 +77,17 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
         console.print()
 
     if d["risk_grid"]:
-        grid = Table(title="Risk matrix (likelihood by impact)", title_justify="left", show_lines=True)
-        grid.add_column("L \\ I", justify="center")
-        for impact in d["risk_grid"]["impacts"]:
-            grid.add_column(f"{impact['impact']} {impact['label']}", justify="center", overflow="fold",
-                            ratio=1)
-        for row in d["risk_grid"]["rows"]:
+        impacts = d["risk_grid"]["impacts"]
+        rows = d["risk_grid"]["rows"]
+        caption = (f"rows: likelihood 1 {rows[-1]['label']} to 5 {rows[0]['label']}; "
+                   f"columns: impact 1 {impacts[0]['label']} to 5 {impacts[-1]['label']}")
+        grid = Table(title="Risk matrix (likelihood by impact)", title_justify="left", show_lines=True, expand=True,
+                     caption=caption, caption_justify="left")
+        grid.add_column("L\\I", justify="center", no_wrap=True, width=3)
+        for impact in impacts:
+            # Equal columns; names are cut with an ellipsis rather than folded mid-word (the HTML has them whole).
+            grid.add_column(str(impact["impact"]), justify="center", no_wrap=True, overflow="ellipsis", ratio=1)
+        for row in rows:
             cells = []
             for cell in row["cells"]:
                 shown = cell["shorts"][:CELL_NAMES]
@@ -90,7 +95,7 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
                 if cell["count"] > CELL_NAMES:
                     text.append(f"\n+{cell['count'] - CELL_NAMES} more")
                 cells.append(Padding(text, 0, style=HEAT_STYLE[cell["heat"]] if cell["count"] else ""))
-            grid.add_row(Text(f"{row['likelihood']} {row['label']}"), *cells)
+            grid.add_row(Text(str(row["likelihood"])), *cells)
         console.print(grid)
         console.print()
 
