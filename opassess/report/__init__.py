@@ -29,7 +29,7 @@ def formats() -> tuple[str, ...]:
 
 
 def render(assessment: Assessment, fmt: str, *, templates_dir: Path | None = None, width: int = 100,
-           color: bool = False, breaches: tuple = ()) -> str:
+           color: bool = False, breaches: Iterable[Any] = ()) -> str:
     """Render `assessment` as `fmt` ('json', 'md', 'html', 'csv', 'terminal', 'sarif', 'junit', ...) and return the
     text; `breaches` (opassess.policy.Breach) mark the operators a CI policy failed on."""
     reporter = REPORTERS.get(fmt)

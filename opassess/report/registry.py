@@ -15,7 +15,6 @@ class RenderContext:
     templates_dir: Path | None = None  # user templates; a template missing there falls back to the shipped one
     width: int = 100  # terminal reporter: console width in columns
     color: bool = False  # terminal reporter: emit ANSI styles (the CLI sets it when stdout is a terminal)
-    breaches: tuple[Any, ...] = ()  # policy.Breach records of a CI gate: SARIF/JUnit mark those operators failed
     # CI policy breaches found for this assessment (opassess.policy.Breach): JUnit fails the test cases of the
     # operators named, SARIF raises their results to level "error". Empty when no policy was set or none breached.
     breaches: tuple[Any, ...] = ()
