@@ -6,7 +6,9 @@ What it exercises (input (1, 4, 8, 8)); no fusion finding may fire:
 - conv2's output feeds bn2 *and* the residual add: folding BN into conv2 would change what the add sees;
 - fc1's output feeds F.relu *and* the add after it: the activation cannot be fused into fc1's epilogue;
 - fc2 -> Dropout -> fc3: two Linears with no activation between them;
-- x + 1.0 (a scalar, not a residual of two tensors) before LayerNorm.
+- x + 1.0 (a scalar, not a residual of two tensors) before LayerNorm;
+- conv3(x) and bn3(x) run one after the other (adjacent in every capture's node list) but bn3 normalises x, not
+  conv3's output: no edge joins them, so no Conv + BatchNorm chain.
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ class NoFusionModel(nn.Module):
         self.relu1 = nn.ReLU()
         self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
         self.bn2 = nn.BatchNorm2d(4)
+        self.conv3 = nn.Conv2d(4, 4, 1)
+        self.bn3 = nn.BatchNorm2d(4)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.fc1 = nn.Linear(4, 8)
         self.fc2 = nn.Linear(8, 8)
@@ -34,6 +38,7 @@ class NoFusionModel(nn.Module):
         x = self.relu1(self.conv1(self.bn0(x)))
         c = self.conv2(x)
         x = self.bn2(c) + c
+        x = self.conv3(x) * self.bn3(x)
         h = self.fc1(torch.flatten(self.pool(x), 1))
         h = F.relu(h) + h
         h = self.fc3(self.drop(self.fc2(h)))
