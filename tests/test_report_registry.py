@@ -91,3 +91,16 @@ def test_broken_user_template_names_template_and_line(tmp_path):
     (tmp_path / "md.j2").write_text("line one\n{{ no_such_value }}\n")
     with pytest.raises(ReportError, match=r"md\.j2 line 2: 'no_such_value' is undefined"):
         render(synthetic_example("resnet_like"), "md", templates_dir=tmp_path)
+
+
+@pytest.mark.parametrize("fmt", formats())
+def test_every_registered_format_renders_a_model_without_operators(fmt):
+    from opassess.records import Effort, Estimate
+
+    assessment = synthetic_example("resnet_like")
+    empty = Estimate(ops=(), total=Effort(0.0, 0.0, 0.0), p50=0.0, p90=0.0, method="none", pareto_ops=(),
+                     pareto_share_of_types=0.0, by_category={}, by_module={},
+                     risk_matrix=tuple(tuple(() for _ in range(5)) for _ in range(5)))
+    nothing = replace(assessment, inventory=replace(assessment.inventory, operators=()), classified=(),
+                      estimate=empty, findings=())
+    assert render(nothing, fmt).endswith("\n")

@@ -150,7 +150,7 @@ def _rows(assessment: Assessment) -> list[_Row]:
     classified = {c.operator.op: c for c in assessment.classified}
     estimates = {e.score.op.operator.op: e for e in assessment.estimate.ops} if assessment.estimate else {}
     order = {op: i for i, op in enumerate(estimates)}
-    operators = sorted(assessment.inventory.operators, key=lambda o: (order.get(o.op, len(order)),))
+    operators = sorted(assessment.inventory.operators, key=lambda o: order.get(o.op, len(order)))  # stable
     return [_Row(o, classified.get(o.op), estimates.get(o.op), i + 1) for i, o in enumerate(operators)]
 
 
@@ -227,7 +227,8 @@ def _document(assessment: Assessment, rows: list[_Row]) -> dict[str, Any]:
     risk_matrix = None
     by_module = None
     if est is not None:
-        pareto_likely = sum(e.person_days.likely for e in est.ops if e.score.op.operator.op in set(est.pareto_ops))
+        pareto_names = set(est.pareto_ops)
+        pareto_likely = sum(e.person_days.likely for e in est.ops if e.score.op.operator.op in pareto_names)
         summary.update({
             "person_days": _effort_doc(est.total),
             "p50": _round(est.p50),
