@@ -117,3 +117,15 @@ def test_hostile_names_do_not_run(tmp_path):
         assert browser.evaluate("document.querySelector('h1').textContent").endswith("<script>alert(1)</script>")
         assert [e for e in browser.events if e["method"] == "Page.javascriptDialogOpening"] == []
         browser.screenshot(ARTIFACTS / "report-hostile.png")
+
+
+def test_the_request_check_sees_a_page_that_fetches(tmp_path):
+    """Control for the offline check above: a user template that loads an image is caught doing so."""
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "html.j2").write_text('<!DOCTYPE html><title>t</title><img src="http://127.0.0.1:9/pixel.png">\n')
+    path = tmp_path / "fetching.html"
+    path.write_text(render(real_assessment("resnet_like"), "html", templates_dir=templates), encoding="utf-8")
+    with Browser(CHROMIUM) as browser:
+        browser.open(path.as_uri())
+        assert browser.requests() == [path.as_uri(), "http://127.0.0.1:9/pixel.png"]
