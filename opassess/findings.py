@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .errors import KnowledgeBaseError
-from .records import Finding, Inventory, OpNode
+from .records import Capture, Finding, Inventory, OpNode
 from .resources import data_path
 
 FORMAT = 1
@@ -101,7 +101,9 @@ class PatternBook:
     effects: Mapping[str, str]  # finding kind -> effect sentence
     patterns: tuple[Pattern, ...]
     layout_title: str
-    dynamic_title: str
+    dynamic_titles: Mapping[str, str]  # role -> title, in checking order
+    shape_branch_title: str
+    shape_branch_markers: tuple[str, ...]
     precision_dtypes: tuple[str, ...]
     precision_title_dtype: str
     precision_title_float64: str
@@ -125,8 +127,7 @@ _DETAILS: dict[str, tuple[Callable[["_Graph", Sequence[str]], dict[str, Any]], t
 # FLOP formulas by role, for nodes the trace left at 0 (export captures, attention on the CPU).
 _FLOP_FORMULAS: dict[str, Callable[[OpNode], int | None]] = {}
 # Roles this module's code refers to by name; patterns.toml must define them.
-_CODE_ROLES = ("transpose", "contiguous", "compute", "data_dependent", "bool_mask_index", "slice", "matmul", "view",
-               "conv", "linear", "sdpa", "mask")
+_CODE_ROLES = ("transpose", "contiguous", "compute", "slice", "matmul", "view", "conv", "linear", "sdpa", "mask")
 
 
 def _detail(name: str, fields: tuple[str, ...]):
@@ -239,7 +240,12 @@ class _Validator:
         layout, dynamic = self.table(raw, "layout"), self.table(raw, "dynamic")
         precision, compute = self.table(raw, "precision"), self.table(raw, "compute")
         self.known_keys(layout, ("title",), "layout")
-        self.known_keys(dynamic, ("title",), "dynamic")
+        self.known_keys(dynamic, ("titles", "shape_branch_title", "shape_branch_markers"), "dynamic")
+        titles = self.typed(dynamic, "titles", dict, "dynamic")
+        self.names(list(titles), roles, "dynamic.titles")
+        markers = self.typed(dynamic, "shape_branch_markers", list, "dynamic")
+        if not markers or not all(isinstance(m, str) and m for m in markers):
+            raise self.fail("dynamic.shape_branch_markers", "expected a non-empty list of error-message fragments")
         self.known_keys(precision, ("dtypes", "title_dtype", "title_float64"), "precision")
         self.known_keys(compute, ("top", "min_share", "title"), "compute")
         dtypes = self.typed(precision, "dtypes", list, "precision")
@@ -263,8 +269,12 @@ class _Validator:
             source=self.path, roles=roles, transparent=transparent, effects=effects, patterns=patterns,
             layout_title=self.title(self.typed(layout, "title", str, "layout"), ("count", "permutes", "copies"),
                                     "layout.title"),
-            dynamic_title=self.title(self.typed(dynamic, "title", str, "dynamic"), ("op", "count", "downstream"),
-                                     "dynamic.title"),
+            dynamic_titles={role: self.title(self.typed(titles, role, str, "dynamic.titles"),
+                                             ("op", "count", "downstream"), f"dynamic.titles.{role}")
+                            for role in titles},
+            shape_branch_title=self.title(self.typed(dynamic, "shape_branch_title", str, "dynamic"), ("method",),
+                                          "dynamic.shape_branch_title"),
+            shape_branch_markers=tuple(markers),
             precision_dtypes=tuple(dtypes),
             precision_title_dtype=self.title(self.typed(precision, "title_dtype", str, "precision"),
                                              ("op", "allowed", "dtype", "count"), "precision.title_dtype"),
@@ -635,27 +645,54 @@ def _layout_finding(graph: _Graph) -> Finding | None:
 # ------------------------------------------------------------------ dynamic shapes
 
 
-def _dynamic_findings(graph: _Graph) -> list[Finding]:
-    by_op: dict[str, list[str]] = {}
-    for node in graph.nodes:
-        if graph.plays(node.name, ("data_dependent", "bool_mask_index")):
-            by_op.setdefault(node.op, []).append(node.name)
+def _dynamic_findings(graph: _Graph, capture: Capture) -> list[Finding]:
+    """Ops whose output size (or the Python control flow after them) depends on the data, one finding per role
+    and operator, with how many ops downstream see that size; and a forward that branches on input shapes."""
+    book = graph.book
     findings = []
-    for op, names in by_op.items():
-        downstream: set[str] = set()
-        stack = list(names)
-        while stack:
-            for c in graph.consumers[stack.pop()]:
-                if c not in downstream:
-                    downstream.add(c)
-                    stack.append(c)
-        downstream -= set(names)
-        title = graph.book.dynamic_title.format(op=op, count=len(names), downstream=len(downstream))
-        findings.append(Finding(kind="dynamic-shape", title=title, nodes=tuple(names), ops=(op,),
-                                source=_first_source(graph, names), npu_api=None,
-                                effect=graph.book.effects["dynamic-shape"],
-                                metrics={"occurrences": len(names), "downstream": len(downstream)}))
+    seen: set[str] = set()
+    for role, template in book.dynamic_titles.items():
+        by_op: dict[str, list[str]] = {}
+        for node in graph.nodes:
+            if node.name not in seen and graph.plays(node.name, (role,)):
+                by_op.setdefault(node.op, []).append(node.name)
+                seen.add(node.name)
+        for op, names in by_op.items():
+            downstream = _descendants(graph, names)
+            title = template.format(op=op, count=len(names), downstream=len(downstream))
+            findings.append(Finding(kind="dynamic-shape", title=title, nodes=tuple(names), ops=(op,),
+                                    source=_first_source(graph, names), npu_api=None,
+                                    effect=book.effects["dynamic-shape"],
+                                    metrics={"occurrences": len(names), "downstream": len(downstream)}))
+    # FX proxies shapes as well as values: `if x.shape[1] > 8:` stops it with a control-flow error. When the
+    # model then ran on the meta device (values unknown there), the branch was on a shape, not on data.
+    for attempt in capture.attempts:
+        if attempt.error and capture.device == "meta" and any(m in attempt.error for m in book.shape_branch_markers):
+            findings.append(Finding(kind="dynamic-shape", title=book.shape_branch_title.format(method=attempt.method),
+                                    nodes=(), ops=(), source=_error_source(attempt.error), npu_api=None,
+                                    effect=book.effects["dynamic-shape"], metrics={"occurrences": 1}))
+            break
     return findings
+
+
+def _descendants(graph: _Graph, names: Iterable[str]) -> set[str]:
+    start = set(names)
+    found: set[str] = set()
+    stack = list(start)
+    while stack:
+        for c in graph.consumers[stack.pop()]:
+            if c not in found:
+                found.add(c)
+                stack.append(c)
+    return found - start
+
+
+def _error_source(error: str) -> str | None:
+    """'... (at tests/models/x.py:35)' or 'node n (tests/models/x.py:35): ...' -> 'tests/models/x.py:35'."""
+    import re
+
+    m = re.search(r"([\w./-]+\.py:\d+)", error)
+    return m.group(1) if m else None
 
 
 # ------------------------------------------------------------------ mixed precision
@@ -770,7 +807,7 @@ def _estimated_bytes(node: OpNode) -> int:
     return sum(_numel(shape) * DTYPE_BYTES.get(dtype or "", 4) for shape, dtype in shapes)
 
 
-def node_cost(graph: _Graph, node: OpNode) -> tuple[int, int, bool]:
+def _node_cost(graph: _Graph, node: OpNode) -> tuple[int, int, bool]:
     """(FLOPs, bytes moved, estimated here): the trace's counts, or this module's formulas where it left 0."""
     flops, estimated = node.flops, False
     if not flops:
@@ -790,7 +827,7 @@ def _compute_findings(graph: _Graph, inventory: Inventory) -> list[Finding]:
     for operator in inventory.operators:
         row = totals.setdefault(operator.op, [0, 0, 0])
         for node in operator.nodes:
-            flops, nbytes, estimated = node_cost(graph, node)
+            flops, nbytes, estimated = _node_cost(graph, node)
             row[0] += flops
             row[1] += nbytes
             row[2] += int(estimated)
@@ -832,13 +869,15 @@ def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, pr
     if dtype is not None and dtype not in book.precision_dtypes and dtype != "float32":
         raise KnowledgeBaseError(f"{book.source}: precision.dtypes: no mixed-precision check for {dtype!r} "
                                  f"(known: {', '.join(book.precision_dtypes)})")
+    if dtype not in (None, "float32") and kb is None:
+        raise KnowledgeBaseError(f"the mixed-precision check for {dtype} needs the knowledge base (kb is None)")
     capture = inventory.capture
     graph = _Graph(capture.nodes, capture.edges, book)
     findings = _pattern_findings(graph)
     layout = _layout_finding(graph)
     if layout is not None:
         findings.append(layout)
-    findings += _dynamic_findings(graph)
+    findings += _dynamic_findings(graph, capture)
     findings += _precision_findings(graph, inventory, kb, dtype if dtype != "float32" else None, product,
                                     torch_version)
     findings += _compute_findings(graph, inventory)

@@ -212,6 +212,26 @@ def test_dynamic_shapes_fire_on_data_dependent_ops(method, kb):
     assert all(f.npu_api is None and f.effect.startswith("performance.pipeline") for f in dynamic.values())
 
 
+def test_dynamic_shapes_fire_on_host_syncs_and_shape_branches(kb):
+    # tests/models/data_dependent.py: `if x.sum() > 0:` reads the value on the host (Tensor.__bool__, dispatching
+    # aten::_local_scalar_dense); only the CPU dispatch capture runs it.
+    _, findings = findings_of(MODELS / "data_dependent.py", "dispatch", kb)
+    sync = one(findings, "dynamic-shape", "Tensor.__bool__: reads a tensor value on the host")
+    assert sync.ops == ("Tensor.__bool__",) and sync.source == "tests/models/data_dependent.py:35"
+    # tests/models/data_dependent_shape.py: `if x.shape[1] > 8:` stops FX but runs on the meta device.
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / "data_dependent_shape.py")))
+    assert inventory.capture.device == "meta" and inventory.capture.attempts[0].method == "fx"
+    branch = one(find_findings(inventory, kb), "dynamic-shape", "forward() branches on an input shape")
+    assert branch.nodes == () and branch.source.startswith("tests/models/data_dependent_shape.py:")
+
+
+def test_a_value_branch_is_not_a_shape_branch(kb):
+    # data_dependent.py's `if` is on a value: the meta device fails too and the CPU runs it: no shape finding.
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / "data_dependent.py")))
+    assert inventory.capture.device == "cpu"
+    assert not [f for f in find_findings(inventory, kb) if f.title.startswith("forward() branches")]
+
+
 @pytest.mark.parametrize("method", ALL_METHODS)
 def test_dynamic_shapes_do_not_fire_on_static_indexing(method, kb):
     # slicing, index_select with an int64 index, three-argument torch.where, a bool mask multiplied in.
