@@ -16,10 +16,12 @@ followed along data-flow edges, so two ops that are adjacent in the node list bu
 Every finding names its nodes, the operator keys involved, a source line, the torch_npu API to use (None
 when no fused API exists) and its effect on the score (the kind's `effect` in patterns.toml). Repeated blocks
 give one finding per pattern, with the occurrence count in the title and in `metrics["occurrences"]`.
+The knowledge base is asked one thing only: which dtypes torch_npu documents for an operator (mixed precision).
 """
 from __future__ import annotations
 
 import math
+import re
 import string
 import tomllib
 from collections import Counter
@@ -35,7 +37,6 @@ FORMAT = 1
 FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 DTYPE_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "complex128": 16, "float32": 4, "int32": 4, "float16": 2,
                "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "bool": 1}
-_QUANTIFIERS = ("", "?", "*")
 _MAX_STAR = 4  # a repeated step ("scale*") matches at most this many nodes in a row
 _MAX_LOOK_THROUGH = 6  # transparent nodes looked through between two steps
 
@@ -329,7 +330,8 @@ class _Validator:
         fields: tuple[str, ...] = ("count",)
         if detail is not None:
             if detail not in _DETAILS:
-                raise self.fail(f"{where}.detail", f"no detail function {detail!r} (known: {', '.join(sorted(_DETAILS))})")
+                known = ", ".join(sorted(_DETAILS))
+                raise self.fail(f"{where}.detail", f"no detail function {detail!r} (known: {known})")
             fields += _DETAILS[detail][1]
         reject = self.names(self.typed(spec, "reject_inputs", list, where, required=False) or [], roles,
                             f"{where}.reject_inputs")
@@ -689,8 +691,6 @@ def _descendants(graph: _Graph, names: Iterable[str]) -> set[str]:
 
 def _error_source(error: str) -> str | None:
     """'... (at tests/models/x.py:35)' or 'node n (tests/models/x.py:35): ...' -> 'tests/models/x.py:35'."""
-    import re
-
     m = re.search(r"([\w./-]+\.py:\d+)", error)
     return m.group(1) if m else None
 

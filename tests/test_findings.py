@@ -7,7 +7,6 @@ in the comments here. Node names differ between capture methods (fx "conv1", dis
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -349,7 +348,8 @@ def _edited_patterns(tmp_path: Path, old: str, new: str) -> Path:
     ('yields_to = ["conv-bn-act"]', 'yields_to = ["conv-bn-relu"]',
      "pattern[id=conv-bn].yields_to: no pattern 'conv-bn-relu'"),
     ("[roles.contiguous]", "[roles.contiguous_copy]", "roles.contiguous: missing"),
-    ("tensor_inputs = 2\nsame_shapes = true\n\n[roles.matmul]", "tensor_inputs = 2\nsame_shape = true\n\n[roles.matmul]",
+    ("tensor_inputs = 2\nsame_shapes = true\n\n[roles.matmul]",
+     "tensor_inputs = 2\nsame_shape = true\n\n[roles.matmul]",
      "roles.residual_add.same_shape: unknown key"),
     ('kind = "rotary"', 'kind = "rotation"', "pattern[id=rotary-half].kind: 'rotation' has no [kinds.rotation] entry"),
     ("top = 5", "top = 0", "compute.top: must be at least 1"),
