@@ -128,7 +128,8 @@ _DETAILS: dict[str, tuple[Callable[["_Graph", Sequence[str]], dict[str, Any]], t
 # FLOP formulas by role, for nodes the trace left at 0 (export captures, attention on the CPU).
 _FLOP_FORMULAS: dict[str, Callable[[OpNode], int | None]] = {}
 # Roles this module's code refers to by name; patterns.toml must define them.
-_CODE_ROLES = ("transpose", "contiguous", "compute", "slice", "matmul", "view", "conv", "linear", "sdpa", "mask")
+_CODE_ROLES = ("transpose", "contiguous", "compute", "slice", "matmul", "view", "conv", "linear", "sdpa", "mask",
+               "repeat", "cast")
 
 
 def _detail(name: str, fields: tuple[str, ...]):
@@ -523,19 +524,7 @@ def _permutation(graph: _Graph, name: str) -> tuple[int, ...] | None:
     return tuple(perm)
 
 
-def _producer_of_input(graph: _Graph, name: str, index: int) -> str | None:
-    """The producer whose output has the shape of input `index` (edges do not say which operand they feed)."""
-    node = graph.node[name]
-    if index >= len(node.input_shapes):
-        return None
-    want = node.input_shapes[index]
-    for p in graph.producers[name]:
-        if graph.node[p].output_shapes and graph.node[p].output_shapes[0] == want:
-            return p
-    return None
-
-
-@_detail("attention_layout", ("layout", "heads", "mask"))
+@_detail("attention_layout", ("layout", "heads", "mask", "gqa"))
 def _attention_layout(graph: _Graph, chain: Sequence[str]) -> dict[str, Any]:
     """npu_fusion_attention's input_layout for this attention, from the query's shape and how it was made.
 
@@ -544,16 +533,38 @@ def _attention_layout(graph: _Graph, chain: Sequence[str]) -> dict[str, Any]:
     A 3-D query (batch * heads, seq, dim) is BSH with head_num 1."""
     first = chain[0]
     node = graph.node[first]
-    mask = _attention_mask(graph, chain)
+    facts = {"mask": _attention_mask(graph, chain), "gqa": _repeated_kv(graph, first)}
     q = node.input_shapes[0] if node.input_shapes else None
     if q is None or len(q) not in (3, 4):
-        return {"layout": "BNSD", "heads": "?", "mask": mask}
+        return {"layout": "BNSD", "heads": "?", **facts}
     if len(q) == 3:
-        return {"layout": "BSH", "heads": 1, "mask": mask}
-    producer = _producer_of_input(graph, first, 0)
-    if producer is not None and graph.plays(producer, ("transpose",)) and _permutation(graph, producer) == (0, 2, 1, 3):
-        return {"layout": "BSND", "heads": q[1], "mask": mask}
-    return {"layout": "BNSD", "heads": q[1], "mask": mask}
+        return {"layout": "BSH", "heads": 1, **facts}
+    # Edges do not say which operand they feed, and q, k, v often share a shape: BSND only when every producer
+    # of that shape is a (0, 2, 1, 3) transpose (otherwise q may be one that is not).
+    candidates = [p for p in graph.producers[first] if graph.node[p].output_shapes[:1] == (q,)]
+    if candidates and all(graph.plays(p, ("transpose",)) and _permutation(graph, p) == (0, 2, 1, 3)
+                          for p in candidates):
+        return {"layout": "BSND", "heads": q[1], **facts}
+    return {"layout": "BNSD", "heads": q[1], **facts}
+
+
+def _repeated_kv(graph: _Graph, name: str) -> str:
+    """Grouped-query attention written with repeat_kv (expand + reshape of k and v) shortly before the attention:
+    npu_fusion_attention takes fewer key/value heads than query heads, so the repeat (a copy) can go."""
+    frontier, seen = [name], {name}
+    for _ in range(4):  # the reshape, the expand, the unsqueeze and a transpose at most
+        nxt = []
+        for n in frontier:
+            for p in graph.producers[n]:
+                if p in seen:
+                    continue
+                seen.add(p)
+                if graph.plays(p, ("repeat",)):
+                    return ", GQA: drop repeat_kv, npu_fusion_attention takes the kv heads as they are"
+                if graph.plays(p, ("view", "transpose", "slice", "cast")):
+                    nxt.append(p)
+        frontier = nxt
+    return ""
 
 
 def _attention_mask(graph: _Graph, chain: Sequence[str]) -> str:

@@ -117,15 +117,17 @@ def test_attention_by_hand_and_through_sdpa_fire_with_layout(method, kb):
     assert manual.npu_api == "torch_npu.npu_fusion_attention"
 
     sdpa = one(findings, "attention", "F.scaled_dot_product_attention")
-    assert len(sdpa.nodes) == 1 and "input_layout BSND, head_num 4" in sdpa.title and "causal" in sdpa.title
+    assert len(sdpa.nodes) == 1 and "input_layout BSND, head_num 4;" in sdpa.title and "causal" in sdpa.title
+    assert "GQA" not in manual.title + sdpa.title  # k and v have all 4 heads: nothing repeated
 
 
 def test_attention_layout_is_bnsd_when_the_query_is_not_a_plain_transpose(kb):
     # Llama: q goes through the rotary arithmetic after its transpose, so the (1, 8, 128, 32) query is BNSD;
-    # 2 layers, 8 heads; the causal mask is a bool buffer (True keeps), which atten_mask inverts.
+    # 2 layers, 8 heads; the causal mask is a bool buffer (True keeps), which atten_mask inverts; 2 kv heads are
+    # repeated to 8 by repeat_kv (expand + reshape), which npu_fusion_attention does not need.
     _, findings = findings_of(EXAMPLES / "llama_like.py", "dispatch", kb)
     sdpa = one(findings, "attention", "F.scaled_dot_product_attention")
-    assert "(2x)" in sdpa.title and "input_layout BNSD, head_num 8" in sdpa.title and "invert" in sdpa.title
+    assert "(2x)" in sdpa.title and "input_layout BNSD, head_num 8, GQA" in sdpa.title and "invert" in sdpa.title
 
 
 @pytest.mark.parametrize("method", ALL_METHODS)
