@@ -182,5 +182,6 @@ def render_diff(diff: Diff, fmt: str = "md", *, breaches: Sequence[Any] = (), te
     if fmt == "md":
         from .report.templates import render_template
 
-        return render_template("diff.md.j2", "markdown", diff_view(diff, breaches), templates_dir)
+        text = render_template("diff.md.j2", "markdown", diff_view(diff, breaches), templates_dir)
+        return text if text.endswith("\n") else text + "\n"
     raise ReportError(f"a diff renders as md or json, not {fmt!r}")

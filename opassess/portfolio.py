@@ -123,6 +123,7 @@ class ModelPlan:
     extended_ops: tuple[str, ...]  # already ported, but it brings new signatures
     shared_ops: tuple[str, ...]  # already covered entirely by earlier models
     custom_dev: tuple[str, ...]
+    costs: tuple[tuple[str, Effort], ...] = ()  # (operator, what this model pays for it) for new and extended ones
 
 
 @dataclass(frozen=True)
@@ -234,10 +235,21 @@ def _cap_memory(cap: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _out_of_memory(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "not enough memory" in text \
-        or "out of memory" in text
+def _out_of_memory(exc: BaseException | None) -> bool:
+    """MemoryError, or torch's allocator failing, anywhere in the chain of causes (the loader wraps them)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        text = str(exc).lower()
+        if isinstance(exc, MemoryError) or "can't allocate memory" in text or "not enough memory" in text:
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def _memory_message(exc: BaseException, cap: int) -> str:
+    within = f" under the memory cap of {cap / 2**30:.1f} GiB" if cap else ""
+    first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return f"out of memory{within}: {first}"
 
 
 def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connection) -> None:
@@ -258,11 +270,10 @@ def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connect
         texts = {fmt: render(assessment, fmt, breaches=breaches) for fmt in ("json", *setup.formats)}
         message = ("ok", texts)
     except OpassessError as exc:
-        message = ("failed", str(exc))
+        message = ("failed", _memory_message(exc, setup.memory_cap) if _out_of_memory(exc) else str(exc))
     except BaseException as exc:  # noqa: BLE001 - the worker reports everything; the parent decides
         if _out_of_memory(exc):
-            cap = f" under the memory cap of {setup.memory_cap / 2**30:.1f} GiB" if setup.memory_cap else ""
-            message = ("failed", f"out of memory{cap} ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
+            message = ("failed", _memory_message(exc, setup.memory_cap))
         else:
             first = str(exc).splitlines()[0][:300] if str(exc) else ""
             message = ("failed", f"internal error: {type(exc).__name__}: {first}".rstrip(": "))
@@ -313,14 +324,17 @@ class _Running:
 
 
 def _fingerprint(options: PortfolioOptions, target: str) -> str:
-    """What a finished result depends on: the scan options, the formats, and the model file's bytes."""
+    """What a finished result depends on: the scan options, the formats, the model file's bytes, and the policy
+    when a per-model format marks breaches (SARIF, JUnit); the portfolio's own breaches are re-read from JSON."""
     scan = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(replace(options.scan, target="")).items()
             if k != "extra"}
     content = ""
     path = Path(target)
     if path.is_file():
         content = hashlib.sha256(path.read_bytes()).hexdigest()
-    text = json.dumps({"scan": scan, "formats": sorted(options.formats), "policy": asdict(options.policy),
+    marks_breaches = bool({"sarif", "junit"} & set(options.formats))
+    text = json.dumps({"scan": scan, "formats": sorted(options.formats),
+                       "policy": asdict(options.policy) if marks_breaches else None,
                        "file": content}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -601,7 +615,8 @@ def plan_portfolio(snapshots: Sequence[tuple[str, str, Snapshot]], weights: Any
         plan.append(ModelPlan(
             name=name, target=target, standalone=_standalone(snapshot), marginal=marginal, cumulative=cumulative,
             new_ops=tuple(new), extended_ops=tuple(extended), shared_ops=tuple(shared),
-            custom_dev=tuple(o.op for o in snapshot.operators if o.category == "custom-dev")))
+            custom_dev=tuple(o.op for o in snapshot.operators if o.category == "custom-dev"),
+            costs=tuple((op, cost) for (op, _), cost in costs.items() if cost != _ZERO)))
     demands = []
     for op in sorted({o for p in plan for o in p.custom_dev}):
         needing = tuple(p.name for p in plan if op in p.custom_dev)

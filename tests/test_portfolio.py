@@ -3,7 +3,7 @@ hang past the timeout, a resumed run, real example models)."""
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -119,6 +119,11 @@ def example_inputs():
     return ()
 """
 
+GREEDY = """
+def build_model():
+    return bytearray(8 * 2**30)  # 8 GiB, over the worker's 2 GiB address-space cap: MemoryError
+"""
+
 RAISE = """
 def build_model():
     raise ValueError("no weights for you")
@@ -143,12 +148,17 @@ def options(tmp_path, targets, **kw):
                             out_dir=tmp_path / "out", **kw)
 
 
-def test_a_crash_and_a_hang_fail_with_their_cause_and_an_error_still_reads_as_one_line(tmp_path, model_file):
+def test_a_crash_a_hang_and_running_out_of_memory_fail_with_their_cause(tmp_path, model_file):
     crash = model_file(CRASH, "crash.py")
     hang = model_file(HANG, "hang.py")
+    greedy = model_file(GREEDY, "greedy.py")
     broken = model_file(RAISE, "broken.py")
-    portfolio = scan_portfolio(options(tmp_path, [crash, hang, broken], timeout=3.0, jobs=2))
+    portfolio = scan_portfolio(options(tmp_path, [crash, hang, greedy, broken], timeout=3.0, jobs=2,
+                                       memory_limit=2 * 2**30))
     causes = {r.name: (r.status, r.cause) for r in portfolio.results}
+    assert causes["greedy"][0] == "failed"
+    assert causes["greedy"][1].startswith("out of memory under the memory cap of 2.0 GiB: ")
+    assert "MemoryError" in causes["greedy"][1] and "greedy.py:3" in causes["greedy"][1]
     assert causes["crash"] == ("failed", "worker crashed: SIGABRT (aborted)")
     assert causes["hang"] == ("failed", "timed out after 3 s (worker killed)")
     assert causes["broken"][0] == "failed" and "ValueError: no weights for you" in causes["broken"][1]
@@ -156,3 +166,52 @@ def test_a_crash_and_a_hang_fail_with_their_cause_and_an_error_still_reads_as_on
     assert {entry["status"] for entry in state["models"].values()} == {"failed"}
     assert render_portfolio(portfolio, "md").count("| failed") == 0  # failures are listed in their own table
     assert "worker crashed: SIGABRT" in render_portfolio(portfolio, "md")
+
+
+def test_examples_interrupted_then_resumed_with_shared_conv2d_counted_once(tmp_path):
+    """resnet_like and custom_op_model, one worker: interrupt after the first model, resume, check the sharing."""
+    run = options(tmp_path, [ROOT / "examples" / "resnet_like.py", ROOT / "examples" / "custom_op_model.py"],
+                  jobs=1, timeout=120.0)
+
+    def interrupt(event):
+        if event.kind == "done":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        scan_portfolio(run, interrupt)
+    state = json.loads((tmp_path / "out" / STATE_FILE).read_text())["models"]
+    assert [entry["name"] for entry in state.values()] == ["resnet_like"]  # persisted before the interruption
+    assert not (tmp_path / "out" / "custom_op_model.json").exists()
+
+    events = []
+    portfolio = scan_portfolio(replace(run, resume=True), events.append)
+    assert [(e.kind, e.name) for e in events] == [("resumed", "resnet_like"), ("start", "custom_op_model"),
+                                                  ("done", "custom_op_model")]
+    assert [r.resumed for r in portfolio.results] == [True, False]
+
+    resnet = read_snapshot(tmp_path / "out" / "resnet_like.json")
+    custom = read_snapshot(tmp_path / "out" / "custom_op_model.json")
+    plan = {p.name: p for p in portfolio.plan}
+    assert [p.name for p in portfolio.plan] == ["resnet_like", "custom_op_model"]  # cheaper alone, and first
+    costs = dict(plan["custom_op_model"].costs)
+    # nn.Conv2d is direct in both: resnet_like pays it in full (20 calls, 11 signatures, all direct). Its 6 calls in
+    # custom_op_model bring 6 new signatures (other shapes) but no conversion, so only the per-occurrence validation
+    # grows: min(1.0, (20 + 6 - 1) x 0.02) - min(1.0, (20 - 1) x 0.02) = 0.50 - 0.38 = 0.12 person-days, against
+    # the 1.27 custom_op_model's own report puts on it (shipped weights: per_occurrence 0.02, cap 1.0).
+    e = WEIGHTS.effort
+    conv_alone = custom.operator("torch.nn.Conv2d")
+    assert (resnet.operator("torch.nn.Conv2d").count, conv_alone.count) == (20, 6)
+    extension = min(e.max_occurrence_days, 25 * e.per_occurrence) - min(e.max_occurrence_days, 19 * e.per_occurrence)
+    assert costs["torch.nn.Conv2d"].likely == pytest.approx(extension)
+    assert costs["torch.nn.Conv2d"].likely < conv_alone.person_days.likely
+    # what custom_op_model adds = its new operator types in full + the extensions of the shared ones
+    new_days = sum(custom.operator(op).person_days.likely for op in plan["custom_op_model"].new_ops)
+    assert "opassess_examples::fused_bias_gelu" in plan["custom_op_model"].new_ops
+    assert plan["custom_op_model"].marginal.likely == pytest.approx(
+        new_days + sum(costs[op].likely for op in plan["custom_op_model"].extended_ops))
+    assert portfolio.shared_total.likely == pytest.approx(
+        sum(o.person_days.likely for o in resnet.operators) + plan["custom_op_model"].marginal.likely)
+    assert portfolio.shared_total.likely < portfolio.standalone_total.likely
+    document = json.loads(render_portfolio(portfolio, "json"))
+    assert document["custom_dev"][0]["op"] == "opassess_examples::fused_bias_gelu"
+    assert document["custom_dev"][0]["models"] == ["custom_op_model"]

@@ -41,7 +41,8 @@ def portfolio_document(portfolio: Portfolio) -> dict[str, Any]:
         "plan": [{"order": i + 1, "name": p.name, "target": p.target, "standalone": _effort_doc(p.standalone),
                   "marginal": _effort_doc(p.marginal), "cumulative": _effort_doc(p.cumulative),
                   "new_ops": list(p.new_ops), "extended_ops": list(p.extended_ops), "shared_ops": list(p.shared_ops),
-                  "custom_dev": list(p.custom_dev)} for i, p in enumerate(portfolio.plan)],
+                  "custom_dev": list(p.custom_dev), "costs": {op: _effort_doc(cost) for op, cost in p.costs}}
+                 for i, p in enumerate(portfolio.plan)],
         "custom_dev": [{"rank": i + 1, "op": d.op, "unblocks": len(d.models), "models": list(d.models),
                         "sole_blocker_of": list(d.sole_blocker_of), "person_days": _effort_doc(d.effort)}
                        for i, d in enumerate(portfolio.custom_dev)],
@@ -94,5 +95,6 @@ def render_portfolio(portfolio: Portfolio, fmt: str, *, templates_dir: Path | No
     if fmt == "md":
         from .templates import render_template
 
-        return render_template("portfolio.md.j2", "markdown", portfolio_view(portfolio), templates_dir)
+        text = render_template("portfolio.md.j2", "markdown", portfolio_view(portfolio), templates_dir)
+        return text if text.endswith("\n") else text + "\n"
     raise ReportError(f"a portfolio report is {' or '.join(PORTFOLIO_FORMATS)}, not {fmt!r}")

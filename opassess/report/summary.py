@@ -1,0 +1,61 @@
+"""CI summary: a short Markdown digest of one scan (with its baseline diff and policy breaches), appended to the
+file GitHub Actions names in GITHUB_STEP_SUMMARY (templates/summary.md.j2)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import ReportError
+from ..records import CATEGORIES
+from ..snapshot import Snapshot
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+TOP_CUSTOM = 10  # custom-dev operators listed by name
+
+
+def summary_view(snapshot: Snapshot, diff_markdown: str | None = None, breaches: Sequence[Any] = ()
+                 ) -> dict[str, Any]:
+    """The digest's values, formatted, for templates/summary.md.j2."""
+    counts = {c: sum(1 for o in snapshot.operators if o.category == c) for c in CATEGORIES}
+    custom = sorted((o for o in snapshot.operators if o.category == "custom-dev"),
+                    key=lambda o: -(o.person_days.likely if o.person_days else 0.0))
+    return {
+        "model": snapshot.source,
+        "class_name": snapshot.class_name,
+        "total_text": f"{snapshot.total.likely:.1f}" if snapshot.total else "not estimated",
+        "range_text": f"{snapshot.total.low:.1f}\u2013{snapshot.total.high:.1f}" if snapshot.total else "",
+        "types": len(snapshot.operators),
+        "counts": counts,
+        "unknown": sum(1 for o in snapshot.operators if o.known is False),
+        "custom": [{"op": o.op, "likely_text": f"{o.person_days.likely:.1f}" if o.person_days else "",
+                    "source": o.first_source or ""} for o in custom[:TOP_CUSTOM]],
+        "custom_more": max(0, len(custom) - TOP_CUSTOM),
+        "breaches": [b.message for b in breaches],
+        "diff": diff_markdown or "",
+    }
+
+
+def render_summary(snapshot: Snapshot, *, diff_markdown: str | None = None, breaches: Sequence[Any] = (),
+                   templates_dir: Path | None = None) -> str:
+    """The Markdown digest of one scan."""
+    from .templates import render_template
+
+    text = render_template("summary.md.j2", "markdown", summary_view(snapshot, diff_markdown, breaches),
+                           templates_dir)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def append_step_summary(text: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """Append `text` to the file named by GITHUB_STEP_SUMMARY (GitHub shows it on the run's page); None when the
+    variable is unset. The file is appended to, not replaced: every step of a job adds its own part."""
+    destination = (os.environ if environ is None else environ).get(STEP_SUMMARY_ENV)
+    if not destination:
+        return None
+    path = Path(destination)
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise ReportError(f"cannot append to {STEP_SUMMARY_ENV} file {path}: {exc.strerror or exc}") from exc
+    return path
