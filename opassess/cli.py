@@ -312,20 +312,13 @@ def diff_command(
         _fail_on_breaches([b.message for b in breaches])
 
 
-def _register_optional_commands() -> None:
-    """Commands that live beside their library code (kb, explain, calibrate)."""
-    with contextlib.suppress(ImportError):
-        from .cli_kb import explain, kb_app
+# Commands that live beside their library code.
+from .cli_calibrate import calibrate_command  # noqa: E402
+from .cli_kb import explain, kb_app  # noqa: E402
 
-        app.add_typer(kb_app, name="kb", help="Show or refresh the knowledge base of Ascend NPU facts.")
-        app.command("explain")(explain)
-    with contextlib.suppress(ImportError):
-        from .cli_calibrate import calibrate_command
-
-        app.command("calibrate")(calibrate_command)
-
-
-_register_optional_commands()
+app.add_typer(kb_app, name="kb", help="Show or refresh the knowledge base of Ascend NPU facts.")
+app.command("explain")(explain)
+app.command("calibrate")(calibrate_command)
 
 
 def main() -> None:

@@ -61,6 +61,7 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     """Run the whole pipeline on one model and return the Assessment every reporter renders."""
     from .classify import classify
     from .estimate import estimate
+    from .findings import find_findings
     from .kb import load_kb
     from .score import score
     from .weights import load_weights
@@ -74,7 +75,10 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     torch_version = options.torch_npu or kb.default_torch_version
     classified = classify(inventory, kb, target=options.product, torch_version=torch_version)
     seconds["classify"] = time.perf_counter() - started
-    findings = _findings(inventory, kb, options)
+    started = time.perf_counter()
+    findings = find_findings(inventory, kb, dtype=options.dtype, product=options.product,
+                             torch_version=torch_version)
+    seconds["findings"] = time.perf_counter() - started
     started = time.perf_counter()
     scores = score(classified, inventory, weights, findings)
     result = estimate(scores, inventory, weights)
@@ -94,10 +98,3 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
         seconds=seconds,
     )
 
-
-def _findings(inventory: Inventory, kb, options: ScanOptions) -> tuple:
-    try:
-        from .findings import find_findings
-    except ImportError:  # the findings stage (issue 7) is not part of this build yet
-        return ()
-    return find_findings(inventory, kb, dtype=options.dtype)

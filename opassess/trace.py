@@ -95,6 +95,8 @@ def function_key(fn: Any) -> tuple[str, str]:
         return f"torch.{name}", "function"
     if qualname.startswith("Tensor.") or qualname.startswith("TensorBase."):
         return method_key(name), "method"
+    if module.startswith("torch") and getattr(torch, name, None) is fn:  # torch.unique (a boolean_dispatch wrapper)
+        return f"torch.{name}", "function"
     return f"{display_module(module)}.{qualname}" if module else qualname, "function"
 
 
