@@ -176,7 +176,8 @@ def _looks_like_model(path: Path, entry: str) -> bool:
     return re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", text, re.MULTILINE) is not None
 
 
-def expand_targets(targets: Sequence[str], entry: str | None = None) -> tuple[tuple[ModelTarget, ...], tuple[Skipped, ...]]:
+def expand_targets(targets: Sequence[str], entry: str | None = None
+                   ) -> tuple[tuple[ModelTarget, ...], tuple[Skipped, ...]]:
     """Files as given, directories as the model files in them (recursively, defining the factory), module:factory
     targets as given; each named after its file stem (or factory), disambiguated when two stems clash."""
     factory = (entry or "build_model").rsplit(":", 1)[-1]
