@@ -250,9 +250,11 @@ def test_portfolio_of_a_directory_with_a_failing_model_then_resumed(models, tmp_
 
     # fix the broken model and resume: the two finished models are not scanned again
     (zoo / "broken.py").write_text(PLAIN.replace("nn.Linear(16, 4)", "nn.Linear(16, 2)"))
-    second = scan(zoo, "-o", out, "--jobs", "2", "--timeout", "60", "-f", "json", "--resume",
-                  "--fail-on", "custom-dev")
+    summary = tmp_path / "summary.md"
+    second = runner.invoke(app, ["scan", str(zoo), "-o", str(out), "--jobs", "2", "--timeout", "60", "-f", "json",
+                                 "--resume", "--fail-on", "custom-dev"], env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert second.exit_code == 3, second.output
+    assert summary.read_text() == (out / "portfolio.md").read_text()  # the portfolio report is the step summary
     document = json.loads((out / "portfolio.json").read_text())
     assert {m["name"]: (m["status"], m["resumed"]) for m in document["models"]} == {
         "broken": ("ok", False), "custom": ("ok", True), "plain": ("ok", True)}
