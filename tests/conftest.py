@@ -21,3 +21,9 @@ def model_file(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_step_summary(monkeypatch):
+    """Tests run under GitHub Actions must not append to the job's real step summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

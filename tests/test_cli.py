@@ -25,6 +25,9 @@ def test_scan_writes_json_report(tmp_path):
     counts = {op["op"]: op["count"] for op in report["operators"]}
     assert counts["torch.nn.Conv2d"] == 20 and counts["Tensor.add"] == 8  # hand counts: see test_inventory
     assert report["model"]["capture"]["method"] == "fx"
+    conv = next(op for op in report["operators"] if op["op"] == "torch.nn.Conv2d")
+    assert conv["aten"] == ["aten::convolution"] and "aten::conv2d" in conv["entry"]
+    assert conv["category"] in ("direct", "param-converted", "custom-dev") and conv["person_days"]["likely"] > 0
 
 
 def test_format_follows_the_output_extension(tmp_path):

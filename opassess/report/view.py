@@ -176,6 +176,7 @@ def _operator_doc(row: _Row) -> dict[str, Any]:
         "op": operator.op,
         "kind": operator.kind,
         "aten": list(operator.aten),
+        "entry": list(operator.entry),
         "count": operator.count,
         "modules": list(operator.modules),
         "signatures": [_signature_doc(s, categories[i] if i < len(categories) else None)
