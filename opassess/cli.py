@@ -112,7 +112,7 @@ def scan(
     input_dtype: Annotated[str, typer.Option(help="dtype of the tensors built from --input-shape.")] = "float32",
     dtype: Annotated[Optional[str], typer.Option(help="Assess the model as it would run in mixed precision: float16 or bfloat16.")] = None,
     device: Annotated[str, typer.Option(help="Device to build and run the model on: meta (no weights allocated) or cpu.")] = "meta",
-    capture: Annotated[str, typer.Option(help="Capture methods to try, in order, comma-separated: fx, dispatch, export.")] = "fx,dispatch,export",
+    capture: Annotated[Optional[str], typer.Option(help="Capture methods to try, in order, comma-separated: fx, dispatch, export (default: fx, dispatch, export; dispatch first above 1e9 parameters).")] = None,
     product: Annotated[str, typer.Option("--target", help="Ascend product assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950DT', 'Atlas training'.")] = "Atlas A2",
     torch_npu: Annotated[Optional[str], typer.Option("--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge base).")] = None,
     weights: Annotated[Optional[Path], typer.Option(help="A weights.toml to use instead of the shipped one.")] = None,
@@ -152,7 +152,7 @@ def scan(
         options = ScanOptions(
             target=targets[0], entry=entry, input_shapes=tuple(parse_shape(s) for s in input_shape or ()),
             input_dtype=input_dtype, dtype=dtype, device=device,
-            methods=tuple(m.strip() for m in capture.split(",") if m.strip()), product=product,
+            methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb,
         )
         if len(targets) > 1 or any(Path(t).is_dir() for t in targets):

@@ -76,7 +76,9 @@ def normalise_dtype(name: str, *, option: str) -> str:
     return DTYPES[key]
 
 
+@functools.lru_cache(maxsize=1024)
 def _display(target: str) -> str:
+    """A path relative to the working directory when it lies below it (cached: called for every operator)."""
     path = Path(target)
     try:
         return str(path.resolve().relative_to(Path.cwd()))
@@ -256,31 +258,19 @@ def _describe_value(value: Any) -> str:
 
 
 def _move(value: Any, device: str) -> Any:
+    """Every tensor inside value (tuples, lists, dicts) on `device`."""
     import torch
+    from torch.utils import _pytree as pytree
 
-    if isinstance(value, torch.Tensor):
-        return value if value.device.type == device else value.to(device)
-    if isinstance(value, tuple):
-        return tuple(_move(v, device) for v in value)
-    if isinstance(value, list):
-        return [_move(v, device) for v in value]
-    if isinstance(value, dict):
-        return {k: _move(v, device) for k, v in value.items()}
-    return value
+    return pytree.tree_map_only(torch.Tensor, lambda t: t if t.device.type == device else t.to(device), value)
 
 
 def _cast_floats(value: Any, dtype: Any) -> Any:
+    """Every floating tensor inside value cast to `dtype` (integer ids and masks keep theirs)."""
     import torch
+    from torch.utils import _pytree as pytree
 
-    if isinstance(value, torch.Tensor):
-        return value.to(dtype) if value.is_floating_point() else value
-    if isinstance(value, tuple):
-        return tuple(_cast_floats(v, dtype) for v in value)
-    if isinstance(value, list):
-        return [_cast_floats(v, dtype) for v in value]
-    if isinstance(value, dict):
-        return {k: _cast_floats(v, dtype) for k, v in value.items()}
-    return value
+    return pytree.tree_map_only(torch.Tensor, lambda t: t.to(dtype) if t.is_floating_point() else t, value)
 
 
 def _dominant_dtype(model: Any, args: tuple, kwargs: dict) -> str:

@@ -9,7 +9,7 @@ from typing import Callable
 from . import __version__
 from .load import LoadRequest, load_model
 from .records import Assessment, Inventory
-from .trace import METHODS, trace_model
+from .trace import trace_model
 
 Progress = Callable[[str], None]
 
@@ -24,7 +24,7 @@ class ScanOptions:
     input_dtype: str = "float32"
     dtype: str | None = None
     device: str = "meta"
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] | None = None  # None: by model size (trace.capture_order)
     product: str = "Atlas A2"
     torch_npu: str | None = None  # None: the knowledge base's default version
     weights: Path | None = None  # None: the shipped weights.toml

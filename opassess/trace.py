@@ -30,9 +30,20 @@ from .records import AtenCall, Capture, CaptureAttempt, OpNode
 # Order: fx gives the true graph; dispatch keeps user-level names, module paths, attributes and source lines
 # at the cost of one eager forward; export is the last resort (slow on large models, names ATen-level ops).
 METHODS = ("fx", "dispatch", "export")
-# torch.export costs ~13x one recorded forward (measured on a Llama-2-7B-shaped model on meta, see
-# benchmarks/); above this many parameters it is skipped in favour of the dispatch capture.
+# Large models: the dispatch capture first. On a Llama-2-7B shape on meta (benchmarks/bench_scan.py) one recorded
+# forward costs ~0.4 s, symbolic tracing plus a node-by-node run ~1.3 s when it works at all (slicing a buffer by
+# the sequence length already breaks it, after 0.2 s), torch.export ~3.5 s. Above this size a failed or slow fx
+# attempt would cost more than the rest of the scan, so the default order becomes dispatch, fx, export.
+LARGE_MODEL_PARAMETERS = 1_000_000_000
+# torch.export is skipped above this many parameters (it would cost more than the whole scan budget).
 EXPORT_MAX_PARAMETERS = 1_000_000_000
+
+
+def capture_order(parameters: int) -> tuple[str, ...]:
+    """The default order of capture methods for a model of this size."""
+    if parameters > LARGE_MODEL_PARAMETERS:
+        return ("dispatch", "fx", "export")
+    return METHODS
 
 # `x + y` in FX is operator.add, in eager code Tensor.add: both are reported as the Tensor method.
 _OPERATOR_METHODS = {
@@ -171,17 +182,33 @@ def jsonable(value: Any) -> Any:
 # ------------------------------------------------------------------ values
 
 
-def describe(value: Any) -> tuple[tuple[tuple[int, ...] | None, ...], tuple[str | None, ...]]:
-    """Shapes and dtypes of the tensors in a value (flattened); non-tensor leaves are skipped."""
+def tensors_in(value: Any) -> Iterable[Any]:
+    """The tensors inside a value (nested tuples, lists and dicts), in order. A hand-written walk: this runs
+    for every operator call and every ATen op, where torch's general pytree costs a third of the capture."""
     import torch
-    from torch.utils import _pytree as pytree
 
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from tensors_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from tensors_in(item)
+
+
+def describe(value: Any) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
+    """Shapes and dtypes of the tensors in a value (flattened); non-tensor leaves are skipped."""
     shapes, dtypes = [], []
-    for leaf in pytree.tree_leaves(value):
-        if isinstance(leaf, torch.Tensor):
-            shapes.append(tuple(int(d) for d in leaf.shape))
-            dtypes.append(str(leaf.dtype).removeprefix("torch."))
+    for t in tensors_in(value):
+        shapes.append(tuple(t.shape))
+        dtypes.append(_dtype_name(t.dtype))
     return tuple(shapes), tuple(dtypes)
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _is_operator_call(calls: tuple, args: tuple, result: Any) -> bool:
@@ -193,10 +220,7 @@ def _is_operator_call(calls: tuple, args: tuple, result: Any) -> bool:
 
 
 def _has_tensor(value: Any) -> bool:
-    import torch
-    from torch.utils import _pytree as pytree
-
-    return any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(value))
+    return next(iter(tensors_in(value)), None) is not None
 
 
 @functools.lru_cache(maxsize=None)
@@ -286,10 +310,7 @@ class _AtenRecorder:
 
 
 def _nbytes(value: Any) -> int:
-    import torch
-    from torch.utils import _pytree as pytree
-
-    return sum(leaf.numel() * leaf.element_size() for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor))
+    return sum(t.numel() * t.element_size() for t in tensors_in(value))
 
 
 def _aten_call(func: Any, args: tuple, kwargs: dict, out: Any) -> AtenCall:
@@ -665,19 +686,16 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
     counter = itertools.count()
 
     def new_node(op, kind, path, attrs, args, kwargs, result, source, calls, flops, nbytes, entry=()):
-        from torch.utils import _pytree as pytree
-
         name = f"{op.rsplit('.', 1)[-1].rsplit('::', 1)[-1].lower()}_{next(counter)}"
         node = _NodeBuild(name, op, kind, path, attrs, describe((args, kwargs)), describe(result), calls, source,
                           flops, nbytes, tuple(dict.fromkeys(entry)))
         built.append(node)
-        for leaf in pytree.tree_leaves((args, kwargs)):
-            if isinstance(leaf, torch.Tensor) and id(leaf) in producer:
-                edges.add((producer[id(leaf)], name))
-        for leaf in pytree.tree_leaves(result):
-            if isinstance(leaf, torch.Tensor):
-                producer[id(leaf)] = name
-                keep.append(leaf)
+        for t in tensors_in((args, kwargs)):
+            if id(t) in producer:
+                edges.add((producer[id(t)], name))
+        for t in tensors_in(result):
+            producer[id(t)] = name
+            keep.append(t)
 
     def call_leaf(module, args, kwargs, run):
         path = paths.get(id(module), type(module).__name__)
@@ -783,9 +801,12 @@ def _is_meta_problem(exc: BaseException) -> bool:
     return "meta" in text or "data-dependent" in text or "item()" in text or "cannot copy out" in text
 
 
-def trace_model(loaded: LoadedModel, methods: tuple[str, ...] = METHODS,
+def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 progress: Callable[[str], None] | None = None) -> Capture:
-    """Capture the model's operators by the first method in `methods` that works (meta device first, then CPU)."""
+    """Capture the model's operators by the first method in `methods` that works (meta device first, then CPU).
+
+    methods=None picks the order by model size (capture_order)."""
+    methods = methods or capture_order(loaded.info.parameters)
     unknown = [m for m in methods if m not in _CAPTURES]
     if unknown:
         raise TraceError(f"unknown capture method {unknown[0]!r}; expected one of {', '.join(_CAPTURES)}")

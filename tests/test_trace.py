@@ -5,7 +5,7 @@ import pytest
 
 from opassess.errors import TraceError
 from opassess.load import LoadRequest, load_model
-from opassess.trace import trace_model
+from opassess.trace import capture_order, trace_model
 
 TRACEABLE = '''
     import torch, torch.nn as nn, torch.nn.functional as F
@@ -149,6 +149,8 @@ def test_model_too_large_for_real_weights_scans_on_meta(model_file):
     assert loaded.info.parameters == 4 * (32768 * 32768 + 32768)
     cap = trace_model(loaded)
     assert cap.device == "meta" and [n.op for n in cap.nodes] == ["torch.nn.Linear"] * 4
+    # above 1e9 parameters the one-forward dispatch capture goes first (see trace.capture_order)
+    assert cap.method == "dispatch" and [a.method for a in cap.attempts] == ["dispatch"]
     assert [n.module_path for n in cap.nodes] == ["0", "1", "2", "3"]
 
 
@@ -210,3 +212,8 @@ def test_inputs_of_the_wrong_shape_are_reported(model_file):
     ''')
     with pytest.raises(TraceError, match=r"forward\(\) of Sequential raised RuntimeError: .*\[2, 7\] X \[10, 5\]"):
         capture_of(path)
+
+
+def test_capture_order_puts_dispatch_first_for_large_models():
+    assert capture_order(11_689_512) == ("fx", "dispatch", "export")  # ResNet-18
+    assert capture_order(6_738_415_616) == ("dispatch", "fx", "export")  # Llama-2-7B
