@@ -77,6 +77,24 @@ def module_key(cls: type) -> str:
     return f"{display_module(cls.__module__)}.{cls.__qualname__}"
 
 
+def _memo_by_callable(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Cache a function of a callable (called for every operator call of a forward; the callables repeat)."""
+    cache: dict[Any, Any] = {}
+
+    @functools.wraps(impl)
+    def wrapper(fn: Any) -> Any:
+        try:
+            return cache[fn]
+        except KeyError:
+            value = cache[fn] = impl(fn)
+            return value
+        except TypeError:  # an unhashable callable
+            return impl(fn)
+
+    return wrapper
+
+
+@_memo_by_callable
 def function_key(fn: Any) -> tuple[str, str]:
     """The operator key and kind of a called function: ('torch.nn.functional.gelu', 'function')."""
     import torch
@@ -123,6 +141,7 @@ def _aten_exists(name: str) -> bool:
     return hasattr(torch.ops.aten, name)
 
 
+@_memo_by_callable
 def entry_op(fn: Any) -> str | None:
     """The ATen op a user-level call names before decomposition: F.scaled_dot_product_attention ->
     'aten::scaled_dot_product_attention', _VF.lstm -> 'aten::lstm'; None when no ATen op has that name."""
@@ -182,28 +201,38 @@ def jsonable(value: Any) -> Any:
 # ------------------------------------------------------------------ values
 
 
-def tensors_in(value: Any) -> Iterable[Any]:
+def tensors_in(value: Any) -> list:
     """The tensors inside a value (nested tuples, lists and dicts), in order. A hand-written walk: this runs
-    for every operator call and every ATen op, where torch's general pytree costs a third of the capture."""
+    for every operator call and every ATen op, where torch's general pytree cost a third of the capture."""
+    tensor = _tensor_type()
+    if isinstance(value, tensor):
+        return [value]
+    out, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tensor):
+            out.append(item)
+        elif isinstance(item, (tuple, list)):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+    return out
+
+
+@functools.cache
+def _tensor_type() -> type:
     import torch
 
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from tensors_in(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from tensors_in(item)
+    return torch.Tensor
 
 
 def describe(value: Any) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
     """Shapes and dtypes of the tensors in a value (flattened); non-tensor leaves are skipped."""
-    shapes, dtypes = [], []
-    for t in tensors_in(value):
-        shapes.append(tuple(t.shape))
-        dtypes.append(_dtype_name(t.dtype))
-    return tuple(shapes), tuple(dtypes)
+    return describe_tensors(tensors_in(value))
+
+
+def describe_tensors(tensors: list) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
+    return tuple(tuple(t.shape) for t in tensors), tuple(_dtype_name(t.dtype) for t in tensors)
 
 
 @functools.lru_cache(maxsize=None)
@@ -220,7 +249,7 @@ def _is_operator_call(calls: tuple, args: tuple, result: Any) -> bool:
 
 
 def _has_tensor(value: Any) -> bool:
-    return next(iter(tensors_in(value)), None) is not None
+    return bool(tensors_in(value))
 
 
 @functools.lru_cache(maxsize=None)
@@ -286,14 +315,16 @@ class _AtenRecorder:
                 kwargs = kwargs or {}
                 out = func(*args, **kwargs)
                 if recorder.sink is not None:
-                    recorder.sink.append(_aten_call(func, args, kwargs, out))
-                    formula = flop_registry.get(func._overloadpacket)
+                    ins, outs = tensors_in((args, kwargs)), tensors_in(out)
+                    recorder.sink.append(_aten_call(func, ins, outs))
+                    formula = _flop_formula(func._overloadpacket, flop_registry)
                     if formula is not None:
                         with contextlib.suppress(Exception):
-                            recorder.flops += int(formula(*args, **kwargs, out_val=out))
-                    recorder.bytes += _nbytes(args) + _nbytes(out)
+                            recorder.flops += int(formula(*_shapes_of(args), out_shape=_shapes_of(out),
+                                                          **_shapes_of(kwargs)))
+                    recorder.bytes += _nbytes(ins) + _nbytes(outs)
                 elif recorder.loose is not None:
-                    recorder.loose.append(_aten_call(func, args, kwargs, out))
+                    recorder.loose.append(_aten_call(func, tensors_in((args, kwargs)), tensors_in(out)))
                 return out
 
         self.mode = Mode()
@@ -309,16 +340,43 @@ class _AtenRecorder:
             self.sink = None
 
 
-def _nbytes(value: Any) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors_in(value))
+def _flop_formula(packet: Any, registry: dict) -> Callable | None:
+    """torch's FLOP formula for an op, unwrapped to take shapes (its own wrapper maps tensors to shapes with
+    pytree, which cost as much as the rest of the capture on a 70B-shaped model)."""
+    formula = registry.get(packet)
+    return getattr(formula, "__wrapped__", None) if formula is not None else None
 
 
-def _aten_call(func: Any, args: tuple, kwargs: dict, out: Any) -> AtenCall:
+def _shapes_of(value: Any) -> Any:
+    """value with every tensor replaced by its shape (tuples, lists and dicts walked)."""
+    tensor = _tensor_type()
+    if isinstance(value, tensor):
+        return value.shape
+    if isinstance(value, tuple):
+        return tuple(_shapes_of(v) for v in value)
+    if isinstance(value, list):
+        return [_shapes_of(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shapes_of(v) for k, v in value.items()}
+    return value
+
+
+def _nbytes(tensors: list) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@functools.lru_cache(maxsize=None)
+def _op_name(func: Any) -> tuple[str, str]:
     ns, _, name = func._schema.name.partition("::")
-    in_shapes, in_dtypes = describe((args, kwargs))
-    out_shapes, out_dtypes = describe(out)
-    return AtenCall(op=f"{ns}::{name}", overload=func._overloadname, input_shapes=in_shapes,
-                    input_dtypes=in_dtypes, output_shapes=out_shapes, output_dtypes=out_dtypes)
+    return f"{ns}::{name}", func._overloadname
+
+
+def _aten_call(func: Any, ins: list, outs: list) -> AtenCall:
+    op, overload = _op_name(func)
+    in_shapes, in_dtypes = describe_tensors(ins)
+    out_shapes, out_dtypes = describe_tensors(outs)
+    return AtenCall(op=op, overload=overload, input_shapes=in_shapes, input_dtypes=in_dtypes,
+                    output_shapes=out_shapes, output_dtypes=out_dtypes)
 
 
 # ------------------------------------------------- meta-device substitutes
@@ -345,7 +403,7 @@ def _meta_sdpa(recorder: "_AtenRecorder", query, key, value, *args, **kwargs):
                                       *describe(out)))
         with contextlib.suppress(Exception):
             recorder.flops += int(sdpa_flop_count(query.shape, key.shape, value.shape))
-        recorder.bytes += _nbytes(tensors) + _nbytes(out)
+        recorder.bytes += _nbytes(tensors) + _nbytes([out])
     return out
 
 
@@ -687,13 +745,14 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
 
     def new_node(op, kind, path, attrs, args, kwargs, result, source, calls, flops, nbytes, entry=()):
         name = f"{op.rsplit('.', 1)[-1].rsplit('::', 1)[-1].lower()}_{next(counter)}"
-        node = _NodeBuild(name, op, kind, path, attrs, describe((args, kwargs)), describe(result), calls, source,
-                          flops, nbytes, tuple(dict.fromkeys(entry)))
+        ins, outs = tensors_in((args, kwargs)), tensors_in(result)
+        node = _NodeBuild(name, op, kind, path, attrs, describe_tensors(ins), describe_tensors(outs), calls,
+                          source, flops, nbytes, tuple(dict.fromkeys(entry)))
         built.append(node)
-        for t in tensors_in((args, kwargs)):
+        for t in ins:
             if id(t) in producer:
                 edges.add((producer[id(t)], name))
-        for t in tensors_in(result):
+        for t in outs:
             producer[id(t)] = name
             keep.append(t)
 
