@@ -1,0 +1,18 @@
+"""The benchmark script runs end to end at a reduced size (CI); its figures are read by people, not asserted."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_benchmark_runs_at_reduced_size():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scan.py"), "--sizes", "7b",
+                           "--layers", "2"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith("7b ")]
+    assert [row[1] for row in rows] == ["floor", "scan", "export"]
+    # every measurement produced seconds and a peak memory figure (no '-' placeholders for failures)
+    assert all(row[2] != "-" and float(row[3]) > 0 for row in rows)
+    assert "2 layers" in done.stdout
