@@ -89,3 +89,11 @@ def test_mixed_precision_dtype_is_recorded(tmp_path):
     out = tmp_path / "r.json"
     assert scan(EXAMPLES / "lstm_tagger.py", "--dtype", "bf16", "-o", out, "-q").exit_code == 0
     assert json.loads(out.read_text())["model"]["dtype"] == "bfloat16"
+
+
+def test_terminal_says_why_an_earlier_capture_was_not_used():
+    # examples/llama_like.py slices a causal-mask buffer by the sequence length: torch.fx cannot trace that
+    result = scan(EXAMPLES / "llama_like.py", "-q")
+    assert result.exit_code == 0
+    assert "captured with dispatch" in result.output
+    assert "fx capture not used: TypeError: slice indices must be integers" in result.output

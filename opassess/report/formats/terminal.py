@@ -35,6 +35,9 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     console.print(head)
     console.print(Text(f"Assessed against {d['target']}, torch_npu {d['torch_npu']}, knowledge base {d['kb_version']}",
                        style="dim"))
+    for attempt in model["attempts"]:
+        if attempt["status"] == "failed":  # why an earlier capture method was not used
+            console.print(Text(f"{attempt['method']} capture not used: {attempt['error']}", style="dim"))
     if model["device_note"]:
         console.print(Text(model["device_note"], style="yellow"))
     console.print()
