@@ -12,10 +12,10 @@ from opassess.report.templates import code_span, escape_markdown
 
 @pytest.mark.parametrize("name", [p.stem for p in example_files()])
 def test_golden(name):
-    # The real inventory of each example with hand-built categories, scores and estimates (report_support), so a
-    # change to the knowledge base, the classifier or weights.toml does not move the report goldens; real assess()
-    # output is checked by the schema and structure tests.
-    check_golden(f"{name}.md", render(scrubbed(synthetic_example(name)), "md"))
+    # The whole pipeline on each example (real assess(): capture, knowledge base, weights.toml, fixed-seed Monte
+    # Carlo), volatile fields scrubbed. A change to any stage that moves a report shows here as a reviewed diff:
+    # regenerate with UPDATE_GOLDEN=1 and read the diff before committing it.
+    check_golden(f"{name}.md", render(scrubbed(real_assessment(name)), "md"))
 
 
 def test_structure_of_the_hand_built_report():
