@@ -6,6 +6,7 @@ usage; 3 a CI policy was breached.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -191,7 +192,9 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     after = read_snapshot(assessment)
     diff = diff_snapshots(before, after) if before is not None else None
     breaches = evaluate(diff if fail_on_new else after, policy)
-    text = render(assessment, chosen, templates_dir=templates, breaches=breaches)
+    to_terminal = chosen == "terminal" and (output is None or output == "-") and sys.stdout.isatty()
+    width = shutil.get_terminal_size((100, 24)).columns if to_terminal else 100
+    text = render(assessment, chosen, templates_dir=templates, breaches=breaches, width=width, color=to_terminal)
     if chosen == "terminal" and (output is None or output == "-"):
         typer.echo(text, nl=False)
     else:
