@@ -62,21 +62,22 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     from .classify import classify
     from .estimate import estimate
     from .findings import find_findings
-    from .kb import load_kb
+    from .kb import format_version, load_kb
     from .score import score
     from .weights import load_weights
 
     seconds: dict[str, float] = {}
     weights = load_weights(options.weights)  # validate configuration before any model code runs
     kb = load_kb(options.kb_dir)
+    product = kb.resolve_product(options.product)  # a mistyped --target fails before any model code runs
+    torch_version = format_version(kb.resolve_version(options.torch_npu))
     inventory = _scan_inventory(options, progress, seconds)
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")
-    torch_version = options.torch_npu or kb.default_torch_version
-    classified = classify(inventory, kb, target=options.product, torch_version=torch_version)
+    classified = classify(inventory, kb, target=product, torch_version=torch_version)
     seconds["classify"] = time.perf_counter() - started
     started = time.perf_counter()
-    findings = find_findings(inventory, kb, dtype=options.dtype, product=options.product,
+    findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
                              torch_version=torch_version)
     seconds["findings"] = time.perf_counter() - started
     started = time.perf_counter()
@@ -88,7 +89,7 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
         model=inventory.model,
         capture=inventory.capture,
         inventory=inventory,
-        target=options.product,
+        target=product,
         torch_version=torch_version,
         kb_version=kb.version,
         classified=classified,

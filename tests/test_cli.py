@@ -97,3 +97,21 @@ def test_terminal_says_why_an_earlier_capture_was_not_used():
     assert result.exit_code == 0
     assert "captured with dispatch" in result.output
     assert "fx capture not used: TypeError: slice indices must be integers" in result.output
+
+
+@pytest.mark.parametrize("flag, value, expected", [
+    ("--target", "Atlas Z9", "unknown target product 'Atlas Z9'"),
+    ("--torch-npu", "1.0", "torch version 1.0 is not covered"),
+])
+def test_unknown_target_or_version_fails_before_the_model_runs(tmp_path, model_file, flag, value, expected):
+    marker = tmp_path / "ran"
+    path = model_file(f'''
+        import pathlib, torch, torch.nn as nn
+        def build_model():
+            pathlib.Path({str(marker)!r}).write_text("built")
+            return nn.Linear(2, 2)
+        def example_inputs(): return (torch.randn(1, 2),)
+    ''')
+    result = scan(path, flag, value, "-q")
+    assert result.exit_code == 1 and expected in result.output
+    assert not marker.exists()
