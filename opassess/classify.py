@@ -27,6 +27,7 @@ from .records import CATEGORIES, ClassifiedOp, Inventory, Operator, Reason, Sign
 
 _RANK = {c: i for i, c in enumerate(CATEGORIES)}
 _NON_ATEN = ("aten", "prims")
+_PROJECT_KINDS = ("custom", "extension")  # a project's own ops: torch.library, autograd.Function, C++ extensions
 
 
 def worst(categories: Iterable[str]) -> str:
@@ -108,7 +109,7 @@ class _Classifier:
     def classify(self, op: Operator) -> ClassifiedOp:
         kb = self.kb
         composite = kb.rules.composite_for_api(op.op)
-        api = kb.api(op.op, self.version_text) if op.kind != "custom" else None
+        api = kb.api(op.op, self.version_text) if op.kind not in _PROJECT_KINDS else None
         replacements = kb.replacements_for(op.op)
         required = next((r for r in replacements if r.when == "required"), None)
         optional = next((r for r in replacements if r.when == "optional"), None)
@@ -138,7 +139,7 @@ class _Classifier:
         judgements = []
         for index, sig in enumerate(op.signatures):
             j = _Judgement(index)
-            if op.kind == "custom":
+            if op.kind in _PROJECT_KINDS:
                 self._custom(op, j, verdicts, required, optional)
             else:
                 self._native(op, sig, j, api, verdicts, required)
@@ -146,7 +147,7 @@ class _Classifier:
             judgements.append(j)
         if not op.signatures:  # an operator with no signature still gets judged once
             j = _Judgement(0)
-            if op.kind == "custom":
+            if op.kind in _PROJECT_KINDS:
                 self._custom(op, j, verdicts, required, optional)
             else:
                 self._native(op, None, j, api, verdicts, required)
@@ -154,7 +155,7 @@ class _Classifier:
 
         if not known:
             for j in judgements:
-                if any(r.code in ("custom-op", "host-op") for r in j.reasons):
+                if any(r.code in ("custom-op", "host-op", "extension") for r in j.reasons):
                     continue
                 j.add("not-in-kb", f"{op.op} is not in the knowledge base: no documented API, no NPU kernel for "
                       f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry", "custom-dev")
@@ -194,6 +195,14 @@ class _Classifier:
         if required is not None:
             j.add("replacement", f"{op.op} has no NPU kernel; {required.api} replaces it with another signature "
                   f"({required.note})", required.evidence, "param-converted")
+            return
+        if op.kind == "extension":
+            # Compiled code: even when it calls only ATen ops it must be rebuilt against torch_npu, and any
+            # device kernels inside it (CUDA) rewritten for the NPU (Ascend C).
+            inner = f" (it dispatched {', '.join(verdicts)})" if verdicts else ""
+            j.add("extension", f"{op.op} is a function of a compiled C++ extension{inner}; it must be rebuilt "
+                  f"against torch_npu and its device kernels rewritten in Ascend C", "trace: kind extension; "
+                  "no replacement in rules.toml", "custom-dev")
             return
         if "::" in op.op:
             kinds = dispatch_kinds(op.op)

@@ -36,7 +36,7 @@ class OpNode:
 
     name: str  # unique node name inside the capture ("conv1", "add_3")
     op: str  # operator key: "torch.nn.Conv2d", "torch.nn.functional.gelu", "Tensor.view", "operator.add", "mylib::fused"
-    kind: str  # "module" | "function" | "method" | "custom" | "aten"
+    kind: str  # "module" | "function" | "method" | "custom" | "extension" (a compiled C++ extension's function) | "aten"
     module_path: str  # dotted path of the owning module ("" for the root); the module itself for kind="module"
     attrs: Mapping[str, Any]  # JSON-able attribute values: Conv2d stride, F.gelu approximate, ...
     input_shapes: tuple[Shape, ...]

@@ -195,7 +195,7 @@ def _needs_kernel(op: ClassifiedOp, s: OpSignals) -> bool:
     """Nothing on the NPU runs it: an ATen op without kernel, or a custom op with no kernel evidence at all."""
     if op.replacement:
         return False
-    return bool(s.missing_kernels) or (not s.aten_ops and (op.operator.kind == "custom" or not op.known))
+    return bool(s.missing_kernels) or (not s.aten_ops and (op.operator.kind in ("custom", "extension") or not op.known))
 
 
 def _custom_op_maintenance(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:

@@ -102,6 +102,8 @@ def function_key(fn: Any) -> tuple[str, str]:
 
     if isinstance(fn, AutogradFunctionCall):
         return fn.key, "custom"
+    if isinstance(fn, ExtensionCall):
+        return fn.key, "extension"
     if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         ns, _, name = (fn._qualified_op_name if isinstance(fn, torch._ops.OpOverloadPacket)
                        else fn._schema.name).partition("::")
@@ -264,6 +266,8 @@ def _signature(fn: Any):
 
 def call_attrs(fn: Any, args: tuple, kwargs: dict, skip_first: bool = False) -> dict[str, Any]:
     """The non-tensor arguments of a call, named by the function's signature when Python can tell."""
+    if isinstance(fn, ExtensionCall):
+        fn = fn.fn
     sig = None
     try:
         sig = _signature(fn)
@@ -458,6 +462,69 @@ def _patched_function_apply(on_apply: Callable[[type, Callable, tuple, dict], An
         torch.autograd.Function.apply = original
 
 
+# ------------------------------------------------------ compiled extensions
+
+
+class ExtensionCall:
+    """A callable standing for a function of a compiled extension module (a C++/CUDA extension built with
+    torch.utils.cpp_extension or pybind11), so that the call appears as one operator of kind 'extension'."""
+
+    def __init__(self, fn: Callable, module_name: str) -> None:
+        self.fn = fn
+        self.key = f"{module_name}.{fn.__name__}"
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__name__
+        self.__module__ = __name__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def _is_extension_module(module: Any) -> bool:
+    """A compiled module that is neither torch's nor the standard library's (where user C++ code lives)."""
+    import sysconfig
+    import types
+
+    filename = getattr(module, "__file__", None) or ""
+    if not isinstance(module, types.ModuleType) or not filename.endswith((".so", ".pyd")):
+        return False
+    stdlib = tuple(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))
+    return not filename.startswith(stdlib) and not is_library_file(filename) and \
+        not module.__name__.split(".")[0] in ("torch", "numpy", "_operator")
+
+
+def _extension_functions(model: Any) -> list[tuple[Any, str, ExtensionCall]]:
+    """(owner, attribute, call) for every compiled-extension function the model's code can reach: extension
+    modules and functions bound in the globals of the modules that define the model's classes."""
+    found: dict[tuple[int, str], tuple[Any, str, ExtensionCall]] = {}
+    code_modules = {sys.modules.get(type(m).__module__) for m in model.modules()}
+    for code in code_modules:
+        if code is None or code.__name__.startswith("torch"):
+            continue
+        for name, value in list(vars(code).items()):
+            if _is_extension_module(value):
+                for fname, fn in list(vars(value).items()):
+                    if not fname.startswith("_") and type(fn).__name__ == "builtin_function_or_method":
+                        found[(id(value), fname)] = (value, fname, ExtensionCall(fn, value.__name__))
+            elif type(value).__name__ == "builtin_function_or_method" and \
+                    _is_extension_module(sys.modules.get(getattr(value, "__module__", None) or "")):
+                found[(id(code), name)] = (code, name, ExtensionCall(value, value.__module__))
+    return list(found.values())
+
+
+@contextlib.contextmanager
+def _patched_extensions(model: Any, on_call: Callable[[ExtensionCall, tuple, dict], Any]):
+    """Route every reachable compiled-extension function through on_call(call, args, kwargs) while capturing."""
+    patches = _extension_functions(model)
+    for owner, name, call in patches:
+        setattr(owner, name, functools.partial(on_call, call))
+    try:
+        yield
+    finally:
+        for owner, name, call in patches:
+            setattr(owner, name, call.fn)
+
+
 # -------------------------------------------------------------- source lines
 
 
@@ -539,8 +606,15 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
             return tracer.create_proxy("call_function", _autograd_call(cls), args, kwargs)
         return original(*args, **kwargs)
 
+    def on_extension(call, *args, **kwargs):
+        from torch.utils import _pytree as pytree
+
+        if any(isinstance(a, fx.Proxy) for a in pytree.tree_leaves((args, kwargs))):
+            return tracer.create_proxy("call_function", call, args, kwargs)
+        return call(*args, **kwargs)
+
     concrete = _concrete_kwargs(model, loaded.kwargs)
-    with _patched_function_apply(on_apply):
+    with _patched_function_apply(on_apply), _patched_extensions(model, on_extension):
         graph = tracer.trace(model, concrete_args=concrete or None)
 
     recorder = _AtenRecorder()
@@ -822,12 +896,19 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
         return record_call(call.key, "custom", call_attrs(cls.forward, (None,) + args, kwargs, skip_first=True),
                            args, kwargs, lambda: original(*args, **kwargs))
 
+    def on_extension(call, *args, **kwargs):
+        if depth["leaf"] or depth["fn"]:
+            return call(*args, **kwargs)
+        return record_call(call.key, "extension", call_attrs(call.fn, args, kwargs), args, kwargs,
+                           lambda: call(*args, **kwargs))
+
     # Custom ops called outside any recorded function (torch.ops.ns.op does not always pass through the
     # torch-function mode) are caught at the dispatch level by the sink below.
     loose: list[AtenCall] = []
     torch.nn.Module.__call__ = patched_call
     try:
-        with torch.no_grad(), _patched_function_apply(on_apply), recorder.mode, FunctionMode():
+        with torch.no_grad(), _patched_function_apply(on_apply), _patched_extensions(model, on_extension), \
+                recorder.mode, FunctionMode():
             recorder.loose = loose
             model(*loaded.args, **loaded.kwargs)
             recorder.loose = None

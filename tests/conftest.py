@@ -1,6 +1,7 @@
 """Shared test helpers: paths of the bundled and purpose-built model files, and a writer for throwaway ones."""
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -9,6 +10,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 MODELS = ROOT / "tests" / "models"
+
+
+# Building tests/models/cpp_extension.py (torch.utils.cpp_extension) needs a C++ compiler and ninja.
+needs_cpp_toolchain = pytest.mark.skipif(
+    not ((shutil.which("c++") or shutil.which("g++")) and shutil.which("ninja")),
+    reason="building a C++ extension needs a C++ compiler and ninja")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_cpp_toolchain
 from opassess.classify import classify, worst
 from opassess.errors import KnowledgeBaseError
 from opassess.kb import load_kb
@@ -101,6 +102,16 @@ def test_torch_library_custom_op(scanned):
     sign = next(c for k, c in ops.items() if k.endswith("SignSTE"))
     assert sign.category == "param-converted" and "autograd-function" in codes(sign)
     assert ops["torch.nn.Linear"].category == "direct"
+
+
+@needs_cpp_toolchain
+def test_cpp_extension_is_custom_dev_even_when_its_aten_ops_run_on_the_npu(scanned):
+    ops = scanned("cpp_extension.py")
+    # scaled_gelu dispatches aten::gelu and aten::mul.Scalar, both with NPU kernels, but it is compiled code of
+    # the project's own: it must be rebuilt against torch_npu (issue 3: "C++ extension with no replacement").
+    ext = ops["opassess_scaled_gelu_ext.scaled_gelu"]
+    assert ext.category == "custom-dev" and codes(ext) == {"extension"}
+    assert ext.aten_support == {"aten::gelu": True, "aten::mul.Scalar": True}
 
 
 def test_lgamma(scanned):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import needs_cpp_toolchain
 from opassess.errors import TraceError
 from opassess.load import LoadRequest, load_model
 from opassess.trace import capture_order, trace_model
@@ -217,3 +218,22 @@ def test_inputs_of_the_wrong_shape_are_reported(model_file):
 def test_capture_order_puts_dispatch_first_for_large_models():
     assert capture_order(11_689_512) == ("fx", "dispatch", "export")  # ResNet-18
     assert capture_order(6_738_415_616) == ("dispatch", "fx", "export")  # Llama-2-7B
+
+
+@needs_cpp_toolchain
+@pytest.mark.parametrize("method", ["fx", "dispatch"])
+def test_cpp_extension_call_appears_as_itself(method):
+    from conftest import MODELS
+
+    # tests/models/cpp_extension.py: fc1 -> scaled_gelu_ext.scaled_gelu(x, 0.5) -> fc2 (its docstring)
+    cap = capture_of(MODELS / "cpp_extension.py", (method,))
+    assert [(n.op, n.kind) for n in cap.nodes] == [
+        ("torch.nn.Linear", "module"), ("opassess_scaled_gelu_ext.scaled_gelu", "extension"),
+        ("torch.nn.Linear", "module")]
+    ext = cap.nodes[1]
+    assert [c.qualified for c in ext.aten] == ["aten::gelu", "aten::mul.Scalar"]
+    assert ext.attrs == {"arg1": 0.5} and ext.source.endswith("cpp_extension.py:31")
+    # the extension module is restored after the capture
+    import sys
+    model_module = next(m for m in list(sys.modules.values()) if "scaled_gelu_ext" in getattr(m, "__dict__", {}))
+    assert type(model_module.scaled_gelu_ext.scaled_gelu).__name__ == "builtin_function_or_method"
