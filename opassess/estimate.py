@@ -7,16 +7,20 @@ from typing import Sequence
 
 import numpy as np
 
-from .records import CATEGORIES, Effort, Estimate, Inventory, OpEstimate, OpScore, Risk
+from .records import CATEGORIES, Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
 from .signals import ModelContext, OpSignals, measure
 from .weights import RISK_LEVELS, Weights
 
 
-def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights) -> Estimate:
-    """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid."""
+def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
+             findings: Sequence[Finding] = ()) -> Estimate:
+    """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid.
+
+    `findings` are the ones the scores were computed with: a dynamic-shape finding raises an operator's likelihood.
+    """
     context = ModelContext.of(inventory, weights)
     ranked = sorted(
-        ((score, effort(score, weights), risk(score, measure(score.op, context, weights), weights))
+        ((score, effort(score, weights), risk(score, measure(score.op, context, weights, findings), weights))
          for score in scores),
         key=lambda item: (-item[1].likely, item[0].op.operator.op),
     )
@@ -70,9 +74,10 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
     """Place one operator on the 5x5 grid and give it stars.
 
     likelihood = category base + one step per signal (unknown to the knowledge base, a dtype limit, dynamic
-    shapes, AI CPU placement, a kernel version gap); impact = 1 + one level per share-of-compute threshold
-    reached + bumps for many occurrences and a place on the main path; both clamped to 1..5. Stars start at the
-    category's practice-table value, +1 when likelihood x impact >= raise_at, -1 when <= lower_at.
+    shapes (a data-dependent ATen op or a dynamic-shape finding), AI CPU placement, a kernel version gap);
+    impact = 1 + one level per share-of-compute threshold reached + bumps for many occurrences and a place on the
+    main path; both clamped to 1..5. Stars start at the category's practice-table value, +1 when
+    likelihood x impact >= raise_at, -1 when <= lower_at.
     Example (shipped weights): custom-dev (3) unknown (+1) with no kernel (+1) = 5; 20% of compute (levels at
     2%, 5%, 15% reached: 1 + 3 = 4) on the main path (+1) = 5; 5 x 5 = 25 >= 15 -> 5 + 1 stars, clamped to 5.
     """
@@ -80,13 +85,14 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
     op = score.op
     values = {sub.criterion: sub.value for sub in score.subscores}
     likelihood = rules.likelihood.base[op.category]
+    dynamic = [*signals.data_dependent,
+               *dict.fromkeys("dynamic-shape finding" for f in signals.findings if f.kind == "dynamic-shape")]
     signals_seen = [f"{op.category}: base likelihood {likelihood}"]
     steps = [
         (not op.known, rules.likelihood.unknown, "not in the knowledge base"),
         (values.get("dtype_support", 0.0) >= rules.likelihood.dtype_threshold, rules.likelihood.dtype_limit,
          f"dtype limit (dtype_support {values.get('dtype_support', 0.0):.2g})"),
-        (bool(signals.data_dependent), rules.likelihood.dynamic_shapes,
-         f"dynamic shapes ({', '.join(signals.data_dependent)})"),
+        (bool(dynamic), rules.likelihood.dynamic_shapes, f"dynamic shapes ({', '.join(dynamic)})"),
         ((bool(signals.missing_kernels) and not op.replacement) or bool(signals.ai_cpu_reasons), rules.likelihood.ai_cpu,
          f"runs on AI CPU or the host ({', '.join(signals.missing_kernels) or 'classifier'})"),
         (values.get("version_compat", 0.0) >= rules.likelihood.version_threshold, rules.likelihood.version_gap,

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from opassess.estimate import effort, estimate
-from opassess.records import Effort
+from opassess.records import Effort, Finding
 from opassess.score import score
 from opassess.weights import load_weights
 from score_records import call, classified, inventory, node
@@ -311,3 +311,21 @@ def _direct_share(result, path):
         nodes = op.score.op.operator.nodes
         total += op.person_days.likely * sum(1 for n in nodes if n.module_path == path) / len(nodes)
     return total
+
+
+def test_a_dynamic_shape_finding_raises_likelihood():
+    # weights.toml: risk.likelihood.dynamic_shapes = 1 for "data-dependent output shapes or a dynamic-shape finding".
+    # A host sync (`if x.sum() > 0:` -> Tensor.__bool__) has no data-dependent ATen op, only the finding:
+    # direct base 1 + 1 = 2 with the finding, 1 without it.
+    nodes = [node("gt", "Tensor.gt", kind="method", aten=[call("aten::gt", "Scalar")]),
+             node("b", "Tensor.__bool__", kind="method", aten=[call("aten::_local_scalar_dense")])]
+    inv = inventory(nodes, edges=[("gt", "b")])
+    ops = [classified(o) for o in inv.operators]
+    sync = Finding("dynamic-shape", "Tensor.__bool__: reads a tensor value on the host", ("b",),
+                   ("Tensor.__bool__",), None, None, "performance.pipeline")
+    with_finding = by_op(estimate(score(ops, inv, WEIGHTS, [sync]), inv, WEIGHTS, [sync]))
+    assert with_finding["Tensor.__bool__"].risk.likelihood == 2
+    assert any("dynamic-shape finding" in s for s in with_finding["Tensor.__bool__"].risk.signals)
+    assert with_finding["Tensor.gt"].risk.likelihood == 1
+    without = by_op(estimate(score(ops, inv, WEIGHTS), inv, WEIGHTS))
+    assert without["Tensor.__bool__"].risk.likelihood == 1
