@@ -123,6 +123,16 @@ def synthetic_example(name: str) -> Assessment:
         os.chdir(cwd)
 
 
+def empty_assessment() -> Assessment:
+    """The hand-built ResNet-18 assessment with every operator taken away (a model that is nn.Identity())."""
+    assessment = synthetic_example("resnet_like")
+    empty = Estimate(ops=(), total=Effort(0.0, 0.0, 0.0), p50=0.0, p90=0.0, method="none", pareto_ops=(),
+                     pareto_share_of_types=0.0, by_category={}, by_module={},
+                     risk_matrix=tuple(tuple(() for _ in range(5)) for _ in range(5)))
+    return replace(assessment, inventory=replace(assessment.inventory, operators=()), classified=(), estimate=empty,
+                   findings=())
+
+
 def scrubbed(assessment: Assessment) -> Assessment:
     """The assessment with its volatile fields (versions, timings, absolute paths) fixed, for golden files."""
     capture = replace(assessment.capture,

@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from report_support import check_golden, example_files, hostile_assessment, real_assessment, scrubbed, synthetic_example
+from report_support import (check_golden, empty_assessment, example_files, hostile_assessment, real_assessment,
+                            scrubbed, synthetic_example)
 
 from opassess.report import render
 from opassess.report.templates import code_span, escape_markdown
@@ -52,3 +53,13 @@ def test_escape_helpers():
     assert str(code_span("a|b")) == "`a\\|b`"
     assert str(code_span("x`y")) == "``x`y``"
     assert str(code_span("`x")) == "`` `x ``"
+
+
+def test_a_model_without_operators_reads_cleanly():
+    # nn.Identity(): no operator, no effort. No empty bold "****" (a thematic break or stray stars on GitHub), no
+    # "0 of 0 operator types ... effort: ." sentence, and no Mermaid pie without slices (Mermaid draws an error).
+    text = render(empty_assessment(), "md")
+    assert "****" not in text
+    assert "20/80" not in text
+    assert "```mermaid" not in text
+    assert "| Highest risk | **none** (no operator to port) |" in text

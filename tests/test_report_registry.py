@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from report_support import real_assessment, synthetic_example
+from report_support import empty_assessment, real_assessment, synthetic_example
 
 from opassess.errors import ReportError
 from opassess.report import REPORTERS, formats, register, render
@@ -95,12 +95,4 @@ def test_broken_user_template_names_template_and_line(tmp_path):
 
 @pytest.mark.parametrize("fmt", formats())
 def test_every_registered_format_renders_a_model_without_operators(fmt):
-    from opassess.records import Effort, Estimate
-
-    assessment = synthetic_example("resnet_like")
-    empty = Estimate(ops=(), total=Effort(0.0, 0.0, 0.0), p50=0.0, p90=0.0, method="none", pareto_ops=(),
-                     pareto_share_of_types=0.0, by_category={}, by_module={},
-                     risk_matrix=tuple(tuple(() for _ in range(5)) for _ in range(5)))
-    nothing = replace(assessment, inventory=replace(assessment.inventory, operators=()), classified=(),
-                      estimate=empty, findings=())
-    assert render(nothing, fmt).endswith("\n")
+    assert render(empty_assessment(), fmt).endswith("\n")

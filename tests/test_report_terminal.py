@@ -1,7 +1,7 @@
 """Terminal summary: totals with the range, categories, top operators, risk grid, where the full report is."""
 from __future__ import annotations
 
-from report_support import hostile_assessment, real_assessment, synthetic_example
+from report_support import empty_assessment, hostile_assessment, real_assessment, synthetic_example
 
 from opassess.report import render
 
@@ -30,3 +30,9 @@ def test_fixed_width_and_color_on_request():
 def test_markup_in_names_is_printed_not_interpreted(tmp_path):
     text = render(hostile_assessment(tmp_path), "terminal")
     assert "<script>alert(1)</script>" in text  # the class name, verbatim
+
+
+def test_a_model_without_operators_has_no_pareto_sentence():
+    text = render(empty_assessment(), "terminal")
+    assert "Estimated effort: 0.0 person-days likely" in text
+    assert "20/80" not in text  # "0 of 0 operator types (0%) carry 0% of the estimated effort" says nothing

@@ -488,7 +488,7 @@ def _display(assessment: Assessment, rows: list[_Row], document: dict[str, Any])
 
     pareto_statement = ""
     pareto: dict[str, Any] | None = None
-    if est is not None:
+    if est is not None and est.pareto_ops:  # no operator, no effort: "0 of 0 types carry 0%" would say nothing
         share_types = est.pareto_share_of_types
         share_effort = summary["pareto"]["share_of_effort"]
         names = list(est.pareto_ops)
@@ -509,8 +509,9 @@ def _display(assessment: Assessment, rows: list[_Row], document: dict[str, Any])
         {"label": "Unknown to the knowledge base", "value": str(len(unknown)),
          "detail": ", ".join(op["op"] for op in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
          if unknown else "every operator has a known fact"},
-        {"label": "Highest risk", "value": worst["stars_text"] if worst else "",
-         "detail": worst["op"] if worst else ""},
+        {"label": "Highest risk",
+         "value": worst["stars_text"] if worst else ("none" if est is not None else "not estimated"),
+         "detail": worst["op"] if worst else ("no operator to port" if est is not None else "")},
     ]
 
     attempts = [{"method": a.method, "status": "used" if a.method == capture.method and a.error is None
