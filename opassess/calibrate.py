@@ -8,9 +8,11 @@ low + composite x (high - low); without a composite column every row is placed a
 Fit per category, with at least calibration.min_rows actuals:
 - composites that vary: least squares of person_days on composite, y = low + composite x (high - low);
 - otherwise (or when least squares gives a range that runs backwards or below zero): the range that puts the
-  prediction on the median of the actuals (the value minimising the mean absolute error) and is as wide as the
-  spread between the calibration.spread_quantiles (P10-P90 by default).
-Proposed bounds are rounded to 0.1 person-day, and the error after is computed with the rounded values.
+  prediction for the median composite on the median of the actuals (the value minimising the mean absolute
+  error) and is as wide as the spread between the calibration.spread_quantiles (P10-P90 by default).
+Proposed bounds are rounded to 0.1 person-day, and the error after is computed with the rounded values. A fitted
+range whose mean absolute error is larger than the current range's (least squares minimises squared error, so an
+outlier can pull it there) is not proposed: the category keeps its range and says why.
 """
 from __future__ import annotations
 
@@ -106,6 +108,11 @@ def _fit(category: str, rows: list[Actual], before: tuple[float, float], weights
         after, method = before, f"kept: {len(rows)} actual(s), fewer than calibration.min_rows = {rules.min_rows}"
     else:
         after, method = _fit_range(rows, weights)
+        worse, current = _mae(rows, after), _mae(rows, before)
+        if worse > current + 1e-9:
+            method = (f"kept: the fitted range {after[0]:g}-{after[1]:g} ({method}) would raise the mean absolute "
+                      f"error ({worse:.2f} > {current:.2f})")
+            after = before
     return CategoryFit(
         category=category,
         rows=len(rows),
@@ -133,10 +140,10 @@ def _fit_range(rows: list[Actual], weights: Weights) -> tuple[tuple[float, float
         reason = "least squares gave a range running backwards or below 0; "
     else:
         reason = ""
-    # Median-centred: the prediction low + c x width lands on the median; width = the quantile spread.
-    # Example: c 0.5, actuals 2, 3, 4, 6, 10: median 4, P10 2.4 and P90 8.4 (linear interpolation), width 6:
-    # low = 4 - 0.5 x 6 = 1, high = 7.
-    c = composites[0]
+    # Median-centred: the prediction low + c x width for the median composite c lands on the median; width = the
+    # quantile spread. Example: c 0.5, actuals 2, 3, 4, 6, 10: median 4, P10 2.4 and P90 8.4 (linear
+    # interpolation), width 6: low = 4 - 0.5 x 6 = 1, high = 7.
+    c = statistics.median(composites)
     q_low, q_high = weights.calibration.spread_quantiles
     width = _quantile(days, q_high) - _quantile(days, q_low)
     median = statistics.median(days)
@@ -182,7 +189,14 @@ def _read(path: Path) -> list[Actual]:
             if missing:
                 raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}; expected "
                                   f"{', '.join(REQUIRED_COLUMNS)} (and optionally composite)")
-            rows = [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in reader]
+            rows = []
+            for row in reader:
+                if None in row:  # DictReader files surplus fields under the key None
+                    raise ConfigError(f"{path}:{reader.line_num}: {len(columns) + len(row[None])} fields, the "
+                                      f"header has {len(columns)}")
+                rows.append({(k or "").strip(): (v or "").strip() for k, v in row.items()})
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the CSV as UTF-8") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read actuals: {exc.strerror or exc}") from exc
     except csv.Error as exc:

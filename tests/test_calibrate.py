@@ -101,6 +101,38 @@ def test_low_clamped_at_zero_keeps_the_median(tmp_path):
     assert fit(calibrate(path, WEIGHTS), "direct").after == (0.0, 0.6)
 
 
+def test_fallback_does_not_depend_on_row_order(tmp_path):
+    # direct (c 0, 6 days), (c 1, 4 days), (c 0.5, 5 days): least squares runs backwards (slope -2), so the range is
+    # median-centred for the median composite 0.5 (not for whichever row came first: c 0 gave 5-6.6, c 1 3.4-5):
+    # median 5; P10 = 4 + 0.2 x 1 = 4.2, P90 = 5 + 0.8 x 1 = 5.8, width 1.6; low = 5 - 0.5 x 1.6 = 4.2, high 5.8,
+    # in either row order. MAE (1.8 + 1.8 + 0) / 3 = 1.2, down from the 1-2 range's (5 + 2 + 3.5) / 3 = 3.5.
+    rows = ["a,direct,6,0.0", "b,direct,4,1.0", "c,direct,5,0.5"]
+    header = "operator,category,person_days,composite\n"
+    first = write(tmp_path, header + "\n".join(rows) + "\n", "first.csv")
+    second = write(tmp_path, header + "\n".join(rows[1:] + rows[:1]) + "\n", "second.csv")
+    assert fit(calibrate(first, WEIGHTS), "direct").after == (4.2, 5.8)
+    assert fit(calibrate(second, WEIGHTS), "direct").after == (4.2, 5.8)
+    assert fit(calibrate(first, WEIGHTS), "direct").mae_after == pytest.approx(1.2)
+
+
+def test_a_fit_that_raises_the_error_is_not_proposed(tmp_path):
+    # direct (c 0, 1 day), (c 1, 5), (c 0.5, 0.5), (c 0.9, 0.4). Least squares: mean c 0.6, mean y 1.725,
+    # slope (-0.6 x -0.725 + 0.4 x 3.275 - 0.1 x -1.225 + 0.3 x -1.325) / (0.36 + 0.16 + 0.01 + 0.09) = 1.47 / 0.62
+    # = 2.371, low 1.725 - 2.371 x 0.6 = 0.302: range 0.3-2.7 (rounded). Its predictions 0.3, 2.7, 1.5, 2.46 miss by
+    # 0.7, 2.3, 1.0, 2.06: MAE 1.515, worse than the current 1-2 (predictions 1, 2, 1.5, 1.9: MAE 5.5 / 4 = 1.375).
+    path = write(tmp_path, """\
+        operator,category,person_days,composite
+        a,direct,1,0.0
+        b,direct,5,1.0
+        c,direct,0.5,0.5
+        d,direct,0.4,0.9
+    """)
+    direct = fit(calibrate(path, WEIGHTS), "direct")
+    assert direct.after == direct.before == (1.0, 2.0) and not direct.changed
+    assert direct.mae_after == pytest.approx(1.375)
+    assert "kept: the fitted range 0.3-2.7" in direct.method and "1.52 > 1.38" in direct.method
+
+
 def test_snippet_is_toml_that_loads_as_weights(tmp_path):
     result = calibrate(write(tmp_path, ACTUALS), WEIGHTS)
     snippet = format_snippet(result)
@@ -125,12 +157,20 @@ def test_table_shows_before_and_after(tmp_path):
     ("operator,category,person_days\nx,direct,-1\n", ":2: person_days '-1' must be a number >= 0"),
     ("operator,category,person_days,composite\nx,direct,1,1.5\n", ":2: composite 1.5 is above 1"),
     ("operator,category,person_days\n", "no actuals"),
+    ("operator,category,person_days\nx,direct,1,surplus\n", ":2: 4 fields, the header has 3"),
 ])
 def test_bad_actuals(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
         calibrate(path, WEIGHTS)
     assert str(path) in str(info.value) and message in str(info.value)
+
+
+def test_a_file_that_is_not_utf8_text(tmp_path):
+    path = tmp_path / "actuals.csv"
+    path.write_bytes(b"\xff\xfeo\x00p\x00")  # UTF-16, as some spreadsheet exports write it
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        calibrate(path, WEIGHTS)
 
 
 def test_missing_file(tmp_path):
