@@ -325,19 +325,26 @@ class _Running:
 
 
 def _fingerprint(options: PortfolioOptions, target: str) -> str:
-    """What a finished result depends on: the scan options, the formats, the model file's bytes, and the policy
-    when a per-model format marks breaches (SARIF, JUnit); the portfolio's own breaches are re-read from JSON."""
+    """What a finished result depends on: the scan options, the formats, the bytes of the model file and of the
+    weights file (the same --weights path with other numbers gives other estimates), and the policy when a
+    per-model format marks breaches (SARIF, JUnit); the portfolio's own breaches are re-read from JSON."""
     scan = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(replace(options.scan, target="")).items()
             if k != "extra"}
-    content = ""
-    path = Path(target)
-    if path.is_file():
-        content = hashlib.sha256(path.read_bytes()).hexdigest()
     marks_breaches = bool({"sarif", "junit"} & set(options.formats))
     text = json.dumps({"scan": scan, "formats": sorted(options.formats),
                        "policy": asdict(options.policy) if marks_breaches else None,
-                       "file": content}, sort_keys=True, default=str)
+                       "file": _content_hash(Path(target)),
+                       "weights": _content_hash(options.scan.weights) if options.scan.weights else None},
+                      sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _content_hash(path: Path) -> str:
+    """sha256 of a file's bytes; '' when it is not a readable file (a module:factory target)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def _read_state(out_dir: Path) -> dict[str, Any]:

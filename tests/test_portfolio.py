@@ -101,6 +101,23 @@ def test_expand_targets_takes_model_files_from_directories_and_names_clashes_apa
     assert [(Path(s.path).name, s.reason) for s in skipped] == [("helpers.py", "defines no build_model()")]
 
 
+def test_resume_rescans_after_the_weights_file_changes(tmp_path):
+    # --resume keeps a finished model only when it would be scanned the same way: the same --weights path with
+    # other numbers in it gives other estimates, so it must not count as the same scan.
+    from opassess.portfolio import _fingerprint
+
+    model = tmp_path / "net.py"
+    model.write_text("def build_model():\n    pass\n")
+    weights = tmp_path / "w.toml"
+    weights.write_text("[effort]\nper_occurrence = 0.02\n")
+    options = PortfolioOptions(targets=(str(model),), scan=ScanOptions(target="", weights=weights),
+                               out_dir=tmp_path / "out")
+    before = _fingerprint(options, str(model))
+    assert _fingerprint(options, str(model)) == before  # stable while nothing changes
+    weights.write_text("[effort]\nper_occurrence = 0.1\n")
+    assert _fingerprint(options, str(model)) != before
+
+
 # ---------------------------------------------------------------- worker processes
 
 CRASH = """
