@@ -199,7 +199,8 @@ def expand_targets(targets: Sequence[str], entry: str | None = None
     stems = [_stem(t) for t in unique]
     names = []
     for target, stem in zip(unique, stems):
-        clash = stems.count(stem) > 1 or stem == PORTFOLIO_NAME
+        # Two files with one stem, or a stem whose report would overwrite the portfolio's own files.
+        clash = stems.count(stem) > 1 or stem == PORTFOLIO_NAME or f"{stem}.json" == STATE_FILE
         names.append(f"{stem}-{hashlib.sha1(target.encode()).hexdigest()[:6]}" if clash else stem)
     return tuple(ModelTarget(t, n) for t, n in zip(unique, names)), tuple(skipped)
 

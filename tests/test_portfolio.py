@@ -99,6 +99,12 @@ def test_expand_targets_takes_model_files_from_directories_and_names_clashes_apa
     assert len(names) == 3 and names[2] == "resnet50"
     assert names[0].startswith("net-") and names[1].startswith("net-") and names[0] != names[1]
     assert [(Path(s.path).name, s.reason) for s in skipped] == [("helpers.py", "defines no build_model()")]
+    # portfolio.py and portfolio.state.py would write portfolio.json and portfolio.state.json (the resume state).
+    (tmp_path / "c").mkdir()
+    for name in ("portfolio.py", "portfolio.state.py"):
+        (tmp_path / "c" / name).write_text("def build_model():\n    pass\n")
+    reserved, _ = expand_targets([str(tmp_path / "c")])
+    assert all(m.name.startswith(("portfolio-", "portfolio.state-")) for m in reserved), reserved
 
 
 def test_resume_rescans_after_the_weights_file_changes(tmp_path):
