@@ -663,9 +663,9 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
             by_fx_name[n.name] = node
             return result
 
-    args = loaded.args + tuple(v for k, v in loaded.kwargs.items() if k not in concrete)
+    inputs = _placeholder_values(model, loaded.args, loaded.kwargs)
     with torch.no_grad(), recorder.mode:
-        Runner(model, graph=graph).run(*args)
+        Runner(model, graph=graph).run(*inputs)
     edges = []
     for n in graph.nodes:
         if n.name in by_fx_name:
@@ -701,6 +701,27 @@ def _producers(n, recorded: dict) -> set[str]:
         else:
             stack.extend(p.all_input_nodes)
     return found
+
+
+def _placeholder_values(model: Any, args: tuple, kwargs: dict) -> list:
+    """The example inputs in the order of the traced graph's placeholders. FX runs a graph positionally, with one
+    placeholder per forward parameter (positional ones, keyword-only ones, then *args), including the plain values
+    fixed for tracing (use_cache=False: its placeholder asserts the value); a dict of example inputs need not follow
+    the forward's order or name every parameter, so each value is bound by name."""
+    import inspect
+
+    signature = inspect.signature(model.forward)
+    bound = signature.bind(*args, **kwargs).arguments
+    params = list(signature.parameters.values())
+    ordered = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)] + \
+        [p for p in params if p.kind is p.KEYWORD_ONLY] + [p for p in params if p.kind is p.VAR_POSITIONAL]
+    values: list = []
+    for p in ordered:
+        if p.kind is p.VAR_POSITIONAL:
+            values.extend(bound.get(p.name, ()))
+        else:
+            values.append(bound.get(p.name, p.default))
+    return values
 
 
 def _concrete_kwargs(model: Any, kwargs: dict) -> dict:

@@ -171,8 +171,7 @@ def test_sdpa_records_the_composite_entry_op_not_only_its_decomposition(model_fi
                 y = F.scaled_dot_product_attention(q, q, q, is_causal=True)
                 return y.transpose(1, 2).view(1, 16, 128)  # runs on the CPU, so it must run on meta too
         def build_model(): return Attn()
-        def example_inputs():
-            return tuple(torch.randn(1, 4, 16, 32) for _ in range(3))
+        def example_inputs(): return (torch.randn(1, 16, 128),)
     ''')
     cap = capture_of(path)
     assert cap.device == "meta" and cap.method == "fx"
@@ -237,3 +236,29 @@ def test_cpp_extension_call_appears_as_itself(method):
     import sys
     model_module = next(m for m in list(sys.modules.values()) if "scaled_gelu_ext" in getattr(m, "__dict__", {}))
     assert type(model_module.scaled_gelu_ext.scaled_gelu).__name__ == "builtin_function_or_method"
+
+
+def test_fx_binds_keyword_inputs_by_name_and_keeps_plain_values(model_file):
+    # The dict lists mask before ids and skips `bias`; use_cache=False is fixed for tracing. FX runs a graph
+    # positionally, so the inputs must be bound to the forward's parameters by name, not by dict order.
+    path = model_file('''
+        import torch, torch.nn as nn
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(10, 4)
+            def forward(self, input_ids, bias=None, mask=None, use_cache=True):
+                h = self.emb(input_ids)
+                if use_cache:
+                    h = h + 1
+                return h * mask.unsqueeze(-1)
+        def build_model(): return LM()
+        def example_inputs():
+            return {"mask": torch.ones(2, 5), "input_ids": torch.zeros(2, 5, dtype=torch.long), "use_cache": False}
+    ''')
+    cap = capture_of(path)
+    assert cap.method == "fx" and [a.error for a in cap.attempts] == [None]
+    assert [n.op for n in cap.nodes] == ["torch.nn.Embedding", "Tensor.unsqueeze", "Tensor.mul"]  # no `h + 1`
+    assert cap.nodes[0].input_shapes == ((2, 5),) and cap.nodes[0].input_dtypes == ("int64",)
+    assert cap.nodes[1].input_dtypes == ("float32",)  # the mask, not the ids
+
