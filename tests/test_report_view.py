@@ -132,3 +132,22 @@ def test_short_names():
     assert short_name("torch.nn.functional.scaled_dot_product_attention") == "F.scaled_dot_product_attention"
     assert short_name("torch.nn.Conv2d") == "nn.Conv2d"
     assert short_name("mylib::fused") == "mylib::fused"
+
+
+def test_a_long_pareto_list_names_the_largest_and_counts_the_rest():
+    # 25 direct operators of 1.5 person-days each (report_support's tables): 80% of 37.5 = 30 needs 20 of them.
+    # The summary sentence names the first TOP_OPERATORS (10) and counts the other 10; the JSON lists all 20.
+    from score_records import call, inventory, node
+
+    from opassess.report import render
+    from report_support import synthetic_assessment
+
+    nodes = [node(f"n{i}", f"mylib.op_{i:02d}", f"m{i}", kind="function", aten=[call("aten::relu")])
+             for i in range(25)]
+    assessment = synthetic_assessment(inventory(nodes))
+    view = build_view(assessment)
+    assert len(view["document"]["summary"]["pareto"]["ops"]) == 20
+    pareto = view["display"]["pareto"]
+    assert (len(pareto["shown"]), pareto["more"]) == (10, 10)
+    statement = next(line for line in render(assessment, "md").splitlines() if line.startswith("> **20/80:**"))
+    assert statement.endswith("`mylib.op_09` and 10 more.") and "op_10" not in statement

@@ -493,7 +493,9 @@ def _display(assessment: Assessment, rows: list[_Row], document: dict[str, Any])
         share_effort = summary["pareto"]["share_of_effort"]
         names = list(est.pareto_ops)
         pareto = {"ops": names, "count": len(names), "share_types_text": _pct(share_types),
-                  "share_effort_text": _pct(share_effort)}
+                  "share_effort_text": _pct(share_effort),
+                  # the sentence names the largest; a flat model can have 160 names here (the JSON has them all)
+                  "shown": names[:TOP_OPERATORS], "more": max(0, len(names) - TOP_OPERATORS)}
         pareto_statement = (f"{len(names)} of {len(ops)} operator types ({_pct(share_types)}) carry "
                             f"{_pct(share_effort)} of the estimated effort")
 
