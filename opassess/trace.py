@@ -784,6 +784,10 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
                                (call,) if call else (), source, 0, 0)
         nodes.append(build)
         by_name[n.name] = build
+    for build in nodes:  # export traces with fake tensors: a size computed from the data stays a symbol (u0)
+        if any(type(d) is not int for shape in build.inputs[0] + build.outputs[0] for d in shape):
+            raise TraceError(f"node {build.name}: a data-dependent size ({build.op}) has no value in torch.export; "
+                             "a run on real data measures it")
     edges = set()
     for n in exported.graph.nodes:
         if n.name in by_name:

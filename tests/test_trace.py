@@ -262,3 +262,15 @@ def test_fx_binds_keyword_inputs_by_name_and_keeps_plain_values(model_file):
     assert cap.nodes[0].input_shapes == ((2, 5),) and cap.nodes[0].input_dtypes == ("int64",)
     assert cap.nodes[1].input_dtypes == ("float32",)  # the mask, not the ids
 
+
+def test_data_dependent_sizes_are_measured_on_the_cpu_not_left_symbolic():
+    from conftest import MODELS
+
+    # tests/models/findings_dynamic.py: torch.nonzero / masked_select / h[h > 0] size their output by the data.
+    # On meta, fx and dispatch fail and torch.export succeeds only with symbolic sizes (u0), which are no shape:
+    # the CPU run gives the real ones.
+    cap = capture_of(MODELS / "findings_dynamic.py")
+    assert cap.device == "cpu" and "meta" in cap.device_note
+    assert cap.method == "fx" and [a.method for a in cap.attempts] == ["fx", "dispatch", "export", "fx@cpu"]
+    shapes = [s for n in cap.nodes for s in n.input_shapes + n.output_shapes]
+    assert all(type(d) is int for s in shapes for d in s)
