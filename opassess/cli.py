@@ -187,7 +187,8 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
         raise typer.BadParameter(f"unknown format {chosen!r}; expected one of {', '.join(formats())}",
                                  param_hint="'--format'")
     before = read_snapshot(baseline) if baseline is not None else None  # a bad baseline fails before the scan
-    with _progress(quiet) as progress:
+    # The model's own code runs inside assess(): whatever it prints goes to stderr, so stdout carries the report only.
+    with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
         assessment = assess(options, progress)
     after = read_snapshot(assessment)
     diff = diff_snapshots(before, after) if before is not None else None

@@ -115,3 +115,26 @@ def test_unknown_target_or_version_fails_before_the_model_runs(tmp_path, model_f
     result = scan(path, flag, value, "-q")
     assert result.exit_code == 1 and expected in result.output
     assert not marker.exists()
+
+
+def test_model_code_printing_leaves_the_json_on_stdout_valid(model_file):
+    # The model file prints while imported, built and run: its text goes to stderr, the report alone to stdout.
+    path = model_file('''
+        import torch, torch.nn as nn
+        print("importing")
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                print("forward", tuple(x.shape))
+                return self.fc(x)
+        def build_model():
+            print("building")
+            return Net()
+        def example_inputs(): return (torch.randn(2, 4),)
+    ''')
+    result = scan(path, "-f", "json", "-q")
+    assert result.exit_code == 0, result.output
+    assert [op["op"] for op in json.loads(result.stdout)["operators"]] == ["torch.nn.Linear"]
+    assert "importing" in result.stderr and "building" in result.stderr and "forward (2, 4)" in result.stderr
