@@ -95,6 +95,21 @@ def display_module(name: str) -> str:
     return MODULE_DISPLAY_NAMES.get(name, name)
 
 
+@contextlib.contextmanager
+def _importable(directory: Path | None):
+    """Modules beside the model file importable while its code runs, as under `python model.py`."""
+    entry = str(directory.resolve()) if directory is not None else None
+    if entry is None or entry in sys.path:
+        yield
+        return
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(entry)
+
+
 def _import_file(path: Path) -> ModuleType:
     # The module is named after the file (classes then read "custom_op_model.FakeQuantizeSTE" in reports),
     # unless that name is taken by another module.
@@ -109,7 +124,8 @@ def _import_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look the module up by name
     try:
-        spec.loader.exec_module(module)
+        with _importable(path.parent):
+            spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(name, None)
         raise ModelLoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
@@ -150,8 +166,8 @@ def is_library_file(filename: str) -> bool:
     return filename.startswith(_library_dirs()) or any(marker in filename for marker in _MARKERS)
 
 
-def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[], Any]]:
-    """Find the factory: FILE, FILE:FUNC, or package.module:FUNC."""
+def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[], Any], Path | None]:
+    """Find the factory: FILE, FILE:FUNC, or package.module:FUNC; with the model file's directory, if any."""
     target, entry = req.target, req.entry
     if entry and ":" in entry:  # --entry FILE:FUNC
         target, entry = entry.rsplit(":", 1)
@@ -165,16 +181,18 @@ def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[
             raise ModelLoadError(f"{path}: is a directory, expected a model file")
         module = _import_file(path)
         source = _display(str(path))
+        directory = path.parent
     else:
         try:
             module = importlib.import_module(path_part)
         except Exception as exc:
             raise ModelLoadError(f"{path_part}: cannot import module: {_describe(exc)}") from exc
         source = f"{path_part}:{entry}"
+        directory = None
     factory = getattr(module, entry, None)
     if factory is None or not callable(factory):
         raise ModelLoadError(f"{source}: defines no {entry}() (a model file must define build_model() returning an nn.Module)")
-    return module, source, entry, factory
+    return module, source, entry, factory, directory
 
 
 def _device_context(device: str):
@@ -187,12 +205,12 @@ def load_model(req: LoadRequest) -> LoadedModel:
     """Import the model file, build the model and its example inputs on req.device (meta by default)."""
     import torch
 
-    module, source, entry, factory = _resolve_factory(req)
+    module, source, entry, factory, directory = _resolve_factory(req)
     assess_dtype = normalise_dtype(req.dtype, option="--dtype") if req.dtype else None
     input_dtype = normalise_dtype(req.input_dtype, option="--input-dtype")
 
     def build(device: str) -> LoadedModel:
-        with _device_context(device):
+        with _device_context(device), _importable(directory):
             try:
                 model = factory()
             except Exception as exc:

@@ -1,6 +1,8 @@
 """Load: model files and package factories, example inputs, and one clear error per kind of bad input."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -82,3 +84,21 @@ def test_parse_shape():
     assert parse_shape("1,3,224,224") == (1, 3, 224, 224)
     with pytest.raises(ModelLoadError, match="comma-separated integers"):
         parse_shape("1,three")
+
+
+def test_model_file_imports_a_module_beside_it(model_file, monkeypatch, tmp_path):
+    # As `python model.py` would: the file's directory is importable while the model is loaded and built.
+    model_file('''
+        import torch.nn as nn
+        def make_block(): return nn.Linear(4, 3)
+    ''', name="blocks_beside_model.py")
+    path = model_file('''
+        import torch
+        from blocks_beside_model import make_block
+        def build_model(): return make_block()
+        def example_inputs(): return (torch.randn(2, 4),)
+    ''')
+    monkeypatch.chdir(tmp_path.parent)  # the working directory is elsewhere
+    loaded = load_model(LoadRequest(str(path)))
+    assert loaded.info.parameters == 4 * 3 + 3
+    assert str(tmp_path) not in sys.path  # and it does not stay on the path afterwards
