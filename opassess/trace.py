@@ -640,7 +640,7 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
                 except Exception as exc:
                     raise NodeFailure(n.name, source, exc) from exc
             calls, flops, nbytes = recorder.last
-            if not _is_operator_call(calls, args, result):
+            if not _is_operator_call(calls, args, result) or _is_container_type(n.target):
                 return result
             stack = n.meta.get("nn_module_stack") or {}
             owner = next(reversed(stack.values()))[0] if stack else ""
@@ -672,6 +672,11 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
             for producer in _producers(n, by_fx_name):
                 edges.append((producer, n.name))
     return [b.freeze() for b in built], edges
+
+
+def _is_container_type(target: Any) -> bool:
+    """A namedtuple (or other tuple, list or dict class) that FX records when forward() packs its outputs."""
+    return isinstance(target, type) and issubclass(target, (tuple, list, dict))
 
 
 def _EntryRecorder(sink: list[str]):  # noqa: N802 - a mode factory, used like a class

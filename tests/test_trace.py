@@ -274,3 +274,24 @@ def test_data_dependent_sizes_are_measured_on_the_cpu_not_left_symbolic():
     assert cap.method == "fx" and [a.method for a in cap.attempts] == ["fx", "dispatch", "export", "fx@cpu"]
     shapes = [s for n in cap.nodes for s in n.input_shapes + n.output_shapes]
     assert all(type(d) is int for s in shapes for d in s)
+
+
+@pytest.mark.parametrize("method", ["fx", "dispatch", "export"])
+def test_a_namedtuple_output_is_not_an_operator(model_file, method):
+    # FX records `Out(y, z)` as a call of the namedtuple class; packing tensors into a tuple is no operator.
+    path = model_file('''
+        import collections, torch, torch.nn as nn
+        Out = collections.namedtuple("Out", "logits hidden")
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                y = self.fc(x)
+                return Out(y, y.relu())
+        def build_model(): return Net()
+        def example_inputs(): return (torch.randn(2, 4),)
+    ''')
+    cap = capture_of(path, (method,))
+    relu = "aten::relu" if method == "export" else "Tensor.relu"  # export names ATen ops
+    assert [n.op for n in cap.nodes] == ["torch.nn.Linear", relu]
