@@ -151,3 +151,25 @@ def test_a_long_pareto_list_names_the_largest_and_counts_the_rest():
     assert (len(pareto["shown"]), pareto["more"]) == (10, 10)
     statement = next(line for line in render(assessment, "md").splitlines() if line.startswith("> **20/80:**"))
     assert statement.endswith("`mylib.op_09` and 10 more.") and "op_10" not in statement
+
+
+def test_a_crowded_risk_cell_names_thirty_operators_and_counts_the_rest():
+    # 40 direct operators all land in cell L1 x I2 (report_support's tables). The HTML heat map and the Markdown
+    # grid name CELL_OPS (30) of them and say "+10 more"; the JSON matrix keeps all 40.
+    from score_records import call, inventory, node
+
+    from opassess.report import render
+    from report_support import synthetic_assessment
+
+    nodes = [node(f"n{i}", f"mylib.op_{i:02d}", f"m{i}", kind="function", aten=[call("aten::relu")])
+             for i in range(40)]
+    assessment = synthetic_assessment(inventory(nodes))
+    view = build_view(assessment)
+    assert len(view["document"]["risk_matrix"][0][1]) == 40
+    cell = view["display"]["risk_grid"]["rows"][-1]["cells"][1]
+    assert (len(cell["shown"]), cell["more"], cell["count"]) == (30, 10, 40)
+    assert cell["shown"][0] == {"op": "mylib.op_00", "short": "mylib.op_00"}
+    html = render(assessment, "html")
+    assert html.count('class="chip"') == 30 and ">+10 more</span>" in html
+    row = next(line for line in render(assessment, "md").splitlines() if line.startswith("| **1** rare"))
+    assert row.count("`mylib.op_") == 30 and "+10 more" in row

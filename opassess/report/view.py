@@ -22,6 +22,7 @@ TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into one "others" bar
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
 MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
+CELL_OPS = 30  # operators named in one risk-matrix cell of the HTML/Markdown grid (all of them are in the JSON)
 CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}  # sort order: direct < custom-dev
 MODULE_MIN_SHARE = 0.01  # modules carrying less than 1% of the effort are left to the JSON
 LIKELIHOOD_LABELS = {1: "rare", 2: "unlikely", 3: "possible", 4: "likely", 5: "almost certain"}
@@ -355,6 +356,9 @@ def _risk_grid(matrix: tuple[tuple[tuple[str, ...], ...], ...]) -> dict[str, Any
                 "impact": impact,
                 "ops": ops,
                 "shorts": [short_name(op) for op in ops],
+                "shown": [{"op": op, "short": short_name(op)} for op in ops[:CELL_OPS]],
+                "more": max(0, len(ops) - CELL_OPS),
+                "more_title": ", ".join(ops[CELL_OPS:]),
                 "count": len(ops),
                 "heat": heat(likelihood, impact),
                 "mark": HEAT_MARKS[heat(likelihood, impact)],
