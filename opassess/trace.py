@@ -749,8 +749,12 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
     with _quiet_torch_logs():  # a failed export logs the whole graph; the attempt's one-line error is enough
         exported = torch.export.export(model, loaded.args, loaded.kwargs, strict=False)
     modules = dict(model.named_modules())
+    signature = exported.graph_signature
+    weights = {*signature.inputs_to_parameters, *signature.inputs_to_buffers,
+               *signature.inputs_to_lifted_tensor_constants}  # placeholders export lifts out of the modules
     nodes: list[_NodeBuild] = []
     by_name: dict[str, _NodeBuild] = {}
+    received: dict[int, dict[str, Any]] = {}  # id(leaf module build) -> graph values its call got from outside
     for n in exported.graph.nodes:
         if n.op != "call_function":
             continue
@@ -768,15 +772,23 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
         source = _source_from_stack_trace(n.meta.get("stack_trace"))
         sub = modules.get(path)
         if sub is not None and is_leaf_module(sub):
-            # consecutive ATen nodes of one leaf module call form one operator node
+            # consecutive ATen nodes of one leaf module call form one operator node, whose inputs are what the
+            # module's forward() received (as in the other captures), not its weights nor its own intermediates
             last = nodes[-1] if nodes else None
-            if last is not None and last.kind == "module" and last.module_path == path and last.source == source:
+            if not (last is not None and last.kind == "module" and last.module_path == path and last.source == source):
+                last = None
+            inputs = received[id(last)] if last is not None else {}
+            inputs.update((a.name, a.meta.get("val")) for a in n.all_input_nodes
+                          if a.name not in weights and (last is None or by_name.get(a.name) is not last))
+            if last is not None:
                 last.aten = last.aten + ((call,) if call else ())
+                last.inputs = describe(list(inputs.values()))
                 last.outputs = describe(out)
                 by_name[n.name] = last
                 continue
-            build = _NodeBuild(n.name, module_key(type(sub)), "module", path, module_attrs(sub), describe(vals),
-                               describe(out), (call,) if call else (), source, 0, 0)
+            build = _NodeBuild(n.name, module_key(type(sub)), "module", path, module_attrs(sub),
+                               describe(list(inputs.values())), describe(out), (call,) if call else (), source, 0, 0)
+            received[id(build)] = inputs
         else:
             op, kind = function_key(target)
             attrs = {}

@@ -295,3 +295,24 @@ def test_a_namedtuple_output_is_not_an_operator(model_file, method):
     cap = capture_of(path, (method,))
     relu = "aten::relu" if method == "export" else "Tensor.relu"  # export names ATen ops
     assert [n.op for n in cap.nodes] == ["torch.nn.Linear", relu]
+
+
+def test_export_module_inputs_are_the_forward_inputs_not_its_weights(model_file):
+    # aten::embedding(weight, indices) takes the weight first: a module's inputs in the export capture must be
+    # what its forward() received (the int64 ids), as in the fx and dispatch captures, not its parameters.
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(10, 4)
+                self.fc = nn.Linear(4, 3)
+            def forward(self, ids):
+                return self.fc(self.emb(ids))
+        def build_model(): return Net()
+        def example_inputs(): return (torch.zeros(2, 5, dtype=torch.long),)
+    ''')
+    by_method = {m: capture_of(path, (m,)).nodes for m in ("fx", "export")}
+    for method, nodes in by_method.items():
+        assert [(n.op, n.input_shapes, n.input_dtypes) for n in nodes] == [
+            ("torch.nn.Embedding", ((2, 5),), ("int64",)), ("torch.nn.Linear", ((2, 5, 4),), ("float32",))], method
