@@ -173,3 +173,15 @@ def test_a_crowded_risk_cell_names_thirty_operators_and_counts_the_rest():
     assert html.count('class="chip"') == 30 and ">+10 more</span>" in html
     row = next(line for line in render(assessment, "md").splitlines() if line.startswith("| **1** rare"))
     assert row.count("`mylib.op_") == 30 and "+10 more" in row
+
+
+def test_pareto_chart_labels_are_cut_to_fit_under_the_axis():
+    # 120 px under the axis holds about 30 characters of 11 px text rotated by 40 degrees: a longer name is cut
+    # with an ellipsis (its bar's tooltip keeps the whole name).
+    long = "mylib.fused_" + "x" * 40
+    ops = [{"op": long, "short": long, "likely": 2.0, "category": "direct", "estimated": True},
+           {"op": "F.scaled_dot_product_attention", "short": "F.scaled_dot_product_attention", "likely": 1.0,
+            "category": "direct", "estimated": True}]
+    bars = _pareto_chart(ops, 3.0)["bars"]
+    assert bars[0]["label"] == long[:29] + "\u2026" and bars[0]["title"].startswith(long + ":")
+    assert bars[1]["label"] == "F.scaled_dot_product_attention"  # 30 characters: whole

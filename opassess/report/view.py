@@ -20,6 +20,7 @@ TOOL_NAME = "opassess"
 DASH = "\u2013"  # en dash for ranges: "3.0–6.0"
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into one "others" bar
+PARETO_LABEL = 30  # characters of a bar label: what fits in the 120 px under the axis, rotated by 40 degrees
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
 MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
 CELL_OPS = 30  # operators named in one risk-matrix cell of the HTML/Markdown grid (all of them are in the JSON)
@@ -401,7 +402,8 @@ def _pareto_chart(ops: list[dict[str, Any]], total_likely: float) -> dict[str, A
         points.append(f"{_num(cx)},{_num(cy)}")
         bar_items.append({
             "x": _num(cx - bar_w / 2), "y": _num(baseline - h), "width": _num(bar_w), "height": _num(h),
-            "label": label, "title": f"{full}: {_days(likely)} person-days, cumulative "
+            "label": label if len(label) <= PARETO_LABEL else label[:PARETO_LABEL - 1] + "\u2026",
+            "title": f"{full}: {_days(likely)} person-days, cumulative "
                                      f"{_pct(cumulative / total_likely)}",
             "category": category, "label_x": _num(cx), "label_y": _num(baseline + 10),
             "cx": _num(cx), "cy": _num(cy),
