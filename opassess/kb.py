@@ -589,11 +589,16 @@ class KnowledgeBase:
         qualified = f"aten::{key}"
         if version in self.imported:
             # The wheel for this version is authoritative: listed means present, absent means absent.
-            entry = self.imported[version]["kernels"].get(key)
+            listed = self.imported[version]["kernels"]
+            entry = listed.get(key)
             fact = self._kernels.get(key)
             if entry is not None:
                 return KernelSupport(qualified, True, "imported-wheel", fact,
                                      f"torch-npu {format_version(version)} wheel: {key} ({','.join(entry.get('paths', [])) or 'native'})")
+            if "." not in key and f"{key}.out" in listed:  # the functional op derived from its out= kernel
+                return KernelSupport(qualified, True, "structured-delegate", self._kernels.get(f"{key}.out"),
+                                     f"torch-npu {format_version(version)} wheel: {key}.out (functional {key} "
+                                     f"derived from {key}.out)")
             return KernelSupport(qualified, False, "none", fact,
                                  f"torch-npu {format_version(version)} wheel: {key} not listed")
         fact = self._kernels.get(key)

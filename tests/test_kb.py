@@ -279,6 +279,18 @@ def test_import_wheel_refreshes_kernel_facts(tmp_path):
     assert kb.imported[(2, 14)]["provenance"]["wheel"].startswith("torch_npu-2.14.0")
 
 
+def test_imported_wheel_derives_a_functional_op_from_its_out_kernel(tmp_path):
+    # As in the shipped facts (test_functional_from_structured_out_kernel): the kernel list names gelu.out
+    # only, and PyTorch derives the functional gelu from it; the wheel's list is read the same way.
+    yaml = ("official:\n- func: gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)\n"
+            "  impl_ns: op_api\n")
+    dest = tmp_path / "overlay"
+    import_wheel(_wheel(tmp_path, yaml=yaml), dest)
+    support = load_kb(dest).kernel_support("aten::gelu", "2.14")
+    assert support.supported and support.via == "structured-delegate" and "gelu.out" in support.evidence
+    assert not load_kb(dest).has_kernel("aten::lgamma", "2.14")  # not listed: still absent
+
+
 def test_import_rejects_bad_input(tmp_path):
     not_zip = tmp_path / "torch_npu-2.14.0-x.whl"
     not_zip.write_text("plain text")
