@@ -185,3 +185,24 @@ def test_pareto_chart_labels_are_cut_to_fit_under_the_axis():
     bars = _pareto_chart(ops, 3.0)["bars"]
     assert bars[0]["label"] == long[:29] + "\u2026" and bars[0]["title"].startswith(long + ":")
     assert bars[1]["label"] == "F.scaled_dot_product_attention"  # 30 characters: whole
+
+
+def test_module_rows_past_the_cap_are_the_smallest_not_the_last_in_tree_order():
+    # 45 direct operators (1.5 each) in a.b0 .. a.b44 and a custom-dev one (12) in z: total 79.5. Tree order puts
+    # a (67.5) and its 45 children before z (12, 15% of the effort). With MODULE_ROWS = 40 the rows shown are the 40
+    # largest, in tree order: (model), a, z and 37 of a's children; the 8 left out each carry 1.5 / 79.5 = 1.9%,
+    # over MODULE_MIN_SHARE, so the HTML says they are past the rows shown, not that they are under 1%.
+    from score_records import call, inventory, node
+
+    from opassess.report import render
+    from report_support import synthetic_assessment
+
+    nodes = [node(f"n{i}", f"mylib.op_{i:02d}", f"a.b{i}", kind="function", aten=[call("aten::relu")])
+             for i in range(45)]
+    nodes.append(node("z", "torch.nn.AdaptiveAvgPool2d", "z", aten=[call("aten::_adaptive_avg_pool2d")]))
+    assessment = synthetic_assessment(inventory(nodes))
+    display = build_view(assessment)["display"]
+    paths = [row["path"] for row in display["modules"]]
+    assert len(paths) == 40 and paths[:2] == ["(model)", "a"] and paths[-1] == "z"
+    assert (display["modules_hidden"], display["modules_small"], display["modules_cut"]) == (8, 0, 8)
+    assert "8 more modules, each smaller than every module shown" in render(assessment, "html")

@@ -424,8 +424,13 @@ def _pareto_chart(ops: list[dict[str, Any]], total_likely: float) -> dict[str, A
 
 
 def _module_rows(by_module: Mapping[str, Effort], module_types: Mapping[str, str], class_name: str,
-                 total_likely: float) -> tuple[list[dict[str, Any]], int]:
-    """Modules in tree order (children by effort, largest first), leaving out those under MODULE_MIN_SHARE."""
+                 total_likely: float) -> tuple[list[dict[str, Any]], int, int]:
+    """The MODULE_ROWS largest modules of at least MODULE_MIN_SHARE, in tree order (children by effort, largest
+    first), and how many were left out for being small and for being past the rows shown.
+
+    The rows are chosen by effort, not by tree order: in a 32-layer decoder the first layers' sub-modules must not
+    push the later layers, the embedding and the head off the table. A parent carries at least its child's effort,
+    so (ties broken by depth) every shown row's parent is shown too."""
     children: dict[str, list[str]] = {}
     for path in by_module:
         if path == "":
@@ -446,13 +451,14 @@ def _module_rows(by_module: Mapping[str, Effort], module_types: Mapping[str, str
     else:
         for top_level in sorted(children.get("", []), key=lambda p: (-by_module[p].likely, p)):
             visit(top_level)
-    shown, hidden = [], 0
+    large = [p for p in ordered if not p or _share(by_module[p].likely, total_likely) >= MODULE_MIN_SHARE]
+    chosen = set(sorted(large, key=lambda p: (-by_module[p].likely, p.count(".") + bool(p), p))[:MODULE_ROWS])
+    shown = []
     for path in ordered:
+        if path not in chosen:
+            continue
         effort = by_module[path]
         share = _share(effort.likely, total_likely)
-        if (path and share < MODULE_MIN_SHARE) or len(shown) >= MODULE_ROWS:
-            hidden += 1
-            continue
         depth = 0 if path == "" else path.count(".") + 1
         shown.append({
             "path": path or "(model)",
@@ -465,7 +471,7 @@ def _module_rows(by_module: Mapping[str, Effort], module_types: Mapping[str, str
             "share_text": _pct(share),
             "bar_pct": _num(100 * share),
         })
-    return shown, hidden
+    return shown, len(ordered) - len(large), len(large) - len(shown)
 
 
 def _display(assessment: Assessment, rows: list[_Row], document: dict[str, Any]) -> dict[str, Any]:
@@ -525,9 +531,10 @@ def _display(assessment: Assessment, rows: list[_Row], document: dict[str, Any])
     attempts = [{"method": a.method, "status": "used" if a.method == capture.method and a.error is None
                  else ("ok" if a.error is None else "failed"),
                  "error": a.error or "", "seconds_text": f"{a.seconds:.2f} s"} for a in capture.attempts]
-    modules, modules_hidden = ([], 0)
+    modules, modules_small, modules_cut = ([], 0, 0)
     if est is not None:
-        modules, modules_hidden = _module_rows(est.by_module, capture.module_types, model.class_name, total_likely)
+        modules, modules_small, modules_cut = _module_rows(est.by_module, capture.module_types, model.class_name,
+                                                           total_likely)
 
     return {
         "title": f"Ascend NPU migration assessment: {model.class_name}",
@@ -558,7 +565,10 @@ def _display(assessment: Assessment, rows: list[_Row], document: dict[str, Any])
         "operators": ops,
         "top_operators": ops[:TOP_OPERATORS],  # largest effort first; first occurrences when not estimated
         "modules": modules,
-        "modules_hidden": modules_hidden,
+        "modules_hidden": modules_small + modules_cut,  # every one of them smaller than any module shown
+        "modules_small": modules_small,  # under MODULE_MIN_SHARE of the effort
+        "modules_cut": modules_cut,  # above it, but past the MODULE_ROWS largest
+        "module_rows": MODULE_ROWS,
         "findings": [{"kind": f.kind, "title": f.title, "ops": list(f.ops), "source": f.source or "",
                       "npu_api": f.npu_api or "", "effect": f.effect} for f in assessment.findings],
         "unknown": unknown,
