@@ -395,12 +395,13 @@ def _meta_sdpa(recorder: "_AtenRecorder", query, key, value, *args, **kwargs):
     import torch
     from torch.utils.flop_counter import sdpa_flop_count
 
-    sink, recorder.sink = recorder.sink, None  # allocating the stand-in output is not the model's work
+    # allocating the stand-in output is not the model's work: neither this call's ATen op nor a loose one
+    sink, loose, recorder.sink, recorder.loose = recorder.sink, recorder.loose, None, None
     if value.shape[-1] == query.shape[-1]:
         out = torch.empty_like(query)
     else:
         out = query.new_empty((*query.shape[:-1], value.shape[-1]))
-    recorder.sink = sink
+    recorder.sink, recorder.loose = sink, loose
     if recorder.sink is not None:
         tensors = [t for t in (query, key, value, *args, *kwargs.values()) if isinstance(t, torch.Tensor)]
         recorder.sink.append(AtenCall("aten::scaled_dot_product_attention", "default", *describe(tensors),

@@ -189,6 +189,23 @@ def test_sdpa_records_the_composite_entry_op_not_only_its_decomposition(model_fi
     assert node.flops == 4 * 4 * 16 * 16 * 32
 
 
+def test_sdpa_stand_in_output_is_not_an_operator_of_the_dispatch_capture(model_file):
+    # On meta the attention's output is allocated by opassess (empty_like); the dispatch capture, which keeps
+    # ATen ops no user-level call owned, must not report that allocation as the model's own aten::empty_like.
+    path = model_file('''
+        import torch, torch.nn as nn, torch.nn.functional as F
+        class Attn(nn.Module):
+            def forward(self, q):
+                return F.scaled_dot_product_attention(q, q, q)
+        def build_model(): return Attn()
+        def example_inputs(): return (torch.randn(1, 4, 16, 32),)
+    ''')
+    cap = capture_of(path, ("dispatch",))
+    assert cap.device == "meta"
+    assert [n.op for n in cap.nodes] == ["torch.nn.functional.scaled_dot_product_attention"]
+    assert [c.qualified for c in cap.nodes[0].aten] == ["aten::scaled_dot_product_attention"]
+
+
 def test_forward_that_raises_names_file_function_and_cause(model_file):
     path = model_file('''
         import torch, torch.nn as nn
