@@ -205,9 +205,9 @@ def load_model(req: LoadRequest) -> LoadedModel:
     """Import the model file, build the model and its example inputs on req.device (meta by default)."""
     import torch
 
-    module, source, entry, factory, directory = _resolve_factory(req)
     assess_dtype = normalise_dtype(req.dtype, option="--dtype") if req.dtype else None
     input_dtype = normalise_dtype(req.input_dtype, option="--input-dtype")
+    module, source, entry, factory, directory = _resolve_factory(req)  # runs the model file's code
 
     def build(device: str) -> LoadedModel:
         with _device_context(device), _importable(directory):

@@ -102,3 +102,15 @@ def test_model_file_imports_a_module_beside_it(model_file, monkeypatch, tmp_path
     loaded = load_model(LoadRequest(str(path)))
     assert loaded.info.parameters == 4 * 3 + 3
     assert str(tmp_path) not in sys.path  # and it does not stay on the path afterwards
+
+
+def test_a_mistyped_dtype_fails_before_the_model_file_runs(model_file, tmp_path):
+    marker = tmp_path / "imported"
+    path = model_file(f'''
+        import pathlib, torch, torch.nn as nn
+        pathlib.Path({str(marker)!r}).write_text("imported")
+        def build_model(): return nn.Linear(2, 2)
+    ''')
+    with pytest.raises(ModelLoadError, match="--input-dtype 'flaot16'"):
+        load_model(LoadRequest(str(path), input_shapes=((1, 2),), input_dtype="flaot16"))
+    assert not marker.exists()
