@@ -109,7 +109,7 @@ def scan(
     fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Report format: terminal, md, html, json, csv, sarif, junit (default: from -o's extension, else terminal). With several models: the per-model format written besides JSON (default md).")] = None,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report here ('-' for stdout). With several models: the directory for the per-model and portfolio reports.")] = None,
     entry: Annotated[Optional[str], typer.Option(help="Factory to call instead of build_model: FUNC or FILE:FUNC.")] = None,
-    input_shape: Annotated[Optional[list[str]], typer.Option("--input-shape", help="Shape of one input tensor, e.g. 1,3,224,224 (repeatable); used when the file has no example_inputs().")] = None,
+    input_shape: Annotated[Optional[list[str]], typer.Option("--input-shape", help="Shape of one input tensor, e.g. 1,3,224,224 (repeatable, one per positional input); used instead of the file's example_inputs().")] = None,
     input_dtype: Annotated[str, typer.Option(help="dtype of the tensors built from --input-shape.")] = "float32",
     dtype: Annotated[Optional[str], typer.Option(help="Assess the model as it would run in mixed precision: float16 or bfloat16.")] = None,
     device: Annotated[str, typer.Option(help="Device to build and run the model on: meta (no weights allocated) or cpu.")] = "meta",
