@@ -154,11 +154,16 @@ def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
         "format": IMPORT_FORMAT,
     }
     data = {"torch_version": torch_version, "provenance": provenance, "kernels": kernels}
-    dest.mkdir(parents=True, exist_ok=True)
+    if dest.exists() and not dest.is_dir():
+        raise KnowledgeBaseError(f"{dest}: not a folder (the imported kernel table is written into one)")
     target = dest / f"kernels-{torch_version}.json"
     tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
-    tmp.replace(target)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        raise KnowledgeBaseError(f"{dest}: cannot write the kernel table ({exc.strerror or exc})") from exc
     return {
         "torch_version": torch_version,
         "torch_npu_version": version,

@@ -307,6 +307,10 @@ def test_import_rejects_bad_input(tmp_path):
     broken = _wheel(tmp_path / "bad", yaml="- func: x() -> Tensor\n")
     with pytest.raises(KnowledgeBaseError, match="list item outside a section"):
         import_wheel(broken, tmp_path / "o")
+    occupied = tmp_path / "a-file"
+    occupied.write_text("")
+    with pytest.raises(KnowledgeBaseError, match="a-file: not a folder"):
+        import_wheel(_wheel(tmp_path), occupied)  # --dest names a file, not a folder
 
 
 def test_overlay_env_variable(tmp_path, monkeypatch):
