@@ -1,13 +1,12 @@
 """`opassess kb ...` and `opassess explain CODE`: show what the knowledge base holds; formatters return strings."""
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import Annotated, ContextManager, Optional
 
 import typer
 
-from .errors import OpassessError
+from .errors import KnowledgeBaseError
 from .kb import ApiFact, KnowledgeBase, Limitation, import_wheel, load_kb, user_kb_dir
 
 kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_is_help=False,
@@ -16,20 +15,11 @@ kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_
 KbDir = Annotated[Optional[Path], typer.Option("--kb-dir", help="Knowledge-base folder or imported overlay to use.")]
 
 
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    """Reuse the main CLI's error reporting (one line, exit code) when it is available."""
-    try:
-        from .cli import reporting_errors
-    except ImportError:  # the main CLI is not importable: still turn typed errors into one line
-        try:
-            yield
-        except OpassessError as exc:
-            typer.echo(f"opassess: error: {exc}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-        return
-    with reporting_errors(False):
-        yield
+def _errors() -> ContextManager[None]:
+    """The main CLI's error reporting: one line and an exit code (imported late: cli.py imports this module)."""
+    from .cli import reporting_errors
+
+    return reporting_errors(False)
 
 
 # ------------------------------------------------------------------ formatters
@@ -185,8 +175,6 @@ def format_entry(kb: KnowledgeBase, name: str, torch_version: str | None = None)
         for rep in kb.replacements_for(name):
             lines.append(f"  replacement ({rep.when}): {rep.api} - {rep.note}")
     if not lines:
-        from .errors import KnowledgeBaseError
-
         raise KnowledgeBaseError(f"{name!r} is not in the knowledge base (not a documented API, ATen op with a "
                                  f"kernel, NPU op or declared third-party op)")
     return "\n".join(lines)
@@ -195,8 +183,6 @@ def format_entry(kb: KnowledgeBase, name: str, torch_version: str | None = None)
 def format_error_code(kb: KnowledgeBase, code: str) -> str:
     entry = kb.error_code(code)
     if entry is None:
-        from .errors import KnowledgeBaseError
-
         raise KnowledgeBaseError(f"unknown error code {code!r} (try an ACL_ERROR_* name, its number, or ERRxxyyy)")
     value = f" = {entry.value}" if entry.value is not None else ""
     return "\n".join([f"{entry.code}{value}: {entry.meaning}", f"  cause:  {entry.cause}",
@@ -215,6 +201,7 @@ def format_import(summary) -> str:
 def kb_summary(ctx: typer.Context, kb_dir: KbDir = None) -> None:
     """Show the knowledge base's version, provenance and counts."""
     if ctx.invoked_subcommand is not None:
+        ctx.obj = kb_dir  # `opassess kb --kb-dir DIR show NAME` means the same as `kb show NAME --kb-dir DIR`
         return
     with _errors():
         typer.echo(format_summary(load_kb(kb_dir)))
@@ -222,21 +209,25 @@ def kb_summary(ctx: typer.Context, kb_dir: KbDir = None) -> None:
 
 @kb_app.command("show")
 def kb_show(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms ...")],
     torch_npu: Annotated[Optional[str], typer.Option("--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
     kb_dir: KbDir = None,
 ) -> None:
     """Show one entry of the knowledge base."""
     with _errors():
-        typer.echo(format_entry(load_kb(kb_dir), name, torch_npu))
+        typer.echo(format_entry(load_kb(kb_dir or ctx.obj), name, torch_npu))
 
 
 @kb_app.command("import")
 def kb_import(
+    ctx: typer.Context,
     wheel: Annotated[Path, typer.Argument(help="A downloaded torch-npu wheel (pip download --no-deps torch-npu==X).")],
     dest: Annotated[Optional[Path], typer.Option("--dest", help="Overlay folder to write (default: the user KB folder).")] = None,
 ) -> None:
     """Refresh the kernel facts from a torch-npu wheel (read as a zip, never imported)."""
+    if ctx.obj is not None:
+        raise typer.BadParameter("reads no knowledge base; --dest names the folder to write", param_hint="'--kb-dir'")
     with _errors():
         typer.echo(format_import(import_wheel(wheel, dest if dest is not None else user_kb_dir())))
 

@@ -61,6 +61,9 @@ def test_kb_import_then_show(tmp_path):
     assert "torch 2.14" in result.output and "6 kernels" in result.output
     shown = run("kb", "show", "aten::lgamma", "--torch-npu", "2.14", "--kb-dir", str(dest))
     assert "has NPU kernel" in shown.output and "imported-wheel" in shown.output
+    # --kb-dir before the subcommand means the same
+    assert run("kb", "--kb-dir", str(dest), "show", "aten::lgamma", "--torch-npu", "2.14").output == shown.output
+    assert run("kb", "--kb-dir", str(dest), "import", str(_wheel(tmp_path))).exit_code == 2
 
 
 def test_explain():
