@@ -59,6 +59,9 @@ _DUNDER_METHODS.update({"__radd__": "add", "__rsub__": "sub", "__rmul__": "mul",
                         "__rmatmul__": "matmul", "__rpow__": "pow", "__iadd__": "add_", "__imul__": "mul_",
                         "__getitem__": "__getitem__", "__setitem__": "__setitem__", "__and__": "bitwise_and",
                         "__or__": "bitwise_or", "__div__": "div"})
+# Tensor attributes that compute a view (`w.T`): operators users write as attributes. The torch-function mode sees
+# every attribute read as a `__get__` call; all others (shape, dtype, device, ...) are metadata, not operators.
+_OPERATOR_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 # Property getters and metadata queries that are not operators.
 _NOT_OPERATORS = {"__get__", "size", "dim", "numel", "element_size", "is_contiguous", "stride", "storage_offset",
                   "data_ptr", "__len__", "__format__", "__repr__", "__index__",
@@ -109,6 +112,8 @@ def function_key(fn: Any) -> tuple[str, str]:
                        else fn._schema.name).partition("::")
         return f"{ns}::{name}", ("aten" if ns in ("aten", "prims") else "custom")
     name = getattr(fn, "__name__", None) or type(fn).__name__
+    if name == "__get__" and getattr(fn, "__self__", None) is not None:  # a Tensor attribute read (x.T)
+        return method_key(fn.__self__.__name__), "method"
     module = getattr(fn, "__module__", None) or ""
     if module in ("_operator", "operator"):
         method = _OPERATOR_METHODS.get(name)
@@ -155,6 +160,11 @@ def entry_op(fn: Any) -> str | None:
     if name in _NOT_OPERATORS:
         return None
     return f"aten::{name}" if name and not name.startswith("_") and _aten_exists(name) else None
+
+
+def _is_operator_property(getter: Any) -> bool:
+    """A `__get__` of a Tensor attribute that computes a view (w.T), not of metadata (x.shape)."""
+    return getattr(getattr(getter, "__self__", None), "__name__", None) in _OPERATOR_PROPERTIES
 
 
 def is_leaf_module(module: Any) -> bool:
@@ -645,19 +655,23 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
                 return result
             stack = n.meta.get("nn_module_stack") or {}
             owner = next(reversed(stack.values()))[0] if stack else ""
+            called = None  # the user-level callable, for its entry ATen op (a leaf module's are in `entries`)
             if n.op == "call_module":
                 sub = self.fetch_attr(n.target)
                 op, kind, path, attrs = module_key(type(sub)), "module", str(n.target), module_attrs(sub)
             elif n.op == "call_method":
                 op, kind, path = method_key(str(n.target)), "method", owner
                 attrs = call_attrs(getattr(torch.Tensor, str(n.target), None), args, kwargs, skip_first=True)
+                called = getattr(torch.Tensor, str(n.target), None) or n.target
+            elif n.target is getattr and len(args) == 2 and args[1] in _OPERATOR_PROPERTIES:  # w.T
+                op, kind, path, attrs = method_key(args[1]), "method", owner, {}
+                called = getattr(torch.Tensor, args[1]).__get__
             else:
                 (op, kind), path = function_key(n.target), owner
                 attrs = call_attrs(n.target, args, kwargs)
-            if n.op == "call_function":
-                entries = [e for e in (entry_op(n.target),) if e]
-            elif n.op == "call_method":
-                entries = [e for e in (entry_op(getattr(torch.Tensor, str(n.target), None) or n.target),) if e]
+                called = n.target
+            if called is not None:
+                entries = [e for e in (entry_op(called),) if e]
             node = _NodeBuild(n.name, op, kind, path, attrs, describe((args, kwargs)), describe(result),
                               calls, source, flops, nbytes, tuple(dict.fromkeys(entries)))
             built.append(node)
@@ -923,10 +937,13 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
                 if entry:
                     leaf_entries[-1].append(entry)
                 return func(*args, **kwargs)
-            if depth["leaf"] or depth["fn"] or getattr(func, "__name__", "") in _NOT_OPERATORS:
+            if depth["leaf"] or depth["fn"]:
+                return func(*args, **kwargs)
+            name = getattr(func, "__name__", "")
+            if name in _NOT_OPERATORS and not (name == "__get__" and _is_operator_property(func)):
                 return func(*args, **kwargs)
             op, kind = function_key(func)
-            attrs = call_attrs(func, args, kwargs, skip_first=(kind == "method"))
+            attrs = {} if name == "__get__" else call_attrs(func, args, kwargs, skip_first=(kind == "method"))
             entry = entry_op(func)
             substitute = _meta_substitute(func, args, kwargs)
             run = (lambda: substitute(recorder, *args, **kwargs)) if substitute else (lambda: func(*args, **kwargs))

@@ -333,3 +333,27 @@ def test_export_module_inputs_are_the_forward_inputs_not_its_weights(model_file)
     for method, nodes in by_method.items():
         assert [(n.op, n.input_shapes, n.input_dtypes) for n in nodes] == [
             ("torch.nn.Embedding", ((2, 5),), ("int64",)), ("torch.nn.Linear", ((2, 5, 4),), ("float32",))], method
+
+
+@pytest.mark.parametrize("method", ["fx", "dispatch"])
+def test_tensor_properties_that_compute_are_named_as_written(model_file, method):
+    # `w.T` and `y.mT` are views users write as attributes: FX records them as getattr calls and the dispatch
+    # capture saw them only as loose ATen ops; both must read Tensor.T / Tensor.mT, like Tensor.transpose.
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(4, 4))
+            def forward(self, x):
+                y = x @ self.w.T
+                return y.mT * x.shape[0]
+        def build_model(): return Net()
+        def example_inputs(): return (torch.randn(4, 4),)
+    ''')
+    nodes = capture_of(path, (method,)).nodes
+    assert [(n.op, n.kind) for n in nodes] == [("Tensor.T", "method"), ("Tensor.matmul", "method"),
+                                               ("Tensor.mT", "method"), ("Tensor.mul", "method")]
+    assert [c.op for c in nodes[0].aten] == ["aten::permute"] and nodes[0].attrs == {}
+    assert nodes[2].entry == ("aten::mT",)
+    assert nodes[0].input_shapes == ((4, 4),) and nodes[0].source.endswith(":8")
