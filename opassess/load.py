@@ -96,18 +96,21 @@ def display_module(name: str) -> str:
 
 
 @contextlib.contextmanager
-def _importable(directory: Path | None):
-    """Modules beside the model file importable while its code runs, as under `python model.py`."""
+def _as_script(argv0: str, directory: Path | None):
+    """While the model's code runs, it sees what `python model.py` would: sys.argv of its own (a script parsing
+    its flags at import gets its defaults, not opassess's command line) and the modules beside it importable."""
     entry = str(directory.resolve()) if directory is not None else None
-    if entry is None or entry in sys.path:
-        yield
-        return
-    sys.path.insert(0, entry)
+    added = entry is not None and entry not in sys.path
+    argv, sys.argv = sys.argv, [argv0]
+    if added:
+        sys.path.insert(0, entry)
     try:
         yield
     finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(entry)
+        sys.argv = argv
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
 
 
 def _import_file(path: Path) -> ModuleType:
@@ -124,12 +127,12 @@ def _import_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look the module up by name
     try:
-        with _importable(path.parent):
+        with _as_script(str(path), path.parent):
             spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(name, None)
         raise ModelLoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a script's sys.exit() is the model's error, not opassess's exit
         sys.modules.pop(name, None)
         raise ModelLoadError(f"{path}: importing the file raised {_describe(exc)}") from exc
     return module
@@ -185,7 +188,7 @@ def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[
     else:
         try:
             module = importlib.import_module(path_part)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise ModelLoadError(f"{path_part}: cannot import module: {_describe(exc)}") from exc
         source = f"{path_part}:{entry}"
         directory = None
@@ -210,10 +213,10 @@ def load_model(req: LoadRequest) -> LoadedModel:
     module, source, entry, factory, directory = _resolve_factory(req)  # runs the model file's code
 
     def build(device: str) -> LoadedModel:
-        with _device_context(device), _importable(directory):
+        with _device_context(device), _as_script(source, directory):
             try:
                 model = factory()
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 raise ModelLoadError(f"{source}: {entry}() raised {_describe(exc)}") from exc
             if not isinstance(model, torch.nn.Module):
                 raise ModelLoadError(f"{source}: {entry}() returned {type(model).__name__}, expected a torch.nn.Module")
@@ -252,7 +255,7 @@ def _make_inputs(module: ModuleType, source: str, req: LoadRequest, input_dtype:
         )
     try:
         value = maker()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise ModelLoadError(f"{source}: {req.inputs_entry}() raised {_describe(exc)}") from exc
     if isinstance(value, dict):
         return (), dict(value), tuple(f"{k}={_describe_value(v)}" for k, v in value.items())

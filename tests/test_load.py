@@ -114,3 +114,22 @@ def test_a_mistyped_dtype_fails_before_the_model_file_runs(model_file, tmp_path)
     with pytest.raises(ModelLoadError, match="--input-dtype 'flaot16'"):
         load_model(LoadRequest(str(path), input_shapes=((1, 2),), input_dtype="flaot16"))
     assert not marker.exists()
+
+
+def test_model_code_sees_its_own_argv_and_may_not_exit(model_file, monkeypatch):
+    # A training script parsing its flags at import time must get its defaults, as under `python model.py`,
+    # not opassess's own command line; a sys.exit() in the model's code is an error naming it, not an exit.
+    monkeypatch.setattr(sys, "argv", ["opassess", "scan", "model.py", "-q"])
+    path = model_file('''
+        import argparse, sys, torch, torch.nn as nn
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--hidden", type=int, default=6)
+        args = parser.parse_args()
+        def build_model(): return nn.Linear(args.hidden, 2)
+        def build_on_gpu(): sys.exit("no GPU found")
+        def example_inputs(): return (torch.randn(1, args.hidden),)
+    ''')
+    assert load_model(LoadRequest(str(path))).info.parameters == 6 * 2 + 2
+    assert sys.argv == ["opassess", "scan", "model.py", "-q"]  # restored
+    with pytest.raises(ModelLoadError, match=r"build_on_gpu\(\) raised SystemExit: no GPU found"):
+        load_model(LoadRequest(str(path), entry="build_on_gpu"))
