@@ -1032,7 +1032,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
             except _Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
                 continue
-            except Exception as exc:  # every failure is recorded; the next method gets its chance
+            except (Exception, SystemExit) as exc:  # every failure is recorded; the next method gets its chance
                 attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method,
                                                _first_line(exc), time.perf_counter() - started))
                 if method == "dispatch" or isinstance(exc, NodeFailure):

@@ -221,6 +221,19 @@ def test_forward_that_raises_names_file_function_and_cause(model_file):
     assert "forward() of Net raised ValueError: unsupported config" in message and f"{path}:5" in message
 
 
+def test_forward_calling_sys_exit_is_a_trace_error_not_an_exit(model_file):
+    path = model_file('''
+        import sys, torch, torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                sys.exit("batch too small")
+        def build_model(): return Net()
+        def example_inputs(): return (torch.randn(2),)
+    ''')
+    with pytest.raises(TraceError, match="forward\\(\\) of Net raised SystemExit: batch too small"):
+        capture_of(path)
+
+
 def test_inputs_of_the_wrong_shape_are_reported(model_file):
     path = model_file('''
         import torch, torch.nn as nn
