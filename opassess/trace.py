@@ -769,13 +769,15 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
                *signature.inputs_to_lifted_tensor_constants}  # placeholders export lifts out of the modules
     nodes: list[_NodeBuild] = []
     by_name: dict[str, _NodeBuild] = {}
-    received: dict[int, dict[str, Any]] = {}  # id(leaf module build) -> graph values its call got from outside
+    # id(leaf module build) -> (the call's nn_module_stack key, graph values the call got from outside)
+    module_calls: dict[int, tuple[str, dict[str, Any]]] = {}
     for n in exported.graph.nodes:
         if n.op != "call_function":
             continue
         stack = n.meta.get("nn_module_stack") or {}
         path = next(reversed(stack.values()))[0] if stack else ""
         path = _export_path(path)
+        call_key = next(reversed(stack)) if stack else ""  # "L__self___fc", then "L__self___fc@1" for a 2nd call
         target = n.target
         schema = getattr(target, "_schema", None)
         vals = [a.meta.get("val") for a in n.all_input_nodes]
@@ -790,9 +792,10 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
             # consecutive ATen nodes of one leaf module call form one operator node, whose inputs are what the
             # module's forward() received (as in the other captures), not its weights nor its own intermediates
             last = nodes[-1] if nodes else None
-            if not (last is not None and last.kind == "module" and last.module_path == path and last.source == source):
+            previous = module_calls.get(id(last)) if last is not None else None
+            if previous is None or previous[0] != call_key or last.source != source:
                 last = None
-            inputs = received[id(last)] if last is not None else {}
+            inputs = module_calls[id(last)][1] if last is not None else {}
             inputs.update((a.name, a.meta.get("val")) for a in n.all_input_nodes
                           if a.name not in weights and (last is None or by_name.get(a.name) is not last))
             if last is not None:
@@ -803,7 +806,7 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
                 continue
             build = _NodeBuild(n.name, module_key(type(sub)), "module", path, module_attrs(sub),
                                describe(list(inputs.values())), describe(out), (call,) if call else (), source, 0, 0)
-            received[id(build)] = inputs
+            module_calls[id(build)] = (call_key, inputs)
         else:
             op, kind = function_key(target)
             attrs = {}

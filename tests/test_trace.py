@@ -370,3 +370,20 @@ def test_tensor_properties_that_compute_are_named_as_written(model_file, method)
     assert [c.op for c in nodes[0].aten] == ["aten::permute"] and nodes[0].attrs == {}
     assert nodes[2].entry == ("aten::mT",)
     assert nodes[0].input_shapes == ((4, 4),) and nodes[0].source.endswith(":8")
+
+
+def test_export_keeps_two_calls_of_one_module_on_one_line_apart(model_file):
+    # self.fc(self.fc(x)): two calls of the same Linear from the same source line are two operator calls.
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                return self.fc(self.fc(x))
+        def build_model(): return Net()
+        def example_inputs(): return (torch.randn(2, 4),)
+    ''')
+    for method in ("fx", "export"):
+        assert [(n.op, n.module_path) for n in capture_of(path, (method,)).nodes] == [("torch.nn.Linear", "fc")] * 2
