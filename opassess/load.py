@@ -271,11 +271,25 @@ def _make_inputs(module: ModuleType, source: str, req: LoadRequest, input_dtype:
 
 
 def _describe_value(value: Any) -> str:
+    """'float32[1,3,224,224]' for a tensor, also inside lists, tuples, dicts, namedtuples and dataclasses; repr else."""
+    import dataclasses
+
     import torch
 
     if isinstance(value, torch.Tensor):
         return f"{str(value.dtype).removeprefix('torch.')}[{','.join(str(d) for d in value.shape)}]"
-    return repr(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        fields = zip(value._fields, value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+    elif isinstance(value, (list, tuple)):
+        inner = ", ".join(_describe_value(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    elif isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_describe_value(v)}" for k, v in value.items()) + "}"
+    else:
+        return repr(value)
+    return f"{type(value).__name__}({', '.join(f'{k}={_describe_value(v)}' for k, v in fields)})"
 
 
 def _move(value: Any, device: str) -> Any:

@@ -133,3 +133,22 @@ def test_model_code_sees_its_own_argv_and_may_not_exit(model_file, monkeypatch):
     assert sys.argv == ["opassess", "scan", "model.py", "-q"]  # restored
     with pytest.raises(ModelLoadError, match=r"build_on_gpu\(\) raised SystemExit: no GPU found"):
         load_model(LoadRequest(str(path), entry="build_on_gpu"))
+
+
+def test_nested_inputs_are_described_by_dtype_and_shape_not_by_their_values(model_file):
+    # ModelInfo.inputs goes into every report: a tensor inside a container (a list, a namedtuple, a dataclass)
+    # is described like a top-level one, never by its repr (values on the CPU, "tensor(..., device='meta')").
+    path = model_file('''
+        import collections, dataclasses, torch, torch.nn as nn
+        Pair = collections.namedtuple("Pair", "a b")
+        @dataclasses.dataclass
+        class Batch:
+            x: torch.Tensor
+            n: int
+        def build_model(): return nn.Identity()
+        def example_inputs():
+            return ([torch.ones(2), torch.ones(3, dtype=torch.long)], Pair(torch.ones(1), None), Batch(torch.ones(4), 7))
+    ''')
+    for device in ("meta", "cpu"):
+        assert load_model(LoadRequest(str(path), device=device)).info.inputs == (
+            "[float32[2], int64[3]]", "Pair(a=float32[1], b=None)", "Batch(x=float32[4], n=7)")
