@@ -80,6 +80,25 @@ def module_key(cls: type) -> str:
     return f"{display_module(cls.__module__)}.{cls.__qualname__}"
 
 
+def module_op(module: Any) -> str:
+    """The operator key of a module call: its class, or for a TorchScript module the class it was scripted from."""
+    import torch
+
+    if isinstance(module, torch.jit.ScriptModule):
+        cls = _scripted_class(module._c._type().qualified_name())
+        return module_key(cls) if cls is not None else f"torchscript.{module.original_name}"
+    return module_key(type(module))
+
+
+@functools.lru_cache(maxsize=None)
+def _scripted_class(qualified: str) -> type | None:
+    """'__torch__.torch.nn.modules.linear.___torch_mangle_0.Linear' -> the Python class torch.jit.script compiled
+    (torch.nn.Linear), found again by its qualified name; None when it cannot be found."""
+    parts = [p for p in qualified.removeprefix("__torch__.").split(".") if not p.startswith("___torch_mangle")]
+    cls = getattr(sys.modules.get(".".join(parts[:-1])), parts[-1], None)
+    return cls if isinstance(cls, type) else None
+
+
 def _memo_by_callable(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Cache a function of a callable (called for every operator call of a forward; the callables repeat)."""
     cache: dict[Any, Any] = {}
@@ -168,18 +187,28 @@ def _is_operator_property(getter: Any) -> bool:
 
 
 def is_leaf_module(module: Any) -> bool:
-    """torch.nn's own layers are operators; containers and user modules are walked into."""
+    """torch.nn's own layers are operators; containers and user modules are walked into. A TorchScript module is
+    one operator too: neither FX nor the torch-function mode can see inside it (only its ATen ops)."""
     import torch
 
     cls = type(module)
+    if isinstance(module, torch.jit.ScriptModule):
+        return True
     return cls.__module__.startswith("torch.nn") and not isinstance(
         module, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)) and cls is not torch.nn.Module
 
 
 def module_attrs(module: Any) -> dict[str, Any]:
     """Public non-tensor attributes of a layer (Conv2d stride/padding/dilation/..., LSTM proj_size/dropout/...)."""
+    import torch
+
     attrs: dict[str, Any] = {}
-    for name, value in vars(module).items():
+    if isinstance(module, torch.jit.ScriptModule):  # its attributes live in TorchScript: read its class's constants
+        names = getattr(_scripted_class(module._c._type().qualified_name()), "__constants__", ())
+        source = {name: getattr(module, name) for name in names if hasattr(module, name)}
+    else:
+        source = vars(module)
+    for name, value in source.items():
         if name.startswith("_") or name == "training":
             continue
         plain = jsonable(value)
@@ -658,7 +687,7 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
             called = None  # the user-level callable, for its entry ATen op (a leaf module's are in `entries`)
             if n.op == "call_module":
                 sub = self.fetch_attr(n.target)
-                op, kind, path, attrs = module_key(type(sub)), "module", str(n.target), module_attrs(sub)
+                op, kind, path, attrs = module_op(sub), "module", str(n.target), module_attrs(sub)
             elif n.op == "call_method":
                 op, kind, path = method_key(str(n.target)), "method", owner
                 attrs = call_attrs(getattr(torch.Tensor, str(n.target), None), args, kwargs, skip_first=True)
@@ -804,7 +833,7 @@ def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, 
                 last.outputs = describe(out)
                 by_name[n.name] = last
                 continue
-            build = _NodeBuild(n.name, module_key(type(sub)), "module", path, module_attrs(sub),
+            build = _NodeBuild(n.name, module_op(sub), "module", path, module_attrs(sub),
                                describe(list(inputs.values())), describe(out), (call,) if call else (), source, 0, 0)
             module_calls[id(build)] = (call_key, inputs)
         else:
@@ -902,7 +931,7 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
             depth["leaf"] -= 1
             entry = leaf_entries.pop()
         calls, flops, nbytes = recorder.last
-        new_node(module_key(type(module)), "module", path, module_attrs(module), args, kwargs, result, source,
+        new_node(module_op(module), "module", path, module_attrs(module), args, kwargs, result, source,
                  calls, flops, nbytes, entry)
         return result
 

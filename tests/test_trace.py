@@ -387,3 +387,35 @@ def test_export_keeps_two_calls_of_one_module_on_one_line_apart(model_file):
     ''')
     for method in ("fx", "export"):
         assert [(n.op, n.module_path) for n in capture_of(path, (method,)).nodes] == [("torch.nn.Linear", "fc")] * 2
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("method", ["fx", "dispatch"])
+def test_torchscript_submodules_appear_as_the_modules_they_were_scripted_from(model_file, method):
+    # torch.jit.script(nn.Linear(...)) runs TorchScript, which neither FX (a call of `forward` on `fc._c`,
+    # once reported as "Tensor.forward") nor the torch-function mode can look into: each scripted module is
+    # one operator, keyed by the class it was scripted from, with its constants as attributes.
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = nn.Linear(8, 8)
+            def forward(self, x):
+                return torch.relu(self.inner(x))
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.jit.script(nn.Linear(8, 8))
+                self.block = torch.jit.script(Block())
+            def forward(self, x):
+                return self.block(self.fc(x))
+        def build_model(): return Net()
+        def example_inputs(): return (torch.randn(2, 8),)
+    ''', name="scripted.py")
+    nodes = capture_of(path, (method,)).nodes
+    assert [(n.op, n.kind, n.module_path) for n in nodes] == [
+        ("torch.nn.Linear", "module", "fc"), ("scripted.Block", "module", "block")]
+    assert nodes[0].attrs == {"bias": True, "in_features": 8, "out_features": 8}
+    assert nodes[0].input_shapes == ((2, 8),) and "aten::addmm" in [c.op for c in nodes[0].aten]
+    assert [c.op for c in nodes[1].aten][-1] == "aten::relu"
