@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from . import __version__
 from .load import LoadRequest, load_model
 from .records import Assessment, Inventory
-from .trace import trace_model
+from .trace import check_methods, trace_model
 
 Progress = Callable[[str], None]
 
@@ -29,7 +29,6 @@ class ScanOptions:
     torch_npu: str | None = None  # None: the knowledge base's default version
     weights: Path | None = None  # None: the shipped weights.toml
     kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
-    extra: dict = field(default_factory=dict, compare=False)
 
 
 def _noop(_: str) -> None:
@@ -44,6 +43,8 @@ def scan_inventory(options: ScanOptions, progress: Progress = _noop) -> Inventor
 def _scan_inventory(options: ScanOptions, progress: Progress, seconds: dict[str, float]) -> Inventory:
     from .inventory import build_inventory
 
+    if options.methods:
+        check_methods(options.methods)  # a mistyped --capture fails before any model code runs
     started = time.perf_counter()
     progress(f"loading {options.target}")
     loaded = load_model(LoadRequest(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
@@ -82,7 +83,7 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     seconds["findings"] = time.perf_counter() - started
     started = time.perf_counter()
     scores = score(classified, inventory, weights, findings)
-    result = estimate(scores, inventory, weights)
+    result = estimate(scores, inventory, weights, findings)
     seconds["estimate"] = time.perf_counter() - started
     return Assessment(
         tool_version=__version__,

@@ -1033,27 +1033,53 @@ def _is_meta_problem(exc: BaseException) -> bool:
     return "meta" in text or "data-dependent" in text or "item()" in text or "cannot copy out" in text
 
 
+def check_methods(methods: tuple[str, ...]) -> None:
+    """Raise TraceError naming the first capture method that does not exist."""
+    unknown = [m for m in methods if m not in _CAPTURES]
+    if unknown:
+        raise TraceError(f"unknown capture method {unknown[0]!r}; expected one of {', '.join(_CAPTURES)}")
+
+
+# The CPU fallback allocates real weights: it is refused when they would take more than this share of the
+# machine's memory (activations and the interpreter need the rest).
+CPU_FALLBACK_MEMORY_SHARE = 0.5
+
+
+def _check_fits_in_memory(loaded: LoadedModel, why: BaseException | None) -> None:
+    """Refuse the CPU fallback for a model whose weights would not fit, instead of running the machine out of memory."""
+    import os
+
+    needed = sum(p.numel() * p.element_size() for p in loaded.module.parameters()) + \
+        sum(b.numel() * b.element_size() for b in loaded.module.buffers())
+    try:
+        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: let the allocation decide
+        return
+    if needed > CPU_FALLBACK_MEMORY_SHARE * available:
+        raise TraceError(
+            f"{loaded.info.source}: forward() of {loaded.info.class_name} does not run on the meta device "
+            f"({_first_line(why)}), and the CPU fallback would need {needed / 2**30:.1f} GiB of real weights on a "
+            f"machine with {available / 2**30:.1f} GiB: make forward() run on meta (no .item(), no data-dependent "
+            "Python control flow) or scan a smaller configuration")
+
+
 def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 progress: Callable[[str], None] | None = None) -> Capture:
     """Capture the model's operators by the first method in `methods` that works (meta device first, then CPU).
 
     methods=None picks the order by model size (capture_order)."""
     methods = methods or capture_order(loaded.info.parameters)
-    unknown = [m for m in methods if m not in _CAPTURES]
-    if unknown:
-        raise TraceError(f"unknown capture method {unknown[0]!r}; expected one of {', '.join(_CAPTURES)}")
+    check_methods(methods)
     attempts: list[CaptureAttempt] = []
     device_note = None
     current = loaded
     forward_error: BaseException | None = None
     for device in (loaded.device, "cpu") if loaded.device != "cpu" else ("cpu",):
         if device != current.device:
+            _check_fits_in_memory(loaded, forward_error)
             device_note = f"the model does not run on the {loaded.device} device ({_first_line(forward_error)}); " \
                           "it was built and run on the CPU with real weights"
-            try:
-                current = on_device(loaded, device)
-            except OpassessError:
-                raise
+            current = on_device(loaded, device)
         forward_error = None
         for method in methods:
             if progress:

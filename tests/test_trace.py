@@ -419,3 +419,27 @@ def test_torchscript_submodules_appear_as_the_modules_they_were_scripted_from(mo
     assert nodes[0].attrs == {"bias": True, "in_features": 8, "out_features": 8}
     assert nodes[0].input_shapes == ((2, 8),) and "aten::addmm" in [c.op for c in nodes[0].aten]
     assert [c.op for c in nodes[1].aten][-1] == "aten::relu"
+
+
+def test_cpu_fallback_is_refused_when_the_weights_would_not_fit(model_file, monkeypatch):
+    # forward reads a value (.item()), so the model cannot run on meta; its 1024x1024 Linear holds 4 MiB of real
+    # weights. With the fallback allowed only 1e-6 of the machine's memory (~25 KiB on 24 GiB), opassess must
+    # refuse with one line instead of allocating (a 7B model with .item() would otherwise exhaust the machine).
+    import opassess.trace as trace
+
+    monkeypatch.setattr(trace, "CPU_FALLBACK_MEMORY_SHARE", 1e-6)
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(1024, 1024)
+            def forward(self, x):
+                if x.abs().max().item() > 100:
+                    x = x / 100
+                return self.fc(x)
+        def build_model(): return Net()
+        def example_inputs(): return (torch.randn(1, 1024),)
+    ''')
+    with pytest.raises(TraceError, match=r"does not run on the meta device .*CPU fallback would need 0\.0 GiB"):
+        capture_of(path)
