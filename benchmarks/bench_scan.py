@@ -7,7 +7,9 @@ the Llama-2-shaped decoders of examples/llama_like.py, built on the meta device 
     python benchmarks/bench_scan.py --layers 2      # reduced size, as CI runs it
     python benchmarks/bench_scan.py --skip-export   # leave out torch.export (its 70B run is the slowest)
 
-Prints one table: seconds and peak RSS per measurement, and the ratios scan/floor and scan/export.
+Prints one table: seconds and peak RSS per measurement, and the ratios scan/floor and scan/export. Each
+measurement is repeated (--repeat, default 3, each in a fresh process) and the fastest run is reported: on a
+shared 2-core machine single runs vary by +-0.5 s, and the minimum is the figure least disturbed by others.
 """
 from __future__ import annotations
 
@@ -75,6 +77,13 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
             "detail": detail}
 
 
+def _best_of(repeat: int, kind: str, size: str, layers: int | None, timeout: float) -> dict:
+    """The fastest of `repeat` runs (an error in any run is reported as the result)."""
+    runs = [_child(kind, size, layers, timeout) for _ in range(repeat)]
+    failed = [r for r in runs if "error" in r]
+    return failed[0] if failed else min(runs, key=lambda r: r["seconds"])
+
+
 def _child(kind: str, size: str, layers: int | None, timeout: float) -> dict:
     cmd = [sys.executable, __file__, "--one", kind, "--size", size]
     if layers:
@@ -94,6 +103,7 @@ def main() -> int:
     parser.add_argument("--layers", type=int, default=None, help="override the layer count (CI: 2)")
     parser.add_argument("--skip-export", action="store_true")
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is reported")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--size", default="7b", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -103,10 +113,10 @@ def main() -> int:
     kinds = ["floor", "scan"] + ([] if args.skip_export else ["export"])
     rows = []
     for size in args.sizes.split(","):
-        results = {kind: _child(kind, size, args.layers, args.timeout) for kind in kinds}
+        results = {kind: _best_of(args.repeat, kind, size, args.layers, args.timeout) for kind in kinds}
         rows.append((size, results))
     depth = f"{args.layers} layers" if args.layers else "full depth"
-    print(f"opassess scan benchmark ({depth}; meta device; each figure from its own process)")
+    print(f"opassess scan benchmark ({depth}; meta device; fastest of {args.repeat} runs, each in its own process)")
     header = f"{'model':6} {'measure':8} {'seconds':>8} {'peak MB':>8} {'x floor':>8} {'x export':>9}  detail"
     print(header)
     print("-" * len(header))

@@ -9,7 +9,7 @@ from conftest import ROOT
 
 def test_benchmark_runs_at_reduced_size():
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scan.py"), "--sizes", "7b",
-                           "--layers", "2"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+                           "--layers", "2", "--repeat", "1"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith("7b ")]
     assert [row[1] for row in rows] == ["floor", "scan", "export"]
