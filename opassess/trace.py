@@ -626,7 +626,16 @@ class NodeFailure(Exception):
         self.cause = cause
 
 
-def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]]]:
+Progress = Callable[[str], None]
+PROGRESS_EVERY = 250  # operator calls between two progress messages during a capture
+
+
+def _no_progress(_: str) -> None:
+    return None
+
+
+def _capture_fx(loaded: LoadedModel,
+                progress: Progress = _no_progress) -> tuple[list[OpNode], list[tuple[str, str]]]:
     import torch
     import torch.fx as fx
 
@@ -705,6 +714,8 @@ def _capture_fx(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]
                               calls, source, flops, nbytes, tuple(dict.fromkeys(entries)))
             built.append(node)
             by_fx_name[n.name] = node
+            if len(built) % PROGRESS_EVERY == 0:
+                progress(f"capturing with fx: {len(built)} operator calls")
             return result
 
     inputs = _placeholder_values(model, loaded.args, loaded.kwargs)
@@ -783,7 +794,8 @@ def _concrete_kwargs(model: Any, kwargs: dict) -> dict:
 # ------------------------------------------------------------ export capture
 
 
-def _capture_export(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]]]:
+def _capture_export(loaded: LoadedModel,
+                    progress: Progress = _no_progress) -> tuple[list[OpNode], list[tuple[str, str]]]:
     import torch
 
     model = loaded.module
@@ -890,7 +902,8 @@ class _Skipped(Exception):
 # ---------------------------------------------------------- dispatch capture
 
 
-def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str, str]]]:
+def _capture_dispatch(loaded: LoadedModel,
+                      progress: Progress = _no_progress) -> tuple[list[OpNode], list[tuple[str, str]]]:
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -912,6 +925,8 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
         node = _NodeBuild(name, op, kind, path, attrs, describe_tensors(ins), describe_tensors(outs), calls,
                           source, flops, nbytes, tuple(dict.fromkeys(entry)))
         built.append(node)
+        if len(built) % PROGRESS_EVERY == 0:
+            progress(f"capturing with dispatch: {len(built)} operator calls")
         for t in ins:
             if id(t) in producer:
                 edges.add((producer[id(t)], name))
@@ -1018,7 +1033,7 @@ def _capture_dispatch(loaded: LoadedModel) -> tuple[list[OpNode], list[tuple[str
 # ------------------------------------------------------------------- driver
 
 
-_CAPTURES: dict[str, Callable[[LoadedModel], tuple[list[OpNode], list[tuple[str, str]]]]] = {
+_CAPTURES: dict[str, Callable[[LoadedModel, Progress], tuple[list[OpNode], list[tuple[str, str]]]]] = {
     "fx": _capture_fx,
     "export": _capture_export,
     "dispatch": _capture_dispatch,
@@ -1086,7 +1101,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 progress(f"capturing with {method} on {device}")
             started = time.perf_counter()
             try:
-                nodes, edges = _CAPTURES[method](current)
+                nodes, edges = _CAPTURES[method](current, progress or _no_progress)
             except _Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
                 continue

@@ -443,3 +443,17 @@ def test_cpu_fallback_is_refused_when_the_weights_would_not_fit(model_file, monk
     ''')
     with pytest.raises(TraceError, match=r"does not run on the meta device .*CPU fallback would need 0\.0 GiB"):
         capture_of(path)
+
+
+def test_progress_reports_operator_counts_while_capturing(model_file):
+    # 600 Linear calls: a message at 250 and 500 operator calls (trace.PROGRESS_EVERY), for each capture method
+    path = model_file('''
+        import torch, torch.nn as nn
+        def build_model(): return nn.Sequential(*[nn.Linear(4, 4) for _ in range(600)])
+        def example_inputs(): return (torch.randn(1, 4),)
+    ''')
+    for method in ("fx", "dispatch"):
+        messages = []
+        trace_model(load_model(LoadRequest(str(path))), (method,), messages.append)
+        assert messages == [f"capturing with {method} on meta", f"capturing with {method}: 250 operator calls",
+                            f"capturing with {method}: 500 operator calls"]
