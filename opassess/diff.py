@@ -67,6 +67,13 @@ class Diff:
     def of(self, change: str) -> tuple[OpChange, ...]:
         return tuple(c for c in self.changes if c.change == change)
 
+    @property
+    def other_model(self) -> str | None:
+        """What the baseline describes when it is not the same model (another file or class), else None."""
+        if (self.before.source, self.before.class_name) == (self.after.source, self.after.class_name):
+            return None
+        return f"{self.before.source} ({self.before.class_name})"
+
 
 def diff_snapshots(before: Snapshot, after: Snapshot) -> Diff:
     """Compare two snapshots operator by operator (keyed by operator name)."""
@@ -139,6 +146,7 @@ def diff_view(diff: Diff, breaches: Sequence[Any] = ()) -> dict[str, Any]:
         "grew": diff.effort.likely >= _EPSILON,
         "counts": counts,
         "unchanged": not diff.changes,
+        "other_model": diff.other_model,
         "new_custom": new_custom,
         "sections": [{"name": name, "rows": [r for r in rows if r["change"] == name]} for name in CHANGES
                      if counts[name]],
@@ -159,6 +167,7 @@ def diff_document(diff: Diff) -> dict[str, Any]:
         "diff_format_version": DIFF_FORMAT_VERSION,
         "model": diff.after.source,
         "baseline": diff.before.origin,
+        "baseline_model": diff.other_model,
         "person_days": {"before": _effort_doc(diff.before.total), "after": _effort_doc(diff.after.total),
                         "change": _effort_doc(diff.effort)},
         "changes": [{"op": c.op, "change": c.change, "before": side(c.before), "after": side(c.after),

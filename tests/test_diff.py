@@ -71,6 +71,15 @@ def test_markdown_for_a_pull_request_comment(diff):
     assert "| `torch.nn.Dropout` | direct | 1 | -1.0 |" in text
 
 
+def test_a_baseline_of_another_model_is_said_so(diff):
+    assert diff.other_model is None and "another model" not in render_diff(diff)
+    other = diff_snapshots(read_snapshot(report("old/net.py", BASE, class_name="OldNet")),
+                           read_snapshot(report("m.py", NEW)))
+    assert other.other_model == "old/net.py (OldNet)"
+    assert "the baseline is a report of another model, `old/net.py (OldNet)`" in render_diff(other)
+    assert json.loads(render_diff(other, "json"))["baseline_model"] == "old/net.py (OldNet)"
+
+
 def test_markdown_escapes_model_supplied_names():
     evil = [op("x|<script>", "custom-dev", source=("m.py:1",))]
     text = render_diff(diff_snapshots(read_snapshot(report("m.py", [])), read_snapshot(report("m.py", evil))))
