@@ -28,8 +28,10 @@ from .load import LoadedModel, _describe, display_module, is_library_file, on_de
 from .records import AtenCall, Capture, CaptureAttempt, OpNode
 
 # Order: fx gives the true graph; dispatch keeps user-level names, module paths, attributes and source lines
-# at the cost of one eager forward; export is the last resort (slow on large models, names ATen-level ops).
-METHODS = ("fx", "dispatch", "export")
+# at the cost of one eager forward; dispatch-compiling is the same with torch.compiler.is_compiling() true, for
+# code that reads tensor values unless it is being compiled (tried on meta only); export is the last resort
+# (slow on large models, names ATen-level ops).
+METHODS = ("fx", "dispatch", "dispatch-compiling", "export")
 # Large models: the dispatch capture first. On a Llama-2-7B shape on meta (benchmarks/bench_scan.py) one recorded
 # forward costs ~0.4 s, symbolic tracing plus a node-by-node run ~1.3 s when it works at all (slicing a buffer by
 # the sequence length already breaks it, after 0.2 s), torch.export ~3.5 s. Above this size a failed or slow fx
@@ -42,7 +44,7 @@ EXPORT_MAX_PARAMETERS = 1_000_000_000
 def capture_order(parameters: int) -> tuple[str, ...]:
     """The default order of capture methods for a model of this size."""
     if parameters > LARGE_MODEL_PARAMETERS:
-        return ("dispatch", "fx", "export")
+        return ("dispatch", "dispatch-compiling", "fx", "export")
     return METHODS
 
 # `x + y` in FX is operator.add, in eager code Tensor.add: both are reported as the Tensor method.
@@ -794,6 +796,12 @@ def _concrete_kwargs(model: Any, kwargs: dict) -> dict:
 # ------------------------------------------------------------ export capture
 
 
+# Checks torch.export inserts into its graph (dtype/device asserts before a .to(), size constraints): they are the
+# exporter's, not the model's, and nothing of them runs on a device.
+_EXPORT_CHECKS = {"_assert_tensor_metadata", "_assert_scalar", "_assert_async", "sym_constrain_range",
+                  "sym_constrain_range_for_size"}
+
+
 def _capture_export(loaded: LoadedModel,
                     progress: Progress = _no_progress) -> tuple[list[OpNode], list[tuple[str, str]]]:
     import torch
@@ -813,7 +821,7 @@ def _capture_export(loaded: LoadedModel,
     # id(leaf module build) -> (the call's nn_module_stack key, graph values the call got from outside)
     module_calls: dict[int, tuple[str, dict[str, Any]]] = {}
     for n in exported.graph.nodes:
-        if n.op != "call_function":
+        if n.op != "call_function" or getattr(n.target, "__name__", "").split(".")[0] in _EXPORT_CHECKS:
             continue
         stack = n.meta.get("nn_module_stack") or {}
         path = next(reversed(stack.values()))[0] if stack else ""
@@ -1033,10 +1041,29 @@ def _capture_dispatch(loaded: LoadedModel,
 # ------------------------------------------------------------------- driver
 
 
+def _capture_dispatch_compiling(loaded: LoadedModel,
+                                progress: Progress = _no_progress) -> tuple[list[OpNode], list[tuple[str, str]]]:
+    """The dispatch capture with torch.compiler.is_compiling() answering True, tried on meta after a plain dispatch
+    capture failed on a value. Libraries skip their data-dependent fast paths while being compiled or exported
+    (Hugging Face transformers' mask helpers call `.all()` on the attention mask unless they are), and the meta
+    device has no values: this takes the graph-safe path, the one torch.compile or an NPU graph would run."""
+    import torch
+
+    if loaded.device != "meta":
+        raise _Skipped("skipped: only needed on the meta device")
+    original = torch.compiler.is_compiling
+    torch.compiler.is_compiling = lambda: True
+    try:
+        return _capture_dispatch(loaded, progress)
+    finally:
+        torch.compiler.is_compiling = original
+
+
 _CAPTURES: dict[str, Callable[[LoadedModel, Progress], tuple[list[OpNode], list[tuple[str, str]]]]] = {
     "fx": _capture_fx,
     "export": _capture_export,
     "dispatch": _capture_dispatch,
+    "dispatch-compiling": _capture_dispatch_compiling,
 }
 
 
@@ -1108,7 +1135,9 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
             except (Exception, SystemExit) as exc:  # every failure is recorded; the next method gets its chance
                 attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method,
                                                _first_line(exc), time.perf_counter() - started))
-                if method == "dispatch" or isinstance(exc, NodeFailure):
+                # the plain eager forward's error explains best why a model does not run on this device
+                if method == "dispatch" or (forward_error is None and
+                                            (method.startswith("dispatch") or isinstance(exc, NodeFailure))):
                     forward_error = exc
                 if method == "dispatch" and not _is_meta_problem(exc):
                     break  # the eager forward itself fails: no other capture can succeed on this device

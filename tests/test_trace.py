@@ -155,6 +155,15 @@ def test_model_too_large_for_real_weights_scans_on_meta(model_file):
     assert [n.module_path for n in cap.nodes] == ["0", "1", "2", "3"]
 
 
+def test_export_capture_leaves_out_the_exporters_own_checks():
+    from conftest import EXAMPLES
+
+    # llama_like upcasts with .to(float32) in RMSNorm: export puts an aten::_assert_tensor_metadata before each
+    cap = capture_of(EXAMPLES / "llama_like.py", ("export",))
+    ops = {n.op for n in cap.nodes}
+    assert "aten::to" in ops and not any("assert" in op for op in ops)
+
+
 def test_export_capture_keeps_module_paths_and_attributes(model_file):
     cap = capture_of(model_file(TRACEABLE), ("export",))
     assert cap.method == "export"
@@ -245,8 +254,8 @@ def test_inputs_of_the_wrong_shape_are_reported(model_file):
 
 
 def test_capture_order_puts_dispatch_first_for_large_models():
-    assert capture_order(11_689_512) == ("fx", "dispatch", "export")  # ResNet-18
-    assert capture_order(6_738_415_616) == ("dispatch", "fx", "export")  # Llama-2-7B
+    assert capture_order(11_689_512) == ("fx", "dispatch", "dispatch-compiling", "export")  # ResNet-18
+    assert capture_order(6_738_415_616) == ("dispatch", "dispatch-compiling", "fx", "export")  # Llama-2-7B
 
 
 @needs_cpp_toolchain
@@ -457,3 +466,28 @@ def test_progress_reports_operator_counts_while_capturing(model_file):
         trace_model(load_model(LoadRequest(str(path))), (method,), messages.append)
         assert messages == [f"capturing with {method} on meta", f"capturing with {method}: 250 operator calls",
                             f"capturing with {method}: 500 operator calls"]
+
+
+def test_code_that_reads_values_unless_compiling_takes_its_graph_safe_path_on_meta(model_file):
+    # Hugging Face's mask helpers do `if not is_compiling() and mask.all(): skip the mask`; on meta `.all()` has no
+    # value, so the plain dispatch capture fails and dispatch-compiling (is_compiling() true) takes the other path.
+    path = model_file('''
+        import torch, torch.nn as nn
+        class Masked(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+            def forward(self, x, mask):
+                if not torch.compiler.is_compiling() and bool(mask.all()):
+                    return self.fc(x)
+                return self.fc(x) * mask.unsqueeze(-1)
+        def build_model(): return Masked()
+        def example_inputs(): return (torch.randn(2, 4, 8), torch.ones(2, 4))
+    ''')
+    cap = capture_of(path, ("dispatch", "dispatch-compiling", "export"))
+    assert cap.device == "meta" and cap.method == "dispatch-compiling"
+    assert [a.method for a in cap.attempts] == ["dispatch", "dispatch-compiling"]
+    assert "meta" in cap.attempts[0].error
+    assert [n.op for n in cap.nodes] == ["torch.nn.Linear", "Tensor.unsqueeze", "Tensor.mul"]
+    import torch
+    assert torch.compiler.is_compiling() is False  # restored
