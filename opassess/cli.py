@@ -113,7 +113,7 @@ def scan(
     input_dtype: Annotated[str, typer.Option(help="dtype of the tensors built from --input-shape.")] = "float32",
     dtype: Annotated[Optional[str], typer.Option(help="Assess the model as it would run in mixed precision: float16 or bfloat16.")] = None,
     device: Annotated[str, typer.Option(help="Device to build and run the model on: meta (no weights allocated) or cpu.")] = "meta",
-    capture: Annotated[Optional[str], typer.Option(help="Capture methods to try, in order, comma-separated: fx, dispatch, export (default: fx, dispatch, export; dispatch first above 1e9 parameters).")] = None,
+    capture: Annotated[Optional[str], typer.Option(help="Capture methods to try, in order, comma-separated: fx, dispatch, dispatch-compiling, export (default: that order; dispatch first above 1e9 parameters).")] = None,
     product: Annotated[str, typer.Option("--target", help="Ascend product assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950DT', 'Atlas training'.")] = "Atlas A2",
     torch_npu: Annotated[Optional[str], typer.Option("--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge base).")] = None,
     weights: Annotated[Optional[Path], typer.Option(help="A weights.toml to use instead of the shipped one.")] = None,
