@@ -57,7 +57,7 @@ class OpNode:
 class CaptureAttempt:
     """One capture method tried, and why it failed (error is None when it succeeded)."""
 
-    method: str  # "fx" | "export" | "dispatch"
+    method: str  # "fx" | "dispatch" | "dispatch-compiling" | "export"
     error: str | None
     seconds: float
 
