@@ -8,7 +8,7 @@ the Llama-2-shaped decoders of examples/llama_like.py, built on the meta device 
     python benchmarks/bench_scan.py --skip-export   # leave out torch.export (its 70B run is the slowest)
 
 Prints one table: seconds and peak RSS per measurement, and the ratios scan/floor and scan/export. Each
-measurement is repeated (--repeat, default 3, each in a fresh process) and the fastest run is reported: on a
+measurement is repeated (--repeat, default 5, each in a fresh process) and the fastest run is reported: on a
 shared 2-core machine single runs vary by +-0.5 s, and the minimum is the figure least disturbed by others.
 """
 from __future__ import annotations
@@ -103,7 +103,7 @@ def main() -> int:
     parser.add_argument("--layers", type=int, default=None, help="override the layer count (CI: 2)")
     parser.add_argument("--skip-export", action="store_true")
     parser.add_argument("--timeout", type=float, default=900)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is reported")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the fastest is reported")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--size", default="7b", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -460,8 +460,10 @@ def _pattern_findings(graph: _Graph) -> list[Finding]:
     for pattern in book.patterns:
         used: set[str] = set()
         found = []
+        first = frozenset(pattern.steps[0].roles)
         for node in graph.nodes:
-            if node.name in used:
+            # only nodes playing the first step's role can start a chain (most nodes of a large model do not)
+            if node.name in used or graph.roles[node.name].isdisjoint(first):
                 continue
             chain = _match_chain(graph, pattern, node.name)
             if chain and used.isdisjoint(chain):

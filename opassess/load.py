@@ -77,7 +77,7 @@ def normalise_dtype(name: str, *, option: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _display(target: str) -> str:
+def display_path(target: str) -> str:
     """A path relative to the working directory when it lies below it (cached: called for every operator)."""
     path = Path(target)
     try:
@@ -149,7 +149,7 @@ def user_frame(frames: Sequence[traceback.FrameSummary]) -> str | None:
     """The innermost frame that is not inside torch or opassess, as 'file:line'."""
     for frame in reversed(frames):
         if not is_library_file(frame.filename):
-            return f"{_display(frame.filename)}:{frame.lineno}"
+            return f"{display_path(frame.filename)}:{frame.lineno}"
     return None
 
 
@@ -183,7 +183,7 @@ def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[
         if path.is_dir():
             raise ModelLoadError(f"{path}: is a directory, expected a model file")
         module = _import_file(path)
-        source = _display(str(path))
+        source = display_path(str(path))
         directory = path.parent
     else:
         try:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 from .errors import OpassessError, TraceError
-from .load import LoadedModel, _describe, display_module, is_library_file, on_device, user_frame
+from .load import (LoadedModel, _describe, display_module, display_path, is_library_file, on_device,
+                   user_frame)
 from .records import AtenCall, Capture, CaptureAttempt, OpNode
 
 # Order: fx gives the true graph; dispatch keeps user-level names, module paths, attributes and source lines
@@ -585,12 +586,19 @@ def _source_from_stack_trace(stack_trace: str | None) -> str | None:
 
 
 def _source_from_frames() -> str | None:
+    """'file:line' of the innermost caller outside torch and opassess (walked for every operator call)."""
     frame = sys._getframe(2)
     while frame is not None:
-        if not is_library_file(frame.f_code.co_filename):
-            return user_frame([traceback.FrameSummary(frame.f_code.co_filename, frame.f_lineno, "")])
+        filename = frame.f_code.co_filename
+        if not _is_library_filename(filename):
+            return f"{display_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_library_filename(filename: str) -> bool:
+    return is_library_file(filename)
 
 
 # ---------------------------------------------------------------- fx capture
