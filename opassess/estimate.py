@@ -13,12 +13,13 @@ from .weights import RISK_LEVELS, Weights
 
 
 def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
-             findings: Sequence[Finding] = ()) -> Estimate:
+             findings: Sequence[Finding] = (), *, context: ModelContext | None = None) -> Estimate:
     """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid.
 
     `findings` are the ones the scores were computed with: a dynamic-shape finding raises an operator's likelihood.
+    `context` (ModelContext.of(inventory, weights)) may be passed in when the caller already measured it.
     """
-    context = ModelContext.of(inventory, weights)
+    context = context or ModelContext.of(inventory, weights)
     ranked = sorted(
         ((score, effort(score, weights), risk(score, measure(score.op, context, weights, findings), weights))
          for score in scores),

@@ -65,6 +65,7 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     from .findings import find_findings
     from .kb import format_version, load_kb
     from .score import score
+    from .signals import ModelContext
     from .weights import load_weights
 
     seconds: dict[str, float] = {}
@@ -82,8 +83,9 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
                              torch_version=torch_version)
     seconds["findings"] = time.perf_counter() - started
     started = time.perf_counter()
-    scores = score(classified, inventory, weights, findings)
-    result = estimate(scores, inventory, weights, findings)
+    context = ModelContext.of(inventory, weights)  # compute shares and the main path, measured once
+    scores = score(classified, inventory, weights, findings, context=context)
+    result = estimate(scores, inventory, weights, findings, context=context)
     seconds["estimate"] = time.perf_counter() - started
     return Assessment(
         tool_version=__version__,

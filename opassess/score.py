@@ -21,9 +21,11 @@ Candidate = tuple[float, str]  # (value, what measured it)
 
 
 def score(classified: Sequence[ClassifiedOp], inventory: Inventory, weights: Weights,
-          findings: Sequence[Finding] = ()) -> tuple[OpScore, ...]:
-    """Score every classified operator on the functional / performance / ecosystem model of weights.toml."""
-    context = ModelContext.of(inventory, weights)
+          findings: Sequence[Finding] = (), *, context: ModelContext | None = None) -> tuple[OpScore, ...]:
+    """Score every classified operator on the functional / performance / ecosystem model of weights.toml.
+
+    `context` (ModelContext.of(inventory, weights)) may be passed in when the caller already measured it."""
+    context = context or ModelContext.of(inventory, weights)
     return tuple(score_op(op, measure(op, context, weights, findings), weights) for op in classified)
 
 

@@ -140,26 +140,14 @@ def test_model_code_printing_leaves_the_json_on_stdout_valid(model_file):
     assert "importing" in result.stderr and "building" in result.stderr and "forward (2, 4)" in result.stderr
 
 
-def test_a_report_of_each_capture_method_validates_against_the_schema(tmp_path, model_file):
+def test_a_report_of_each_capture_method_validates_against_the_schema(tmp_path):
     import jsonschema
 
     from conftest import ROOT
 
     schema = json.loads((ROOT / "opassess" / "report" / "assessment.schema.json").read_text())
-    # the masked model of test_trace: plain dispatch fails on meta, dispatch-compiling succeeds
-    path = model_file('''
-        import torch, torch.nn as nn
-        class Masked(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(8, 8)
-            def forward(self, x, mask):
-                if not torch.compiler.is_compiling() and bool(mask.all()):
-                    return self.fc(x)
-                return self.fc(x) * mask.unsqueeze(-1)
-        def build_model(): return Masked()
-        def example_inputs(): return (torch.randn(2, 4, 8), torch.ones(2, 4))
-    ''')
+    # tests/models/masked_unless_compiling.py: plain dispatch fails on meta, dispatch-compiling succeeds
+    path = MODELS / "masked_unless_compiling.py"
     for capture in ("fx", "dispatch", "dispatch-compiling", "export"):
         out = tmp_path / f"{capture}.json"
         args = [EXAMPLES / "resnet_like.py"] if capture != "dispatch-compiling" else [path]

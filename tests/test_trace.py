@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import needs_cpp_toolchain
+from conftest import MODELS, needs_cpp_toolchain
 from opassess.errors import TraceError
 from opassess.load import LoadRequest, load_model
 from opassess.trace import capture_order, trace_model
@@ -261,7 +261,6 @@ def test_capture_order_puts_dispatch_first_for_large_models():
 @needs_cpp_toolchain
 @pytest.mark.parametrize("method", ["fx", "dispatch"])
 def test_cpp_extension_call_appears_as_itself(method):
-    from conftest import MODELS
 
     # tests/models/cpp_extension.py: fc1 -> scaled_gelu_ext.scaled_gelu(x, 0.5) -> fc2 (its docstring)
     cap = capture_of(MODELS / "cpp_extension.py", (method,))
@@ -303,7 +302,6 @@ def test_fx_binds_keyword_inputs_by_name_and_keeps_plain_values(model_file):
 
 
 def test_data_dependent_sizes_are_measured_on_the_cpu_not_left_symbolic():
-    from conftest import MODELS
 
     # tests/models/findings_dynamic.py: torch.nonzero / masked_select / h[h > 0] size their output by the data.
     # On meta, fx and dispatch fail and torch.export succeeds only with symbolic sizes (u0), which are no shape:
@@ -468,22 +466,10 @@ def test_progress_reports_operator_counts_while_capturing(model_file):
                             f"capturing with {method}: 500 operator calls"]
 
 
-def test_code_that_reads_values_unless_compiling_takes_its_graph_safe_path_on_meta(model_file):
+def test_code_that_reads_values_unless_compiling_takes_its_graph_safe_path_on_meta():
     # Hugging Face's mask helpers do `if not is_compiling() and mask.all(): skip the mask`; on meta `.all()` has no
     # value, so the plain dispatch capture fails and dispatch-compiling (is_compiling() true) takes the other path.
-    path = model_file('''
-        import torch, torch.nn as nn
-        class Masked(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(8, 8)
-            def forward(self, x, mask):
-                if not torch.compiler.is_compiling() and bool(mask.all()):
-                    return self.fc(x)
-                return self.fc(x) * mask.unsqueeze(-1)
-        def build_model(): return Masked()
-        def example_inputs(): return (torch.randn(2, 4, 8), torch.ones(2, 4))
-    ''')
+    path = MODELS / "masked_unless_compiling.py"
     cap = capture_of(path, ("dispatch", "dispatch-compiling", "export"))
     assert cap.device == "meta" and cap.method == "dispatch-compiling"
     assert [a.method for a in cap.attempts] == ["dispatch", "dispatch-compiling"]
