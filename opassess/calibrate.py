@@ -19,9 +19,9 @@ from __future__ import annotations
 import csv
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from .errors import ConfigError
 from .records import CATEGORIES
@@ -133,7 +133,7 @@ def _fit_range(rows: list[Actual], weights: Weights) -> tuple[tuple[float, float
         # Least squares: slope = cov(c, y) / var(c); intercept = mean(y) - slope x mean(c).
         mean_c, mean_y = statistics.fmean(composites), statistics.fmean(days)
         var_c = sum((c - mean_c) ** 2 for c in composites)
-        slope = sum((c - mean_c) * (y - mean_y) for c, y in zip(composites, days)) / var_c
+        slope = sum((c - mean_c) * (y - mean_y) for c, y in zip(composites, days, strict=False)) / var_c
         low = mean_y - slope * mean_c
         if slope >= 0 and low >= 0:
             return (_round(low), _round(low + slope)), f"least squares on composite ({len(rows)} actuals)"

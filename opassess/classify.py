@@ -18,24 +18,24 @@ The operator's category is the worst of its signatures.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Iterable
+from functools import cache
 
 from .kb import ApiFact, KnowledgeBase, Limitation, Version, format_version, is_unset
-from .records import CATEGORIES, ClassifiedOp, Inventory, Operator, Reason, Signature
+from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
+from .vocabulary import Category
 
-_RANK = {c: i for i, c in enumerate(CATEGORIES)}
 _NON_ATEN = ("aten", "prims")
 _PROJECT_KINDS = ("custom", "extension")  # a project's own ops: torch.library, autograd.Function, C++ extensions
 
 
 def worst(categories: Iterable[str]) -> str:
     """The hardest category among `categories` ('direct' when there are none)."""
-    return max(categories, key=_RANK.__getitem__, default="direct")
+    return Category.worst(categories)
 
 
-@lru_cache(maxsize=None)
+@cache
 def dispatch_kinds(qualified: str) -> tuple[str, ...]:
     """Composite dispatch keys PyTorch registers for an op ('aten::zeros' -> ('CompositeExplicitAutograd',))."""
     import torch

@@ -9,8 +9,9 @@ import contextlib
 import shutil
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import Annotated
 
 import typer
 
@@ -67,7 +68,7 @@ def _progress(quiet: bool):
     return status()
 
 
-def pick_format(fmt: Optional[str], output: Optional[str]) -> str:
+def pick_format(fmt: str | None, output: str | None) -> str:
     """The report format: -f when given, else from -o's extension, else the terminal summary."""
     if fmt:
         return fmt
@@ -79,7 +80,7 @@ def pick_format(fmt: Optional[str], output: Optional[str]) -> str:
 _SEVERAL = "apply when scanning several models (more than one target, or a directory)"
 
 
-def _policy(fail_on: Optional[list[str]], max_person_days: Optional[float], max_risk: Optional[int]):
+def _policy(fail_on: list[str] | None, max_person_days: float | None, max_risk: int | None):
     from .policy import FAIL_ON, Policy
 
     for value in fail_on or ():
@@ -96,37 +97,37 @@ def _fail_on_breaches(lines: list[str]) -> None:
         raise typer.Exit(PolicyBreach.exit_code)
 
 
-FailOn = Annotated[Optional[list[str]], typer.Option("--fail-on", help="CI gate (repeatable): exit 3 when an operator is 'custom-dev', 'param-converted' (or worse) or 'unknown' to the knowledge base.")]
-MaxPersonDays = Annotated[Optional[float], typer.Option("--max-person-days", min=0, help="CI gate: exit 3 when the likely effort exceeds N person-days (with a baseline and --fail-on-new: when it grows by more than N).")]
-MaxRisk = Annotated[Optional[int], typer.Option("--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
-Templates = Annotated[Optional[Path], typer.Option(help="A directory of report templates overriding the shipped ones.")]
+FailOn = Annotated[list[str] | None, typer.Option("--fail-on", help="CI gate (repeatable): exit 3 when an operator is 'custom-dev', 'param-converted' (or worse) or 'unknown' to the knowledge base.")]
+MaxPersonDays = Annotated[float | None, typer.Option("--max-person-days", min=0, help="CI gate: exit 3 when the likely effort exceeds N person-days (with a baseline and --fail-on-new: when it grows by more than N).")]
+MaxRisk = Annotated[int | None, typer.Option("--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
+Templates = Annotated[Path | None, typer.Option(help="A directory of report templates overriding the shipped ones.")]
 Debug = Annotated[bool, typer.Option(help="Show tracebacks.")]
 
 
 @app.command()
 def scan(
     targets: Annotated[list[str], typer.Argument(help="Model files (each defines build_model() and example_inputs()), directories of model files, or package.module:factory. Several make a portfolio.", metavar="TARGET")],
-    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Report format: terminal, md, html, json, csv, sarif, junit (default: from -o's extension, else terminal). With several models: the per-model format written besides JSON (default md).")] = None,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report here ('-' for stdout). With several models: the directory for the per-model and portfolio reports.")] = None,
-    entry: Annotated[Optional[str], typer.Option(help="Factory to call instead of build_model: FUNC or FILE:FUNC.")] = None,
-    input_shape: Annotated[Optional[list[str]], typer.Option("--input-shape", help="Shape of one input tensor, e.g. 1,3,224,224 (repeatable, one per positional input); used instead of the file's example_inputs().")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Report format: terminal, md, html, json, csv, sarif, junit (default: from -o's extension, else terminal). With several models: the per-model format written besides JSON (default md).")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report here ('-' for stdout). With several models: the directory for the per-model and portfolio reports.")] = None,
+    entry: Annotated[str | None, typer.Option(help="Factory to call instead of build_model: FUNC or FILE:FUNC.")] = None,
+    input_shape: Annotated[list[str] | None, typer.Option("--input-shape", help="Shape of one input tensor, e.g. 1,3,224,224 (repeatable, one per positional input); used instead of the file's example_inputs().")] = None,
     input_dtype: Annotated[str, typer.Option(help="dtype of the tensors built from --input-shape.")] = "float32",
-    dtype: Annotated[Optional[str], typer.Option(help="Assess the model as it would run in mixed precision: float16 or bfloat16.")] = None,
+    dtype: Annotated[str | None, typer.Option(help="Assess the model as it would run in mixed precision: float16 or bfloat16.")] = None,
     device: Annotated[str, typer.Option(help="Device to build and run the model on: meta (no weights allocated) or cpu.")] = "meta",
-    capture: Annotated[Optional[str], typer.Option(help="Capture methods to try, in order, comma-separated: fx, dispatch, dispatch-compiling, export (default: that order; dispatch first above 1e9 parameters).")] = None,
+    capture: Annotated[str | None, typer.Option(help="Capture methods to try, in order, comma-separated: fx, dispatch, dispatch-compiling, export (default: that order; dispatch first above 1e9 parameters).")] = None,
     product: Annotated[str, typer.Option("--target", help="Ascend product assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950DT', 'Atlas training'.")] = "Atlas A2",
-    torch_npu: Annotated[Optional[str], typer.Option("--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge base).")] = None,
-    weights: Annotated[Optional[Path], typer.Option(help="A weights.toml to use instead of the shipped one.")] = None,
-    kb: Annotated[Optional[Path], typer.Option("--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
+    torch_npu: Annotated[str | None, typer.Option("--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge base).")] = None,
+    weights: Annotated[Path | None, typer.Option(help="A weights.toml to use instead of the shipped one.")] = None,
+    kb: Annotated[Path | None, typer.Option("--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
     max_risk: MaxRisk = None,
-    baseline: Annotated[Optional[Path], typer.Option(help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change in effort.")] = None,
+    baseline: Annotated[Path | None, typer.Option(help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change in effort.")] = None,
     fail_on_new: Annotated[bool, typer.Option("--fail-on-new", help="Apply the CI gates to what changed since --baseline only.")] = False,
-    jobs: Annotated[Optional[int], typer.Option(min=1, help=f"Models scanned at once, each in its own process (default: the number of cores); these options {_SEVERAL}.")] = None,
-    timeout: Annotated[Optional[float], typer.Option(min=0.1, help="Seconds one model may take before its worker is killed (default 600).")] = None,
-    memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", min=0, help="GiB of address space per worker, 0 for none (default: physical memory / jobs).")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help=f"Models scanned at once, each in its own process (default: the number of cores); these options {_SEVERAL}.")] = None,
+    timeout: Annotated[float | None, typer.Option(min=0.1, help="Seconds one model may take before its worker is killed (default 600).")] = None,
+    memory_limit: Annotated[float | None, typer.Option("--memory-limit", min=0, help="GiB of address space per worker, 0 for none (default: physical memory / jobs).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run in -o DIR without rescanning finished models.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     debug: Debug = False,
@@ -136,7 +137,7 @@ def scan(
     Exit codes: 0 ok, 1 an error (bad input, a failed scan, any model of a portfolio failed), 2 bad usage,
     3 a --fail-on / --max-person-days / --max-risk gate was breached.
     """
-    from .load import parse_shape, normalise_dtype
+    from .load import normalise_dtype, parse_shape
     from .pipeline import ScanOptions
 
     with reporting_errors(debug):

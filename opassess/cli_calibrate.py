@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -28,7 +28,7 @@ def format_table(result: Calibration) -> str:
     rows.append(("all", str(result.rows), "", "", _days(result.mae_before), _days(result.mae_after), "", ""))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width)
-                       for i, (cell, width) in enumerate(zip(row, widths))).rstrip() for row in rows]
+                       for i, (cell, width) in enumerate(zip(row, widths, strict=False))).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     notes = [f"{fit.category}: {fit.method}" for fit in result.categories]
     return "\n".join([
@@ -58,7 +58,7 @@ def format_snippet(result: Calibration) -> str:
 def calibrate_command(
     actuals: Annotated[Path, typer.Argument(help="CSV of recorded actuals: operator, category, person_days "
                                                  "(and optionally composite, from a scan's JSON report).")],
-    weights: Annotated[Optional[Path], typer.Option(help="The weights.toml to calibrate (default: the shipped "
+    weights: Annotated[Path | None, typer.Option(help="The weights.toml to calibrate (default: the shipped "
                                                          "one).")] = None,
     debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False,
 ) -> None:

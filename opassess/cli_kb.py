@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, ContextManager, Optional
+from typing import Annotated, ContextManager
 
 import typer
 
@@ -12,7 +12,7 @@ from .kb import ApiFact, KnowledgeBase, Limitation, import_wheel, load_kb, user_
 kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_is_help=False,
                      invoke_without_command=True)
 
-KbDir = Annotated[Optional[Path], typer.Option("--kb-dir", help="Knowledge-base folder or imported overlay to use.")]
+KbDir = Annotated[Path | None, typer.Option("--kb-dir", help="Knowledge-base folder or imported overlay to use.")]
 
 
 def _errors() -> ContextManager[None]:
@@ -56,7 +56,7 @@ def format_summary(kb: KnowledgeBase) -> str:
         f"  curated replacements                {len(kb.rules.replacements)}",
         f"  error codes                         {len(kb.error_codes)}",
     ]
-    for version, data in sorted(kb.imported.items()):
+    for _version, data in sorted(kb.imported.items()):
         prov = data["provenance"]
         lines.append(f"  imported wheel {prov['wheel']} -> torch {data['torch_version']}: {len(data['kernels'])} kernels")
     return "\n".join(lines)
@@ -211,7 +211,7 @@ def kb_summary(ctx: typer.Context, kb_dir: KbDir = None) -> None:
 def kb_show(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms ...")],
-    torch_npu: Annotated[Optional[str], typer.Option("--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
+    torch_npu: Annotated[str | None, typer.Option("--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
     kb_dir: KbDir = None,
 ) -> None:
     """Show one entry of the knowledge base."""
@@ -223,7 +223,7 @@ def kb_show(
 def kb_import(
     ctx: typer.Context,
     wheel: Annotated[Path, typer.Argument(help="A downloaded torch-npu wheel (pip download --no-deps torch-npu==X).")],
-    dest: Annotated[Optional[Path], typer.Option("--dest", help="Overlay folder to write (default: the user KB folder).")] = None,
+    dest: Annotated[Path | None, typer.Option("--dest", help="Overlay folder to write (default: the user KB folder).")] = None,
 ) -> None:
     """Refresh the kernel facts from a torch-npu wheel (read as a zip, never imported)."""
     if ctx.obj is not None:

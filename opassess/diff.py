@@ -7,12 +7,14 @@ Assessment or with another JSON report in the same terms. The diff renders as Ma
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .records import Effort
-from .snapshot import CATEGORY_RANK, OpState, Snapshot
+from .snapshot import OpState, Snapshot
+from .vocabulary import category_rank
 
 CHANGES = ("added", "reclassified", "changed", "removed")  # report order
 DIFF_FORMAT_VERSION = 1
@@ -48,7 +50,7 @@ class OpChange:
             return self.after is not None
         if self.after is None:
             return False
-        return CATEGORY_RANK.get(self.after.category or "", -1) > CATEGORY_RANK.get(self.before.category or "", -1)
+        return category_rank(self.after.category) > category_rank(self.before.category)
 
 
 @dataclass(frozen=True)

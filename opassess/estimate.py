@@ -2,8 +2,8 @@
 a roll-up per module, and each operator's cell on the 5x5 likelihood-by-impact risk grid."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
-from typing import Sequence
 
 import numpy as np
 

@@ -25,9 +25,10 @@ import re
 import string
 import tomllib
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .errors import KnowledgeBaseError
 from .records import Capture, Finding, Inventory, OpNode
@@ -124,7 +125,7 @@ class PatternBook:
 
 
 # Detail functions a pattern may name: (graph, matched node names) -> title fields.
-_DETAILS: dict[str, tuple[Callable[["_Graph", Sequence[str]], dict[str, Any]], tuple[str, ...]]] = {}
+_DETAILS: dict[str, tuple[Callable[[_Graph, Sequence[str]], dict[str, Any]], tuple[str, ...]]] = {}
 # FLOP formulas by role, for nodes the trace left at 0 (export captures, attention on the CPU).
 _FLOP_FORMULAS: dict[str, Callable[[OpNode], int | None]] = {}
 # Roles this module's code refers to by name; patterns.toml must define them.
@@ -816,7 +817,7 @@ def _attention_flops(node: OpNode) -> int | None:
 
 
 def _estimated_bytes(node: OpNode) -> int:
-    shapes = zip((*node.input_shapes, *node.output_shapes), (*node.input_dtypes, *node.output_dtypes))
+    shapes = zip((*node.input_shapes, *node.output_shapes), (*node.input_dtypes, *node.output_dtypes), strict=False)
     return sum(_numel(shape) * DTYPE_BYTES.get(dtype or "", 4) for shape, dtype in shapes)
 
 

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from .records import Capture, Inventory, ModelInfo, OpNode, Operator, Signature
+from .records import Capture, Inventory, ModelInfo, Operator, OpNode, Signature
 
 
 def signature_key(node: OpNode) -> str:

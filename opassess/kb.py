@@ -13,10 +13,11 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .errors import KnowledgeBaseError
 from .resources import data_path
@@ -642,7 +643,7 @@ class KnowledgeBase:
         below = [d for d in docs if parse_version(d) <= version]
         doc = below[-1] if below else docs[0]
         support, lim_id, module = entry[doc]
-        marks = {p: {"y": True, "n": False}.get(ch) for p, ch in zip(PRODUCTS, support)}
+        marks = {p: {"y": True, "n": False}.get(ch) for p, ch in zip(PRODUCTS, support, strict=False)}
         return ApiFact(name, doc, module, marks, self.limitation(lim_id) if lim_id else None)
 
     def api_names(self) -> tuple[str, ...]:

@@ -12,8 +12,9 @@ import hashlib
 import json
 import re
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import KnowledgeBaseError
 
@@ -150,7 +151,7 @@ def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
         "wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
         "torch_npu_version": version,
         "source": YAML_PATH,
-        "imported_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "imported_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "format": IMPORT_FORMAT,
     }
     data = {"torch_version": torch_version, "provenance": provenance, "kernels": kernels}

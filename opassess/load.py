@@ -7,10 +7,11 @@ import importlib
 import importlib.util
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .errors import ModelLoadError
 from .records import ModelInfo
@@ -54,7 +55,7 @@ class LoadedModel:
     kwargs: dict
     info: ModelInfo
     device: str
-    rebuild: Callable[[str], "LoadedModel"] = field(repr=False, compare=False)
+    rebuild: Callable[[str], LoadedModel] = field(repr=False, compare=False)
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -279,7 +280,7 @@ def _describe_value(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"{str(value.dtype).removeprefix('torch.')}[{','.join(str(d) for d in value.shape)}]"
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        fields = zip(value._fields, value)
+        fields = zip(value._fields, value, strict=False)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
     elif isinstance(value, (list, tuple)):

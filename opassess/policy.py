@@ -11,12 +11,13 @@ operators whose stars rose above the limit.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .diff import Diff
 from .records import Assessment
-from .snapshot import CATEGORY_RANK, OpState, Snapshot, read_snapshot
+from .snapshot import OpState, Snapshot, read_snapshot
+from .vocabulary import CATEGORIES, category_rank
 
 FAIL_ON = ("custom-dev", "param-converted", "unknown")
 
@@ -44,10 +45,10 @@ class Policy:
 
     def failing_categories(self) -> frozenset[str]:
         """Categories that breach --fail-on: the lowest one named and everything above it."""
-        named = [CATEGORY_RANK[c] for c in self.fail_on if c in CATEGORY_RANK]
+        named = [category_rank(c) for c in self.fail_on if c in CATEGORIES]
         if not named:
             return frozenset()
-        return frozenset(c for c, rank in CATEGORY_RANK.items() if rank >= min(named))
+        return frozenset(c for c in CATEGORIES if category_rank(c) >= min(named))
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def _operator_breaches(pairs: Iterable[tuple[OpState, OpState | None]], policy: 
         reasons = []
         if op.category in failing:
             was = before.category if before is not None else None
-            if before is None or CATEGORY_RANK.get(op.category, -1) > CATEGORY_RANK.get(was or "", -1):
+            if before is None or category_rank(op.category) > category_rank(was):
                 reasons.append(op.category if before is None else f"{op.category} (was {was})")
         if "unknown" in policy.fail_on and op.known is False and (before is None or before.known is not False):
             reasons.append("unknown to the knowledge base")

@@ -25,10 +25,11 @@ import resource
 import signal
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import connection as mp_connection
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from .errors import OpassessError, ReportError
 from .pipeline import ScanOptions
@@ -198,11 +199,11 @@ def expand_targets(targets: Sequence[str], entry: str | None = None
     unique = list(dict.fromkeys(found))  # a file named twice is scanned once
     stems = [_stem(t) for t in unique]
     names = []
-    for target, stem in zip(unique, stems):
+    for target, stem in zip(unique, stems, strict=False):
         # Two files with one stem, or a stem whose report would overwrite the portfolio's own files.
         clash = stems.count(stem) > 1 or stem == PORTFOLIO_NAME or f"{stem}.json" == STATE_FILE
         names.append(f"{stem}-{hashlib.sha1(target.encode()).hexdigest()[:6]}" if clash else stem)
-    return tuple(ModelTarget(t, n) for t, n in zip(unique, names)), tuple(skipped)
+    return tuple(ModelTarget(t, n) for t, n in zip(unique, names, strict=False)), tuple(skipped)
 
 
 def _stem(target: str) -> str:

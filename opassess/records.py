@@ -1,14 +1,14 @@
 """Plain immutable records passed between the pipeline stages (load, trace, inventory, classify, score, estimate)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 # Shapes are tuples of ints (a scalar is ()); a non-tensor argument has shape None.
 Shape = tuple[int, ...] | None
 
-CATEGORIES = ("direct", "param-converted", "custom-dev")
-
+from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
 # ---------------------------------------------------------------- trace stage
 
@@ -187,10 +187,10 @@ class Effort:
     likely: float
     high: float
 
-    def __add__(self, other: "Effort") -> "Effort":
+    def __add__(self, other: Effort) -> Effort:
         return Effort(self.low + other.low, self.likely + other.likely, self.high + other.high)
 
-    def __radd__(self, other: Any) -> "Effort":
+    def __radd__(self, other: Any) -> Effort:
         if other == 0:  # sum() starts from 0
             return self
         return NotImplemented

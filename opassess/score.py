@@ -7,7 +7,7 @@ signal that decided, followed by the others that were non-zero.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .records import ClassifiedOp, Finding, Inventory, OpScore, SubScore
 from .signals import ModelContext, OpSignals, measure

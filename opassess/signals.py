@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from .records import ClassifiedOp, Finding, Inventory, OpNode, Reason
 from .weights import Weights
@@ -37,7 +37,7 @@ class ModelContext:
     has_edges: bool
 
     @classmethod
-    def of(cls, inventory: Inventory, weights: Weights) -> "ModelContext":
+    def of(cls, inventory: Inventory, weights: Weights) -> ModelContext:
         """Measure compute per operator and the main path of one inventory."""
         nodes = [node for operator in inventory.operators for node in operator.nodes]
         traced = any(node.flops or node.bytes_moved for node in nodes)
@@ -170,7 +170,7 @@ def _shape_bytes(node: OpNode) -> float:
     """Bytes a node reads and writes, from its shapes and dtypes (the size proxy when the trace has no counts)."""
     total = 0.0
     for shapes, dtypes in ((node.input_shapes, node.input_dtypes), (node.output_shapes, node.output_dtypes)):
-        for shape, dtype in zip(shapes, dtypes):
+        for shape, dtype in zip(shapes, dtypes, strict=False):
             if shape is not None:
                 total += math.prod(shape) * _ELEMENT_BYTES.get(dtype or "", 4)
     return total

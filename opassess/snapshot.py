@@ -6,16 +6,16 @@ written by an earlier run and an Assessment made just now are compared field by 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import ReportError
 from .records import CATEGORIES, Assessment, Effort
 
 SUPPORTED_FORMAT_VERSIONS = (1,)
 # direct < param-converted < custom-dev: a move up this order is a regression.
-CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def _from_document(document: Any, origin: str) -> Snapshot:
         for index, op in enumerate(document["operators"]):
             where = f"{origin}: operators[{index}] ({op.get('op', '?')})"
             category = op.get("category")
-            if category is not None and category not in CATEGORY_RANK:
+            if category is not None and category not in CATEGORIES:
                 raise ReportError(f"{where}: unknown category {category!r}")
             operators.append(OpState(
                 op=op["op"],

@@ -16,16 +16,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import operator
 import sys
 import time
 import traceback
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
-from .errors import OpassessError, TraceError
-from .load import (LoadedModel, _describe, display_module, display_path, is_library_file, on_device,
-                   user_frame)
+from .errors import TraceError
+from .load import LoadedModel, _describe, display_module, display_path, is_library_file, on_device, user_frame
 from .records import AtenCall, Capture, CaptureAttempt, OpNode
 
 # Order: fx gives the true graph; dispatch keeps user-level names, module paths, attributes and source lines
@@ -93,7 +92,7 @@ def module_op(module: Any) -> str:
     return module_key(type(module))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _scripted_class(qualified: str) -> type | None:
     """'__torch__.torch.nn.modules.linear.___torch_mangle_0.Linear' -> the Python class torch.jit.script compiled
     (torch.nn.Linear), found again by its qualified name; None when it cannot be found."""
@@ -279,7 +278,7 @@ def describe_tensors(tensors: list) -> tuple[tuple[tuple[int, ...], ...], tuple[
     return tuple(tuple(t.shape) for t in tensors), tuple(_dtype_name(t.dtype) for t in tensors)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
@@ -296,7 +295,7 @@ def _has_tensor(value: Any) -> bool:
     return bool(tensors_in(value))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _signature(fn: Any):
     import inspect
 
@@ -411,7 +410,7 @@ def _nbytes(tensors: list) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _op_name(func: Any) -> tuple[str, str]:
     ns, _, name = func._schema.name.partition("::")
     return f"{ns}::{name}", func._overloadname
@@ -428,7 +427,7 @@ def _aten_call(func: Any, ins: list, outs: list) -> AtenCall:
 # ------------------------------------------------- meta-device substitutes
 
 
-def _meta_sdpa(recorder: "_AtenRecorder", query, key, value, *args, **kwargs):
+def _meta_sdpa(recorder: _AtenRecorder, query, key, value, *args, **kwargs):
     """F.scaled_dot_product_attention on meta: torch_npu takes the op whole, so record it as one ATen call and
     return an output laid out as the CPU kernel lays it out: like the query (torch.empty_like). The meta
     backend decomposes it into math with a contiguous output instead, so the common
@@ -483,7 +482,7 @@ class AutogradFunctionCall:
         return self.cls.apply(*args, **kwargs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _autograd_call(cls: type) -> AutogradFunctionCall:
     return AutogradFunctionCall(cls)
 
@@ -533,7 +532,7 @@ def _is_extension_module(module: Any) -> bool:
         return False
     stdlib = tuple(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))
     return not filename.startswith(stdlib) and not is_library_file(filename) and \
-        not module.__name__.split(".")[0] in ("torch", "numpy", "_operator")
+        module.__name__.split(".")[0] not in ("torch", "numpy", "_operator")
 
 
 def _extension_functions(model: Any) -> list[tuple[Any, str, ExtensionCall]]:
@@ -868,7 +867,7 @@ def _capture_export(loaded: LoadedModel,
             op, kind = function_key(target)
             attrs = {}
             if schema is not None:
-                for arg, value in zip(schema.arguments, n.args):
+                for arg, value in zip(schema.arguments, n.args, strict=False):
                     plain = jsonable(value)
                     if plain is not _SKIP:
                         attrs[arg.name] = plain
@@ -891,9 +890,8 @@ def _capture_export(loaded: LoadedModel,
 
 @contextlib.contextmanager
 def _quiet_torch_logs():
-    import logging
-
     import io
+    import logging
 
     logger = logging.getLogger("torch")
     level = logger.level

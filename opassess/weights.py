@@ -1,13 +1,13 @@
 """Load and validate the scoring model (weights.toml): dimension and criterion weights, signal parameters, effort, risk."""
 from __future__ import annotations
 
-import math
-import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
+from opassess.datafile import TomlTable, merge_layer, read_toml
 from opassess.errors import ConfigError
 from opassess.records import CATEGORIES
 from opassess.resources import shipped_path
@@ -209,150 +209,33 @@ class Weights:
 def load_weights(path: Path | None = None) -> Weights:
     """Read the shipped weights.toml, overlay `path` (if given) key by key, validate and return the records."""
     shipped = shipped_path("weights.toml")
-    layers = [(shipped, _read_toml(shipped))]
+    layers = [(shipped, read_toml(shipped, "weights file"))]
     if path is not None and Path(path).resolve() != shipped.resolve():
-        layers.append((Path(path), _read_toml(Path(path))))
+        layers.append((Path(path), read_toml(Path(path), "weights file")))
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for file, data in layers:
-        _merge(merged, data, str(file), origins, "")
+        merge_layer(merged, data, str(file), origins)
     source = " < ".join(str(file) for file, _ in layers)
-    return _build(_Table(merged, origins, "", str(layers[-1][0])), source)
+    return _build(TomlTable(merged, origins, "", str(layers[-1][0])), source)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: TOML syntax error: {exc}") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read weights file: {exc.strerror or exc}") from exc
-
-
-def _merge(into: dict[str, Any], layer: Mapping[str, Any], file: str, origins: dict[str, str], prefix: str) -> None:
-    """Overlay `layer` on `into` (tables merge key by key, anything else replaces) and note which file set what."""
-    for key, value in layer.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value, file, origins, dotted + ".")
-        else:
-            for stale in [k for k in origins if k.startswith(dotted + ".")]:  # a table replaced by a value
-                del origins[stale]
-            if isinstance(value, dict):
-                into[key] = {}
-                _merge(into[key], value, file, origins, dotted + ".")
-            else:
-                into[key] = value
-            origins[dotted] = file
-
-
-class _Table:
-    """Reads one TOML table with type checks, remembers which keys were read, and names file and key on error."""
-
-    def __init__(self, data: Any, origins: Mapping[str, str], prefix: str, default_file: str) -> None:
-        self._data = data
-        self._origins = origins
-        self._prefix = prefix
-        self.default_file = default_file
-        self._read: set[str] = set()
-
-    def key(self, key: str) -> str:
-        return f"{self._prefix}{key}"
-
-    def file_of(self, key: str) -> str:
-        """The file that set this key (or, for a table, the last file that set anything inside it)."""
-        dotted = self.key(key)
-        inside = {file for k, file in self._origins.items() if k == dotted or k.startswith(dotted + ".")}
-        if self.default_file in inside or not inside:  # the last layer (the user's file) wins
-            return self.default_file
-        return inside.pop()
-
-    def error(self, key: str, problem: str) -> ConfigError:
-        return ConfigError(f"{self.file_of(key)}: key '{self.key(key)}': {problem}")
-
-    def _get(self, key: str) -> Any:
-        if key not in self._data:
-            raise self.error(key, "missing")
-        self._read.add(key)
-        return self._data[key]
-
-    def number(self, key: str) -> float:
-        value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(key, f"expected a number, got {_type_name(value)} {value!r}")
-        if not math.isfinite(value):
-            raise self.error(key, f"expected a finite number, got {value!r}")
-        if value < 0:
-            raise self.error(key, f"negative value {value!r} (every number here is a weight, a size or a count)")
-        return float(value)
-
-    def integer(self, key: str) -> int:
-        value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"expected an integer, got {_type_name(value)} {value!r}")
-        if value < 0:
-            raise self.error(key, f"negative value {value!r} (every number here is a weight, a size or a count)")
-        return value
-
-    def level(self, key: str) -> int:
-        value = self.integer(key)
-        if not 1 <= value <= RISK_LEVELS:
-            raise self.error(key, f"expected a level from 1 to {RISK_LEVELS}, got {value}")
-        return value
-
-    def string(self, key: str) -> str:
-        value = self._get(key)
-        if not isinstance(value, str):
-            raise self.error(key, f"expected a string, got {_type_name(value)} {value!r}")
-        return value
-
-    def strings(self, key: str) -> tuple[str, ...]:
-        value = self._get(key)
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise self.error(key, f"expected a list of strings, got {value!r}")
-        return tuple(value)
-
-    def numbers(self, key: str) -> tuple[float, ...]:
-        value = self._get(key)
-        if not isinstance(value, list) or not all(
-            isinstance(item, (int, float)) and not isinstance(item, bool) for item in value
-        ):
-            raise self.error(key, f"expected a list of numbers, got {value!r}")
-        if any(item < 0 for item in value):
-            raise self.error(key, f"negative value in {value!r}")
-        return tuple(float(item) for item in value)
-
-    def table(self, key: str) -> "_Table":
-        value = self._get(key)
-        if not isinstance(value, dict):
-            raise self.error(key, f"expected a table, got {_type_name(value)} {value!r}")
-        return _Table(value, self._origins, self.key(key) + ".", self.default_file)
-
-    def number_table(self, key: str) -> Mapping[str, float]:
-        """An open table (any key) of numbers, e.g. dtype -> difficulty."""
-        table = self.table(key)
-        return MappingProxyType({name: table.number(name) for name in list(table._data)})
-
-    def finish(self) -> None:
-        """Reject keys nobody read: a typo must not silently fall back to the default."""
-        unknown = [key for key in self._data if key not in self._read]
-        if unknown:
-            raise self.error(unknown[0], "unknown key")
-
-
-def _type_name(value: Any) -> str:
-    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), type(value).__name__)
-
-
-def _check_sum(table: _Table, owner: str, names: tuple[str, ...], values: Mapping[str, float]) -> None:
+def _check_sum(table: TomlTable, owner: str, names: tuple[str, ...], values: Mapping[str, float]) -> None:
     total = sum(values.values())
     if abs(total - 1.0) > SUM_TOLERANCE:
         terms = " + ".join(f"{name} {values[name]:g}" for name in names)
         raise table.error(owner, f"weights sum to {total:.6g} ({terms}), expected 1 (within {SUM_TOLERANCE:g})")
 
 
-def _unit(table: _Table, key: str) -> float:
+def _level(table: TomlTable, key: str) -> int:
+    """A likelihood, impact or star level: 1..RISK_LEVELS."""
+    value = table.integer(key)
+    if not 1 <= value <= RISK_LEVELS:
+        raise table.error(key, f"expected a level from 1 to {RISK_LEVELS}, got {value}")
+    return value
+
+
+def _unit(table: TomlTable, key: str) -> float:
     """A number that is a difficulty or a share: 0..1."""
     value = table.number(key)
     if value > 1:
@@ -360,7 +243,7 @@ def _unit(table: _Table, key: str) -> float:
     return value
 
 
-def _unit_table(table: _Table, key: str) -> Mapping[str, float]:
+def _unit_table(table: TomlTable, key: str) -> Mapping[str, float]:
     """An open table (any key: a dtype, a reason code, a finding kind) of values from 0 to 1."""
     values = table.number_table(key)
     for name, value in values.items():
@@ -369,7 +252,7 @@ def _unit_table(table: _Table, key: str) -> Mapping[str, float]:
     return values
 
 
-def _version(table: _Table, key: str) -> tuple[int, int]:
+def _version(table: TomlTable, key: str) -> tuple[int, int]:
     text = table.string(key)
     parts = text.split(".")
     if len(parts) != 2 or not all(part.isdigit() for part in parts):
@@ -380,7 +263,7 @@ def _version(table: _Table, key: str) -> tuple[int, int]:
 # ------------------------------------------------------------------------- building
 
 
-def _build(root: _Table, source: str) -> Weights:
+def _build(root: TomlTable, source: str) -> Weights:
     dimensions = {name: root.number(name) for name in DIMENSIONS}
     total = sum(dimensions.values())
     if abs(total - 1.0) > SUM_TOLERANCE:
@@ -417,7 +300,7 @@ def _build(root: _Table, source: str) -> Weights:
     return weights
 
 
-def _signals(table: _Table) -> SignalRules:
+def _signals(table: TomlTable) -> SignalRules:
     t = table.table("shape_match")
     shape = ShapeMatchRules(t.integer("native_rank"), t.integer("rank_limit"), _unit(t, "data_dependent"),
                             t.strings("data_dependent_ops"), _unit_table(t, "reasons"))
@@ -476,7 +359,7 @@ def _signals(table: _Table) -> SignalRules:
     return SignalRules(shape, dtype, attrs, fusion, layout, pipeline, compute, maintenance, version, multi)
 
 
-def _effort(table: _Table) -> EffortRules:
+def _effort(table: TomlTable) -> EffortRules:
     categories: dict[str, CategoryEffort] = {}
     for category in CATEGORIES:
         t = table.table(category)
@@ -492,7 +375,7 @@ def _effort(table: _Table) -> EffortRules:
     return rules
 
 
-def _estimate(table: _Table) -> EstimateRules:
+def _estimate(table: TomlTable) -> EstimateRules:
     share = table.number("pareto_share")
     if not 0 < share <= 1:
         raise table.error("pareto_share", f"expected a share above 0 and at most 1, got {share:g}")
@@ -503,10 +386,10 @@ def _estimate(table: _Table) -> EstimateRules:
     return rules
 
 
-def _risk(table: _Table) -> RiskRules:
+def _risk(table: TomlTable) -> RiskRules:
     t = table.table("likelihood")
     likelihood = LikelihoodRules(
-        base=MappingProxyType({category: t.level(category) for category in CATEGORIES}),
+        base=MappingProxyType({category: _level(t, category) for category in CATEGORIES}),
         unknown=t.integer("unknown"),
         dtype_limit=t.integer("dtype_limit"),
         dynamic_shapes=t.integer("dynamic_shapes"),
@@ -529,7 +412,7 @@ def _risk(table: _Table) -> RiskRules:
     t.finish()
 
     t = table.table("stars")
-    stars = StarRules(MappingProxyType({category: t.level(category) for category in CATEGORIES}),
+    stars = StarRules(MappingProxyType({category: _level(t, category) for category in CATEGORIES}),
                       t.integer("raise_at"), t.integer("lower_at"))
     if stars.lower_at > stars.raise_at:
         raise t.error("lower_at", f"lower_at {stars.lower_at} is greater than raise_at {stars.raise_at}")
@@ -539,7 +422,7 @@ def _risk(table: _Table) -> RiskRules:
     return RiskRules(likelihood, impact, stars)
 
 
-def _calibration(table: _Table) -> CalibrationRules:
+def _calibration(table: TomlTable) -> CalibrationRules:
     quantiles = table.numbers("spread_quantiles")
     if len(quantiles) != 2 or not 0 <= quantiles[0] < quantiles[1] <= 1:
         raise table.error("spread_quantiles", f"expected [low, high] with 0 <= low < high <= 1, got {list(quantiles)}")

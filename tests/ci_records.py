@@ -5,7 +5,8 @@ are worked out from this file alone.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 SHAPE = [1, 4, 8, 8]
 

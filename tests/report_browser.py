@@ -161,7 +161,7 @@ class Browser:
             os.close(self._from_child)
             self._profile.cleanup()
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -13,8 +13,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from opassess.pipeline import ScanOptions, assess, scan_inventory
-from opassess.records import (Assessment, CaptureAttempt, ClassifiedOp, Effort, Estimate, Finding, Inventory,
-                              OpEstimate, OpScore, Reason, Risk, SubScore)
+from opassess.records import (
+    Assessment,
+    CaptureAttempt,
+    ClassifiedOp,
+    Effort,
+    Estimate,
+    Finding,
+    Inventory,
+    OpEstimate,
+    OpScore,
+    Reason,
+    Risk,
+    SubScore,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -42,7 +54,7 @@ def _relative(target: Path) -> str:
         return str(target)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def real_assessment(name: str) -> Assessment:
     """assess() on examples/<name>.py, run from the repo root (cached: tracing a model takes seconds)."""
     cwd = os.getcwd()
@@ -112,7 +124,7 @@ def synthetic_assessment(inventory: Inventory) -> Assessment:
                       seconds={"load": 0.5, "trace": 1.25})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def synthetic_example(name: str) -> Assessment:
     """synthetic_assessment over the real inventory of examples/<name>.py."""
     cwd = os.getcwd()

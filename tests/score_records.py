@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from opassess.inventory import build_inventory
-from opassess.records import AtenCall, Capture, ClassifiedOp, Inventory, ModelInfo, OpNode, Operator, Reason
+from opassess.records import AtenCall, Capture, ClassifiedOp, Inventory, ModelInfo, Operator, OpNode, Reason
 
 INFO = ModelInfo(source="tests/hand_built.py", entry="build_model", class_name="Hand", parameters=0,
                  dtype="float32", inputs=("x: float32[1, 4, 8, 8]",))
@@ -59,7 +60,7 @@ def classified(operator: Operator, category: str = "direct", *, reasons: Sequenc
 MODELS = Path(__file__).resolve().parent / "models"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def scan(name: str) -> tuple[Inventory, tuple[ClassifiedOp, ...]]:
     """A real model file run through the pipeline's first stages: (inventory, classified operators)."""
     from opassess.classify import classify

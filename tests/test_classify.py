@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import needs_cpp_toolchain
+
 from opassess.classify import classify, worst
 from opassess.errors import KnowledgeBaseError
 from opassess.kb import load_kb

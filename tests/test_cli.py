@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import EXAMPLES, MODELS
 from typer.testing import CliRunner
 
-from conftest import EXAMPLES, MODELS
 from opassess.cli import app, pick_format
 
 runner = CliRunner()
@@ -142,7 +142,6 @@ def test_model_code_printing_leaves_the_json_on_stdout_valid(model_file):
 
 def test_a_report_of_each_capture_method_validates_against_the_schema(tmp_path):
     import jsonschema
-
     from conftest import ROOT
 
     schema = json.loads((ROOT / "opassess" / "report" / "assessment.schema.json").read_text())

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import typer
+from test_kb import _wheel
 from typer.testing import CliRunner
 
 from opassess.cli_kb import explain, kb_app
-
-from test_kb import _wheel
 
 app = typer.Typer()
 app.add_typer(kb_app, name="kb")

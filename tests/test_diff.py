@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from ci_records import op, report
 
 from opassess.diff import diff_snapshots, effort_delta, render_diff
 from opassess.errors import ReportError
 from opassess.records import Effort
 from opassess.snapshot import read_snapshot
-
-from ci_records import op, report
 
 BASE = [
     op("torch.nn.Conv2d", "direct", days=(1.0, 1.5, 2.0), count=4),

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from score_records import call, classified, inventory, node
 
 from opassess.estimate import effort, estimate
 from opassess.records import Effort, Finding
 from opassess.score import score
 from opassess.weights import load_weights
-from score_records import call, classified, inventory, node
 
 WEIGHTS = load_weights(None)
 
@@ -289,10 +289,11 @@ def test_real_chain_model():
 def test_real_resnet_roll_up():
     # examples/resnet_like.py: module totals add up: each block's total is the sum of its children's, each
     # layer's the sum of its two blocks', and "" the whole model.
+    from score_records import MODELS
+
     from opassess.classify import classify
     from opassess.kb import load_kb
     from opassess.pipeline import ScanOptions, scan_inventory
-    from score_records import MODELS
 
     inv = scan_inventory(ScanOptions(target=str(MODELS.parent.parent / "examples" / "resnet_like.py")))
     result = estimate(score(classify(inv, load_kb(None)), inv, WEIGHTS), inv, WEIGHTS)

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import EXAMPLES, MODELS
 
 from opassess.errors import KnowledgeBaseError
 from opassess.findings import find_findings, load_patterns
 from opassess.kb import load_kb
 from opassess.pipeline import ScanOptions, scan_inventory
 from opassess.resources import data_path
-
-from conftest import EXAMPLES, MODELS
 
 ALL_METHODS = ("fx", "dispatch", "export")
 _SCANS: dict = {}

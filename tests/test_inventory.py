@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from conftest import EXAMPLES
+
 from opassess.pipeline import ScanOptions, scan_inventory
 
 

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 import torch
-
 from conftest import EXAMPLES
+
 from opassess.errors import ModelLoadError
 from opassess.load import LoadRequest, load_model, parse_shape
 

@@ -7,14 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from ci_records import op, report, sig
 
 from opassess.pipeline import ScanOptions
-from opassess.portfolio import (STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio)
+from opassess.portfolio import STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio
 from opassess.report.portfolio import render_portfolio
 from opassess.snapshot import read_snapshot
 from opassess.weights import load_weights
-
-from ci_records import op, report, sig
 
 ROOT = Path(__file__).resolve().parent.parent
 WEIGHTS = load_weights(None)

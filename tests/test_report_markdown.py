@@ -4,8 +4,15 @@ from __future__ import annotations
 import re
 
 import pytest
-from report_support import (check_golden, empty_assessment, example_files, hostile_assessment, real_assessment,
-                            scrubbed, synthetic_example)
+from report_support import (
+    check_golden,
+    empty_assessment,
+    example_files,
+    hostile_assessment,
+    real_assessment,
+    scrubbed,
+    synthetic_example,
+)
 
 from opassess.report import render
 from opassess.report.templates import code_span, escape_markdown

@@ -6,12 +6,11 @@ from importlib import resources
 
 import jsonschema
 import pytest
+from ci_records import op, report
 
 from opassess.policy import Policy, evaluate
 from opassess.report import REPORTERS, RenderContext
 from opassess.snapshot import read_snapshot
-
-from ci_records import op, report
 
 
 @pytest.fixture(scope="module")

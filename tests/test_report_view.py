@@ -137,10 +137,10 @@ def test_short_names():
 def test_a_long_pareto_list_names_the_largest_and_counts_the_rest():
     # 25 direct operators of 1.5 person-days each (report_support's tables): 80% of 37.5 = 30 needs 20 of them.
     # The summary sentence names the first TOP_OPERATORS (10) and counts the other 10; the JSON lists all 20.
+    from report_support import synthetic_assessment
     from score_records import call, inventory, node
 
     from opassess.report import render
-    from report_support import synthetic_assessment
 
     nodes = [node(f"n{i}", f"mylib.op_{i:02d}", f"m{i}", kind="function", aten=[call("aten::relu")])
              for i in range(25)]
@@ -156,10 +156,10 @@ def test_a_long_pareto_list_names_the_largest_and_counts_the_rest():
 def test_a_crowded_risk_cell_names_thirty_operators_and_counts_the_rest():
     # 40 direct operators all land in cell L1 x I2 (report_support's tables). The HTML heat map and the Markdown
     # grid name CELL_OPS (30) of them and say "+10 more"; the JSON matrix keeps all 40.
+    from report_support import synthetic_assessment
     from score_records import call, inventory, node
 
     from opassess.report import render
-    from report_support import synthetic_assessment
 
     nodes = [node(f"n{i}", f"mylib.op_{i:02d}", f"m{i}", kind="function", aten=[call("aten::relu")])
              for i in range(40)]
@@ -192,10 +192,10 @@ def test_module_rows_past_the_cap_are_the_smallest_not_the_last_in_tree_order():
     # a (67.5) and its 45 children before z (12, 15% of the effort). With MODULE_ROWS = 40 the rows shown are the 40
     # largest, in tree order: (model), a, z and 37 of a's children; the 8 left out each carry 1.5 / 79.5 = 1.9%,
     # over MODULE_MIN_SHARE, so the HTML says they are past the rows shown, not that they are under 1%.
+    from report_support import synthetic_assessment
     from score_records import call, inventory, node
 
     from opassess.report import render
-    from report_support import synthetic_assessment
 
     nodes = [node(f"n{i}", f"mylib.op_{i:02d}", f"a.b{i}", kind="function", aten=[call("aten::relu")])
              for i in range(45)]

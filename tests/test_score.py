@@ -11,11 +11,11 @@ ecosystem dimension carries 0.2 x 1 = 0.2, i.e. 0.2 x 0.2 = 0.04 of the composit
 from __future__ import annotations
 
 import pytest
+from score_records import call, classified, inventory, node, operator, scan
 
 from opassess.records import Finding, Reason
 from opassess.score import score
 from opassess.weights import CRITERIA, DIMENSIONS, load_weights
-from score_records import call, classified, inventory, node, operator, scan
 
 WEIGHTS = load_weights(None)
 ONE_OP_ECOSYSTEM = 0.04  # multi_card 1 x 0.2 (criterion) x 0.2 (dimension)

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import MODELS, needs_cpp_toolchain
+
 from opassess.errors import TraceError
 from opassess.load import LoadRequest, load_model
 from opassess.trace import capture_order, trace_model

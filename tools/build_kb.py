@@ -205,7 +205,7 @@ def build_apis(rows: list[dict[str, str]]) -> tuple[dict, dict, dict]:
         previous = apis[api].get(version)
         if previous is not None and previous[:2] != [support, lim_id]:
             # The same API documented twice on one page set: keep the more restrictive support string.
-            support = "".join(min(a, b, key="n-y".index) for a, b in zip(previous[0], support))
+            support = "".join(min(a, b, key="n-y".index) for a, b in zip(previous[0], support, strict=False))
             lim_id = lim_id or previous[1]
         apis[api][version] = [support, lim_id, row["doc_module"].strip()]
     total_clauses = sum(lim["clauses"] for lim in limitations.values())
@@ -358,7 +358,7 @@ def newest_kernel_version(readme: Path) -> str | None:
 
 def generation_date() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    moment = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch else _dt.datetime.now(_dt.timezone.utc)
+    moment = _dt.datetime.fromtimestamp(int(epoch), _dt.UTC) if epoch else _dt.datetime.now(_dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

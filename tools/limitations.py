@@ -140,7 +140,7 @@ _RE_NO_PACKED = re.compile(r"^不支持变长序列输入$")
 _RE_USE_INSTEAD = re.compile(r"(?:建议使用已适配的|NPU对应接口为|NPU形式名称为)`([\w.]+)`")
 _RE_DOUBLE_CAST = re.compile(r"暂不支持double类型.*默认返回fp32")
 _RE_INDEX_INT32 = re.compile(r"^`(\w+)`为True时，返回的`(\w+)`的数据类型为int32$")
-_RE_AUTO_FIX = re.compile(r"^针对{0}，由于底层实现限制，`\"?(\w+)\"?`仅支持(True|False)".format(_TERMS))
+_RE_AUTO_FIX = re.compile(rf"^针对{_TERMS}，由于底层实现限制，`\"?(\w+)\"?`仅支持(True|False)")
 _RE_PRODUCT_SCOPE = re.compile(rf"^(?:针对)?{_TERMS}[，：、]")
 
 # Informational clauses: (pattern, tag). They carry no limit a model can trip.

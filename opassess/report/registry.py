@@ -1,9 +1,10 @@
 """The reporter registry: format name -> a function that renders the view model to a string."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..errors import ReportError
 

@@ -3,8 +3,9 @@ file GitHub Actions names in GITHUB_STEP_SUMMARY (templates/summary.md.j2)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import ReportError
 from ..records import CATEGORIES

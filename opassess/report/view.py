@@ -11,9 +11,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from ..records import CATEGORIES, Assessment, ClassifiedOp, Effort, OpEstimate, Operator, Signature
+from ..records import CATEGORIES, Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"
@@ -86,7 +87,7 @@ def _tensor_text(shape: tuple[int, ...] | None, dtype: str | None) -> str:
 
 
 def _inputs_text(shapes: Iterable, dtypes: Iterable) -> str:
-    parts = [_tensor_text(shape, dtype) for shape, dtype in zip(shapes, dtypes) if shape is not None]
+    parts = [_tensor_text(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=False) if shape is not None]
     return ", ".join(parts) if parts else "no tensor inputs"
 
 

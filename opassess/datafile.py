@@ -1,0 +1,207 @@
+"""The one strict reader for opassess's TOML data files (weights, patterns, rules, error codes).
+
+Every data file is read through `read_toml` and walked with `TomlTable`: typed getters, the origin of every
+key tracked across layers (shipped file < user file), and `finish()` refusing any key nobody read, so a typo
+such as `natur = "x"` or a `[familly]` table is one error line naming the file and the dotted key instead of
+a silent fallback to a default.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from opassess.errors import ConfigError, OpassessError
+
+ErrorType = Callable[[str], OpassessError]
+
+
+def read_toml(path: Path, what: str = "data file", error: ErrorType = ConfigError) -> dict[str, Any]:
+    """Parse one TOML file; a syntax error, bad encoding or unreadable file is one `error` naming the file."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: TOML syntax error: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text (byte {exc.start}): a {what} must be UTF-8 TOML") from exc
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+
+
+def merge_layer(into: dict[str, Any], layer: Mapping[str, Any], file: str, origins: dict[str, str],
+                prefix: str = "") -> None:
+    """Overlay `layer` on `into` (tables merge key by key, anything else replaces) and note which file set what."""
+    for key, value in layer.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge_layer(into[key], value, file, origins, dotted + ".")
+        else:
+            for stale in [k for k in origins if k.startswith(dotted + ".")]:  # a table replaced by a value
+                del origins[stale]
+            if isinstance(value, dict):
+                into[key] = {}
+                merge_layer(into[key], value, file, origins, dotted + ".")
+            else:
+                into[key] = value
+            origins[dotted] = file
+
+
+def type_name(value: Any) -> str:
+    """How a TOML value's type is named in an error message."""
+    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), type(value).__name__)
+
+
+_MISSING = object()
+
+
+class TomlTable:
+    """One TOML table read with type checks; remembers which keys were read and names file and key on error."""
+
+    def __init__(self, data: Any, origins: Mapping[str, str] | None = None, prefix: str = "",
+                 default_file: str = "", error: ErrorType = ConfigError) -> None:
+        self._data = data
+        self._origins = origins or {}
+        self._prefix = prefix
+        self.default_file = default_file
+        self._error = error
+        self._read: set[str] = set()
+
+    @classmethod
+    def of_file(cls, path: Path, what: str = "data file", error: ErrorType = ConfigError) -> TomlTable:
+        """The root table of one file (no layering)."""
+        return cls(read_toml(path, what, error), {}, "", str(path), error)
+
+    # -- introspection
+
+    def key(self, key: str) -> str:
+        """The dotted key as the user would write it ('risk.impact.flops_share')."""
+        return f"{self._prefix}{key}"
+
+    def keys(self) -> list[str]:
+        """Every key of this table, in file order (reading them is still up to the caller)."""
+        return list(self._data)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data
+
+    def file_of(self, key: str) -> str:
+        """The file that set this key (or, for a table, the last file that set anything inside it)."""
+        dotted = self.key(key)
+        inside = {file for k, file in self._origins.items() if k == dotted or k.startswith(dotted + ".")}
+        if self.default_file in inside or not inside:  # the last layer (the user's file) wins
+            return self.default_file
+        return inside.pop()
+
+    def error(self, key: str, problem: str) -> OpassessError:
+        """An error naming the file, the dotted key and the problem."""
+        return self._error(f"{self.file_of(key)}: key '{self.key(key)}': {problem}")
+
+    # -- typed getters (a default makes the key optional)
+
+    def _get(self, key: str, default: Any = _MISSING) -> Any:
+        if key not in self._data:
+            if default is _MISSING:
+                raise self.error(key, "missing")
+            return default
+        self._read.add(key)
+        return self._data[key]
+
+    def value(self, key: str, default: Any = _MISSING) -> Any:
+        """Any value, unchecked (for callers that validate themselves)."""
+        return self._get(key, default)
+
+    def number(self, key: str, default: Any = _MISSING, *, negative: bool = False) -> float:
+        value = self._get(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, got {type_name(value)} {value!r}")
+        if not math.isfinite(value):
+            raise self.error(key, f"expected a finite number, got {value!r}")
+        if value < 0 and not negative:
+            raise self.error(key, f"negative value {value!r} (every number here is a weight, a size or a count)")
+        return float(value)
+
+    def integer(self, key: str, default: Any = _MISSING) -> int:
+        value = self._get(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"expected an integer, got {type_name(value)} {value!r}")
+        if value < 0:
+            raise self.error(key, f"negative value {value!r} (every number here is a weight, a size or a count)")
+        return value
+
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {type_name(value)} {value!r}")
+        return value
+
+    def string(self, key: str, default: Any = _MISSING) -> str:
+        value = self._get(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {type_name(value)} {value!r}")
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...] | frozenset[str], default: Any = _MISSING) -> str:
+        """A string that must be one of `choices`."""
+        value = self.string(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if value not in choices:
+            raise self.error(key, f"expected one of {', '.join(sorted(choices))}, got {value!r}")
+        return value
+
+    def strings(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
+        value = self._get(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.error(key, f"expected a list of strings, got {value!r}")
+        return tuple(value)
+
+    def numbers(self, key: str, default: Any = _MISSING) -> tuple[float, ...]:
+        value = self._get(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if not isinstance(value, list) or not all(
+            isinstance(item, (int, float)) and not isinstance(item, bool) for item in value
+        ):
+            raise self.error(key, f"expected a list of numbers, got {value!r}")
+        if any(not math.isfinite(item) for item in value):
+            raise self.error(key, f"expected finite numbers, got {value!r}")
+        if any(item < 0 for item in value):
+            raise self.error(key, f"negative value in {value!r}")
+        return tuple(float(item) for item in value)
+
+    def table(self, key: str, default: Any = _MISSING) -> TomlTable:
+        value = self._get(key, {} if default is not _MISSING else _MISSING)
+        if not isinstance(value, dict):
+            raise self.error(key, f"expected a table, got {type_name(value)} {value!r}")
+        return TomlTable(value, self._origins, self.key(key) + ".", self.default_file, self._error)
+
+    def tables(self, key: str) -> Iterator[TomlTable]:
+        """An array of tables (`[[rule]]`); each item is read strictly."""
+        value = self._get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            raise self.error(key, f"expected an array of tables ([[{self.key(key)}]]), got {type_name(value)}")
+        for index, item in enumerate(value):
+            yield TomlTable(item, self._origins, f"{self.key(key)}[{index}].", self.default_file, self._error)
+
+    def number_table(self, key: str) -> Mapping[str, float]:
+        """An open table (any key) of numbers, e.g. dtype -> difficulty."""
+        table = self.table(key)
+        return MappingProxyType({name: table.number(name) for name in table.keys()})
+
+    def finish(self) -> None:
+        """Reject keys nobody read: a typo must not silently fall back to the default."""
+        unknown = [key for key in self._data if key not in self._read]
+        if unknown:
+            raise self.error(unknown[0], "unknown key")
