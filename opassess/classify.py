@@ -22,7 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
-from .kb import ApiFact, KnowledgeBase, Limitation, Version, format_version, is_unset
+from .kb.facts import ApiFact, Limitation, is_unset
+from .kb.store import KnowledgeBase
+from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
 from .vocabulary import Category
 
@@ -30,7 +32,7 @@ _NON_ATEN = ("aten", "prims")
 _PROJECT_KINDS = ("custom", "extension")  # a project's own ops: torch.library, autograd.Function, C++ extensions
 
 
-def worst(categories: Iterable[str]) -> str:
+def worst(categories: Iterable[str]) -> Category:
     """The hardest category among `categories` ('direct' when there are none)."""
     return Category.worst(categories)
 
@@ -71,10 +73,11 @@ class _Judgement:
     """Category and reasons of one signature while it is being judged."""
 
     index: int
-    category: str = "direct"
+    category: Category = Category.DIRECT
     reasons: list[Reason] = field(default_factory=list)
 
-    def add(self, code: str, message: str, evidence: str, category: str | None = None, per_signature: bool = True) -> None:
+    def add(self, code: str, message: str, evidence: str, category: Category | None = None,
+            per_signature: bool = True) -> None:
         if category is not None:
             self.category = worst((self.category, category))
         self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))
@@ -94,7 +97,8 @@ class _Classifier:
         if support.supported:
             return AtenVerdict(aten, "kernel", support.evidence, True)
         if aten in self.kb.rules.everywhere:
-            return AtenVerdict(aten, "everywhere", f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})", True)
+            evidence = f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})"
+            return AtenVerdict(aten, "everywhere", evidence, True)
         kinds = dispatch_kinds(aten)
         if "CompositeExplicitAutograd" in kinds:
             return AtenVerdict(aten, "everywhere", f"PyTorch {_torch_version()} dispatcher: {aten} has a "
@@ -158,18 +162,20 @@ class _Classifier:
                 if any(r.code in ("custom-op", "host-op", "extension") for r in j.reasons):
                     continue
                 j.add("not-in-kb", f"{op.op} is not in the knowledge base: no documented API, no NPU kernel for "
-                      f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry", "custom-dev")
+                      f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
+                      Category.CUSTOM_DEV)
 
         family = kb.rules.nature(op.op)
-        if family and family.nature == "param-converted" and all(j.category == "direct" for j in judgements):
+        within_limits = all(j.category == Category.DIRECT for j in judgements)
+        if family and family.nature == Category.PARAM_CONVERTED and within_limits:
             shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
                                  "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
-        category = worst(j.category for j in judgements) if judgements else "direct"
-        replacement = required or optional or (on_limit if category != "direct" else None)
-        if on_limit and category != "direct":
+        category = worst(j.category for j in judgements) if judgements else Category.DIRECT
+        replacement = required or optional or (on_limit if category != Category.DIRECT else None)
+        if on_limit and category != Category.DIRECT:
             shared.append(Reason("replacement", f"if the model cannot stay within the limits: {on_limit.api} "
                                  f"({on_limit.note})", on_limit.evidence))
-        if optional and not required and category == "direct":
+        if optional and not required and category == Category.DIRECT:
             shared.append(Reason("replacement", f"optional: {optional.api} is a fused NPU kernel for this "
                                  f"({optional.note})", optional.evidence))
         reasons = tuple(shared) + tuple(r for j in judgements for r in j.reasons)
@@ -194,7 +200,7 @@ class _Classifier:
     def _custom(self, op: Operator, j: _Judgement, verdicts, required, optional) -> None:
         if required is not None:
             j.add("replacement", f"{op.op} has no NPU kernel; {required.api} replaces it with another signature "
-                  f"({required.note})", required.evidence, "param-converted")
+                  f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
             return
         if op.kind == "extension":
             # Compiled code: even when it calls only ATen ops it must be rebuilt against torch_npu, and any
@@ -202,7 +208,7 @@ class _Classifier:
             inner = f" (it dispatched {', '.join(verdicts)})" if verdicts else ""
             j.add("extension", f"{op.op} is a function of a compiled C++ extension{inner}; it must be rebuilt "
                   f"against torch_npu and its device kernels rewritten in Ascend C", "trace: kind extension; "
-                  "no replacement in rules.toml", "custom-dev")
+                  "no replacement in rules.toml", Category.CUSTOM_DEV)
             return
         if "::" in op.op:
             kinds = dispatch_kinds(op.op)
@@ -210,21 +216,23 @@ class _Classifier:
                 others = [v for v in verdicts.values() if v.op != op.op]
                 if all(v.supported for v in others):
                     j.add("decomposes", f"{op.op} is registered as a composite of ATen ops that all run on the NPU",
-                          f"PyTorch dispatcher: CompositeImplicitAutograd kernel for {op.op}", "direct")
+                          f"PyTorch dispatcher: CompositeImplicitAutograd kernel for {op.op}", Category.DIRECT)
                     return
             j.add("custom-op", f"{op.op} is a project-defined operator with kernels for other devices only; "
                   f"it needs an NPU kernel (Ascend C) or a rewrite in supported ops",
-                  f"trace: kind custom, namespace {op.op.split('::')[0]}; no replacement in rules.toml", "custom-dev")
+                  f"trace: kind custom, namespace {op.op.split('::')[0]}; no replacement in rules.toml",
+                  Category.CUSTOM_DEV)
             return
         missing = [v for v in verdicts.values() if not v.supported]
         if verdicts and not missing:
             j.add("autograd-function", f"{op.op} is a custom autograd.Function; its forward dispatches only ATen ops "
                   f"with NPU kernels ({', '.join(verdicts)}), but its hand-written backward was not traced and must "
-                  f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops", "param-converted")
+                  f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops",
+                  Category.PARAM_CONVERTED)
         else:
             ops = ", ".join(v.op for v in missing) or "no ATen op seen"
             j.add("custom-op", f"{op.op} is a custom autograd.Function or extension whose kernels do not run on the "
-                  f"NPU ({ops})", "trace: kind custom; npu_aten_ops", "custom-dev")
+                  f"NPU ({ops})", "trace: kind custom; npu_aten_ops", Category.CUSTOM_DEV)
 
     # -------------------------------------------------------------- native APIs and ATen ops
 
@@ -235,10 +243,10 @@ class _Classifier:
         if api is not None and documented is False:
             if required is not None:
                 j.add("replacement", f"{op.op} is not supported on {self.product}; use {required.api} "
-                      f"({required.note})", required.evidence, "param-converted")
+                      f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
             else:
                 j.add("api-unsupported", f"{api.api} is marked unsupported (✘) for {self.product} in the torch "
-                      f"{api.doc_version} support list", api.evidence(), "custom-dev")
+                      f"{api.doc_version} support list", api.evidence(), Category.CUSTOM_DEV)
             return
         if api is not None and documented:
             j.add("api-supported", f"{api.api} is documented as supported on {self.product} (torch {api.doc_version})",
@@ -269,20 +277,20 @@ class _Classifier:
                       f"trusting the documentation", "; ".join(v.evidence for v in missing), None, False)
             elif required is not None:
                 j.add("replacement", f"{names} has no NPU kernel; use {required.api} ({required.note})",
-                      required.evidence, "param-converted")
+                      required.evidence, Category.PARAM_CONVERTED)
             else:
                 j.add("no-kernel", f"{names} has no NPU kernel for torch {self.version_text} and no decomposition: "
-                      f"it would fall back to the CPU", "; ".join(v.evidence for v in missing), "custom-dev")
+                      f"it would fall back to the CPU", "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
         if api is None and not verdicts and sig is not None:
             if op.op in kb.rules.host_ops or not op.aten:
                 j.add("host-op", f"{op.op} dispatched no ATen operator (Python-level indexing or metadata)",
                       kb.rules.host_evidence if op.op in kb.rules.host_ops else "trace: no ATen op dispatched",
-                      "direct")
+                      Category.DIRECT)
 
     def _limits(self, op: Operator, sig: Signature, j: _Judgement, api: ApiFact, dtypes: bool = True) -> None:
         lim: Limitation = api.limitation
         evidence = api.evidence()
-        if api.api != op.op and api.api != self.kb.rules.aliases.get(op.op):
+        if api.api != op.op:
             evidence = f"{evidence}; rules.toml: calls {op.op} -> {api.api}"
         attrs = dict(sig.attrs)
         allowed = lim.allowed_dtypes(self.product, attrs) if dtypes else None
@@ -292,33 +300,35 @@ class _Classifier:
                 if dtype not in allowed:
                     target = "float32" if dtype == "float64" else ("int32" if dtype == "int64" else allowed[0])
                     j.add("dtype", f"input dtype {dtype} is not supported by {api.api} on {self.product} "
-                          f"(allowed: {', '.join(allowed)}); cast to {target}", evidence, "param-converted")
+                          f"(allowed: {', '.join(allowed)}); cast to {target}", evidence, Category.PARAM_CONVERTED)
         outputs = {d for node in _nodes_of(op, sig) for d in node.output_dtypes if d}
         for cast in lim.dtype_casts:
             if dtypes and cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
                 j.add("dtype-cast", f"the NPU returns {cast['to']} where this model expects float64; keep the model "
-                      f"in float32 or compute this step on the CPU", evidence, "param-converted")
+                      f"in float32 or compute this step on the CPU", evidence, Category.PARAM_CONVERTED)
             elif cast.get("from") == "int64" and cast.get("when_param") and attrs.get(cast["when_param"]) is True:
-                j.add("dtype-cast", f"with {cast['when_param']}=True the NPU returns {cast.get('output', 'the indices')} "
-                      f"as {cast['to']} (int64 elsewhere); cast where the model relies on int64", evidence,
-                      "param-converted")
+                j.add("dtype-cast", f"with {cast['when_param']}=True the NPU returns "
+                      f"{cast.get('output', 'the indices')} as {cast['to']} (int64 elsewhere); cast where the model "
+                      f"relies on int64", evidence,
+                      Category.PARAM_CONVERTED)
         for rule in lim.param_rules_for(self.product):
             if rule.param not in attrs:
                 continue
             value = attrs[rule.param]
             if rule.violated_by(value):
                 j.add("param-limit", f"{rule.param}={value!r}: {rule.describe()} on the NPU"
-                      + (" (silently changed at run time)" if rule.auto_fixed else ""), evidence, "param-converted")
+                      + (" (silently changed at run time)" if rule.auto_fixed else ""), evidence,
+                      Category.PARAM_CONVERTED)
         for rule in lim.ndim_rules:
             if rule.param not in ("input", "self") or not sig.input_shapes or sig.input_shapes[0] is None:
                 continue
             ndim = len(sig.input_shapes[0])
             if rule.violated_by(ndim):
-                j.add("shape-limit", f"input rank {ndim}: {rule.describe()}", evidence, "param-converted")
+                j.add("shape-limit", f"input rank {ndim}: {rule.describe()}", evidence, Category.PARAM_CONVERTED)
         if not dtypes:
             return
         if lim.cpu_only or lim.cpu_fallback == "always":
-            j.add("cpu-fallback", f"{api.api} runs on the CPU, not the NPU", evidence, "custom-dev")
+            j.add("cpu-fallback", f"{api.api} runs on the CPU, not the NPU", evidence, Category.CUSTOM_DEV)
         elif lim.cpu_fallback == "may":
             j.add("cpu-fallback", f"{api.api} may fall back to the CPU for some inputs (a performance risk)",
                   evidence, None, False)
@@ -331,13 +341,13 @@ class _Classifier:
             for check in self.kb.checks_for(aten):
                 if check.kind == "float64-unsupported" and "float64" in dtypes:
                     j.add("dtype", f"the NPU kernel of {aten} rejects float64 input; cast to float32",
-                          check.evidence(), "param-converted")
+                          check.evidence(), Category.PARAM_CONVERTED)
                 elif check.kind == "float64-cast" and "float64" in dtypes:
                     j.add("dtype-cast", f"the NPU kernel of {aten} computes float64 input in float32",
-                          check.evidence(), "param-converted")
+                          check.evidence(), Category.PARAM_CONVERTED)
                 elif check.kind == "int64-cast-int32" and "int64" in dtypes:
                     j.add("dtype-cast", f"the NPU kernel of {aten} casts int64 input to int32 (values beyond 2^31 "
-                          f"overflow)", check.evidence(), "param-converted")
+                          f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
 
 
 def _nodes_of(op: Operator, sig: Signature):
@@ -355,10 +365,11 @@ def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:
     return tuple(out)
 
 
-def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str = "Atlas A2",
+def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = None,
              torch_version: str | None = None) -> tuple[ClassifiedOp, ...]:
-    """Classify every operator of the inventory against `target` and the torch version (default: the KB's)."""
-    classifier = _Classifier(kb, kb.resolve_product(target), kb.resolve_version(torch_version))
+    """Classify every operator of the inventory against `target` and the torch version (defaults: the KB's)."""
+    product = kb.resolve_product(kb.default_product if target is None else target)
+    classifier = _Classifier(kb, product, kb.resolve_version(torch_version))
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 

@@ -12,7 +12,7 @@ from conftest import needs_cpp_toolchain
 
 from opassess.classify import classify, worst
 from opassess.errors import KnowledgeBaseError
-from opassess.kb import load_kb
+from opassess.kb.store import load_kb
 from opassess.pipeline import ScanOptions, scan_inventory
 from opassess.records import Capture, Inventory, ModelInfo, Operator, Signature
 
@@ -138,7 +138,8 @@ def test_scaled_dot_product_attention(scanned):
     # Whatever the trace recorded below the composite (the meta-device math path, bmm, _safe_softmax) is not judged.
     assert not any(r.code == "no-kernel" for r in sdpa.reasons)
     # On Ascend 950DT the row is ✘ and the replacement is optional only: custom-dev.
-    assert scanned("sdpa.py", target="Ascend 950DT")["torch.nn.functional.scaled_dot_product_attention"].category == "custom-dev"
+    on_950 = scanned("sdpa.py", target="Ascend 950DT")
+    assert on_950["torch.nn.functional.scaled_dot_product_attention"].category == "custom-dev"
 
 
 def test_deformable_convolution(scanned):

@@ -1,11 +1,16 @@
-"""`opassess kb`, `kb show`, `kb import` and `explain` through typer's CliRunner (on a local app, as cli.py registers them)."""
+"""`opassess kb`, `kb show`, `kb import` and `explain` through typer's CliRunner (on a local app, as cli.py
+registers them)."""
 from __future__ import annotations
 
+import shutil
+
+import pytest
 import typer
 from test_kb import _wheel
 from typer.testing import CliRunner
 
 from opassess.cli_kb import explain, kb_app
+from opassess.resources import data_path
 
 app = typer.Typer()
 app.add_typer(kb_app, name="kb")
@@ -23,6 +28,22 @@ def test_kb_summary_shows_version_provenance_and_counts(tmp_path):
     assert "opassess knowledge base" in result.output
     assert "Ascend/op-plugin @ 517f2e7d0f20" in result.output
     assert "limitation clauses parsed" in result.output and "npu_aten_ops.tsv" in result.output
+
+
+@pytest.mark.parametrize(("name", "old", "new", "key"), [
+    ("rules.toml", "[[family]]", "[[familly_typo]]", "familly_typo"),
+    ("error_codes.toml", "\ncause = ", '\ncaus = "x"\ncause = ', "acl[0].caus"),
+])
+def test_kb_dir_with_a_typo_in_a_curated_file_fails_in_one_line(tmp_path, name, old, new, key):
+    # A full knowledge-base folder may carry its own rules.toml and error_codes.toml; a typo in either is refused.
+    folder = tmp_path / "kb"
+    shutil.copytree(data_path("kb"), folder)
+    text = data_path(name).read_text(encoding="utf-8")
+    assert old in text
+    (folder / name).write_text(text.replace(old, new, 1), encoding="utf-8")
+    result = run("kb", "--kb-dir", str(folder))
+    assert result.exit_code == 1
+    assert result.output == f"opassess: error: {folder / name}: key '{key}': unknown key\n"
 
 
 def test_kb_show_native_api():
@@ -44,7 +65,8 @@ def test_kb_show_aten_and_npu_ops():
     conv = run("kb", "show", "aten::convolution")
     assert "has NPU kernel" in conv.output and "[v2.1..newest]" not in conv.output  # ranges shown as v2.1..newest
     fa = run("kb", "show", "npu_fusion_attention")
-    assert "torch_npu.npu_fusion_attention" in fa.output and "torch.nn.functional.scaled_dot_product_attention" in fa.output
+    assert "torch_npu.npu_fusion_attention" in fa.output
+    assert "torch.nn.functional.scaled_dot_product_attention" in fa.output
 
 
 def test_kb_show_unknown_name_is_an_error():

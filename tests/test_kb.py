@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from opassess.errors import KnowledgeBaseError
-from opassess.kb import KnowledgeBase, import_wheel, load_kb, parse_version
+from opassess.kb.store import KnowledgeBase, load_kb
+from opassess.kb.versions import parse_version
+from opassess.kb.wheel_import import import_wheel
 from opassess.resources import data_path
 
 
@@ -132,10 +134,11 @@ def test_parameter_rules_from_the_docs(kb):
     assert not gelu["approximate"].violated_by("none") and not gelu["approximate"].violated_by("tanh")
 
 
-def test_api_version_selection_and_aliases(kb):
+def test_api_version_selection(kb):
     # torch 2.8 has no doc page set of its own: the nearest one below (2.7.1) answers.
     assert kb.api("torch.nn.Conv2d", "2.8").doc_version == "2.7.1"
-    assert kb.api("operator.add").api == "torch.add"
+    # No alias table: the trace names `x + y` Tensor.add, never operator.add (trace._OPERATOR_METHODS).
+    assert kb.api("operator.add") is None
     assert kb.api("torch.lgamma") is None  # not documented = not verified
     assert kb.mstt_status("torch.nn.Conv2d") == "supported"
 
@@ -187,7 +190,8 @@ def test_everywhere_ops_run_on_every_backend(kb):
 def test_checks_keyed_to_aten_ops(kb):
     kinds = {c.kind for c in kb.checks_for("aten::max_pool2d_with_indices")}
     assert "dilation-limit" in kinds
-    assert any(c.kind == "float64-unsupported" for c in kb.checks_for("aten::cdist") + kb.checks_for("aten::_cdist_forward"))
+    cdist = kb.checks_for("aten::cdist") + kb.checks_for("aten::_cdist_forward")
+    assert any(c.kind == "float64-unsupported" for c in cdist)
 
 
 def _rules_copy(tmp_path: Path, old: str, new: str) -> KnowledgeBase:
@@ -201,16 +205,30 @@ def _rules_copy(tmp_path: Path, old: str, new: str) -> KnowledgeBase:
 def test_broken_rule_names_file_and_key(tmp_path):
     kb = _rules_copy(tmp_path, 'npu_op = "npu_deformable_conv2d"', 'npu_op = "npu_no_such_op"')
     with pytest.raises(KnowledgeBaseError, match=r"rules\.toml: replacement\[0\]\.npu_op: 'npu_no_such_op'"):
-        kb.rules
+        _ = kb.rules
     kb = _rules_copy(tmp_path, 'source = "torchvision::nms"', 'source = "otherlib::nms"')
     with pytest.raises(KnowledgeBaseError, match=r"replacement\[1\]\.source: 'otherlib::nms'"):
-        kb.rules
+        _ = kb.rules
     kb = _rules_copy(tmp_path, 'aten = "aten::lstm.input"', 'aten = "aten::lstm_no_kernel"')
     with pytest.raises(KnowledgeBaseError, match=r"composite\[1\]\.aten"):
-        kb.rules
+        _ = kb.rules
     kb = _rules_copy(tmp_path, "[meta]", "[meta\n")
-    with pytest.raises(KnowledgeBaseError, match="invalid TOML"):
-        kb.rules
+    with pytest.raises(KnowledgeBaseError, match=r"rules\.toml: TOML syntax error"):
+        _ = kb.rules
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ("[host_ops]", "[host_opps]", "host_opps"),  # a misspelt table: its rules would silently not apply
+    ("[category_notes]", "[familly_typo]\nnature = 'direct'\n\n[category_notes]", "familly_typo"),
+    ('npu_op = "npu_deformable_conv2d"', 'npu_op = "npu_deformable_conv2d"\nnatur = "x"', "replacement[0].natur"),
+    ('{ source = "stride", target', '{ source = "stride", targt = "x", target', "attr_mapping[0].fields[0].targt"),
+    ("\ndirect = ", "\ndirekt = ", "category_notes.direkt"),
+])
+def test_rules_typo_is_refused_naming_file_and_key(tmp_path, old, new, key):
+    kb = _rules_copy(tmp_path, old, new)
+    with pytest.raises(KnowledgeBaseError) as refused:
+        _ = kb.rules
+    assert str(refused.value) == f"{tmp_path / 'rules.toml'}: key '{key}': unknown key"
 
 
 # ------------------------------------------------------------------ error codes
@@ -226,6 +244,21 @@ def test_error_codes(kb):
     assert kb.error_code("ERR99999") is None and kb.error_code("nonsense") is None
     values = [c.value for c in kb.error_codes.values() if c.value is not None]
     assert len(values) == len(set(values))
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ("[[acl]]", "[[acll]]", "acll"),
+    ("\nremedy = ", '\nremedie = "x"\nremedy = ', "acl[0].remedie"),
+])
+def test_error_code_typo_is_refused_naming_file_and_key(tmp_path, old, new, key):
+    text = data_path("error_codes.toml").read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "error_codes.toml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    kb = KnowledgeBase(data_path("kb"), data_path("rules.toml"), path)
+    with pytest.raises(KnowledgeBaseError) as refused:
+        kb.error_code("ACL_ERROR_INVALID_PARAM")
+    assert str(refused.value) == f"{path}: key '{key}': unknown key"
 
 
 # ------------------------------------------------------------------ wheel import
@@ -256,7 +289,8 @@ supported:
 def _wheel(tmp_path: Path, version: str = "2.14.0", yaml: str = YAML) -> Path:
     path = tmp_path / f"torch_npu-{version}-cp311-cp311-manylinux_2_17_aarch64.whl"
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr(f"torch_npu-{version}.dist-info/METADATA", f"Metadata-Version: 2.1\nName: torch_npu\nVersion: {version}\n")
+        archive.writestr(f"torch_npu-{version}.dist-info/METADATA",
+                         f"Metadata-Version: 2.1\nName: torch_npu\nVersion: {version}\n")
         archive.writestr("torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml", yaml)
         archive.writestr("torch_npu/__init__.py", "raise RuntimeError('never imported')\n")
     return path

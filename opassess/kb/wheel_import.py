@@ -1,10 +1,4 @@
-"""Refresh the kernel facts from a downloaded torch-npu wheel: read it as a zip, never import it.
-
-The wheel ships torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml, the list of ATen and NPU
-ops its kernels implement. Only a small YAML subset is used there (top-level sections holding lists
-of `- func: ...` entries with scalar keys and one nested `dispatch:` mapping), so a small parser
-reads it instead of adding a YAML dependency.
-"""
+"""`opassess kb import`: refresh the kernel facts from a downloaded torch-npu wheel, read as a zip, never imported."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -16,7 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import KnowledgeBaseError
+from opassess.errors import KnowledgeBaseError
+
+from .versions import format_version, parse_version
 
 YAML_PATH = "torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml"
 IMPORT_FORMAT = 1
@@ -24,6 +20,9 @@ IMPORT_FORMAT = 1
 
 def parse_functions_yaml(text: str, source: str = YAML_PATH) -> dict[str, list[dict[str, Any]]]:
     """The YAML subset of npu_native_functions_by_codegen.yaml -> {section: [entry, ...]}.
+
+    The wheel ships this file, the list of ATen and NPU ops its kernels implement. It uses only a small
+    YAML subset, so this parser reads it instead of adding a YAML dependency.
 
     Top-level `key: value` scalars are skipped; `key:` opens a section whose items are either
     `- func: schema` mappings (continuation lines indented two spaces, one nested level for
@@ -128,8 +127,6 @@ def wheel_version(wheel: Path, archive: zipfile.ZipFile) -> str:
 
 def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
     """Write dest/kernels-<torch version>.json from the wheel's kernel list; return a summary."""
-    from .kb import format_version, parse_version
-
     if not wheel.is_file():
         raise KnowledgeBaseError(f"{wheel}: wheel not found")
     try:

@@ -1,0 +1,184 @@
+"""The text `opassess kb`, `kb show`, `kb import` and `explain` print, built from the knowledge base."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opassess.errors import KnowledgeBaseError
+
+from .facts import ApiFact, Limitation
+from .store import KnowledgeBase
+
+
+def format_summary(kb: KnowledgeBase) -> str:
+    """Version, provenance and counts of the knowledge base."""
+    p, c = kb.provenance, kb.counts()
+    pct = 100.0 * c["limitation_clauses_parsed"] / max(1, c["limitation_clauses"])
+    lines = [
+        f"opassess knowledge base {kb.version}",
+        f"  data folder      {kb.directory}",
+        f"  generated        {p['generated_at']} by {p.get('generator', 'tools/build_kb.py')} "
+        f"v{p['generator_version']}",
+        f"  rules            {kb.rules.source} (version {kb.rules.version})",
+        f"  torch versions   {', '.join(kb.torch_versions)} (default {kb.default_torch_version}; API docs for "
+        f"{', '.join(kb.api_doc_versions)})",
+        f"  products         {', '.join(kb.products)}",
+        "",
+        "Upstream sources:",
+    ]
+    lines += [f"  {u['repository']} @ {u['commit'][:12]}  ({u['read']})" for u in p["upstream"]]
+    lines += ["", "Tables:"]
+    lines += [f"  {s['table']:<34} {s['rows']:>6} rows  sha256 {s['sha256'][:16]}" for s in p["sources"].values()]
+    lines += [
+        "",
+        "Counts:",
+        f"  ATen overloads with an NPU kernel   {c['kernel_overloads']} ({c['structured_codegen']} generated 1:1)",
+        f"  NPU-only ops                        {c['custom_ops']}",
+        f"  documented native APIs              {c['apis']}",
+        f"  limitation clauses parsed           {c['limitation_clauses_parsed']} / {c['limitation_clauses']} "
+        f"({pct:.1f}%); "
+        f"unparsed {c['limitation_clauses_unparsed']}",
+        f"  kernel argument checks              {c['check_rows']} in {c['check_files']} files",
+        f"  ONNX ops with a CANN name           {c['onnx_ops_named']} / {c['onnx_ops']}",
+        f"  curated replacements                {len(kb.rules.replacements)}",
+        f"  error codes                         {len(kb.error_codes)}",
+    ]
+    for _version, data in sorted(kb.imported.items()):
+        prov = data["provenance"]
+        lines.append(f"  imported wheel {prov['wheel']} -> torch {data['torch_version']}: "
+                     f"{len(data['kernels'])} kernels")
+    return "\n".join(lines)
+
+
+def _limitation_lines(lim: Limitation, product: str) -> list[str]:
+    lines = []
+    dtypes = lim.allowed_dtypes(product)
+    if dtypes is not None:
+        lines.append(f"    dtypes ({product}): {', '.join(dtypes)}")
+    for rule in lim.dtype_rules:
+        if rule.products or rule.when or not set(rule.params) & {"input", "self"}:
+            scope = f" on {', '.join(rule.products)}" if rule.products else ""
+            when = f" when {rule.when}" if rule.when else ""
+            lines.append(f"    dtypes of {', '.join(rule.params)}{scope}{when}: {', '.join(rule.allowed)}")
+    for rule in lim.param_rules:
+        scope = f" ({', '.join(rule.products)})" if rule.products else ""
+        lines.append(f"    param: {rule.describe()}{scope}{' [changed silently]' if rule.auto_fixed else ''}")
+    for rule in lim.ndim_rules:
+        lines.append(f"    shape: {rule.describe()}")
+    for cast in lim.dtype_casts:
+        lines.append(f"    cast: {cast['from']} becomes {cast['to']}")
+    if lim.cpu_fallback:
+        lines.append(f"    cpu fallback: {lim.cpu_fallback}")
+    for flag in ("cpu_only", "inference_only", "no_sparse", "no_packed_sequence"):
+        if getattr(lim, flag):
+            lines.append(f"    {flag.replace('_', ' ')}")
+    if lim.use_instead:
+        lines.append(f"    use instead: {', '.join(lim.use_instead)}")
+    if lim.notes:
+        lines.append(f"    notes: {', '.join(lim.notes)}")
+    if lim.unparsed:
+        lines.append(f"    unparsed clauses: {len(lim.unparsed)} of {lim.clauses} ({', '.join(lim.unparsed)})")
+    return lines
+
+
+def _api_lines(kb: KnowledgeBase, fact: ApiFact) -> list[str]:
+    lines = [f"Native API {fact.api}"]
+    for doc in kb.api_doc_versions:
+        f = kb.api(fact.api, doc)
+        if f is None or f.doc_version != doc:
+            continue
+        marks = "  ".join(f"{p}: {'✔' if v else '✘' if v is False else '-'}" for p, v in f.support.items())
+        lines.append(f"  torch {doc}: {marks}")
+    if fact.limitation:
+        lines.append(f"  limitation {fact.limitation.id} (torch {fact.doc_version}):")
+        lines += _limitation_lines(fact.limitation, kb.default_product)
+    called = kb.rules.calls.get(fact.api)
+    if called:
+        called_fact = kb.api(called)
+        lines.append(f"  calls {called}: its parameter limits apply too")
+        if called_fact is not None and called_fact.limitation is not None:
+            lim = called_fact.limitation
+            lines += [f"    param: {r.describe()}" for r in lim.param_rules]
+            lines += [f"    shape: {r.describe()}" for r in lim.ndim_rules]
+    status = kb.mstt_status(fact.api)
+    if status:
+        lines.append(f"  migration analyser (mstt): {status}")
+    for rep in kb.replacements_for(fact.api):
+        lines.append(f"  replacement ({rep.when}): {rep.api} - {rep.note}")
+    mapping = kb.attr_mapping(fact.api)
+    if mapping:
+        lines.append(f"  CANN operator: {mapping.cann_op}")
+        lines += [f"    {f.source} -> {f.target}: {f.transform}" for f in mapping.fields]
+    family = kb.rules.nature(fact.api)
+    if family:
+        lines.append(f"  nature: {family.nature} ({family.evidence})")
+    composite = kb.rules.composite_for_api(fact.api)
+    if composite:
+        lines.append(f"  taken whole by torch_npu as {composite.aten}; CPU decompositions not judged")
+    return lines
+
+
+def format_entry(kb: KnowledgeBase, name: str, torch_version: str | None = None) -> str:
+    """Everything the knowledge base knows about one name: native API, ATen op, NPU op, third-party op."""
+    version = kb.resolve_version(torch_version)
+    lines: list[str] = []
+    fact = kb.api(name, torch_version)
+    if fact is not None:
+        lines += _api_lines(kb, fact)
+    if name.startswith("aten::") or (fact is None and "::" not in name and kb.kernels_for_base(name)):
+        support = kb.kernel_support(name, version)
+        variants = kb.kernels_for_base(name)
+        if support.supported or variants or support.fact:
+            lines.append(f"ATen {support.op}: {'has' if support.supported else 'no'} NPU kernel for torch "
+                         f"{kb.default_torch_version if torch_version is None else torch_version} ({support.via})")
+            lines.append(f"  evidence: {support.evidence}")
+            if support.fact and support.fact.deprecated:
+                lines.append(f"  deprecated, use {support.fact.deprecated}")
+            others = [v.name for v in variants if v.name != (support.fact.name if support.fact else None)]
+            if others:
+                lines.append(f"  other overloads with kernels: {', '.join(sorted(others)[:12])}")
+            checks = kb.checks_for(name)
+            if checks:
+                kinds = sorted({c.kind for c in checks})
+                lines.append(f"  kernel checks: {len(checks)} ({', '.join(kinds)})")
+            cann = kb.cann_op(name)
+            if cann:
+                lines.append(f"  CANN operator: {cann}")
+        else:
+            lines.append(f"ATen {support.op}: no NPU kernel in the facts ({support.evidence}); "
+                         f"without a decomposition it falls back to the CPU")
+    custom = kb.custom_op(name)
+    if custom is not None:
+        lines.append(f"NPU op {custom.python_name}")
+        lines.append(f"  schema: {custom.schema}")
+        lines.append(f"  evidence: {custom.evidence()}")
+        if custom.deprecated:
+            lines.append(f"  deprecated, use {custom.deprecated}")
+        if custom.replaces:
+            lines.append(f"  replaces: {', '.join(custom.replaces)}")
+    third = kb.rules.third_party.get(name)
+    if third is not None:
+        lines.append(f"Third-party op {third.op}: {third.schema or '(pattern)'}")
+        lines.append(f"  evidence: {third.evidence}")
+        for rep in kb.replacements_for(name):
+            lines.append(f"  replacement ({rep.when}): {rep.api} - {rep.note}")
+    if not lines:
+        raise KnowledgeBaseError(f"{name!r} is not in the knowledge base (not a documented API, ATen op with a "
+                                 f"kernel, NPU op or declared third-party op)")
+    return "\n".join(lines)
+
+
+def format_error_code(kb: KnowledgeBase, code: str) -> str:
+    """What `opassess explain CODE` prints: meaning, cause, remedy and source."""
+    entry = kb.error_code(code)
+    if entry is None:
+        raise KnowledgeBaseError(f"unknown error code {code!r} (try an ACL_ERROR_* name, its number, or ERRxxyyy)")
+    value = f" = {entry.value}" if entry.value is not None else ""
+    return "\n".join([f"{entry.code}{value}: {entry.meaning}", f"  cause:  {entry.cause}",
+                      f"  remedy: {entry.remedy}", f"  source: {entry.evidence}"])
+
+
+def format_import(summary: Mapping[str, Any]) -> str:
+    """One line saying what `opassess kb import` wrote."""
+    return (f"imported torch-npu {summary['torch_npu_version']} (torch {summary['torch_version']}): "
+            f"{summary['kernels']} kernels -> {summary['path']}")

@@ -1,0 +1,241 @@
+"""The curated rules (rules.toml): their records and the loader that checks every name against the facts."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from opassess.datafile import TomlTable
+from opassess.errors import KnowledgeBaseError
+from opassess.vocabulary import CATEGORIES, Category
+
+_ATEN_NAME = re.compile(r"^aten::[a-z_][a-z0-9_]*(\.[A-Za-z0-9_]+)?$")
+_WHEN = ("required", "optional", "on-limit")
+
+
+@dataclass(frozen=True)
+class AttrField:
+    """One PyTorch parameter and the CANN attribute it becomes."""
+
+    source: str
+    target: str
+    transform: str
+
+
+@dataclass(frozen=True)
+class AttrMapping:
+    """How an API's parameters map onto a CANN operator's attributes."""
+
+    op: str
+    apis: tuple[str, ...]
+    aten: str | None
+    cann_op: str
+    fields: tuple[AttrField, ...]
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """An NPU-only op that stands in for an API or third-party op."""
+
+    source: str  # "torchvision::deform_conv2d", "torch.nn.functional.scaled_dot_product_attention", "pattern::rmsnorm"
+    npu_op: str
+    when: str  # "required" | "optional" | "on-limit"
+    note: str
+    evidence: str
+
+    @property
+    def api(self) -> str:
+        return f"torch_npu.{self.npu_op}"
+
+
+@dataclass(frozen=True)
+class Composite:
+    """An op torch_npu runs whole, whose CPU decomposition seen while tracing is not judged."""
+
+    aten: str
+    apis: tuple[str, ...]
+    cpu_only: tuple[str, ...]
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Family:
+    """APIs whose category is known by nature (e.g. parameters mapped onto CANN attributes)."""
+
+    nature: Category
+    ops: tuple[str, ...]
+    evidence: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ThirdPartyOp:
+    """An op of another library (torchvision::nms) the rules may name."""
+
+    op: str
+    schema: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The curated rule file, validated against the generated facts."""
+
+    version: str
+    source: str
+    calls: Mapping[str, str]
+    calls_evidence: str
+    host_ops: frozenset[str]
+    host_evidence: str
+    families: tuple[Family, ...]
+    composites: tuple[Composite, ...]
+    everywhere: frozenset[str]
+    everywhere_evidence: str
+    third_party: Mapping[str, ThirdPartyOp]
+    replacements: tuple[Replacement, ...]
+    attr_mappings: tuple[AttrMapping, ...]
+    category_notes: Mapping[Category, str]
+
+    def nature(self, op: str) -> Family | None:
+        return next((f for f in self.families if op in f.ops), None)
+
+    def composite_for_api(self, op: str) -> Composite | None:
+        return next((c for c in self.composites if op in c.apis), None)
+
+    def cpu_only_of(self, aten: str) -> Composite | None:
+        return next((c for c in self.composites if aten in c.cpu_only), None)
+
+
+class KnownFacts(Protocol):
+    """What the rules are checked against (the KnowledgeBase provides it)."""
+
+    def is_documented_api(self, name: str) -> bool: ...
+
+    def kernel(self, aten: str) -> Any: ...
+
+    def has_custom_op(self, name: str) -> bool: ...
+
+
+def _refuse(table: TomlTable, key: str, problem: str) -> KnowledgeBaseError:
+    """'rules.toml: replacement[0].npu_op: problem' for a value the facts do not back."""
+    return KnowledgeBaseError(f"{table.default_file}: {table.key(key)}: {problem}")
+
+
+def load_rules(path: Path, facts: KnownFacts) -> Rules:
+    """Read and validate rules.toml; KnowledgeBaseError naming file and key on the first problem.
+
+    Strategy: one pass per table, each read through `TomlTable` (typed getters, then `finish()` refusing
+    any key nobody read), so a misspelt table or key is one line naming the file and the dotted key. Every
+    name a rule mentions is checked as it is read: against the generated facts (`KnownFacts`: documented
+    APIs, ATen kernels, NPU-only ops) or the third-party ops the file itself declares first, so a rule can
+    never speak for something the facts do not know. The root table is finished last, refusing any
+    unknown top-level table.
+    """
+    root = TomlTable.of_file(path, "rules file", KnowledgeBaseError)
+    meta = root.table("meta")
+    version = meta.string("version")
+    meta.finish()
+
+    third_party = {}
+    for item in root.tables("third_party"):
+        op = item.string("op")
+        if "::" not in op:
+            raise _refuse(item, "op", f"{op!r} is not a namespaced op (ns::name)")
+        third_party[op] = ThirdPartyOp(op, item.string("schema", ""), item.string("evidence"))
+        item.finish()
+
+    def known_op(op: str) -> bool:
+        return (facts.is_documented_api(op) or op in third_party or facts.kernel(op) is not None
+                or facts.has_custom_op(op))
+
+    def documented(table: TomlTable, key: str, name: str) -> str:
+        if not facts.is_documented_api(name):
+            raise _refuse(table, key, f"{name!r} is not a documented API")
+        return name
+
+    def aten_kernel(table: TomlTable, key: str, aten: str) -> str:
+        if facts.kernel(aten) is None:
+            raise _refuse(table, key, f"{aten!r} has no NPU kernel in the generated facts")
+        return aten
+
+    def aten_names(table: TomlTable, key: str) -> tuple[str, ...]:
+        names = table.strings(key, ())
+        for op in names:
+            if not _ATEN_NAME.match(op):
+                raise _refuse(table, key, f"{op!r} is not an ATen op name")
+        return names
+
+    calls_table = root.table("calls", None)
+    calls_evidence = calls_table.string("calls_evidence", "")
+    calls = {}
+    for module in calls_table.keys():
+        if module != "calls_evidence":
+            documented(calls_table, module, module)
+            calls[module] = documented(calls_table, module, calls_table.string(module))
+    calls_table.finish()
+
+    host = root.table("host_ops", None)
+    host_ops, host_evidence = frozenset(host.strings("ops", ())), host.string("evidence", "")
+    host.finish()
+
+    families = []
+    for item in root.tables("family"):
+        nature = Category(item.choice("nature", CATEGORIES))
+        ops = item.strings("ops")
+        for op in ops:
+            if not known_op(op):
+                raise _refuse(item, "ops", f"{op!r} is not in the generated facts")
+        families.append(Family(nature, ops, item.string("evidence"), item.string("note", "")))
+        item.finish()
+
+    composites = []
+    for item in root.tables("composite"):
+        aten = aten_kernel(item, "aten", item.string("aten"))
+        apis = tuple(documented(item, "apis", api) for api in item.strings("apis"))
+        composites.append(Composite(aten, apis, aten_names(item, "cpu_only"), item.string("evidence")))
+        item.finish()
+
+    everywhere = root.table("everywhere", None)
+    everywhere_ops, everywhere_evidence = aten_names(everywhere, "ops"), everywhere.string("evidence", "")
+    everywhere.finish()
+
+    replacements = []
+    for item in root.tables("replacement"):
+        source, npu_op = item.string("source"), item.string("npu_op")
+        if not known_op(source):
+            raise _refuse(item, "source", f"{source!r} is neither in the generated facts nor a declared third-party op")
+        if not facts.has_custom_op(npu_op):
+            raise _refuse(item, "npu_op", f"{npu_op!r} is not an NPU op in npu_custom_ops")
+        when = item.choice("when", _WHEN)
+        replacements.append(Replacement(source, npu_op, when, item.string("note", ""), item.string("evidence")))
+        item.finish()
+
+    mappings = []
+    for item in root.tables("attr_mapping"):
+        op = documented(item, "op", item.string("op"))
+        aten = item.string("aten", None)
+        if aten:
+            aten_kernel(item, "aten", aten)
+        if "fields" not in item:
+            raise item.error("fields", "missing")
+        fields = []
+        for field in item.tables("fields"):
+            fields.append(AttrField(field.string("source"), field.string("target"), field.string("transform", "as-is")))
+            field.finish()
+        mappings.append(AttrMapping(op, item.strings("apis", ()), aten, item.string("cann_op"), tuple(fields),
+                                    item.string("evidence")))
+        item.finish()
+
+    notes_table = root.table("category_notes", None)
+    notes = {Category(name): notes_table.string(name) for name in notes_table.keys() if name in CATEGORIES}
+    notes_table.finish()
+    root.finish()
+
+    return Rules(
+        version=version, source=str(path), calls=calls, calls_evidence=calls_evidence,
+        host_ops=host_ops, host_evidence=host_evidence, families=tuple(families), composites=tuple(composites),
+        everywhere=frozenset(everywhere_ops), everywhere_evidence=everywhere_evidence, third_party=third_party,
+        replacements=tuple(replacements), attr_mappings=tuple(mappings), category_notes=notes)
