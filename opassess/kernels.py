@@ -153,6 +153,16 @@ class _ApiOnProduct:
         return tuple(sorted(carrier.dtypes - carrier.excluded))
 
 
+@dataclass(frozen=True)
+class _OpIndex:
+    name: str  # the op-plugin row used
+    lookup: str
+    entry: dict[str, Any]
+    main: str | None
+    views: tuple[tuple[str, _ApiOnProduct], ...]
+    mapping: str  # the op_plugin_aten_to_aclnn.tsv evidence line
+
+
 def _row_confidence(notes: list[str], product: str, excluded: list[str]) -> str:
     if any(n.startswith(_LOW_NOTES) for n in notes):
         return "low"
@@ -224,9 +234,11 @@ class KernelFacts:
         self.path = (Path(directory) if directory is not None else data_path("kb")) / FILE
         self._data: dict[str, Any] | None = None
         self._views: dict[tuple[str, str], _ApiOnProduct] = {}
+        self._ops: dict[tuple[str, str], _OpIndex | None] = {}
+        self._apis: dict[tuple[str, bool, str, tuple[str, ...]], tuple[ApiVerdict, list[str], list[str]]] = {}
         self._lookups: dict[str, tuple[str, str] | None] = {}
         self._products: dict[str, str] = {}
-        self.judge = lru_cache(maxsize=cache_size)(self._judge)
+        self._cached = lru_cache(maxsize=cache_size)(self._judge)
 
     @property
     def data(self) -> dict[str, Any]:
@@ -241,6 +253,13 @@ class KernelFacts:
                                          "rebuild it with tools/kb_kernels.py")
             self._data = data
         return self._data
+
+    def judge(self, aten_overload: str, product: str, input_dtypes: tuple[str | None, ...]) -> KernelVerdict | None:
+        """Verdict for 'aten::mm.default' on 'A2' (or '910B', ...) for the model's input dtypes (None: non-tensor).
+
+        None when op-plugin has no row for the overload. Memoised: a repeated signature costs a cache lookup.
+        """
+        return self._cached(aten_overload, product, tuple(input_dtypes))
 
     @property
     def provenance(self) -> dict[str, Any]:
@@ -280,43 +299,63 @@ class KernelFacts:
             self._views[(api, product)] = view
         return view
 
+    def _op(self, aten_overload: str, product: str) -> _OpIndex | None:
+        """The per-overload, per-product part of a verdict (row, main API, API views), built once."""
+        key = (aten_overload, product)
+        if key not in self._ops:
+            found = self.lookup(aten_overload)
+            if found is None:
+                self._ops[key] = None
+                return None
+            name, how = found
+            entry = self.data["aten"][name]
+            views = tuple((api, self._view(api, product)) for api in entry["apis"])
+            documented = {api for api, view in views if view.documented}
+            main, why = _main_api(_overload_key(aten_overload).partition(".")[0], entry["apis"], documented)
+            self._ops[key] = _OpIndex(name, how, entry, main, views,
+                                      _mapping_evidence(name, how, aten_overload, entry, main, why))
+        return self._ops[key]
+
+    def _api(self, api: str, main: bool, view: _ApiOnProduct, product: str,
+             dtypes: tuple[str, ...]) -> tuple[ApiVerdict, list[str], list[str]]:
+        key = (api, main, product, dtypes)
+        if key not in self._apis:
+            verdict, confidences, lines = _judge_api(api, main, view, product, dtypes)
+            self._apis[key] = (verdict, confidences, lines if main else [_branch_evidence(verdict, product, dtypes)])
+        return self._apis[key]
+
     def _judge(self, aten_overload: str, product: str, input_dtypes: tuple[str | None, ...]) -> KernelVerdict | None:
-        """Verdict for one overload on one product for the model's input dtypes; None when op-plugin has no row."""
         product = self._product(product)
-        found = self.lookup(aten_overload)
-        if found is None:
+        op = self._op(aten_overload, product)
+        if op is None:
             return None
-        name, how = found
-        entry = self.data["aten"][name]
         dtypes = tuple(dict.fromkeys(normalize_dtype(d) for d in input_dtypes if d))
-        apis = entry["apis"]
-        documented = {a for a in apis if self._view(a, product).documented}
-        main, why = _main_api(_overload_key(aten_overload).partition(".")[0], apis, documented)
-        verdicts, confidences, branches = [], [], []
-        evidence = [_mapping_evidence(name, how, aten_overload, entry, main, why)]
-        for api in apis:
-            verdict, conf, lines = _judge_api(api, api == main, self._view(api, product), product, dtypes)
+        verdicts, confidences, evidence, branches = [], [], [op.mapping], []
+        head = None
+        for api, view in op.views:
+            verdict, conf, lines = self._api(api, api == op.main, view, product, dtypes)
             verdicts.append(verdict)
-            if api == main:
+            if api == op.main:
+                head = verdict
                 confidences += conf
                 evidence += lines
             else:
-                branches.append(_branch_evidence(verdict, product, dtypes))
+                branches += lines
         evidence += branches
-        head = next((v for v in verdicts if v.main), None)
-        if how != "exact" or entry["match"].startswith(_WEAK_MATCH):
+        entry = op.entry
+        if op.lookup != "exact" or entry["match"].startswith(_WEAK_MATCH):
             confidences.append("medium")
         if head is None or not head.documented:
             supported = True  # a kernel exists; no doc states anything against these dtypes
             confidences.append("low")
-            evidence.append(f"{main}: no doc row in cann_aclnn_dtypes.tsv, dtypes not stated" if main
+            evidence.append(f"{op.main}: no doc row in cann_aclnn_dtypes.tsv, dtypes not stated" if op.main
                             else "the kernel launches no aclnn API itself: dtypes not stated")
         else:
             supported = head.product_support is not False and not head.excluded and not head.unlisted
         if entry["fallback"]:
-            evidence.append(f"op_plugin_aten_to_aclnn.tsv: {name} falls back to aclop when CANN lacks the API")
+            evidence.append(f"op_plugin_aten_to_aclnn.tsv: {op.name} falls back to aclop when CANN lacks the API")
         return KernelVerdict(
-            aten=name, lookup=how, product=product, supported=supported, apis=tuple(verdicts),
+            aten=op.name, lookup=op.lookup, product=product, supported=supported, apis=tuple(verdicts),
             native=head.native if head else (),
             not_native=tuple(d for d in dtypes if d not in head.native) if head and head.documented else (),
             allowed=head.allowed if head else (), fallback_aclop=entry["fallback"],
