@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kb_kernels import build_aclnn  # noqa: E402
 from limitations import parse_limitation  # noqa: E402
 
 GENERATOR_VERSION = "1.0"
@@ -394,6 +395,7 @@ def build(facts: Path, out: Path) -> dict:
         "checks.json": write_json(out / "checks.json", checks),
         "mstt.json": write_json(out / "mstt.json", mstt),
         "onnx_cann.json": write_json(out / "onnx_cann.json", onnx),
+        "aclnn.json": build_aclnn(facts, out),  # kernel-level facts: tools/kb_kernels.py
     }
     provenance = {
         "format": KB_FORMAT,
