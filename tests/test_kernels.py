@@ -1,4 +1,4 @@
-"""opassess.kernels (kernel-level dtype verdicts) on the shipped aclnn.json, and tools/kb_kernels.py that writes it."""
+"""opassess.kb.kernels (kernel-level dtype verdicts) on the shipped aclnn.json, and tools/kb_kernels.py that writes it."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from opassess import kernels
+from opassess.kb import kernels
 from opassess.errors import KnowledgeBaseError
-from opassess.kernels import PRODUCTS, KernelFacts, UnknownProductError, judge, resolve_product
+from opassess.kb.kernels import PRODUCTS, KernelFacts, UnknownProductError, judge, resolve_product
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))

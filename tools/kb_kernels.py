@@ -7,7 +7,7 @@ Two tables of ../shared/reference/ascend (see its README, "Kernel-level facts"):
   cann_aclnn_dtypes.tsv        one row per (aclnn API, parameter): dtypes, per-product support and exclusions
   op_plugin_aten_to_aclnn.tsv  one row per op-plugin kernel function: the aclnn APIs it launches
 
-Output (compact, deterministic JSON; `opassess.kernels` reads it):
+Output (compact, deterministic JSON; `opassess.kb.kernels` reads it):
   {"format": 1,
    "products": ["950", "A3", "A2", "310B", "310P", "910"],
    "aten":  {"mm": {"apis": ["aclnnMatmulWeightNz", "aclnnMm"], "source": "own", "fallback": true,

@@ -35,8 +35,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .errors import KnowledgeBaseError
-from .resources import data_path
+from ..errors import KnowledgeBaseError
+from ..resources import data_path
 
 FILE = "aclnn.json"
 PRODUCTS = ("950", "A3", "A2", "310B", "310P", "910")
