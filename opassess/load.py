@@ -135,11 +135,11 @@ def _import_file(path: Path) -> ModuleType:
         raise ModelLoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
     except (Exception, SystemExit) as exc:  # a script's sys.exit() is the model's error, not opassess's exit
         sys.modules.pop(name, None)
-        raise ModelLoadError(f"{path}: importing the file raised {_describe(exc)}") from exc
+        raise ModelLoadError(f"{path}: importing the file raised {describe_error(exc)}") from exc
     return module
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     """'ValueError: bad thing (at model.py:12)' naming the innermost frame outside torch and opassess."""
     where = user_frame(traceback.extract_tb(exc.__traceback__))
     text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
@@ -175,7 +175,8 @@ def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[
     target, entry = req.target, req.entry
     if entry and ":" in entry:  # --entry FILE:FUNC
         target, entry = entry.rsplit(":", 1)
-    path_part, _, func_part = target.rpartition(":") if ":" in target and not Path(target).exists() else (target, "", "")
+    path_part, _, func_part = (target.rpartition(":") if ":" in target and not Path(target).exists()
+                               else (target, "", ""))
     entry = entry or func_part or "build_model"
     if path_part.endswith(".py") or Path(path_part).exists() or "/" in path_part:
         path = Path(path_part)
@@ -190,12 +191,13 @@ def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[
         try:
             module = importlib.import_module(path_part)
         except (Exception, SystemExit) as exc:
-            raise ModelLoadError(f"{path_part}: cannot import module: {_describe(exc)}") from exc
+            raise ModelLoadError(f"{path_part}: cannot import module: {describe_error(exc)}") from exc
         source = f"{path_part}:{entry}"
         directory = None
     factory = getattr(module, entry, None)
     if factory is None or not callable(factory):
-        raise ModelLoadError(f"{source}: defines no {entry}() (a model file must define build_model() returning an nn.Module)")
+        raise ModelLoadError(f"{source}: defines no {entry}() "
+                             "(a model file must define build_model() returning an nn.Module)")
     return module, source, entry, factory, directory
 
 
@@ -218,7 +220,7 @@ def load_model(req: LoadRequest) -> LoadedModel:
             try:
                 model = factory()
             except (Exception, SystemExit) as exc:
-                raise ModelLoadError(f"{source}: {entry}() raised {_describe(exc)}") from exc
+                raise ModelLoadError(f"{source}: {entry}() raised {describe_error(exc)}") from exc
             if not isinstance(model, torch.nn.Module):
                 raise ModelLoadError(f"{source}: {entry}() returned {type(model).__name__}, expected a torch.nn.Module")
             args, kwargs, described = _make_inputs(module, source, req, input_dtype)
@@ -238,7 +240,8 @@ def load_model(req: LoadRequest) -> LoadedModel:
     return build(req.device)
 
 
-def _make_inputs(module: ModuleType, source: str, req: LoadRequest, input_dtype: str) -> tuple[tuple, dict, tuple[str, ...]]:
+def _make_inputs(module: ModuleType, source: str, req: LoadRequest,
+                 input_dtype: str) -> tuple[tuple, dict, tuple[str, ...]]:
     import torch
 
     if req.input_shapes:
@@ -257,7 +260,7 @@ def _make_inputs(module: ModuleType, source: str, req: LoadRequest, input_dtype:
     try:
         value = maker()
     except (Exception, SystemExit) as exc:
-        raise ModelLoadError(f"{source}: {req.inputs_entry}() raised {_describe(exc)}") from exc
+        raise ModelLoadError(f"{source}: {req.inputs_entry}() raised {describe_error(exc)}") from exc
     if isinstance(value, dict):
         return (), dict(value), tuple(f"{k}={_describe_value(v)}" for k, v in value.items())
     if isinstance(value, torch.Tensor):

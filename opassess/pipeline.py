@@ -9,7 +9,8 @@ from pathlib import Path
 from . import __version__
 from .load import LoadRequest, load_model
 from .records import Assessment, Inventory
-from .trace import check_methods, trace_model
+from .trace.driver import trace_model
+from .trace.methods import check_methods
 
 Progress = Callable[[str], None]
 

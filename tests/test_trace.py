@@ -6,7 +6,8 @@ from conftest import MODELS, needs_cpp_toolchain
 
 from opassess.errors import TraceError
 from opassess.load import LoadRequest, load_model
-from opassess.trace import capture_order, trace_model
+from opassess.trace.driver import trace_model
+from opassess.trace.methods import capture_order
 
 TRACEABLE = '''
     import torch, torch.nn as nn, torch.nn.functional as F
@@ -432,9 +433,9 @@ def test_cpu_fallback_is_refused_when_the_weights_would_not_fit(model_file, monk
     # forward reads a value (.item()), so the model cannot run on meta; its 1024x1024 Linear holds 4 MiB of real
     # weights. With the fallback allowed only 1e-6 of the machine's memory (~25 KiB on 24 GiB), opassess must
     # refuse with one line instead of allocating (a 7B model with .item() would otherwise exhaust the machine).
-    import opassess.trace as trace
+    import opassess.trace.driver as driver
 
-    monkeypatch.setattr(trace, "CPU_FALLBACK_MEMORY_SHARE", 1e-6)
+    monkeypatch.setattr(driver, "CPU_FALLBACK_MEMORY_SHARE", 1e-6)
     path = model_file('''
         import torch, torch.nn as nn
         class Net(nn.Module):
@@ -453,7 +454,7 @@ def test_cpu_fallback_is_refused_when_the_weights_would_not_fit(model_file, monk
 
 
 def test_progress_reports_operator_counts_while_capturing(model_file):
-    # 600 Linear calls: a message at 250 and 500 operator calls (trace.PROGRESS_EVERY), for each capture method
+    # 600 Linear calls: a message at 250 and 500 operator calls (PROGRESS_EVERY), for each capture method
     path = model_file('''
         import torch, torch.nn as nn
         def build_model(): return nn.Sequential(*[nn.Linear(4, 4) for _ in range(600)])

@@ -1,0 +1,4 @@
+"""`python -m opassess`: the command line."""
+from opassess.cli import main
+
+main()

@@ -1,0 +1,102 @@
+"""trace_model: try the capture methods in order, on the meta device first and then on the CPU, recording every
+attempt and why it failed."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..errors import TraceError
+from ..load import LoadedModel, describe_error, on_device
+from ..records import Capture, CaptureAttempt
+from .methods import capture_order, check_methods, method_named
+from .nodes import NodeFailure
+from .registry import Skipped, no_progress
+
+# The CPU fallback allocates real weights: it is refused when they would take more than this share of the
+# machine's memory (activations and the interpreter need the rest).
+CPU_FALLBACK_MEMORY_SHARE = 0.5
+
+
+def _is_meta_problem(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    cause = getattr(exc, "cause", None)
+    if cause is not None:
+        text += f" {type(cause).__name__}: {cause}".lower()
+    return "meta" in text or "data-dependent" in text or "item()" in text or "cannot copy out" in text
+
+
+def _check_fits_in_memory(loaded: LoadedModel, why: BaseException | None) -> None:
+    """Refuse the CPU fallback for a model whose weights would not fit, instead of running the machine out of memory."""
+    import os
+
+    needed = sum(p.numel() * p.element_size() for p in loaded.module.parameters()) + \
+        sum(b.numel() * b.element_size() for b in loaded.module.buffers())
+    try:
+        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: let the allocation decide
+        return
+    if needed > CPU_FALLBACK_MEMORY_SHARE * available:
+        raise TraceError(
+            f"{loaded.info.source}: forward() of {loaded.info.class_name} does not run on the meta device "
+            f"({_first_line(why)}), and the CPU fallback would need {needed / 2**30:.1f} GiB of real weights on a "
+            f"machine with {available / 2**30:.1f} GiB: make forward() run on meta (no .item(), no data-dependent "
+            "Python control flow) or scan a smaller configuration")
+
+
+def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
+                progress: Callable[[str], None] | None = None) -> Capture:
+    """Capture the model's operators by the first method in `methods` that works (meta device first, then CPU).
+
+    methods=None picks the order by model size (capture_order)."""
+    methods = methods or capture_order(loaded.info.parameters)
+    check_methods(methods)
+    attempts: list[CaptureAttempt] = []
+    device_note = None
+    current = loaded
+    forward_error: BaseException | None = None
+    for device in (loaded.device, "cpu") if loaded.device != "cpu" else ("cpu",):
+        if device != current.device:
+            _check_fits_in_memory(loaded, forward_error)
+            device_note = f"the model does not run on the {loaded.device} device ({_first_line(forward_error)}); " \
+                          "it was built and run on the CPU with real weights"
+            current = on_device(loaded, device)
+        forward_error = None
+        for method in methods:
+            if progress:
+                progress(f"capturing with {method} on {device}")
+            started = time.perf_counter()
+            try:
+                nodes, edges = method_named(method).capture(current, progress or no_progress)
+            except Skipped as exc:
+                attempts.append(CaptureAttempt(method, str(exc), 0.0))
+                continue
+            except (Exception, SystemExit) as exc:  # every failure is recorded; the next method gets its chance
+                attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method,
+                                               _first_line(exc), time.perf_counter() - started))
+                # the plain eager forward's error explains best why a model does not run on this device
+                if method == "dispatch" or (forward_error is None and
+                                            (method.startswith("dispatch") or isinstance(exc, NodeFailure))):
+                    forward_error = exc
+                if method == "dispatch" and not _is_meta_problem(exc):
+                    break  # the eager forward itself fails: no other capture can succeed on this device
+                continue
+            attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method, None,
+                                           time.perf_counter() - started))
+            types = {name: type(m).__name__ for name, m in current.module.named_modules()}
+            return Capture(method=method, device=device, device_note=device_note, attempts=tuple(attempts),
+                           nodes=tuple(nodes), edges=tuple(edges), module_types=types)
+        if forward_error is None or not _is_meta_problem(forward_error):
+            break
+    cause = forward_error or (attempts[-1].error if attempts else "no capture method")
+    where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"
+    if isinstance(cause, BaseException):
+        raise TraceError(f"{where} raised {_first_line(cause)}") from cause
+    raise TraceError(f"{where} could not be captured: {cause}")
+
+
+def _first_line(exc: BaseException | None) -> str:
+    if exc is None:
+        return "unknown error"
+    if isinstance(exc, NodeFailure):
+        return str(exc).splitlines()[0]
+    return describe_error(exc)

@@ -1,0 +1,39 @@
+"""The capture methods trace_model knows and their default orders, all read from the registry."""
+from __future__ import annotations
+
+from ..errors import TraceError
+from . import dispatch, export, fx  # noqa: F401 - importing a capture module registers its methods
+from .registry import CaptureMethod, registered
+
+# Large models: the dispatch capture first. On a Llama-2-7B shape on meta (benchmarks/bench_scan.py) one recorded
+# forward costs ~0.4 s, symbolic tracing plus a node-by-node run ~1.3 s when it works at all (slicing a buffer by
+# the sequence length already breaks it, after 0.2 s), torch.export ~3.5 s. Above this size a failed or slow fx
+# attempt would cost more than the rest of the scan, so the default order becomes dispatch, fx, export.
+LARGE_MODEL_PARAMETERS = 1_000_000_000
+
+
+def capture_order(parameters: int) -> tuple[str, ...]:
+    """The default order of capture methods for a model of this size (each method's registered rank)."""
+    methods = registered()
+    if parameters > LARGE_MODEL_PARAMETERS:
+        return tuple(sorted(methods, key=lambda name: methods[name].rank_large))
+    return tuple(sorted(methods, key=lambda name: methods[name].rank_small))
+
+
+# Every capture method, in the default order for models up to LARGE_MODEL_PARAMETERS: fx gives the true graph;
+# dispatch keeps user-level names, module paths, attributes and source lines at the cost of one eager forward;
+# dispatch-compiling is the same with torch.compiler.is_compiling() true, for code that reads tensor values unless
+# it is being compiled (tried on meta only); export is the last resort (slow on large models, names ATen-level ops).
+METHODS = capture_order(0)
+
+
+def check_methods(methods: tuple[str, ...]) -> None:
+    """Raise TraceError naming the first capture method that does not exist."""
+    unknown = [m for m in methods if m not in registered()]
+    if unknown:
+        raise TraceError(f"unknown capture method {unknown[0]!r}; expected one of {', '.join(METHODS)}")
+
+
+def method_named(name: str) -> CaptureMethod:
+    """An instance of the capture method registered under `name` (check_methods first)."""
+    return registered()[name]()

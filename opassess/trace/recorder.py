@@ -1,0 +1,144 @@
+"""ATen evidence: a dispatch mode recording every ATen op an operator call reaches, with FLOPs and bytes moved,
+and the meta-device stand-ins for calls whose meta kernel would not behave as the real one does."""
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..records import AtenCall
+from .values import describe, describe_tensors, tensor_type, tensors_in
+
+
+class AtenRecorder:
+    """A dispatch mode that appends an AtenCall for every ATen op reaching the backend while a sink is set."""
+
+    def __init__(self) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils.flop_counter import flop_registry
+
+        recorder = self
+        self.sink: list | None = None  # the current operator's ATen calls
+        self.loose: list | None = None  # ATen calls made outside any recorded operator (dispatch capture)
+        self.flops = 0
+        self.bytes = 0
+        self.last: tuple = ((), 0, 0)
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                if recorder.sink is not None:
+                    ins, outs = tensors_in((args, kwargs)), tensors_in(out)
+                    recorder.sink.append(_aten_call(func, ins, outs))
+                    formula = _flop_formula(func._overloadpacket, flop_registry)
+                    if formula is not None:
+                        with contextlib.suppress(Exception):
+                            recorder.flops += int(formula(*_shapes_of(args), out_shape=_shapes_of(out),
+                                                          **_shapes_of(kwargs)))
+                    recorder.bytes += _nbytes(ins) + _nbytes(outs)
+                elif recorder.loose is not None:
+                    recorder.loose.append(_aten_call(func, tensors_in((args, kwargs)), tensors_in(out)))
+                return out
+
+        self.mode = Mode()
+
+    def start(self) -> None:
+        """Begin collecting one operator call's ATen calls (a fresh sink, counters at zero)."""
+        self.sink, self.flops, self.bytes = [], 0, 0
+
+    def stop(self) -> None:
+        """End the collection begun by start(): self.last = (calls, flops, bytes)."""
+        self.last = (tuple(self.sink or ()), self.flops, self.bytes)
+        self.sink = None
+
+    @contextlib.contextmanager
+    def collect(self) -> Iterator[list]:
+        """Collect the ATen calls made inside the block into self.last = (calls, flops, bytes)."""
+        self.start()
+        try:
+            yield self.sink
+        finally:
+            self.stop()
+
+
+def _flop_formula(packet: Any, registry: dict) -> Callable | None:
+    """torch's FLOP formula for an op, unwrapped to take shapes (its own wrapper maps tensors to shapes with
+    pytree, which cost as much as the rest of the capture on a 70B-shaped model)."""
+    formula = registry.get(packet)
+    return getattr(formula, "__wrapped__", None) if formula is not None else None
+
+
+def _shapes_of(value: Any) -> Any:
+    """value with every tensor replaced by its shape (tuples, lists and dicts walked)."""
+    tensor = tensor_type()
+    if isinstance(value, tensor):
+        return value.shape
+    if isinstance(value, tuple):
+        return tuple(_shapes_of(v) for v in value)
+    if isinstance(value, list):
+        return [_shapes_of(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shapes_of(v) for k, v in value.items()}
+    return value
+
+
+def _nbytes(tensors: list) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@functools.cache
+def _op_name(func: Any) -> tuple[str, str]:
+    ns, _, name = func._schema.name.partition("::")
+    return f"{ns}::{name}", func._overloadname
+
+
+def _aten_call(func: Any, ins: list, outs: list) -> AtenCall:
+    op, overload = _op_name(func)
+    in_shapes, in_dtypes = describe_tensors(ins)
+    out_shapes, out_dtypes = describe_tensors(outs)
+    return AtenCall(op=op, overload=overload, input_shapes=in_shapes, input_dtypes=in_dtypes,
+                    output_shapes=out_shapes, output_dtypes=out_dtypes)
+
+
+# ------------------------------------------------- meta-device substitutes
+
+
+def _meta_sdpa(recorder: AtenRecorder, query, key, value, *args, **kwargs):
+    """F.scaled_dot_product_attention on meta: torch_npu takes the op whole, so record it as one ATen call and
+    return an output laid out as the CPU kernel lays it out: like the query (torch.empty_like). The meta
+    backend decomposes it into math with a contiguous output instead, so the common
+    `q = x.view(B, L, H, E).transpose(1, 2)` ... `y.transpose(1, 2).view(B, L, H * E)` fails on meta although it
+    runs on a CPU."""
+    import torch
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    # allocating the stand-in output is not the model's work: neither this call's ATen op nor a loose one
+    sink, loose, recorder.sink, recorder.loose = recorder.sink, recorder.loose, None, None
+    if value.shape[-1] == query.shape[-1]:
+        out = torch.empty_like(query)
+    else:
+        out = query.new_empty((*query.shape[:-1], value.shape[-1]))
+    recorder.sink, recorder.loose = sink, loose
+    if recorder.sink is not None:
+        tensors = [t for t in (query, key, value, *args, *kwargs.values()) if isinstance(t, torch.Tensor)]
+        recorder.sink.append(AtenCall("aten::scaled_dot_product_attention", "default", *describe(tensors),
+                                      *describe(out)))
+        with contextlib.suppress(Exception):
+            recorder.flops += int(sdpa_flop_count(query.shape, key.shape, value.shape))
+        recorder.bytes += _nbytes(tensors) + _nbytes([out])
+    return out
+
+
+def meta_substitute(fn: Any, args: tuple, kwargs: dict) -> Callable | None:
+    """A meta-device stand-in for fn when one is needed and every tensor argument is on meta; it is called as
+    substitute(recorder, *args, **kwargs)."""
+    import torch
+    import torch.nn.functional as F
+
+    if fn is not F.scaled_dot_product_attention and getattr(fn, "__name__", "") != "scaled_dot_product_attention":
+        return None
+    if not args or not isinstance(args[0], torch.Tensor) or args[0].device.type != "meta":
+        return None
+    return _meta_sdpa

@@ -1,0 +1,65 @@
+"""Capture methods: each is a class registered under its name with its place in the two default orders (models up
+to LARGE_MODEL_PARAMETERS, and larger ones), in the style of torch's register_flop_formula: name, order and
+implementation stated once, at the class, and a second registration of a name refused."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
+
+from ..errors import TraceError
+
+if TYPE_CHECKING:
+    from ..load import LoadedModel
+    from ..records import OpNode
+
+Progress = Callable[[str], None]
+Graph = tuple[list["OpNode"], list[tuple[str, str]]]  # operator nodes and (producer, consumer) edges by node name
+PROGRESS_EVERY = 250  # operator calls between two progress messages during a capture
+
+
+def no_progress(_: str) -> None:
+    return None
+
+
+class Skipped(Exception):
+    """A capture method was not attempted (size limit, or not needed on this device); the message says why."""
+
+
+class CaptureMethod:
+    """One way to capture a model's operators. Set by register_capture: its name and its rank (1 first) in the
+    default order for small and for large models."""
+
+    name: ClassVar[str]
+    rank_small: ClassVar[int]
+    rank_large: ClassVar[int]
+
+    def capture(self, loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
+        """The model's operator nodes and edges; raises on failure, Skipped when not attempted."""
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, type[CaptureMethod]] = {}
+
+
+def register_capture(name: str, *, small: int, large: int) -> Callable[[type[CaptureMethod]], type[CaptureMethod]]:
+    """Register a CaptureMethod class under `name`, ranked `small` in the default order for models up to
+    LARGE_MODEL_PARAMETERS and `large` above; raises TraceError when the name is taken."""
+
+    def decorate(cls: type[CaptureMethod]) -> type[CaptureMethod]:
+        if name in _REGISTRY:
+            raise TraceError(f"capture method {name!r} is registered twice "
+                             f"({_qualified(_REGISTRY[name])} and {_qualified(cls)})")
+        cls.name, cls.rank_small, cls.rank_large = name, small, large
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def registered() -> dict[str, type[CaptureMethod]]:
+    """Every registered capture method by name (a copy)."""
+    return dict(_REGISTRY)

@@ -1,0 +1,39 @@
+"""Source lines: the user's 'file:line' behind an operator call, from live frames or a recorded stack trace."""
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+
+from ..load import display_path, is_library_file, user_frame
+
+
+def source_from_stack_trace(stack_trace: str | None) -> str | None:
+    """The innermost user frame of a stack trace FX or torch.export recorded on a node, as 'file:line'."""
+    if not stack_trace:
+        return None
+    frames = []
+    for line in stack_trace.splitlines():
+        line = line.strip()
+        if line.startswith('File "'):
+            filename, _, rest = line[6:].partition('", line ')
+            lineno = rest.split(",")[0]
+            if lineno.isdigit():
+                frames.append(traceback.FrameSummary(filename, int(lineno), ""))
+    return user_frame(frames)
+
+
+def source_from_frames() -> str | None:
+    """'file:line' of the innermost caller outside torch and opassess (walked for every operator call)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_library_filename(filename):
+            return f"{display_path(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_library_filename(filename: str) -> bool:
+    return is_library_file(filename)
