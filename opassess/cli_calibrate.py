@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .calibrate import Calibration, calibrate
+from .score.calibrate import Calibration, calibrate
 
 
 def format_table(result: Calibration) -> str:
@@ -64,7 +64,7 @@ def calibrate_command(
 ) -> None:
     """Propose category ranges for weights.toml from a team's recorded actuals, with the error before and after."""
     from .cli import reporting_errors  # imported here: cli imports this module while it is itself importing
-    from .weights import load_weights
+    from .score.weights_load import load_weights
 
     with reporting_errors(debug):
         result = calibrate(actuals, load_weights(weights))

@@ -62,12 +62,12 @@ def _scan_inventory(options: ScanOptions, progress: Progress, seconds: dict[str,
 def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     """Run the whole pipeline on one model and return the Assessment every reporter renders."""
     from .classify import classify
-    from .estimate import estimate
-    from .findings import find_findings
+    from .findings import DataFlow, find_findings
     from .kb import format_version, load_kb
-    from .score import score
-    from .signals import ModelContext
-    from .weights import load_weights
+    from .score.criteria import score
+    from .score.estimate import estimate
+    from .score.signals import ModelContext, measure_all
+    from .score.weights_load import load_weights
 
     seconds: dict[str, float] = {}
     weights = load_weights(options.weights)  # validate configuration before any model code runs
@@ -80,13 +80,15 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     seconds["classify"] = time.perf_counter() - started
     started = time.perf_counter()
+    flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
     findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
-                             torch_version=torch_version)
+                             torch_version=torch_version, flow=flow)
     seconds["findings"] = time.perf_counter() - started
     started = time.perf_counter()
-    context = ModelContext.of(inventory, weights)  # compute shares and the main path, measured once
-    scores = score(classified, inventory, weights, findings, context=context)
-    result = estimate(scores, inventory, weights, findings, context=context)
+    context = ModelContext.of(inventory, weights, flow)  # compute shares and the main path, measured once
+    signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read them
+    scores = score(classified, inventory, weights, findings, signals=signals)
+    result = estimate(scores, inventory, weights, findings, signals=signals)
     seconds["estimate"] = time.perf_counter() - started
     return Assessment(
         tool_version=__version__,

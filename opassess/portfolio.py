@@ -390,7 +390,7 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
     """Scan every model of the portfolio in worker processes, write each one's reports as it finishes, and plan."""
     from .report import REPORTERS
     from .report.write import write_output
-    from .weights import load_weights
+    from .score.weights_load import load_weights
 
     notify = on_event or (lambda _event: None)
     weights = weights if weights is not None else load_weights(options.scan.weights)  # fail before any scan
@@ -560,7 +560,7 @@ def _marginal(snapshot: Snapshot, ported: Mapping[tuple[str, str | None], _Port]
               ) -> tuple[Effort, list[str], list[str], list[str], dict[tuple[str, str | None], Effort]]:
     """What `snapshot` adds to the ports so far: its effort, its new / extended / shared operator types, and the
     cost per operator key."""
-    from .estimate import effort
+    from .score.estimate import effort
 
     total, new, extended, shared, costs = _ZERO, [], [], [], {}
     for op in snapshot.operators:

@@ -8,10 +8,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from opassess.calibrate import calibrate
 from opassess.cli_calibrate import calibrate_command, format_snippet, format_table
 from opassess.errors import ConfigError
-from opassess.weights import load_weights
+from opassess.score.calibrate import calibrate
+from opassess.score.weights_load import load_weights
 
 WEIGHTS = load_weights(None)
 

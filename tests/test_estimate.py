@@ -7,10 +7,10 @@ import math
 import pytest
 from score_records import call, classified, inventory, node
 
-from opassess.estimate import effort, estimate
 from opassess.records import Effort, Finding
-from opassess.score import score
-from opassess.weights import load_weights
+from opassess.score.criteria import score
+from opassess.score.estimate import effort, estimate
+from opassess.score.weights_load import load_weights
 
 WEIGHTS = load_weights(None)
 
@@ -94,6 +94,30 @@ def test_ranges_per_operator():
         assert ops[key].person_days.likely == pytest.approx(likely)
     assert points(ops["torch.lgamma"].person_days) == pytest.approx((10.944, 13.68, 27.36))
     assert points(ops["torch.nn.ReLU"].person_days) == pytest.approx((0.852, 1.06, 1.58))
+
+
+def test_signals_measured_once_are_what_score_and_estimate_read(monkeypatch):
+    # The pipeline measures every operator once (measure_all) and hands the same signals to both stages:
+    # given them, neither stage measures again, and the result is the one each stage gets measuring on its own.
+    from opassess.findings import DataFlow
+    from opassess.score import signals as signals_module
+
+    inv = model()
+    ops = classify_model(inv)
+    context = signals_module.ModelContext.of(inv, WEIGHTS, DataFlow.of(inv.capture))
+    measured = signals_module.measure_all(ops, context, WEIGHTS)
+    assert set(measured) == {op.operator.op for op in ops}
+    assert context.main_path == {"conv", "relu1", "add", "relu2", "lg"}  # the longest path worked above
+
+    def no_second_measure(*_args, **_kwargs):
+        raise AssertionError("measured a second time")
+
+    monkeypatch.setattr(signals_module, "measure", no_second_measure)
+    once = estimate(score(ops, inv, WEIGHTS, signals=measured), inv, WEIGHTS, signals=measured)
+    monkeypatch.undo()
+    alone, _ = run()
+    assert [(o.score.op.operator.op, o.score.composite, o.person_days, o.risk) for o in once.ops] == \
+        [(o.score.op.operator.op, o.score.composite, o.person_days, o.risk) for o in alone.ops]
 
 
 def test_effort_of_one_scored_op_alone():

@@ -362,6 +362,29 @@ def test_pattern_file_errors_name_the_file_and_key(tmp_path, old, new, message):
         load_patterns(path)
 
 
+@pytest.mark.parametrize("old, new, key", [
+    ("[layout]", "[layuot]", "layuot"),
+    ('npu_api = "torch_npu.npu_rms_norm"', 'npu_apii = "torch_npu.npu_rms_norm"', "pattern[id=rmsnorm].npu_apii"),
+    ("[roles.conv]\nops", "[roles.conv]\nopps", "roles.conv.opps"),
+    ("title_float64", "title_f64", "precision.title_f64"),
+    ("min_share = 0.01", "min_shares = 0.01", "compute.min_shares"),
+])
+def test_a_typo_in_the_pattern_file_is_refused_in_one_line(tmp_path, old, new, key):
+    # A mistyped key must not fall back to a default (or read as another key missing): one line, file and key.
+    path = _edited_patterns(tmp_path, old, new)
+    with pytest.raises(KnowledgeBaseError) as info:
+        load_patterns(path)
+    assert str(info.value) == f"{path}: {key}: unknown key"
+
+
+def test_a_detail_function_registered_twice_is_refused():
+    from opassess.findings.registry import DETAILS, detail
+
+    with pytest.raises(ValueError, match="'glu_split' registered twice"):
+        detail("glu_split", ("split",))(lambda graph, chain: {})
+    assert DETAILS["glu_split"][0].__module__ == "opassess.findings.llm"
+
+
 def test_a_pattern_is_a_data_edit(tmp_path, kb):
     # Dropping the FFN pattern from the file (no code change) lets the Linear + GELU chain it covered surface.
     text = data_path("patterns.toml").read_text(encoding="utf-8")

@@ -12,8 +12,8 @@ from ci_records import op, report, sig
 from opassess.pipeline import ScanOptions
 from opassess.portfolio import STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio
 from opassess.report.portfolio import render_portfolio
+from opassess.score.weights_load import load_weights
 from opassess.snapshot import read_snapshot
-from opassess.weights import load_weights
 
 ROOT = Path(__file__).resolve().parent.parent
 WEIGHTS = load_weights(None)

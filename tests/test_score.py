@@ -14,8 +14,9 @@ import pytest
 from score_records import call, classified, inventory, node, operator, scan
 
 from opassess.records import Finding, Reason
-from opassess.score import score
-from opassess.weights import CRITERIA, DIMENSIONS, load_weights
+from opassess.score.criteria import score
+from opassess.score.weights import CRITERIA, DIMENSIONS
+from opassess.score.weights_load import load_weights
 
 WEIGHTS = load_weights(None)
 ONE_OP_ECOSYSTEM = 0.04  # multi_card 1 x 0.2 (criterion) x 0.2 (dimension)

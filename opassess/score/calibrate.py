@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
-from .records import CATEGORIES
+from ..errors import ConfigError
+from ..vocabulary import CATEGORIES
 from .weights import Weights
 
 REQUIRED_COLUMNS = ("operator", "category", "person_days")

@@ -2,17 +2,14 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .records import ClassifiedOp, Finding, Inventory, OpNode, Reason
+from ..dtypes import node_bytes
+from ..findings.graph import DataFlow
+from ..records import ClassifiedOp, Finding, Inventory, Reason
 from .weights import Weights
-
-# Element sizes for the shape-based size proxy (bytes); an unlisted dtype counts as 4 bytes (float32).
-_ELEMENT_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "complex128": 16, "float32": 4, "int32": 4,
-                  "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
 # Kernel version ranges as the knowledge base's evidence writes them ("npu_aten_ops: add [aclnn v2.1..newest;
 # aclop v2.1..2.12]", "v*..2.12", "v2.1,v2.2", "aclnn all", "torch_npu native") and as the Ascend tables do
@@ -37,8 +34,9 @@ class ModelContext:
     has_edges: bool
 
     @classmethod
-    def of(cls, inventory: Inventory, weights: Weights) -> ModelContext:
-        """Measure compute per operator and the main path of one inventory."""
+    def of(cls, inventory: Inventory, weights: Weights, flow: DataFlow | None = None) -> ModelContext:
+        """Measure compute per operator and the main path of one inventory (`flow`: its capture's data-flow graph,
+        when the caller already built it)."""
         nodes = [node for operator in inventory.operators for node in operator.nodes]
         traced = any(node.flops or node.bytes_moved for node in nodes)
         ridge = weights.signals.compute.ridge_flops_per_byte
@@ -49,15 +47,15 @@ class ModelContext:
                 # in bytes moved at the ridge point. Example: 2e9 flops and 1e6 bytes -> max(1e7, 1e6) = 1e7.
                 value = sum(max(node.flops / ridge, node.bytes_moved) for node in operator.nodes)
             else:
-                value = sum(_shape_bytes(node) for node in operator.nodes)
+                value = sum(float(node_bytes(node)) for node in operator.nodes)  # the size proxy
             units[operator.op] = float(value)
-        edges = inventory.capture.edges
+        flow = flow if flow is not None else DataFlow.of(inventory.capture)
         return cls(
             measure="roofline" if traced else "size proxy",
             units=units,
             total=sum(units.values()),
-            main_path=_main_path(inventory.capture.nodes, edges),
-            has_edges=bool(edges),
+            main_path=flow.main_path(),
+            has_edges=bool(inventory.capture.edges),
         )
 
     def share(self, op: str) -> float:
@@ -148,6 +146,12 @@ def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings:
     )
 
 
+def measure_all(classified: Sequence[ClassifiedOp], context: ModelContext, weights: Weights,
+                findings: Sequence[Finding] = ()) -> Mapping[str, OpSignals]:
+    """Every classified operator's signals, by operator key: measured once, read by the scores and the estimate."""
+    return {op.operator.op: measure(op, context, weights, findings) for op in classified}
+
+
 def _limit_combos(op: ClassifiedOp, limit_reasons: Sequence[Reason]) -> int:
     """Distinct attribute combinations among the signatures an attribute-limit reason names (1 if none is named)."""
     signatures = op.operator.signatures
@@ -164,44 +168,6 @@ def _names(message: str, aten: str) -> bool:
 
 def _unique(values: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for v in values if v))
-
-
-def _shape_bytes(node: OpNode) -> float:
-    """Bytes a node reads and writes, from its shapes and dtypes (the size proxy when the trace has no counts)."""
-    total = 0.0
-    for shapes, dtypes in ((node.input_shapes, node.input_dtypes), (node.output_shapes, node.output_dtypes)):
-        for shape, dtype in zip(shapes, dtypes, strict=False):
-            if shape is not None:
-                total += math.prod(shape) * _ELEMENT_BYTES.get(dtype or "", 4)
-    return total
-
-
-def _main_path(nodes: Sequence[OpNode], edges: Sequence[tuple[str, str]]) -> frozenset[str]:
-    """Nodes on a longest path (by node count) through the dataflow graph.
-
-    Forward pass: depth[n] = 1 + max depth of its producers; backward pass: height[n] = 1 + max height of its
-    consumers. A node lies on a longest path iff depth + height - 1 equals the longest depth. Example: a -> b -> d,
-    a -> c: depth a1 b2 d3 c2, height a3 b2 d1 c1, longest 3: a (1+3-1), b (2+2-1), d (3+1-1) are on it, c is not.
-    """
-    order = {node.name: index for index, node in enumerate(nodes)}
-    producers: dict[str, list[str]] = {name: [] for name in order}
-    consumers: dict[str, list[str]] = {name: [] for name in order}
-    for producer, consumer in edges:
-        # Capture order is execution order; an edge pointing backwards cannot be data flow, so it is not followed.
-        if producer in order and consumer in order and order[producer] < order[consumer]:
-            producers[consumer].append(producer)
-            consumers[producer].append(consumer)
-    if not any(producers.values()):
-        return frozenset()
-    names = sorted(order, key=order.get)
-    depth: dict[str, int] = {}
-    for name in names:
-        depth[name] = 1 + max((depth[p] for p in producers[name]), default=0)
-    height: dict[str, int] = {}
-    for name in reversed(names):
-        height[name] = 1 + max((height[c] for c in consumers[name]), default=0)
-    longest = max(depth.values())
-    return frozenset(name for name in names if depth[name] + height[name] - 1 == longest)
 
 
 def _versions(reasons: Sequence[Reason], oldest: tuple[int, int], newest: tuple[int, int]) -> tuple[

@@ -1,7 +1,7 @@
 """Score stage: turn each classified operator's measured signals into sub-scores and the 30/50/20 composite.
 
 Every sub-score is a difficulty from 0 (no work) to 1 (hardest), computed from signals measured on the traced
-model (opassess/signals.py) with the numbers in weights.toml. A criterion with several signals takes the largest
+model (opassess/score/signals.py) with the numbers in weights.toml. A criterion with several signals takes the largest
 (the hardest problem decides; several small ones do not add up to a large one), and SubScore.signal names the
 signal that decided, followed by the others that were non-zero.
 """
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from .records import ClassifiedOp, Finding, Inventory, OpScore, SubScore
-from .signals import ModelContext, OpSignals, measure
+from ..records import ClassifiedOp, Finding, Inventory, OpScore, SubScore
+from ..vocabulary import Category
+from .signals import ModelContext, OpSignals, measure_all
 from .weights import CRITERIA, DIMENSIONS, Weights
 
 # Findings whose kind speaks to a criterion other than fusion (the vocabulary of records.Finding.kind).
@@ -21,12 +22,15 @@ Candidate = tuple[float, str]  # (value, what measured it)
 
 
 def score(classified: Sequence[ClassifiedOp], inventory: Inventory, weights: Weights,
-          findings: Sequence[Finding] = (), *, context: ModelContext | None = None) -> tuple[OpScore, ...]:
+          findings: Sequence[Finding] = (), *, signals: Mapping[str, OpSignals] | None = None
+          ) -> tuple[OpScore, ...]:
     """Score every classified operator on the functional / performance / ecosystem model of weights.toml.
 
-    `context` (ModelContext.of(inventory, weights)) may be passed in when the caller already measured it."""
-    context = context or ModelContext.of(inventory, weights)
-    return tuple(score_op(op, measure(op, context, weights, findings), weights) for op in classified)
+    `signals` (signals.measure_all) may be passed in when the caller already measured them; the estimate reads
+    the same ones."""
+    if signals is None:
+        signals = measure_all(classified, ModelContext.of(inventory, weights), weights, findings)
+    return tuple(score_op(op, signals[op.operator.op], weights) for op in classified)
 
 
 def score_op(op: ClassifiedOp, signals: OpSignals, weights: Weights) -> OpScore:
@@ -121,7 +125,8 @@ def _special_attrs(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate
         to_write = _clamp(len(s.attr_names) * rules.per_attr_to_implement)
         out.append((to_write, f"no NPU kernel: {len(s.attr_names)} attribute(s) to implement x "
                               f"{_fmt(rules.per_attr_to_implement)} = {_fmt(to_write)}"))
-    if op.replacement and op.category != "direct":  # a required replacement (an optional one is performance work)
+    # A required replacement (an optional one, on a direct op, is performance work).
+    if op.replacement and op.category != Category.DIRECT:
         out.append((rules.replacement_mapping, f"attributes to map onto {op.replacement}: "
                                                f"{_fmt(rules.replacement_mapping)}"))
     return out

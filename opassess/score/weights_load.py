@@ -1,209 +1,45 @@
-"""Load and validate the scoring model (weights.toml): dimension and criterion weights, signal parameters, effort, risk."""
+"""Read and validate weights.toml (the shipped file, then the user's file key by key) into `weights.Weights`.
+
+Every table is read through the strict reader (`opassess.datafile.TomlTable`): typed getters, ranges checked
+here, `finish()` on every table, so a typo is one ConfigError line naming the file and the dotted key.
+"""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from opassess.datafile import TomlTable, merge_layer, read_toml
-from opassess.errors import ConfigError
-from opassess.records import CATEGORIES
-from opassess.resources import shipped_path
-
-DIMENSIONS = ("functional", "performance", "ecosystem")
-CRITERIA: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "functional": ("shape_match", "dtype_support", "special_attrs"),
-        "performance": ("fusion", "memory_layout", "pipeline"),
-        "ecosystem": ("custom_op_maintenance", "version_compat", "multi_card"),
-    }
+from ..datafile import TomlTable, merge_layer, read_toml
+from ..errors import ConfigError
+from ..resources import shipped_path
+from ..vocabulary import CATEGORIES
+from .weights import (
+    CRITERIA,
+    DIMENSIONS,
+    RISK_LEVELS,
+    SUM_TOLERANCE,
+    AttrRules,
+    CalibrationRules,
+    CategoryEffort,
+    ComputeRules,
+    DtypeRules,
+    EffortRules,
+    EstimateRules,
+    FusionRules,
+    ImpactRules,
+    LayoutRules,
+    LikelihoodRules,
+    MaintenanceRules,
+    MultiCardRules,
+    PipelineRules,
+    RiskRules,
+    ShapeMatchRules,
+    SignalRules,
+    StarRules,
+    VersionRules,
+    Weights,
 )
-SUM_TOLERANCE = 1e-6
-RISK_LEVELS = 5  # the grid is 5 x 5
-
-
-# ----------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class ShapeMatchRules:
-    native_rank: int
-    rank_limit: int
-    data_dependent: float
-    data_dependent_ops: tuple[str, ...]
-    reasons: Mapping[str, float]  # classifier reason code -> difficulty
-
-
-@dataclass(frozen=True)
-class DtypeRules:
-    difficulty: Mapping[str, float]
-    unlisted: float
-    mixed_precision_finding: float
-    reasons: Mapping[str, float]
-
-
-@dataclass(frozen=True)
-class AttrRules:
-    per_limit_hit: float
-    per_extra_combo: float
-    per_attr_to_implement: float
-    replacement_mapping: float
-    reason_codes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class FusionRules:
-    adopt_replacement: float
-    no_api_extra: float
-    unlisted_finding: float
-    findings: Mapping[str, float]
-    no_work_findings: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class LayoutRules:
-    layout_churn_finding: float
-    layout_ops: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class PipelineRules:
-    no_kernel: float
-    dynamic: float
-    dynamic_finding: float
-    per_extra_shape: float
-    reasons: Mapping[str, float]
-
-
-@dataclass(frozen=True)
-class ComputeRules:
-    ridge_flops_per_byte: float
-
-
-@dataclass(frozen=True)
-class MaintenanceRules:
-    vendor_api: float
-    unknown: float
-    reasons: Mapping[str, float]
-
-
-@dataclass(frozen=True)
-class VersionRules:
-    oldest: tuple[int, int]
-    newest: tuple[int, int]
-    deprecated: float
-    no_version: float
-    reason_codes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class MultiCardRules:
-    collective: float
-    shard_share: float
-    comm_namespaces: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SignalRules:
-    """Parameters of the formulas that turn measured signals into sub-scores (opassess/score.py)."""
-
-    shape_match: ShapeMatchRules
-    dtype_support: DtypeRules
-    special_attrs: AttrRules
-    fusion: FusionRules
-    memory_layout: LayoutRules
-    pipeline: PipelineRules
-    compute: ComputeRules
-    custom_op_maintenance: MaintenanceRules
-    version_compat: VersionRules
-    multi_card: MultiCardRules
-
-
-@dataclass(frozen=True)
-class CategoryEffort:
-    """A practice-table range for one category, and how far its three-point estimate spreads."""
-
-    low: float
-    high: float
-    optimism: float
-    pessimism: float
-
-
-@dataclass(frozen=True)
-class EffortRules:
-    per_extra_signature: float
-    per_occurrence: float
-    max_occurrence_days: float
-    unknown_pessimism: float
-    categories: Mapping[str, CategoryEffort]
-
-
-@dataclass(frozen=True)
-class EstimateRules:
-    pareto_share: float
-    samples: int
-    seed: int
-    pert_lambda: float
-
-
-@dataclass(frozen=True)
-class LikelihoodRules:
-    base: Mapping[str, int]  # category -> base level
-    unknown: int
-    dtype_limit: int
-    dynamic_shapes: int
-    ai_cpu: int
-    version_gap: int
-    ai_cpu_reason_codes: tuple[str, ...]
-    dtype_threshold: float
-    version_threshold: float
-
-
-@dataclass(frozen=True)
-class ImpactRules:
-    share_levels: tuple[float, ...]
-    many_occurrences: int
-    occurrence_bump: int
-    main_path_bump: int
-
-
-@dataclass(frozen=True)
-class StarRules:
-    base: Mapping[str, int]
-    raise_at: int
-    lower_at: int
-
-
-@dataclass(frozen=True)
-class RiskRules:
-    likelihood: LikelihoodRules
-    impact: ImpactRules
-    stars: StarRules
-
-
-@dataclass(frozen=True)
-class CalibrationRules:
-    min_rows: int
-    spread_quantiles: tuple[float, float]
-
-
-@dataclass(frozen=True)
-class Weights:
-    """The whole scoring model, validated; `source` names the file(s) it came from."""
-
-    source: str
-    dimensions: Mapping[str, float]
-    criteria: Mapping[str, Mapping[str, float]]
-    signals: SignalRules
-    effort: EffortRules
-    estimate: EstimateRules
-    risk: RiskRules
-    calibration: CalibrationRules
-
-
-# ------------------------------------------------------------------------------ loading
 
 
 def load_weights(path: Path | None = None) -> Weights:
@@ -404,7 +240,8 @@ def _risk(table: TomlTable) -> RiskRules:
     t = table.table("impact")
     levels = t.numbers("share_levels")
     if len(levels) != RISK_LEVELS - 1:
-        raise t.error("share_levels", f"expected {RISK_LEVELS - 1} thresholds (for {RISK_LEVELS} levels), got {len(levels)}")
+        raise t.error("share_levels",
+                      f"expected {RISK_LEVELS - 1} thresholds (for {RISK_LEVELS} levels), got {len(levels)}")
     if list(levels) != sorted(levels) or any(level > 1 for level in levels):
         raise t.error("share_levels", f"expected ascending shares from 0 to 1, got {list(levels)}")
     impact = ImpactRules(levels, t.integer("many_occurrences"), t.integer("occurrence_bump"),

@@ -2,27 +2,29 @@
 a roll-up per module, and each operator's cell on the 5x5 likelihood-by-impact risk grid."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
 
-from .records import CATEGORIES, Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
-from .signals import ModelContext, OpSignals, measure
+from ..records import Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
+from ..vocabulary import CATEGORIES, Category
+from .signals import ModelContext, OpSignals, measure_all
 from .weights import RISK_LEVELS, Weights
 
 
 def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
-             findings: Sequence[Finding] = (), *, context: ModelContext | None = None) -> Estimate:
+             findings: Sequence[Finding] = (), *, signals: Mapping[str, OpSignals] | None = None) -> Estimate:
     """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid.
 
     `findings` are the ones the scores were computed with: a dynamic-shape finding raises an operator's likelihood.
-    `context` (ModelContext.of(inventory, weights)) may be passed in when the caller already measured it.
+    `signals` (signals.measure_all, the ones the scores read) may be passed in when the caller already measured
+    them.
     """
-    context = context or ModelContext.of(inventory, weights)
+    if signals is None:
+        signals = measure_all([s.op for s in scores], ModelContext.of(inventory, weights), weights, findings)
     ranked = sorted(
-        ((score, effort(score, weights), risk(score, measure(score.op, context, weights, findings), weights))
-         for score in scores),
+        ((score, effort(score, weights), risk(score, signals[score.op.operator.op], weights)) for score in scores),
         key=lambda item: (-item[1].likely, item[0].op.operator.op),
     )
     total = sum((e for _, e, _ in ranked), Effort(0.0, 0.0, 0.0))
@@ -63,7 +65,7 @@ def effort(score: OpScore, weights: Weights) -> Effort:
     rules = weights.effort
     category = rules.categories[score.op.category]
     placed = category.low + score.composite * (category.high - category.low)
-    converted = sum(1 for c in score.op.signature_categories if c != "direct")
+    converted = sum(1 for c in score.op.signature_categories if c != Category.DIRECT)
     extras = max(0, converted - 1) * rules.per_extra_signature
     extras += min(rules.max_occurrence_days, max(0, score.op.operator.count - 1) * rules.per_occurrence)
     pessimism = category.pessimism + (0.0 if score.op.known else rules.unknown_pessimism)
@@ -94,7 +96,8 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
         (values.get("dtype_support", 0.0) >= rules.likelihood.dtype_threshold, rules.likelihood.dtype_limit,
          f"dtype limit (dtype_support {values.get('dtype_support', 0.0):.2g})"),
         (bool(dynamic), rules.likelihood.dynamic_shapes, f"dynamic shapes ({', '.join(dynamic)})"),
-        ((bool(signals.missing_kernels) and not op.replacement) or bool(signals.ai_cpu_reasons), rules.likelihood.ai_cpu,
+        ((bool(signals.missing_kernels) and not op.replacement) or bool(signals.ai_cpu_reasons),
+         rules.likelihood.ai_cpu,
          f"runs on AI CPU or the host ({', '.join(signals.missing_kernels) or 'classifier'})"),
         (values.get("version_compat", 0.0) >= rules.likelihood.version_threshold, rules.likelihood.version_gap,
          f"kernel version gap (version_compat {values.get('version_compat', 0.0):.2g})"),

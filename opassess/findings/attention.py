@@ -1,0 +1,84 @@
+"""Attention: the facts npu_fusion_attention needs (input layout, head count, mask convention, grouped-query
+key/value heads), added to the attention patterns' titles by the detail functions patterns.toml names."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .graph import Graph
+from .layout import permutation
+from .registry import detail, uses_roles
+
+uses_roles(__name__, "transpose", "sdpa", "mask", "repeat", "view", "slice", "cast")
+
+
+@detail("attention_layout", ("layout", "heads", "mask", "gqa"))
+def attention_layout(graph: Graph, chain: Sequence[str]) -> dict[str, Any]:
+    """npu_fusion_attention's input_layout for this attention, from the query's shape and how it was made.
+
+    A 4-D query is (batch, heads, seq, dim): BNSD. When it comes straight from a transpose(1, 2) of a
+    (batch, seq, heads, dim) view, BSND takes that view as is and the q/k/v (and output) transposes go.
+    A 3-D query (batch * heads, seq, dim) is BSH with head_num 1."""
+    first = chain[0]
+    node = graph.node[first]
+    facts = {"mask": _attention_mask(graph, chain), "gqa": _repeated_kv(graph, first)}
+    q = node.input_shapes[0] if node.input_shapes else None
+    if q is None or len(q) not in (3, 4):
+        return {"layout": "BNSD", "heads": "?", **facts}
+    if len(q) == 3:
+        return {"layout": "BSH", "heads": 1, **facts}
+    # Edges do not say which operand they feed, and q, k, v often share a shape: BSND only when every producer
+    # of that shape is a (0, 2, 1, 3) transpose (otherwise q may be one that is not).
+    candidates = [p for p in graph.producers[first] if graph.node[p].output_shapes[:1] == (q,)]
+    if candidates and all(graph.plays(p, ("transpose",)) and permutation(graph, p) == (0, 2, 1, 3)
+                          for p in candidates):
+        return {"layout": "BSND", "heads": q[1], **facts}
+    return {"layout": "BNSD", "heads": q[1], **facts}
+
+
+def _repeated_kv(graph: Graph, name: str) -> str:
+    """Grouped-query attention written with repeat_kv (expand + reshape of k and v) shortly before the attention:
+    npu_fusion_attention takes fewer key/value heads than query heads, so the repeat (a copy) can go."""
+    frontier, seen = [name], {name}
+    for _ in range(4):  # the reshape, the expand, the unsqueeze and a transpose at most
+        nxt = []
+        for n in frontier:
+            for p in graph.producers[n]:
+                if p in seen:
+                    continue
+                seen.add(p)
+                if graph.plays(p, ("repeat",)):
+                    return ", GQA: drop repeat_kv, npu_fusion_attention takes the kv heads as they are"
+                if graph.plays(p, ("view", "transpose", "slice", "cast")):
+                    nxt.append(p)
+        frontier = nxt
+    return ""
+
+
+def _attention_mask(graph: Graph, chain: Sequence[str]) -> str:
+    """How the model's mask maps onto atten_mask, where True (1) means 'masked out'."""
+    node = graph.node[chain[0]]
+    if graph.plays(chain[0], ("sdpa",)):
+        if node.attrs.get("is_causal"):
+            return "causal, atten_mask = triu(ones(S, S), 1)"
+        if len(node.input_dtypes) > 3:
+            return ("bool attn_mask, invert it (True keeps in SDPA)" if node.input_dtypes[3] == "bool"
+                    else "additive float mask, pass it as a bool atten_mask")
+        return "none"
+    for name in chain:
+        if not graph.plays(name, ("mask",)):
+            continue
+        keys = " ".join((graph.node[name].op, *graph.node[name].entry))
+        if "masked_fill" in keys:
+            return "masked_fill mask, same convention"
+        if "where" in keys:
+            return "where(keep, scores, -inf), pass ~keep"
+        return "additive float mask, pass it as a bool atten_mask"
+    return "none"
+
+
+@detail("mha_layout", ("layout", "heads"))
+def mha_layout(graph: Graph, chain: Sequence[str]) -> dict[str, Any]:
+    """nn.MultiheadAttention: (batch, seq, embed) when batch_first, else (seq, batch, embed)."""
+    attrs = graph.node[chain[0]].attrs
+    return {"layout": "BSH" if attrs.get("batch_first") else "SBH", "heads": attrs.get("num_heads", "?")}

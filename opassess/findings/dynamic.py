@@ -1,0 +1,47 @@
+"""Dynamic shapes: ops whose output size (or the Python control flow after them) depends on the data, and a
+forward that branches on an input shape; each new shape costs the NPU a recompilation or a host round trip."""
+from __future__ import annotations
+
+import re
+
+from ..records import Finding
+from .registry import Survey, family
+
+
+@family("dynamic", order=30, kinds=("dynamic-shape",))
+def dynamic_findings(survey: Survey) -> list[Finding]:
+    """One finding per role of `[dynamic.titles]` and operator, with how many ops downstream see that size; and
+    one for a forward that branches on input shapes."""
+    graph = survey.graph
+    capture = survey.inventory.capture
+    book = graph.book
+    findings = []
+    seen: set[str] = set()
+    for role, template in book.dynamic_titles.items():
+        by_op: dict[str, list[str]] = {}
+        for node in graph.nodes:
+            if node.name not in seen and graph.plays(node.name, (role,)):
+                by_op.setdefault(node.op, []).append(node.name)
+                seen.add(node.name)
+        for op, names in by_op.items():
+            downstream = graph.flow.descendants(names)
+            title = template.format(op=op, count=len(names), downstream=len(downstream))
+            findings.append(Finding(kind="dynamic-shape", title=title, nodes=tuple(names), ops=(op,),
+                                    source=graph.first_source(names), npu_api=None,
+                                    effect=book.effects["dynamic-shape"],
+                                    metrics={"occurrences": len(names), "downstream": len(downstream)}))
+    # FX proxies shapes as well as values: `if x.shape[1] > 8:` stops it with a control-flow error. When the
+    # model then ran on the meta device (values unknown there), the branch was on a shape, not on data.
+    for attempt in capture.attempts:
+        if attempt.error and capture.device == "meta" and any(m in attempt.error for m in book.shape_branch_markers):
+            findings.append(Finding(kind="dynamic-shape", title=book.shape_branch_title.format(method=attempt.method),
+                                    nodes=(), ops=(), source=_error_source(attempt.error), npu_api=None,
+                                    effect=book.effects["dynamic-shape"], metrics={"occurrences": 1}))
+            break
+    return findings
+
+
+def _error_source(error: str) -> str | None:
+    """'... (at tests/models/x.py:35)' or 'node n (tests/models/x.py:35): ...' -> 'tests/models/x.py:35'."""
+    m = re.search(r"([\w./-]+\.py:\d+)", error)
+    return m.group(1) if m else None

@@ -1,0 +1,311 @@
+"""The pattern book: opassess/data/patterns.toml read and validated into frozen records (roles, patterns, titles).
+
+Validation strategy: the file is read through the one strict reader (`opassess.datafile`), table by table.
+Each fixed-shape table first refuses keys it does not know (`only`), so a typo (`same_shape`, `[layuot]`,
+`npu_apii`, `title_f64`) is named as the unknown key rather than reported as some other key missing; then every
+key is read with a typed getter, and `finish()` closes the table. Cross-references are checked as they are met:
+every role a step, `transparent`, `reject_inputs` or `dynamic.titles` names exists; every pattern kind has a
+`[kinds.X]` entry; `yields_to` names real pattern ids; title placeholders are fields the title is given; and the
+roles, finding kinds and detail functions the code registers (`findings.registry`) are all there. The first
+fault raises one KnowledgeBaseError line, 'FILE: dotted.key: problem' (the shape this file's errors have always
+had: `pattern[id=rmsnorm].title: unknown placeholder {n}`).
+"""
+from __future__ import annotations
+
+import string
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..datafile import TomlTable
+from ..dtypes import FLOAT_DTYPES
+from ..errors import KnowledgeBaseError, OpassessError
+from ..records import OpNode
+from ..resources import data_path
+from . import registry
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a node does: the operator keys / entry ATen ops that play it, and constraints on the operands."""
+
+    name: str
+    ops: frozenset[str]
+    tensor_inputs: int | None = None
+    min_tensor_inputs: int | None = None
+    same_shapes: bool = False
+    vector_input: bool = False
+    bool_index: bool = False
+    dispatched: bool = False
+
+    def admits(self, node: OpNode) -> bool:
+        """The operand constraints (the key was already matched)."""
+        shapes = [s for s in node.input_shapes if s is not None]
+        if self.tensor_inputs is not None and len(shapes) != self.tensor_inputs:
+            return False
+        if self.min_tensor_inputs is not None and len(shapes) < self.min_tensor_inputs:
+            return False
+        if self.same_shapes and len(set(shapes)) > 1:
+            return False
+        if self.vector_input and not any(len(s) == 1 for s in shapes):
+            return False
+        if self.bool_index and "bool" not in node.input_dtypes[1:]:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Step:
+    roles: tuple[str, ...]  # any of these
+    quantifier: str  # "", "?" or "*"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    id: str
+    kind: str
+    title: str
+    steps: tuple[Step, ...]
+    npu_api: str | None
+    exclusive: bool = False
+    reject_inputs: tuple[str, ...] = ()
+    yields_to: tuple[str, ...] = ()
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class PatternBook:
+    """patterns.toml, validated."""
+
+    source: Path
+    roles: Mapping[str, Role]
+    transparent: tuple[str, ...]
+    effects: Mapping[str, str]  # finding kind -> effect sentence
+    patterns: tuple[Pattern, ...]
+    layout_title: str
+    dynamic_titles: Mapping[str, str]  # role -> title, in checking order
+    shape_branch_title: str
+    shape_branch_markers: tuple[str, ...]
+    precision_dtypes: tuple[str, ...]
+    precision_title_dtype: str
+    precision_title_float64: str
+    compute_top: int
+    compute_min_share: float
+    compute_title: str
+    _by_key: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # op key -> role names
+    _by_aten: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # dispatched roles only
+
+    def roles_of(self, node: OpNode) -> frozenset[str]:
+        """Every role this node plays."""
+        keys = {node.op} if node.kind == "module" else {node.op, *node.entry}
+        candidates = {role for key in keys for role in self._by_key.get(key, ())}
+        if self._by_aten:
+            candidates |= {role for call in node.aten for role in self._by_aten.get(call.op, ())}
+        return frozenset(role for role in candidates if self.roles[role].admits(node))
+
+
+def load_patterns(path: Path | None = None) -> PatternBook:
+    """Read and validate patterns.toml (the shipped one by default); errors name the file and the key."""
+    path = Path(path) if path is not None else data_path("patterns.toml")
+    root = PatternTable.of_file(path, "pattern file", KnowledgeBaseError)
+    return _Validator(path).book(root)
+
+
+class PatternTable(TomlTable):
+    """A TomlTable whose errors read 'FILE: dotted.key: problem' and whose sub-tables are PatternTables."""
+
+    def error(self, key: str, problem: str) -> OpassessError:
+        return KnowledgeBaseError(f"{self.file_of(key)}: {self.key(key)}: {problem}")
+
+    def only(self, *allowed: str) -> None:
+        """Refuse an unknown key before reading the known ones: a mistyped optional key is named as the typo it is
+        rather than reported later as some other key missing."""
+        unknown = [key for key in self.keys() if key not in allowed]
+        if unknown:
+            raise self.error(unknown[0], "unknown key")
+
+    def table(self, key: str, *args) -> PatternTable:
+        return self._adopt(super().table(key, *args))
+
+    def tables(self, key: str):
+        for child in super().tables(key):
+            yield self._adopt(child)
+
+    def renamed(self, prefix: str) -> PatternTable:
+        """The same table under another name in messages (`pattern[0].` -> `pattern[id=ffn].`)."""
+        return PatternTable(self._data, self._origins, prefix, self.default_file, self._error)
+
+    def _adopt(self, child: TomlTable) -> PatternTable:
+        return PatternTable(child._data, child._origins, child._prefix, child.default_file, child._error)
+
+
+class _Validator:
+    """Turns patterns.toml into a PatternBook: tables read strictly, then the cross-references checked."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def book(self, root: PatternTable) -> PatternBook:
+        found = root.value("format", None)
+        if found != FORMAT:
+            raise root.error("format", f"expected {FORMAT}, got {found!r}")
+        root.only("format", "match", "kinds", "roles", "pattern", "layout", "dynamic", "precision", "compute")
+        roles_table = root.table("roles")
+        roles = {name: self.role(roles_table.table(name), name) for name in roles_table.keys()}
+        for name, why in registry.registered_roles().items():
+            if name not in roles:
+                raise roles_table.error(name, f"missing ({why})")
+        match = root.table("match")
+        match.only("transparent")
+        transparent = self.names(match, "transparent", roles)
+        match.finish()
+        kinds = root.table("kinds")
+        effects = {}
+        for kind in kinds.keys():
+            spec = kinds.table(kind)
+            spec.only("effect")
+            effects[kind] = spec.string("effect")
+            spec.finish()
+        for kind, module in registry.CODE_KINDS.items():
+            if kind not in effects:
+                raise kinds.error(kind, f"missing ({module} emits this kind)")
+        patterns = self.patterns(root, roles, effects)
+        layout = root.table("layout")
+        layout.only("title")
+        layout_title = self.title(layout, "title", ("count", "permutes", "copies"))
+        layout.finish()
+        dynamic = root.table("dynamic")
+        dynamic.only("titles", "shape_branch_title", "shape_branch_markers")
+        titles = dynamic.table("titles")
+        dynamic_titles = {}
+        for role in titles.keys():
+            if role not in roles:
+                raise dynamic.error("titles", f"unknown role {role!r}")
+            dynamic_titles[role] = self.title(titles, role, ("op", "count", "downstream"))
+        titles.finish()
+        markers = dynamic.strings("shape_branch_markers")
+        if not markers or not all(markers):
+            raise dynamic.error("shape_branch_markers", "expected a non-empty list of error-message fragments")
+        shape_branch_title = self.title(dynamic, "shape_branch_title", ("method",))
+        dynamic.finish()
+        precision = root.table("precision")
+        precision.only("dtypes", "title_dtype", "title_float64")
+        dtypes = precision.strings("dtypes")
+        for dtype in dtypes:
+            if dtype not in FLOAT_DTYPES:
+                raise precision.error("dtypes", f"{dtype!r} is not a floating dtype")
+        title_dtype = self.title(precision, "title_dtype", ("op", "allowed", "dtype", "count"))
+        title_float64 = self.title(precision, "title_float64", ("op", "count"))
+        precision.finish()
+        compute = root.table("compute")
+        compute.only("top", "min_share", "title")
+        top = compute.integer("top")
+        if top < 1:
+            raise compute.error("top", "must be at least 1")
+        share = compute.number("min_share")
+        if share > 1:
+            raise compute.error("min_share", "must be between 0 and 1")
+        compute_title = self.title(compute, "title", ("op", "flops", "flops_share", "bytes", "bytes_share", "count"))
+        compute.finish()
+        root.finish()
+        by_key: dict[str, list[str]] = {}
+        by_aten: dict[str, list[str]] = {}
+        for role in roles.values():
+            for key in role.ops:
+                by_key.setdefault(key, []).append(role.name)
+                if role.dispatched and key.startswith("aten::"):
+                    by_aten.setdefault(key, []).append(role.name)
+        return PatternBook(
+            source=self.path, roles=roles, transparent=transparent, effects=effects, patterns=patterns,
+            layout_title=layout_title, dynamic_titles=dynamic_titles, shape_branch_title=shape_branch_title,
+            shape_branch_markers=markers, precision_dtypes=dtypes, precision_title_dtype=title_dtype,
+            precision_title_float64=title_float64, compute_top=top, compute_min_share=share,
+            compute_title=compute_title,
+            _by_key={k: tuple(v) for k, v in by_key.items()}, _by_aten={k: tuple(v) for k, v in by_aten.items()})
+
+    def title(self, table: PatternTable, key: str, fields: Iterable[str]) -> str:
+        """A title string whose {placeholders} are all among `fields`."""
+        text = table.string(key)
+        names = {name for _, name, _, _ in string.Formatter().parse(text) if name}
+        unknown = sorted(names - set(fields))
+        if unknown:
+            raise table.error(key, f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(fields))})")
+        return text
+
+    def names(self, table: PatternTable, key: str, roles: Mapping[str, Role], *default: tuple[str, ...]
+              ) -> tuple[str, ...]:
+        """A list of role names, each defined under [roles] (optional when a default is given)."""
+        values = table.strings(key, *default)
+        for value in values:
+            if value not in roles:
+                raise table.error(key, f"unknown role {value!r}")
+        return values
+
+    def role(self, spec: PatternTable, name: str) -> Role:
+        spec.only("ops", "tensor_inputs", "min_tensor_inputs", "same_shapes", "vector_input", "bool_index",
+                  "dispatched")
+        ops = spec.strings("ops")
+        if not ops or not all(ops):
+            raise spec.error("ops", "expected a non-empty list of operator keys")
+        role = Role(name=name, ops=frozenset(ops), tensor_inputs=spec.integer("tensor_inputs", None),
+                    min_tensor_inputs=spec.integer("min_tensor_inputs", None),
+                    same_shapes=spec.boolean("same_shapes", False), vector_input=spec.boolean("vector_input", False),
+                    bool_index=spec.boolean("bool_index", False), dispatched=spec.boolean("dispatched", False))
+        spec.finish()
+        return role
+
+    def patterns(self, root: PatternTable, roles: Mapping[str, Role], effects: Mapping[str, str]
+                 ) -> tuple[Pattern, ...]:
+        patterns = []
+        for item in root.tables("pattern"):
+            pid = item.value("id", None)  # messages name a pattern by its id once it has one: pattern[id=ffn].steps
+            spec = item.renamed(f"pattern[id={pid}].") if isinstance(pid, str) else item
+            spec.only("id", "kind", "title", "steps", "npu_api", "exclusive", "reject_inputs", "yields_to", "detail")
+            patterns.append(self.pattern(spec, roles, effects))
+        if not patterns:
+            raise root.error("pattern", "expected at least one [[pattern]]")
+        ids = Counter(p.id for p in patterns)
+        for pid, n in ids.items():
+            if n > 1:
+                raise root.error(f"pattern[id={pid}]", "id used twice")
+        for p in patterns:
+            for other in p.yields_to:
+                if other not in ids:
+                    raise root.error(f"pattern[id={p.id}].yields_to", f"no pattern {other!r}")
+        return tuple(patterns)
+
+    def pattern(self, spec: PatternTable, roles: Mapping[str, Role], effects: Mapping[str, str]) -> Pattern:
+        pid = spec.string("id")
+        kind = spec.string("kind")
+        if kind not in effects:
+            raise spec.error("kind", f"{kind!r} has no [kinds.{kind}] entry")
+        steps = []
+        for text in spec.strings("steps"):
+            if not text:
+                raise spec.error("steps", "expected role names")
+            quantifier = text[-1] if text[-1] in "?*" else ""
+            names = tuple(text.rstrip("?*").split("|"))
+            for name in names:
+                if name not in roles:
+                    raise spec.error("steps", f"unknown role {name!r}")
+            steps.append(Step(names, quantifier))
+        if not steps:
+            raise spec.error("steps", "empty")
+        if steps[0].quantifier:
+            raise spec.error("steps", "the first step must be plain (no ? or *)")
+        detail = spec.string("detail", None)
+        fields: tuple[str, ...] = ("count",)
+        if detail is not None:
+            if detail not in registry.DETAILS:
+                known = ", ".join(sorted(registry.DETAILS))
+                raise spec.error("detail", f"no detail function {detail!r} (known: {known})")
+            fields += registry.DETAILS[detail][1]
+        pattern = Pattern(id=pid, kind=kind, title=self.title(spec, "title", fields), steps=tuple(steps),
+                          npu_api=spec.string("npu_api") or None, exclusive=spec.boolean("exclusive", False),
+                          reject_inputs=self.names(spec, "reject_inputs", roles, ()),
+                          yields_to=spec.strings("yields_to", ()), detail=detail)
+        spec.finish()
+        return pattern

@@ -1,0 +1,62 @@
+"""Mixed precision: operators whose torch_npu kernel is not documented for the target dtype, and float64 anywhere
+(NPU kernels reject it or cast it to float32). The knowledge base is asked one thing: an API's documented dtypes."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..dtypes import FLOAT_DTYPES
+from ..records import Finding
+from .registry import Survey, family
+
+
+def _api_candidates(op: str) -> tuple[str, ...]:
+    """Documented API names to ask the knowledge base about: the key itself, and for an export capture's
+    'aten::silu' the Python APIs that reach it."""
+    if op.startswith("aten::"):
+        base = op[len("aten::"):]
+        return (f"torch.nn.functional.{base}", f"torch.{base}", f"Tensor.{base}")
+    return (op,)
+
+
+def _allowed_dtypes(kb: Any, op: str, attrs: Mapping[str, Any], product: str,
+                    torch_version: str | None) -> tuple[str, ...] | None:
+    for name in _api_candidates(op):
+        fact = kb.api(name, torch_version)
+        if fact is not None and fact.limitation is not None:
+            allowed = fact.limitation.allowed_dtypes(product, attrs)
+            if allowed is not None:
+                return allowed
+    return None
+
+
+@family("precision", order=40, kinds=("mixed-precision",))
+def precision_findings(survey: Survey) -> list[Finding]:
+    """Per operator: a kernel dtype gap for the target dtype (when one is given), and its float64 nodes."""
+    graph = survey.graph
+    book = graph.book
+    dtype = survey.dtype if survey.dtype != "float32" else None
+    effect = book.effects["mixed-precision"]
+    findings = []
+    for operator in survey.inventory.operators:
+        floating = [n for n in operator.nodes if FLOAT_DTYPES.intersection((*n.input_dtypes, *n.output_dtypes))]
+        if not floating:
+            continue
+        if dtype is not None:
+            allowed = _allowed_dtypes(survey.kb, operator.op, floating[0].attrs, survey.product,
+                                      survey.torch_version)
+            # A dtype rule that lists no floating type speaks of an index operand (nn.Embedding's ids): not this.
+            if allowed is not None and FLOAT_DTYPES.intersection(allowed) and dtype not in allowed:
+                names = tuple(n.name for n in floating)
+                title = book.precision_title_dtype.format(op=operator.op, allowed=", ".join(allowed), dtype=dtype,
+                                                          count=len(names))
+                findings.append(Finding(kind="mixed-precision", title=title, nodes=names, ops=(operator.op,),
+                                        source=graph.first_source(names), npu_api=None, effect=effect,
+                                        metrics={"occurrences": len(names)}))
+        double = tuple(n.name for n in floating if "float64" in (*n.input_dtypes, *n.output_dtypes))
+        if double:
+            title = book.precision_title_float64.format(op=operator.op, count=len(double))
+            findings.append(Finding(kind="mixed-precision", title=title, nodes=double, ops=(operator.op,),
+                                    source=graph.first_source(double), npu_api=None, effect=effect,
+                                    metrics={"occurrences": len(double)}))
+    return findings
