@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from opassess.calibrate import calibrate
-from opassess.cli_calibrate import calibrate_command, format_snippet, format_table
+from opassess.cli.calibrate import calibrate_command, format_snippet, format_table
 from opassess.errors import ConfigError
 from opassess.weights import load_weights
 

@@ -1,11 +1,12 @@
-"""`opassess kb`, `kb show`, `kb import` and `explain` through typer's CliRunner (on a local app, as cli.py registers them)."""
+"""`opassess kb`, `kb show`, `kb import` and `explain` through typer's CliRunner (on a local app, as the cli package
+registers them)."""
 from __future__ import annotations
 
 import typer
 from test_kb import _wheel
 from typer.testing import CliRunner
 
-from opassess.cli_kb import explain, kb_app
+from opassess.cli.kb import explain, kb_app
 
 app = typer.Typer()
 app.add_typer(kb_app, name="kb")
@@ -44,7 +45,8 @@ def test_kb_show_aten_and_npu_ops():
     conv = run("kb", "show", "aten::convolution")
     assert "has NPU kernel" in conv.output and "[v2.1..newest]" not in conv.output  # ranges shown as v2.1..newest
     fa = run("kb", "show", "npu_fusion_attention")
-    assert "torch_npu.npu_fusion_attention" in fa.output and "torch.nn.functional.scaled_dot_product_attention" in fa.output
+    assert "torch_npu.npu_fusion_attention" in fa.output
+    assert "torch.nn.functional.scaled_dot_product_attention" in fa.output
 
 
 def test_kb_show_unknown_name_is_an_error():

@@ -1,13 +1,15 @@
 """`opassess kb ...` and `opassess explain CODE`: show what the knowledge base holds; formatters return strings."""
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated, ContextManager
+from typing import Annotated
 
 import typer
 
-from .errors import KnowledgeBaseError
-from .kb import ApiFact, KnowledgeBase, Limitation, import_wheel, load_kb, user_kb_dir
+from ..errors import KnowledgeBaseError
+from ..kb import ApiFact, KnowledgeBase, Limitation, import_wheel, load_kb, user_kb_dir
+from .errors import reporting_errors
 
 kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_is_help=False,
                      invoke_without_command=True)
@@ -15,10 +17,8 @@ kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_
 KbDir = Annotated[Path | None, typer.Option("--kb-dir", help="Knowledge-base folder or imported overlay to use.")]
 
 
-def _errors() -> ContextManager[None]:
-    """The main CLI's error reporting: one line and an exit code (imported late: cli.py imports this module)."""
-    from .cli import reporting_errors
-
+def _errors() -> AbstractContextManager[None]:
+    """The CLI's error reporting: one line and an exit code."""
     return reporting_errors(False)
 
 
@@ -32,7 +32,8 @@ def format_summary(kb: KnowledgeBase) -> str:
     lines = [
         f"opassess knowledge base {kb.version}",
         f"  data folder      {kb.directory}",
-        f"  generated        {p['generated_at']} by {p.get('generator', 'tools/build_kb.py')} v{p['generator_version']}",
+        f"  generated        {p['generated_at']} by {p.get('generator', 'tools/build_kb.py')} "
+        f"v{p['generator_version']}",
         f"  rules            {kb.rules.source} (version {kb.rules.version})",
         f"  torch versions   {', '.join(kb.torch_versions)} (default {kb.default_torch_version}; API docs for "
         f"{', '.join(kb.api_doc_versions)})",
@@ -49,7 +50,8 @@ def format_summary(kb: KnowledgeBase) -> str:
         f"  ATen overloads with an NPU kernel   {c['kernel_overloads']} ({c['structured_codegen']} generated 1:1)",
         f"  NPU-only ops                        {c['custom_ops']}",
         f"  documented native APIs              {c['apis']}",
-        f"  limitation clauses parsed           {c['limitation_clauses_parsed']} / {c['limitation_clauses']} ({pct:.1f}%); "
+        f"  limitation clauses parsed           {c['limitation_clauses_parsed']} / {c['limitation_clauses']} "
+        f"({pct:.1f}%); "
         f"unparsed {c['limitation_clauses_unparsed']}",
         f"  kernel argument checks              {c['check_rows']} in {c['check_files']} files",
         f"  ONNX ops with a CANN name           {c['onnx_ops_named']} / {c['onnx_ops']}",
@@ -58,7 +60,8 @@ def format_summary(kb: KnowledgeBase) -> str:
     ]
     for _version, data in sorted(kb.imported.items()):
         prov = data["provenance"]
-        lines.append(f"  imported wheel {prov['wheel']} -> torch {data['torch_version']}: {len(data['kernels'])} kernels")
+        lines.append(f"  imported wheel {prov['wheel']} -> torch {data['torch_version']}: "
+                     f"{len(data['kernels'])} kernels")
     return "\n".join(lines)
 
 
@@ -210,8 +213,10 @@ def kb_summary(ctx: typer.Context, kb_dir: KbDir = None) -> None:
 @kb_app.command("show")
 def kb_show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms ...")],
-    torch_npu: Annotated[str | None, typer.Option("--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
+    name: Annotated[str, typer.Argument(
+        help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms ...")],
+    torch_npu: Annotated[str | None, typer.Option(
+        "--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
     kb_dir: KbDir = None,
 ) -> None:
     """Show one entry of the knowledge base."""
@@ -222,8 +227,10 @@ def kb_show(
 @kb_app.command("import")
 def kb_import(
     ctx: typer.Context,
-    wheel: Annotated[Path, typer.Argument(help="A downloaded torch-npu wheel (pip download --no-deps torch-npu==X).")],
-    dest: Annotated[Path | None, typer.Option("--dest", help="Overlay folder to write (default: the user KB folder).")] = None,
+    wheel: Annotated[Path, typer.Argument(
+        help="A downloaded torch-npu wheel (pip download --no-deps torch-npu==X).")],
+    dest: Annotated[Path | None, typer.Option(
+        "--dest", help="Overlay folder to write (default: the user KB folder).")] = None,
 ) -> None:
     """Refresh the kernel facts from a torch-npu wheel (read as a zip, never imported)."""
     if ctx.obj is not None:
