@@ -1,4 +1,4 @@
-"""`python -m opassess`: the command line."""
-from opassess.cli import main
+"""`python -m opassess`: the same command line as the `opassess` script."""
+from .cli import main
 
 main()

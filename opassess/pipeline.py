@@ -103,5 +103,6 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
         findings=findings,
         weights_source=str(weights.source),
         seconds=seconds,
+        effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},
     )
 

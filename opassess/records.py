@@ -261,3 +261,5 @@ class Assessment:
     findings: tuple[Finding, ...]
     weights_source: str  # path of the weights.toml used
     seconds: Mapping[str, float]  # wall time per stage
+    # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
+    effort_ranges: Mapping[str, tuple[float, float]] | None = None

@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from opassess.cli_calibrate import calibrate_command, format_snippet, format_table
+from opassess.cli.calibrate import calibrate_command, format_snippet, format_table
 from opassess.errors import ConfigError
 from opassess.score.calibrate import calibrate
 from opassess.score.weights_load import load_weights

@@ -155,3 +155,13 @@ def test_a_report_of_each_capture_method_validates_against_the_schema(tmp_path):
         report = json.loads(out.read_text())
         assert report["model"]["capture"]["method"] == capture
         jsonschema.validate(report, schema)
+
+
+def test_output_extensions_come_from_the_reporter_registry():
+    from opassess.report import REPORTERS
+
+    for reporter in REPORTERS.values():
+        for extension in reporter.extensions:
+            assert pick_format(None, f"report{extension.upper()}") == reporter.name
+    assert pick_format(None, "r.markdown") == "md" and pick_format(None, "r.htm") == "html"
+    assert pick_format(None, "r.unknown") == "terminal"

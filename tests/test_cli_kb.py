@@ -1,4 +1,4 @@
-"""`opassess kb`, `kb show`, `kb import` and `explain` through typer's CliRunner (on a local app, as cli.py
+"""`opassess kb`, `kb show`, `kb import` and `explain` through typer's CliRunner (on a local app, as the cli package
 registers them)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 from test_kb import _wheel
 from typer.testing import CliRunner
 
-from opassess.cli_kb import explain, kb_app
+from opassess.cli.kb import explain, kb_app
 from opassess.resources import data_path
 
 app = typer.Typer()

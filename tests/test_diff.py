@@ -6,10 +6,11 @@ import json
 import pytest
 from ci_records import op, report
 
-from opassess.diff import diff_snapshots, effort_delta, render_diff
+from opassess.ci.diff import diff_snapshots, effort_delta
+from opassess.ci.diff_format import render_diff
+from opassess.ci.snapshot import read_snapshot
 from opassess.errors import ReportError
 from opassess.records import Effort
-from opassess.snapshot import read_snapshot
 
 BASE = [
     op("torch.nn.Conv2d", "direct", days=(1.0, 1.5, 2.0), count=4),

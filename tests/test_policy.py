@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from ci_records import op, report
 
-from opassess.diff import diff_snapshots
-from opassess.policy import Policy, evaluate
-from opassess.snapshot import read_snapshot
+from opassess.ci.diff import diff_snapshots
+from opassess.ci.policy import Policy, evaluate
+from opassess.ci.snapshot import read_snapshot
 
 # A legacy model: Conv2d direct (1.5 d, 2 stars), BatchNorm2d param-converted (4 d, 3 stars),
 # mylib::legacy custom-dev (12 d, 5 stars, unknown to the KB). Total likely 1.5 + 4 + 12 = 17.5.

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from ci_records import op, report, sig
 
+from opassess.ci.snapshot import read_snapshot
 from opassess.pipeline import ScanOptions
 from opassess.portfolio import STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio
 from opassess.report.portfolio import render_portfolio
 from opassess.score.weights_load import load_weights
-from opassess.snapshot import read_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 WEIGHTS = load_weights(None)
@@ -109,7 +109,7 @@ def test_expand_targets_takes_model_files_from_directories_and_names_clashes_apa
 def test_resume_rescans_after_the_weights_file_changes(tmp_path):
     # --resume keeps a finished model only when it would be scanned the same way: the same --weights path with
     # other numbers in it gives other estimates, so it must not count as the same scan.
-    from opassess.portfolio import _fingerprint
+    from opassess.portfolio.state import fingerprint as _fingerprint
 
     model = tmp_path / "net.py"
     model.write_text("def build_model():\n    pass\n")

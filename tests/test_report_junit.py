@@ -5,10 +5,10 @@ import xml.etree.ElementTree as ET
 
 from ci_records import op, report
 
-from opassess.policy import Policy, evaluate
+from opassess.ci.policy import Policy, evaluate
+from opassess.ci.snapshot import read_snapshot
 from opassess.report import REPORTERS, RenderContext
 from opassess.report.formats.junit import MODEL_CASE
-from opassess.snapshot import read_snapshot
 
 # 3 operator types, total likely 12 + 4 + 1.5 = 17.5 person-days.
 DOCUMENT = report("examples/net.py", [

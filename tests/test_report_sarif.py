@@ -8,9 +8,9 @@ import jsonschema
 import pytest
 from ci_records import op, report
 
-from opassess.policy import Policy, evaluate
+from opassess.ci.policy import Policy, evaluate
+from opassess.ci.snapshot import read_snapshot
 from opassess.report import REPORTERS, RenderContext
-from opassess.snapshot import read_snapshot
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +85,21 @@ def test_rule_index_points_at_the_rule(sarif_schema):
     run = render(DOCUMENT)["runs"][0]
     rules = run["tool"]["driver"]["rules"]
     assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in run["results"])
+
+
+def test_rule_texts_take_their_ranges_from_the_weights():
+    from dataclasses import replace
+
+    from report_support import synthetic_example
+
+    from opassess.report import render
+
+    assessment = synthetic_example("resnet_like")
+    rules = json.loads(render(replace(assessment, effort_ranges={"param-converted": (2.0, 7.5),
+                                                                 "custom-dev": (12.0, 30.0)}), "sarif")
+                       )["runs"][0]["tool"]["driver"]["rules"]
+    texts = {r["id"]: r["shortDescription"]["text"] for r in rules}
+    assert texts["param-converted"].endswith("conversion (2-7.5 person-days)")
+    assert texts["custom-dev"].endswith("NPU (12+ person-days)")
+    plain = json.loads(render(assessment, "sarif"))["runs"][0]["tool"]["driver"]["rules"]
+    assert all("person-days" not in r["shortDescription"]["text"] for r in plain)  # no weights: no range claimed

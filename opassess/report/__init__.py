@@ -15,10 +15,11 @@ from ..errors import ReportError
 from ..records import Assessment
 from . import formats as _formats
 from .registry import REPORTERS, RenderContext, Reporter, register
-from .view import build_view
+from .view import View, build_view
 from .write import write_output
 
-__all__ = ["REPORTERS", "RenderContext", "Reporter", "build_view", "formats", "register", "render", "write_output"]
+__all__ = ["REPORTERS", "RenderContext", "Reporter", "View", "build_view", "formats", "register", "render",
+           "render_view", "write_output"]
 
 for _module in sorted(pkgutil.iter_modules(_formats.__path__), key=lambda m: m.name):
     importlib.import_module(f"{_formats.__name__}.{_module.name}")
@@ -32,10 +33,14 @@ def formats() -> tuple[str, ...]:
 def render(assessment: Assessment, fmt: str, *, templates_dir: Path | None = None, width: int = 100,
            color: bool = False, breaches: Iterable[Any] = ()) -> str:
     """Render `assessment` as `fmt` ('json', 'md', 'html', 'csv', 'terminal', 'sarif', 'junit', ...) and return the
-    text; `breaches` (opassess.policy.Breach) mark the operators a CI policy failed on."""
+    text; `breaches` (opassess.ci.policy.Breach) mark the operators a CI policy failed on."""
+    return render_view(build_view(assessment), fmt, RenderContext(templates_dir=templates_dir, width=width,
+                                                                  color=color, breaches=tuple(breaches)))
+
+
+def render_view(view: View, fmt: str, context: RenderContext | None = None) -> str:
+    """Render a view built once (build_view) as `fmt`: several formats of one assessment share its view."""
     reporter = REPORTERS.get(fmt)
     if reporter is None:
         raise ReportError(f"unknown report format {fmt!r}; choose one of {', '.join(formats())}")
-    view = build_view(assessment)
-    return reporter.render(view, RenderContext(templates_dir=templates_dir, width=width, color=color,
-                                                 breaches=tuple(breaches)))
+    return reporter.render(view, context or RenderContext())

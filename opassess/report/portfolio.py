@@ -12,19 +12,16 @@ from markupsafe import Markup
 from ..errors import ReportError
 from ..portfolio import Portfolio
 from ..records import Effort
+from .document import effort_doc as _effort_doc
 from .templates import escape_markdown
+from .text import days, days_range, percent, share
 
 PORTFOLIO_FORMAT_VERSION = 1
 PORTFOLIO_FORMATS = ("json", "md")
-DASH = "\u2013"
-
-
-def _effort_doc(effort: Effort) -> dict[str, float]:
-    return {"low": round(effort.low, 2), "likely": round(effort.likely, 2), "high": round(effort.high, 2)}
 
 
 def _range(effort: Effort) -> str:
-    return f"{effort.low:.1f}{DASH}{effort.high:.1f}"
+    return days_range(effort)
 
 
 def portfolio_document(portfolio: Portfolio) -> dict[str, Any]:
@@ -62,7 +59,7 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
     """The portfolio with every number formatted, for templates/portfolio.md.j2."""
     ok = [r for r in portfolio.results if r.status == "ok"]
     saved = portfolio.standalone_total.likely - portfolio.shared_total.likely
-    share = saved / portfolio.standalone_total.likely if portfolio.standalone_total.likely else 0.0
+    saved_share = share(saved, portfolio.standalone_total.likely)
     reports = {r.name: r.reports for r in portfolio.results}
     return {
         "models": len(portfolio.results),
@@ -70,19 +67,19 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
         "resumed": sum(1 for r in portfolio.results if r.resumed),
         "failed": [{"name": r.name, "target": r.target, "cause": r.cause or ""} for r in portfolio.failed],
         "skipped": [{"path": s.path, "reason": s.reason} for s in portfolio.skipped],
-        "standalone_text": f"{portfolio.standalone_total.likely:.1f}",
-        "shared_text": f"{portfolio.shared_total.likely:.1f}",
+        "standalone_text": days(portfolio.standalone_total.likely),
+        "shared_text": days(portfolio.shared_total.likely),
         "shared_range": _range(portfolio.shared_total),
-        "saved_text": f"{saved:.1f}",
-        "saved_share": f"{share * 100:.0f}%",
+        "saved_text": days(saved),
+        "saved_share": percent(saved_share),
         "plan": [{"order": i + 1, "name": p.name, "target": p.target,
                   "link": _link(p.name, reports.get(p.name, ())),
-                  "standalone_text": f"{p.standalone.likely:.1f}", "marginal_text": f"{p.marginal.likely:.1f}",
-                  "cumulative_text": f"{p.cumulative.likely:.1f}", "new": len(p.new_ops),
+                  "standalone_text": days(p.standalone.likely), "marginal_text": days(p.marginal.likely),
+                  "cumulative_text": days(p.cumulative.likely), "new": len(p.new_ops),
                   "extended": len(p.extended_ops), "shared": len(p.shared_ops), "custom_dev": list(p.custom_dev)}
                  for i, p in enumerate(portfolio.plan)],
         "custom_dev": [{"rank": i + 1, "op": d.op, "unblocks": len(d.models), "models": list(d.models),
-                        "sole": list(d.sole_blocker_of), "likely_text": f"{d.effort.likely:.1f}",
+                        "sole": list(d.sole_blocker_of), "likely_text": days(d.effort.likely),
                         "range_text": _range(d.effort)} for i, d in enumerate(portfolio.custom_dev)],
         "breaches": [f"{name}: {b.message}" for name, b in portfolio.breaches],
     }

@@ -16,7 +16,7 @@ class RenderContext:
     templates_dir: Path | None = None  # user templates; a template missing there falls back to the shipped one
     width: int = 100  # terminal reporter: console width in columns
     color: bool = False  # terminal reporter: emit ANSI styles (the CLI sets it when stdout is a terminal)
-    # CI policy breaches found for this assessment (opassess.policy.Breach): JUnit fails the test cases of the
+    # CI policy breaches found for this assessment (opassess.ci.policy.Breach): JUnit fails the test cases of the
     # operators named, SARIF raises their results to level "error". Empty when no policy was set or none breached.
     breaches: tuple[Any, ...] = ()
 
@@ -33,12 +33,18 @@ class Reporter:
     extension: str  # ".md", ".html", ... (the CLI can name default output files with it)
     render: RenderFunction
     description: str
+    other_extensions: tuple[str, ...] = ()  # further suffixes that pick this format from -o's name: ".markdown"
+
+    @property
+    def extensions(self) -> tuple[str, ...]:
+        return (self.extension, *self.other_extensions)
 
 
 REPORTERS: dict[str, Reporter] = {}
 
 
-def register(name: str, *, extension: str, description: str = "") -> Callable[[RenderFunction], RenderFunction]:
+def register(name: str, *, extension: str, description: str = "", other_extensions: tuple[str, ...] = ()
+             ) -> Callable[[RenderFunction], RenderFunction]:
     """Decorator adding a render function to REPORTERS under `name`; registering a name twice is an error."""
 
     def add(function: RenderFunction) -> RenderFunction:
@@ -47,7 +53,14 @@ def register(name: str, *, extension: str, description: str = "") -> Callable[[R
                               f"({REPORTERS[name].render.__module__} and {function.__module__})")
         doc = (function.__doc__ or "").strip().splitlines()
         REPORTERS[name] = Reporter(name=name, extension=extension, render=function,
-                                   description=description or (doc[0] if doc else name))
+                                   description=description or (doc[0] if doc else name),
+                                   other_extensions=tuple(other_extensions))
         return function
 
     return add
+
+
+def format_for_suffix(suffix: str) -> str | None:
+    """The registered format a file suffix names ('.html' -> 'html', '.markdown' -> 'md'), None for none."""
+    suffix = suffix.lower()
+    return next((r.name for r in REPORTERS.values() if suffix in r.extensions), None)

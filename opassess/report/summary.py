@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..ci.snapshot import Snapshot
 from ..errors import ReportError
-from ..records import CATEGORIES
-from ..snapshot import Snapshot
+from ..vocabulary import CATEGORIES, Category
+from .text import days, days_range
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 TOP_CUSTOM = 10  # custom-dev operators listed by name
@@ -19,17 +20,17 @@ def summary_view(snapshot: Snapshot, diff_markdown: str | None = None, breaches:
                  ) -> dict[str, Any]:
     """The digest's values, formatted, for templates/summary.md.j2."""
     counts = {c: sum(1 for o in snapshot.operators if o.category == c) for c in CATEGORIES}
-    custom = sorted((o for o in snapshot.operators if o.category == "custom-dev"),
+    custom = sorted((o for o in snapshot.operators if o.category == Category.CUSTOM_DEV),
                     key=lambda o: -(o.person_days.likely if o.person_days else 0.0))
     return {
         "model": snapshot.source,
         "class_name": snapshot.class_name,
-        "total_text": f"{snapshot.total.likely:.1f}" if snapshot.total else "not estimated",
-        "range_text": f"{snapshot.total.low:.1f}\u2013{snapshot.total.high:.1f}" if snapshot.total else "",
+        "total_text": days(snapshot.total.likely) if snapshot.total else "not estimated",
+        "range_text": days_range(snapshot.total) if snapshot.total else "",
         "types": len(snapshot.operators),
         "counts": counts,
         "unknown": sum(1 for o in snapshot.operators if o.known is False),
-        "custom": [{"op": o.op, "likely_text": f"{o.person_days.likely:.1f}" if o.person_days else "",
+        "custom": [{"op": o.op, "likely_text": days(o.person_days.likely) if o.person_days else "",
                     "source": o.first_source or ""} for o in custom[:TOP_CUSTOM]],
         "custom_more": max(0, len(custom) - TOP_CUSTOM),
         "breaches": [b.message for b in breaches],

@@ -1,4 +1,5 @@
-"""Self-contained HTML report (templates/html.j2 with html.css and html.js inlined): works offline, escapes the model."""
+"""Self-contained HTML report (templates/html.j2 with html.css and html.js inlined): works offline, escapes the
+model."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,8 +10,9 @@ from ..templates import render_template
 TEMPLATE = "html.j2"
 
 
-@register("html", extension=".html", description="one self-contained offline page: risk heat map, Pareto chart, "
-                                                   "sortable and filterable operator table with evidence")
+@register("html", extension=".html", other_extensions=(".htm",),
+          description="one self-contained offline page: risk heat map, Pareto chart, sortable and filterable "
+                      "operator table with evidence")
 def render_html(view: dict[str, Any], context: RenderContext) -> str:
     """The display part of the view through html.j2 (autoescaped)."""
-    return render_template(TEMPLATE, "html", view["display"], context.templates_dir)
+    return render_template(TEMPLATE, "html", view["display"].context(), context.templates_dir)

@@ -7,7 +7,8 @@ from typing import Any
 from ..registry import RenderContext, register
 
 
-@register("json", extension=".json", description="machine-readable report (format_version 1, see assessment.schema.json)")
+@register("json", extension=".json",
+          description="machine-readable report (format_version 1, see assessment.schema.json)")
 def render_json(view: dict[str, Any], context: RenderContext) -> str:
     """The JSON document, indented, keys in the documented order, ending with a newline."""
     return json.dumps(view["document"], indent=2, ensure_ascii=False, allow_nan=False) + "\n"

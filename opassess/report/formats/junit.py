@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from ..registry import RenderContext, register
+from ..text import days_detail
 
 MODEL_CASE = "(model) estimated effort"  # the test case that carries --max-person-days
 # Characters XML 1.0 cannot hold at all (model-supplied names could contain them).
@@ -29,7 +30,7 @@ def _details(op: dict[str, Any]) -> str:
              + (" (unknown to the knowledge base)" if op.get("known") is False else ""),
              f"calls: {op['count']}"]
     if days:
-        lines.append(f"person-days: {days['likely']:.1f} ({days['low']:.1f}-{days['high']:.1f})")
+        lines.append(f"person-days: {days_detail(days['likely'], days['low'], days['high'])}")
     if risk:
         lines.append(f"risk: {risk['stars']} stars (likelihood {risk['likelihood']}, impact {risk['impact']})")
     if op.get("replacement"):
@@ -76,7 +77,7 @@ def render_junit(view: dict[str, Any], context: RenderContext) -> str:
     for op in operators:
         _case(suite, class_name, op["op"], by_op.get(op["op"], []), _details(op))
     total = document["summary"].get("person_days")
-    summary = (f"person-days: {total['likely']:.1f} ({total['low']:.1f}-{total['high']:.1f})\n" if total
+    summary = (f"person-days: {days_detail(total['likely'], total['low'], total['high'])}\n" if total
                else "not estimated\n")
     _case(suite, class_name, MODEL_CASE, by_op.get(None, []), summary)
     ET.indent(suites)

@@ -9,10 +9,11 @@ from ..templates import render_template
 TEMPLATE = "md.j2"
 
 
-@register("md", extension=".md", description="GitHub Markdown: summary, Mermaid pie, risk grid, collapsible lists")
+@register("md", extension=".md", other_extensions=(".markdown",),
+          description="GitHub Markdown: summary, Mermaid pie, risk grid, collapsible lists")
 def render_markdown(view: dict[str, Any], context: RenderContext) -> str:
     """The display part of the view through md.j2; runs of blank lines left by template tags collapse to one."""
-    text = render_template(TEMPLATE, "markdown", view["display"], context.templates_dir)
+    text = render_template(TEMPLATE, "markdown", view["display"].context(), context.templates_dir)
     return _tidy(text)
 
 

@@ -7,25 +7,42 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from ...vocabulary import Category
 from ..registry import RenderContext, register
+from ..text import days_detail
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SOURCE_ROOT = "%SRCROOT%"  # relative locations resolve against the checkout root
-# One rule per category that needs porting work; "direct" operators produce no result.
+# One rule per category that needs porting work; "direct" operators produce no result. The short text gets the
+# category's person-day range from the weights the assessment used: " (3-5 person-days)".
 RULES = (
-    {"id": "custom-dev", "name": "CustomDevelopmentOperator",
-     "short": "Operator needs custom development for the Ascend NPU (10+ person-days)",
+    {"id": Category.CUSTOM_DEV.value, "name": "CustomDevelopmentOperator",
+     "short": "Operator needs custom development for the Ascend NPU",
      "full": "No torch_npu / CANN kernel covers this operator as the model uses it: it must be written as a custom "
              "operator (Ascend C or TBE) or the model changed to avoid it.",
      "level": "warning"},
-    {"id": "param-converted", "name": "ParameterConvertedOperator",
-     "short": "Operator runs on the Ascend NPU after a parameter or API conversion (3-5 person-days)",
+    {"id": Category.PARAM_CONVERTED.value, "name": "ParameterConvertedOperator",
+     "short": "Operator runs on the Ascend NPU after a parameter or API conversion",
      "full": "A torch_npu / CANN kernel exists but not for the parameters, dtypes or API the model uses: convert "
              "them or switch to the torch_npu replacement named in the result.",
      "level": "note"},
 )
 _RULE_INDEX = {rule["id"]: index for index, rule in enumerate(RULES)}
+
+
+def _effort_ranges(view: Any) -> dict[str, str]:
+    """Category -> '3-5' from the display's weights ranges; none when the view carries only a JSON document."""
+    try:
+        display = view["display"]
+    except KeyError:
+        return {}
+    return {r.category: r.text for r in display.effort_ranges}
+
+
+def _short(rule: dict[str, str], days_range: str | None) -> str:
+    """The rule's short text with its category's range: '... for the Ascend NPU (10+ person-days)'."""
+    return f"{rule['short']} ({days_range} person-days)" if days_range else rule["short"]
 
 
 def _location(source: str) -> dict[str, Any]:
@@ -55,7 +72,7 @@ def _message(op: dict[str, Any]) -> str:
     if op.get("replacement"):
         parts.append(f"use {op['replacement']}")
     if days:
-        parts.append(f"estimated {days['likely']:.1f} person-days ({days['low']:.1f}-{days['high']:.1f}), "
+        parts.append(f"estimated {days_detail(days['likely'], days['low'], days['high'], ' person-days')}, "
                      f"{op['count']} call(s)")
     return "; ".join(parts) + "."
 
@@ -104,7 +121,8 @@ def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
             continue
         for source in op.get("source") or [None]:
             results.append(_result(op, source, model_source, breaches.get(op["op"], [])))
-    rules = [{"id": r["id"], "name": r["name"], "shortDescription": {"text": r["short"]},
+    ranges = _effort_ranges(view)
+    rules = [{"id": r["id"], "name": r["name"], "shortDescription": {"text": _short(r, ranges.get(r["id"]))},
               "fullDescription": {"text": r["full"]}, "defaultConfiguration": {"level": r["level"]},
               "help": {"text": r["full"]}, "properties": {"tags": ["ascend", "npu", "migration"]}} for r in RULES]
     run = {

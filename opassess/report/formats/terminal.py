@@ -4,10 +4,12 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from ...vocabulary import Category
 from ..registry import RenderContext, register
 
 # Styles only; model strings always go in as rich Text objects, so '[bold]' in a module name is shown, not applied.
-CATEGORY_STYLE = {"direct": "green", "param-converted": "yellow", "custom-dev": "red", "unclassified": "dim"}
+CATEGORY_STYLE = {Category.DIRECT: "green", Category.PARAM_CONVERTED: "yellow", Category.CUSTOM_DEV: "red",
+                  "unclassified": "dim"}
 HEAT_STYLE = {"low": "on dark_green", "moderate": "black on yellow", "high": "black on dark_orange",
               "critical": "white on red"}
 CELL_NAMES = 2  # operator names shown per risk cell before "+N"

@@ -6,7 +6,9 @@ from typing import Annotated
 
 import typer
 
-from .score.calibrate import Calibration, calibrate
+from ..score.calibrate import Calibration, calibrate
+from ..report.text import percent
+from .errors import reporting_errors
 
 
 def format_table(result: Calibration) -> str:
@@ -63,8 +65,7 @@ def calibrate_command(
     debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False,
 ) -> None:
     """Propose category ranges for weights.toml from a team's recorded actuals, with the error before and after."""
-    from .cli import reporting_errors  # imported here: cli imports this module while it is itself importing
-    from .score.weights_load import load_weights
+    from ..score.weights_load import load_weights
 
     with reporting_errors(debug):
         result = calibrate(actuals, load_weights(weights))
@@ -81,4 +82,4 @@ def _days(value: float | None) -> str:
 
 
 def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
+    return "-" if value is None else percent(value)

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ReportError
-from .records import CATEGORIES, Assessment, Effort
+from ..errors import ReportError
+from ..records import Assessment, Effort
+from ..vocabulary import CATEGORIES
 
 SUPPORTED_FORMAT_VERSIONS = (1,)
 # direct < param-converted < custom-dev: a move up this order is a regression.
@@ -65,7 +66,7 @@ class Snapshot:
 def read_snapshot(source: Assessment | Mapping[str, Any] | str | Path) -> Snapshot:
     """A Snapshot from an Assessment, a JSON report document, or the path of a JSON report."""
     if isinstance(source, Assessment):
-        from .report import build_view  # the JSON document is the one contract: read the Assessment through it
+        from ..report import build_view  # the JSON document is the one contract: read the Assessment through it
 
         return _from_document(build_view(source)["document"], "assessment")
     if isinstance(source, Mapping):

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..records import Assessment
+from ..report.text import days, days_or
+from ..vocabulary import CATEGORIES, Category, category_rank
 from .diff import Diff
-from .records import Assessment
 from .snapshot import OpState, Snapshot, read_snapshot
-from .vocabulary import CATEGORIES, category_rank
 
-FAIL_ON = ("custom-dev", "param-converted", "unknown")
+UNKNOWN = "unknown"  # --fail-on unknown: operators the knowledge base does not know
+FAIL_ON = (Category.CUSTOM_DEV.value, Category.PARAM_CONVERTED.value, UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ def evaluate(subject: Assessment | Snapshot | Diff, policy: Policy) -> tuple[Bre
     if policy.max_person_days is not None and snapshot.total is not None \
             and snapshot.total.likely > policy.max_person_days:
         breaches.append(Breach("max-person-days", None,
-                               f"estimated effort {snapshot.total.likely:.1f} person-days exceeds "
+                               f"estimated effort {days(snapshot.total.likely)} person-days exceeds "
                                f"--max-person-days {policy.max_person_days:g}"))
     return tuple(breaches)
 
@@ -92,7 +94,7 @@ def _operator_breaches(pairs: Iterable[tuple[OpState, OpState | None]], policy: 
             was = before.category if before is not None else None
             if before is None or category_rank(op.category) > category_rank(was):
                 reasons.append(op.category if before is None else f"{op.category} (was {was})")
-        if "unknown" in policy.fail_on and op.known is False and (before is None or before.known is not False):
+        if UNKNOWN in policy.fail_on and op.known is False and (before is None or before.known is not False):
             reasons.append("unknown to the knowledge base")
         if reasons:
             flags = ", ".join(f"--fail-on {value}" for value in policy.fail_on)
@@ -112,10 +114,7 @@ def _evaluate_diff(diff: Diff, policy: Policy) -> tuple[Breach, ...]:
     growth = diff.effort.likely
     if policy.max_person_days is not None and growth > policy.max_person_days:
         breaches.append(Breach("max-person-days", None,
-                               f"estimated effort grew by {growth:.1f} person-days ({_days(diff.before.total)} -> "
-                               f"{_days(diff.after.total)}), more than --max-person-days {policy.max_person_days:g}"))
+                               f"estimated effort grew by {days(growth)} person-days ({days_or(diff.before.total)} -> "
+                               f"{days_or(diff.after.total)}), more than --max-person-days {policy.max_person_days:g}"))
     return tuple(breaches)
 
-
-def _days(effort) -> str:
-    return f"{effort.likely:.1f}" if effort is not None else "n/a"

@@ -1,14 +1,16 @@
 """`opassess kb ...` and `opassess explain CODE`: parse the arguments, ask the knowledge base, print its text."""
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated, ContextManager
+from typing import Annotated
 
 import typer
 
-from .kb.describe import format_entry, format_error_code, format_import, format_summary
-from .kb.store import load_kb, user_kb_dir
-from .kb.wheel_import import import_wheel
+from ..kb.describe import format_entry, format_error_code, format_import, format_summary
+from ..kb.store import load_kb, user_kb_dir
+from ..kb.wheel_import import import_wheel
+from .errors import reporting_errors
 
 kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_is_help=False,
                      invoke_without_command=True)
@@ -16,10 +18,8 @@ kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_
 KbDir = Annotated[Path | None, typer.Option("--kb-dir", help="Knowledge-base folder or imported overlay to use.")]
 
 
-def _errors() -> ContextManager[None]:
-    """The main CLI's error reporting: one line and an exit code (imported late: cli.py imports this module)."""
-    from .cli import reporting_errors
-
+def _errors() -> AbstractContextManager[None]:
+    """The CLI's error reporting: one line and an exit code."""
     return reporting_errors(False)
 
 
@@ -39,8 +39,10 @@ def kb_summary(ctx: typer.Context, kb_dir: KbDir = None) -> None:
 @kb_app.command("show")
 def kb_show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms ...")],
-    torch_npu: Annotated[str | None, typer.Option("--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
+    name: Annotated[str, typer.Argument(
+        help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms ...")],
+    torch_npu: Annotated[str | None, typer.Option(
+        "--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
     kb_dir: KbDir = None,
 ) -> None:
     """Show one entry of the knowledge base."""
@@ -51,8 +53,10 @@ def kb_show(
 @kb_app.command("import")
 def kb_import(
     ctx: typer.Context,
-    wheel: Annotated[Path, typer.Argument(help="A downloaded torch-npu wheel (pip download --no-deps torch-npu==X).")],
-    dest: Annotated[Path | None, typer.Option("--dest", help="Overlay folder to write (default: the user KB folder).")] = None,
+    wheel: Annotated[Path, typer.Argument(
+        help="A downloaded torch-npu wheel (pip download --no-deps torch-npu==X).")],
+    dest: Annotated[Path | None, typer.Option(
+        "--dest", help="Overlay folder to write (default: the user KB folder).")] = None,
 ) -> None:
     """Refresh the kernel facts from a torch-npu wheel (read as a zip, never imported)."""
     if ctx.obj is not None:

@@ -1,0 +1,96 @@
+"""Baseline diff: operators added, removed and re-classified between two reports of a model, and the change in effort.
+
+Both sides are Snapshots (opassess.ci.snapshot), so a baseline JSON report from an earlier run compares with a fresh
+Assessment or with another JSON report in the same terms. opassess.ci.diff_format renders a diff as Markdown for a
+pull-request comment (templates/diff.md.j2) or as JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..records import Effort
+from ..vocabulary import category_rank
+from .snapshot import OpState, Snapshot
+
+CHANGES = ("added", "reclassified", "changed", "removed")  # report order
+_ZERO = Effort(0.0, 0.0, 0.0)
+_EPSILON = 0.005  # person-days below the reports' two-decimal rounding are not a change
+
+
+def effort_delta(after: Effort | None, before: Effort | None) -> Effort:
+    """after - before, a missing side counting as zero: (4, 5, 6) - (1, 2, 3) = (3, 3, 3)."""
+    a, b = after or _ZERO, before or _ZERO
+    return Effort(a.low - b.low, a.likely - b.likely, a.high - b.high)
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """One operator type that differs between the baseline and the new report."""
+
+    op: str
+    change: str  # one of CHANGES
+    before: OpState | None  # None when added
+    after: OpState | None  # None when removed
+
+    @property
+    def effort(self) -> Effort:
+        """Change in this operator's person-days (after - before)."""
+        return effort_delta(self.after.person_days if self.after else None,
+                            self.before.person_days if self.before else None)
+
+    @property
+    def worse(self) -> bool:
+        """Added, or moved up direct < param-converted < custom-dev."""
+        if self.before is None:
+            return self.after is not None
+        if self.after is None:
+            return False
+        return category_rank(self.after.category) > category_rank(self.before.category)
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What changed from `before` (the baseline) to `after`."""
+
+    before: Snapshot
+    after: Snapshot
+    changes: tuple[OpChange, ...]  # in CHANGES order, then by the size of the effort change
+
+    @property
+    def effort(self) -> Effort:
+        """Change of the model's total person-days."""
+        return effort_delta(self.after.total, self.before.total)
+
+    @property
+    def grew(self) -> bool:
+        """The likely total grew by more than the reports' rounding."""
+        return self.effort.likely >= _EPSILON
+
+    def of(self, change: str) -> tuple[OpChange, ...]:
+        return tuple(c for c in self.changes if c.change == change)
+
+    @property
+    def other_model(self) -> str | None:
+        """What the baseline describes when it is not the same model (another file or class), else None."""
+        if (self.before.source, self.before.class_name) == (self.after.source, self.after.class_name):
+            return None
+        return f"{self.before.source} ({self.before.class_name})"
+
+
+def diff_snapshots(before: Snapshot, after: Snapshot) -> Diff:
+    """Compare two snapshots operator by operator (keyed by operator name)."""
+    old = {o.op: o for o in before.operators}
+    new = {o.op: o for o in after.operators}
+    changes: list[OpChange] = []
+    for op, state in new.items():
+        previous = old.get(op)
+        if previous is None:
+            changes.append(OpChange(op, "added", None, state))
+        elif previous.category != state.category or previous.known != state.known:
+            changes.append(OpChange(op, "reclassified", previous, state))
+        elif (previous.count != state.count or previous.stars != state.stars
+              or abs(effort_delta(state.person_days, previous.person_days).likely) >= _EPSILON):
+            changes.append(OpChange(op, "changed", previous, state))
+    changes.extend(OpChange(op, "removed", state, None) for op, state in old.items() if op not in new)
+    changes.sort(key=lambda c: (CHANGES.index(c.change), -abs(c.effort.likely), c.op))
+    return Diff(before=before, after=after, changes=tuple(changes))

@@ -1,0 +1,36 @@
+"""The command line: parses flags, calls the library, picks a reporter, writes; the one place that prints and exits.
+
+Each command lives in its own module (scan, diff, kb, calibrate); every one of them runs its work inside
+`reporting_errors` (cli/errors.py), the one place exceptions become messages and exit codes:
+0 ok; 1 an error in the input or the scan (one line, no traceback unless --debug); 2 bad command-line usage;
+3 a CI policy was breached.
+"""
+from __future__ import annotations
+
+import typer
+
+from .calibrate import calibrate_command
+from .diff import diff_command
+from .errors import reporting_errors
+from .kb import explain, kb_app
+from .scan import pick_format, scan
+
+__all__ = ["app", "main", "pick_format", "reporting_errors"]
+
+app = typer.Typer(
+    name="opassess",
+    help="Assess how hard it is to move a PyTorch model's operators to the Ascend NPU (torch_npu / CANN).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("scan")(scan)
+app.command("diff")(diff_command)
+app.add_typer(kb_app, name="kb", help="Show or refresh the knowledge base of Ascend NPU facts.")
+app.command("explain")(explain)
+app.command("calibrate")(calibrate_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,47 @@
+"""The one place exceptions become messages and exit codes, shared by every command module.
+
+Exit codes: 0 ok; 1 an error in the input or the scan (one line, no traceback unless --debug); 2 bad command-line
+usage; 3 a CI policy was breached; 130 interrupted.
+"""
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Iterator
+
+import typer
+
+from ..errors import EXIT_ERROR, OpassessError, PolicyBreach
+
+EXIT_INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def reporting_errors(debug: bool) -> Iterator[None]:
+    """Turn library errors into one line on stderr and an exit code; anything else is an internal error."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort, typer.TyperException):  # usage errors keep their message and exit code 2
+        raise
+    except OpassessError as exc:
+        if debug:
+            traceback.print_exc()
+        typer.echo(f"opassess: error: {exc}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        typer.echo("opassess: interrupted", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:  # a bug in opassess itself: say so, still one line unless --debug
+        if debug:
+            traceback.print_exc()
+        typer.echo(f"opassess: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+                   err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+
+
+def fail_on_breaches(lines: list[str]) -> None:
+    """One line per breach on stderr, then exit 3."""
+    if lines:
+        for line in lines:
+            typer.echo(f"opassess: policy: {line}", err=True)
+        raise typer.Exit(PolicyBreach.exit_code)

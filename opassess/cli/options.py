@@ -1,0 +1,28 @@
+"""Options several commands share (the CI gates, templates, --debug) and the Policy they build."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..ci.policy import FAIL_ON, Policy
+
+FailOn = Annotated[list[str] | None, typer.Option(
+    "--fail-on", help="CI gate (repeatable): exit 3 when an operator is 'custom-dev', 'param-converted' (or worse) "
+                      "or 'unknown' to the knowledge base.")]
+MaxPersonDays = Annotated[float | None, typer.Option(
+    "--max-person-days", min=0, help="CI gate: exit 3 when the likely effort exceeds N person-days (with a baseline "
+                                     "and --fail-on-new: when it grows by more than N).")]
+MaxRisk = Annotated[int | None, typer.Option(
+    "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
+Templates = Annotated[Path | None, typer.Option(help="A directory of report templates overriding the shipped ones.")]
+Debug = Annotated[bool, typer.Option(help="Show tracebacks.")]
+
+
+def build_policy(fail_on: list[str] | None, max_person_days: float | None, max_risk: int | None) -> Policy:
+    """The CI gates from the command line; an unknown --fail-on value is a usage error."""
+    for value in fail_on or ():
+        if value not in FAIL_ON:
+            raise typer.BadParameter(f"{value!r}: expected one of {', '.join(FAIL_ON)}", param_hint="'--fail-on'")
+    return Policy(fail_on=tuple(dict.fromkeys(fail_on or ())), max_person_days=max_person_days, max_risk=max_risk)

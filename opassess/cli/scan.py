@@ -1,0 +1,274 @@
+"""`opassess scan TARGET...`: one model in this process, or several as a portfolio of worker processes."""
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import EXIT_ERROR
+from ..report.registry import REPORTERS, format_for_suffix
+from .errors import fail_on_breaches, reporting_errors
+from .options import Debug, FailOn, MaxPersonDays, MaxRisk, Templates, build_policy
+
+DEFAULT_FORMAT = "terminal"
+PORTFOLIO_FORMAT = "md"  # per-model reports of a portfolio, besides JSON
+_SEVERAL = "apply when scanning several models (more than one target, or a directory)"
+
+
+def _progress(quiet: bool):
+    """A progress callback: a rich status line on a terminal's stderr, nothing when stderr is not a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext(lambda _message: None)
+
+    @contextlib.contextmanager
+    def status():
+        from rich.console import Console
+
+        console = Console(stderr=True)
+        with console.status("opassess: starting") as spinner:
+            yield lambda message: spinner.update(f"opassess: {message}")
+
+    return status()
+
+
+def pick_format(fmt: str | None, output: str | None) -> str:
+    """The report format: -f when given, else from -o's extension (as the reporter registry maps them), else the
+    terminal summary."""
+    if fmt:
+        return fmt
+    if output and output != "-":
+        return format_for_suffix(Path(output).suffix) or DEFAULT_FORMAT
+    return DEFAULT_FORMAT
+
+
+def _format_names(*, exclude: tuple[str, ...] = ()) -> str:
+    """'csv, html, json, ...': the registered formats, for help texts and errors."""
+    return ", ".join(name for name in sorted(REPORTERS) if name not in exclude)
+
+
+def scan(
+    targets: Annotated[list[str], typer.Argument(
+        help="Model files (each defines build_model() and example_inputs()), directories of model files, or "
+             "package.module:factory. Several make a portfolio.", metavar="TARGET")],
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help=f"Report format: {_format_names()} (default: from -o's extension, else "
+                               f"{DEFAULT_FORMAT}). With several models: the per-model format written besides JSON "
+                               f"(default {PORTFOLIO_FORMAT}).")] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", help="Write the report here ('-' for stdout). With several models: the directory for the "
+                               "per-model and portfolio reports.")] = None,
+    entry: Annotated[str | None, typer.Option(
+        help="Factory to call instead of build_model: FUNC or FILE:FUNC.")] = None,
+    input_shape: Annotated[list[str] | None, typer.Option(
+        "--input-shape", help="Shape of one input tensor, e.g. 1,3,224,224 (repeatable, one per positional input); "
+                              "used instead of the file's example_inputs().")] = None,
+    input_dtype: Annotated[str, typer.Option(help="dtype of the tensors built from --input-shape.")] = "float32",
+    dtype: Annotated[str | None, typer.Option(
+        help="Assess the model as it would run in mixed precision: float16 or bfloat16.")] = None,
+    device: Annotated[str, typer.Option(
+        help="Device to build and run the model on: meta (no weights allocated) or cpu.")] = "meta",
+    capture: Annotated[str | None, typer.Option(
+        help="Capture methods to try, in order, comma-separated: fx, dispatch, dispatch-compiling, export (default: "
+             "that order; dispatch first above 1e9 parameters).")] = None,
+    product: Annotated[str, typer.Option(
+        "--target", help="Ascend product assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950DT', "
+                         "'Atlas training'.")] = "Atlas A2",
+    torch_npu: Annotated[str | None, typer.Option(
+        "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
+                            "base).")] = None,
+    weights: Annotated[Path | None, typer.Option(help="A weights.toml to use instead of the shipped one.")] = None,
+    kb: Annotated[Path | None, typer.Option(
+        "--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
+    templates: Templates = None,
+    fail_on: FailOn = None,
+    max_person_days: MaxPersonDays = None,
+    max_risk: MaxRisk = None,
+    baseline: Annotated[Path | None, typer.Option(
+        help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change "
+             "in effort.")] = None,
+    fail_on_new: Annotated[bool, typer.Option(
+        "--fail-on-new", help="Apply the CI gates to what changed since --baseline only.")] = False,
+    jobs: Annotated[int | None, typer.Option(
+        min=1, help=f"Models scanned at once, each in its own process (default: the number of cores); these "
+                    f"options {_SEVERAL}.")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        min=0.1, help="Seconds one model may take before its worker is killed (default 600).")] = None,
+    memory_limit: Annotated[float | None, typer.Option(
+        "--memory-limit", min=0, help="GiB of address space per worker, 0 for none (default: physical memory / "
+                                      "jobs).")] = None,
+    resume: Annotated[bool, typer.Option(
+        help="Continue an interrupted run in -o DIR without rescanning finished models.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    debug: Debug = False,
+) -> None:
+    """Scan models: trace each, classify every operator, estimate the porting effort, write reports, apply CI gates.
+
+    Exit codes: 0 ok, 1 an error (bad input, a failed scan, any model of a portfolio failed), 2 bad usage,
+    3 a --fail-on / --max-person-days / --max-risk gate was breached.
+    """
+    from ..load import normalise_dtype, parse_shape
+    from ..pipeline import ScanOptions
+
+    with reporting_errors(debug):
+        policy = build_policy(fail_on, max_person_days, max_risk)
+        if fail_on_new and baseline is None:
+            raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
+                                     param_hint="'--fail-on-new'")
+        if device not in ("meta", "cpu"):
+            raise typer.BadParameter("expected meta or cpu", param_hint="'--device'")
+        if dtype:
+            dtype = normalise_dtype(dtype, option="--dtype")
+            if dtype not in ("float16", "bfloat16", "float32"):
+                raise typer.BadParameter("expected float16 or bfloat16", param_hint="'--dtype'")
+        options = ScanOptions(
+            target=targets[0], entry=entry, input_shapes=tuple(parse_shape(s) for s in input_shape or ()),
+            input_dtype=input_dtype, dtype=dtype, device=device,
+            methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
+            torch_npu=torch_npu, weights=weights, kb_dir=kb,
+        )
+        if len(targets) > 1 or any(Path(t).is_dir() for t in targets):
+            if baseline is not None:
+                raise typer.BadParameter("compares one model; with several, run `opassess diff` on each model's "
+                                         "JSON report", param_hint="'--baseline'")
+            _scan_portfolio(targets, options, fmt=fmt, output=output, templates=templates, policy=policy,
+                            jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet)
+        else:
+            given = [name for name, value in (("--jobs", jobs), ("--timeout", timeout),
+                                              ("--memory-limit", memory_limit), ("--resume", resume or None))
+                     if value is not None]
+            if given:
+                raise typer.BadParameter(_SEVERAL, param_hint=f"'{given[0]}'")
+            _scan_one(options, fmt=fmt, output=output, templates=templates, policy=policy, baseline=baseline,
+                      fail_on_new=fail_on_new, quiet=quiet)
+
+
+def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet) -> None:
+    """One model, in this process: report, baseline diff, step summary, gates."""
+    from ..ci.diff import diff_snapshots
+    from ..ci.policy import evaluate
+    from ..ci.snapshot import read_snapshot
+    from ..pipeline import assess
+    from ..report import build_view
+
+    chosen = pick_format(fmt, output)
+    if chosen not in REPORTERS:
+        raise typer.BadParameter(f"unknown format {chosen!r}; expected one of {_format_names()}",
+                                 param_hint="'--format'")
+    before = read_snapshot(baseline) if baseline is not None else None  # a bad baseline fails before the scan
+    # The model's own code runs inside assess(): whatever it prints goes to stderr, so stdout carries the report only.
+    with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
+        assessment = assess(options, progress)
+    view = build_view(assessment)  # the one JSON document: the report, the snapshot and the gates all read it
+    after = read_snapshot(view.document)
+    diff = diff_snapshots(before, after) if before is not None else None
+    breaches = evaluate(diff if fail_on_new else after, policy)
+    _write_report(view, chosen, output=output, templates=templates, breaches=breaches, quiet=quiet)
+    _finish_ci(after, diff, baseline=baseline, templates=templates, breaches=breaches)
+
+
+def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
+    """Render the view in the chosen format to -o (the terminal summary to the terminal, at its width)."""
+    from ..report import RenderContext, render_view
+    from ..report.write import write_output
+
+    to_terminal = chosen == DEFAULT_FORMAT and (output is None or output == "-") and sys.stdout.isatty()
+    width = shutil.get_terminal_size((100, 24)).columns if to_terminal else 100
+    text = render_view(view, chosen, RenderContext(templates_dir=templates, breaches=tuple(breaches), width=width,
+                                                   color=to_terminal))
+    if chosen == DEFAULT_FORMAT and (output is None or output == "-"):
+        typer.echo(text, nl=False)
+    else:
+        write_output(text, output or "-")
+        if output and output != "-" and not quiet:
+            typer.echo(f"opassess: wrote {chosen} report to {output}", err=True)
+
+
+def _finish_ci(after, diff, *, baseline, templates, breaches) -> None:
+    """The baseline diff's one-line account, the step summary, then the gates."""
+    from ..ci.diff_format import new_custom_dev, render_diff
+    from ..report.summary import append_step_summary, render_summary
+    from ..report.text import signed_days
+
+    diff_markdown = None
+    if diff is not None:
+        diff_markdown = render_diff(diff, "md", templates_dir=templates)  # the summary lists the breaches
+        counts = {name: len(diff.of(name)) for name in ("added", "removed", "reclassified")}
+        typer.echo(f"opassess: against {baseline}: {counts['added']} added ({len(new_custom_dev(diff))} custom-dev), "
+                   f"{counts['removed']} removed, {counts['reclassified']} re-classified operator types; effort "
+                   f"{signed_days(diff.effort.likely, zero_sign=True)} person-days", err=True)
+    append_step_summary(render_summary(after, diff_markdown=diff_markdown, breaches=breaches,
+                                       templates_dir=templates))
+    fail_on_breaches([b.message for b in breaches])
+
+
+def _portfolio_progress(quiet: bool):
+    """A rich progress bar across models on a terminal's stderr; nothing otherwise."""
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext(None)
+
+    @contextlib.contextmanager
+    def bar():
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("opassess"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as progress:
+            task = progress.add_task("", total=None)
+
+            def update(event) -> None:
+                verb = {"start": "scanning", "resumed": "resumed", "done": "finished"}.get(event.kind, event.kind)
+                failed = f" (failed: {event.result.cause})" if event.result and event.result.status != "ok" else ""
+                progress.update(task, total=event.total, completed=event.done,
+                                description=f"{verb} {event.name}{failed}")
+
+            yield update
+
+    return bar()
+
+
+def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, timeout, memory_limit, resume,
+                    quiet) -> None:
+    """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR."""
+    from ..portfolio import PortfolioOptions, default_jobs, scan_portfolio
+    from ..report.portfolio import render_portfolio
+    from ..report.summary import append_step_summary
+    from ..report.text import days
+    from ..report.write import write_output
+
+    if not output or output == "-":
+        raise typer.BadParameter("with several models, -o names the directory for the per-model and portfolio "
+                                 "reports", param_hint="'--output'")
+    per_model = fmt or PORTFOLIO_FORMAT
+    if per_model not in REPORTERS or per_model == DEFAULT_FORMAT:
+        raise typer.BadParameter(f"unknown per-model format {per_model!r}; expected one of "
+                                 f"{_format_names(exclude=(DEFAULT_FORMAT,))}", param_hint="'--format'")
+    out_dir = Path(output)
+    portfolio_options = PortfolioOptions(
+        targets=tuple(targets), scan=options, out_dir=out_dir,
+        formats=() if per_model == "json" else (per_model,), jobs=jobs or default_jobs(),
+        timeout=timeout if timeout is not None else 600.0,
+        memory_limit=None if memory_limit is None else int(memory_limit * 2**30), resume=resume, policy=policy)
+    with _portfolio_progress(quiet) as on_event:
+        portfolio = scan_portfolio(portfolio_options, on_event)
+    markdown = render_portfolio(portfolio, "md", templates_dir=templates)
+    write_output(render_portfolio(portfolio, "json"), out_dir / "portfolio.json")
+    write_output(markdown, out_dir / "portfolio.md")
+    append_step_summary(markdown)
+    if not quiet:
+        resumed = sum(1 for r in portfolio.results if r.resumed)
+        typer.echo(f"opassess: {len(portfolio.results)} models, {len(portfolio.results) - len(portfolio.failed)} "
+                   f"scanned{f' ({resumed} resumed)' if resumed else ''}, {len(portfolio.failed)} failed; "
+                   f"{days(portfolio.shared_total.likely)} person-days with operators shared "
+                   f"({days(portfolio.standalone_total.likely)} one by one); wrote {out_dir / 'portfolio.md'}",
+                   err=True)
+    for result in portfolio.failed:
+        typer.echo(f"opassess: error: {result.target}: {result.cause}", err=True)
+    if portfolio.failed:
+        for name, breach in portfolio.breaches:
+            typer.echo(f"opassess: policy: {name}: {breach.message}", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    fail_on_breaches([f"{name}: {breach.message}" for name, breach in portfolio.breaches])

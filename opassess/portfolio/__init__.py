@@ -1,0 +1,115 @@
+"""Portfolio: scan many models, each in its own worker, and plan their migration with effort shared.
+
+targets.py finds the models, workers.py runs each in an isolated process (timeout, memory cap, crash isolation),
+state.py lets an interrupted run resume, plan.py orders the models by marginal effort with operators paid once.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..ci.policy import Policy, evaluate
+from ..ci.snapshot import read_snapshot
+from ..errors import OpassessError, ReportError
+from .plan import plan_portfolio
+from .records import (
+    DEFAULT_TIMEOUT,
+    ModelPlan,
+    ModelResult,
+    OpDemand,
+    Portfolio,
+    PortfolioEvent,
+    PortfolioOptions,
+    default_jobs,
+    physical_memory,
+)
+from .state import fingerprint, read_state, resumable, write_state
+from .targets import PORTFOLIO_NAME, STATE_FILE, ModelTarget, Skipped, expand_targets
+from .workers import Executor, LocalWorkers
+
+__all__ = ["DEFAULT_TIMEOUT", "PORTFOLIO_NAME", "STATE_FILE", "Executor", "LocalWorkers", "ModelPlan", "ModelResult",
+           "ModelTarget", "OpDemand", "Portfolio", "PortfolioEvent", "PortfolioOptions", "Skipped", "default_jobs",
+           "expand_targets", "physical_memory", "plan_portfolio", "scan_portfolio"]
+
+
+def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent], None] | None = None,
+                   weights: Any = None, executor: Executor | None = None) -> Portfolio:
+    """Scan every model of the portfolio (in local worker processes unless another executor is given), write each
+    one's reports as it finishes, and plan."""
+    from ..report import REPORTERS
+    from ..report.write import write_output
+    from ..score.weights_load import load_weights
+
+    notify = on_event or (lambda _event: None)
+    weights = weights if weights is not None else load_weights(options.scan.weights)  # fail before any scan
+    unknown = [fmt for fmt in options.formats if fmt not in REPORTERS]
+    if unknown:
+        raise ReportError(f"unknown report format {unknown[0]!r}; choose one of {', '.join(sorted(REPORTERS))}")
+    models, skipped = expand_targets(options.targets, options.scan.entry)
+    if not models:
+        raise OpassessError("no model to scan: " + (f"{len(skipped)} file(s) found, none defines "
+                                                     f"{(options.scan.entry or 'build_model').rsplit(':', 1)[-1]}()"
+                                                     if skipped else "no targets"))
+    out_dir = options.out_dir
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReportError(f"{out_dir}: with several models, -o names a directory, and this is a file")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"cannot create the output directory {out_dir}: {exc.strerror or exc}") from exc
+
+    fingerprints = {m.target: fingerprint(options, m.target) for m in models}
+    state: dict[str, Any] = read_state(out_dir) if options.resume else {}
+    results: dict[str, ModelResult] = {}
+    done = 0
+    for model in models:
+        previous = resumable(state.get(model.target), fingerprints[model.target], out_dir) \
+            if options.resume else None
+        if previous is not None and previous.name == model.name:
+            results[model.target] = previous
+            done += 1
+            notify(PortfolioEvent("resumed", model.name, done, len(models), previous))
+    state = {target: entry for target, entry in state.items() if target in results}  # the rest is rescanned
+    write_state(out_dir, state)
+
+    def finish(model: ModelTarget, result: ModelResult, texts: Mapping[str, str] | None) -> None:
+        nonlocal done
+        if texts is not None:
+            written = []
+            for fmt, text in texts.items():
+                name = f"{model.name}{REPORTERS[fmt].extension}" if fmt != "json" else f"{model.name}.json"
+                write_output(text, out_dir / name)
+                written.append(name)
+            try:
+                snapshot = read_snapshot(json.loads(texts["json"]))
+            except (OpassessError, ValueError) as exc:
+                result = replace(result, status="failed", cause=f"unreadable JSON report: {exc}")
+                snapshot = None
+            result = replace(result, reports=tuple(written), snapshot=snapshot)
+        results[model.target] = result
+        state[model.target] = {"target": model.target, "name": model.name, "status": result.status,
+                               "cause": result.cause, "reports": list(result.reports),
+                               "seconds": round(result.seconds, 3), "fingerprint": fingerprints[model.target]}
+        write_state(out_dir, state)  # persisted before the next model can fail
+        done += 1
+        notify(PortfolioEvent("done", model.name, done, len(models), result))
+
+    pending = [m for m in models if m.target not in results]
+    if pending:
+        (executor or LocalWorkers()).run(pending, options, finish, notify, done, len(models))
+    ordered = tuple(results[m.target] for m in models)
+    return _assemble(ordered, skipped, options.policy, weights, out_dir)
+
+
+
+
+def _assemble(results: Sequence[ModelResult], skipped: Sequence[Skipped], policy: Policy, weights: Any,
+              out_dir: Path | None) -> Portfolio:
+    ok = [r for r in results if r.status == "ok" and r.snapshot is not None]
+    plan, demands, standalone, shared = plan_portfolio([(r.name, r.target, r.snapshot) for r in ok], weights)
+    breaches = tuple((r.name, b) for r in ok for b in evaluate(r.snapshot, policy))
+    return Portfolio(results=tuple(results), skipped=tuple(skipped), plan=plan, custom_dev=demands,
+                     standalone_total=standalone, shared_total=shared, breaches=breaches, out_dir=out_dir)

@@ -1,0 +1,121 @@
+"""The records of a portfolio scan: its options, one model's result, the plan entries and the whole portfolio."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..ci.policy import Breach, Policy
+from ..ci.snapshot import Snapshot
+from ..pipeline import ScanOptions
+from ..records import Effort
+from .targets import Skipped
+
+DEFAULT_TIMEOUT = 600.0  # seconds per model
+
+
+def default_jobs() -> int:
+    """The number of cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory (0 when the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+@dataclass(frozen=True)
+class PortfolioOptions:
+    """What to scan and how: the targets, one ScanOptions template (its target is replaced per model), limits."""
+
+    targets: tuple[str, ...]  # model files, directories of model files, package.module:factory
+    scan: ScanOptions
+    out_dir: Path
+    formats: tuple[str, ...] = ()  # per-model report formats written besides JSON (which is always written)
+    jobs: int = field(default_factory=default_jobs)
+    timeout: float = DEFAULT_TIMEOUT  # seconds per model
+    memory_limit: int | None = None  # bytes of address space per worker; None: physical memory / jobs; 0: no cap
+    resume: bool = False
+    policy: Policy = Policy()
+
+    def memory_cap(self) -> int:
+        if self.memory_limit is not None:
+            return self.memory_limit
+        return physical_memory() // max(1, self.jobs)
+
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """How one model's scan ended."""
+
+    target: str
+    name: str
+    status: str  # "ok" | "failed"
+    cause: str | None  # why it failed: "timed out after 5 s", "worker crashed: SIGABRT (abort)", ...
+    reports: tuple[str, ...]  # files written, relative to the output directory
+    seconds: float
+    resumed: bool = False  # taken from an earlier, interrupted run
+    snapshot: Snapshot | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One model in porting order: what it costs alone and what it adds after the models before it."""
+
+    name: str
+    target: str
+    standalone: Effort  # its operators' person-days summed, as if ported alone
+    marginal: Effort  # what it adds given the models before it
+    cumulative: Effort  # marginal summed over the plan so far
+    new_ops: tuple[str, ...]  # operator types it pays for first
+    extended_ops: tuple[str, ...]  # already ported, but it brings new signatures
+    shared_ops: tuple[str, ...]  # already covered entirely by earlier models
+    custom_dev: tuple[str, ...]
+    costs: tuple[tuple[str, Effort], ...] = ()  # (operator, what this model pays for it) for new and extended ones
+
+
+@dataclass(frozen=True)
+class OpDemand:
+    """A custom-dev operator and the models it unblocks."""
+
+    op: str
+    models: tuple[str, ...]  # models that need it
+    sole_blocker_of: tuple[str, ...]  # models whose only custom-dev operator it is
+    effort: Effort  # what porting it costs across the portfolio (paid once, plus signature extensions)
+
+
+@dataclass(frozen=True)
+class Portfolio:
+    """The result of a portfolio scan."""
+
+    results: tuple[ModelResult, ...]  # in target order
+    skipped: tuple[Skipped, ...]
+    plan: tuple[ModelPlan, ...]  # successfully scanned models, cheapest marginal first
+    custom_dev: tuple[OpDemand, ...]  # ranked by how many models each unblocks
+    standalone_total: Effort  # every model ported on its own
+    shared_total: Effort  # with each operator paid once
+    breaches: tuple[tuple[str, Breach], ...]  # (model name, breach)
+    out_dir: Path | None = None
+
+    @property
+    def failed(self) -> tuple[ModelResult, ...]:
+        return tuple(r for r in self.results if r.status != "ok")
+
+
+@dataclass(frozen=True)
+class PortfolioEvent:
+    """Progress of a portfolio scan, for a progress bar: kind is 'start', 'resumed' or 'done'."""
+
+    kind: str
+    name: str
+    done: int  # models finished so far
+    total: int
+    result: ModelResult | None = None
+

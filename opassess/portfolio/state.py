@@ -1,0 +1,78 @@
+"""Resume state: which models of an interrupted run finished, and with which options (portfolio.state.json).
+
+Each finished model's reports are written to the output directory as soon as it finishes, and the state file
+records which targets are done with the options they were scanned with, so an interrupted run can `resume`
+without rescanning them. Failed models are retried on resume.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from ..ci.snapshot import read_snapshot
+from ..errors import OpassessError, ReportError
+from .records import ModelResult, PortfolioOptions
+from .targets import STATE_FILE
+
+STATE_VERSION = 1
+
+
+def fingerprint(options: PortfolioOptions, target: str) -> str:
+    """What a finished result depends on: the scan options, the formats, the bytes of the model file and of the
+    weights file (the same --weights path with other numbers gives other estimates), and the policy when a
+    per-model format marks breaches (SARIF, JUnit); the portfolio's own breaches are re-read from JSON."""
+    scan = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(replace(options.scan, target="")).items()
+            if k != "extra"}
+    marks_breaches = bool({"sarif", "junit"} & set(options.formats))
+    text = json.dumps({"scan": scan, "formats": sorted(options.formats),
+                       "policy": asdict(options.policy) if marks_breaches else None,
+                       "file": _content_hash(Path(target)),
+                       "weights": _content_hash(options.scan.weights) if options.scan.weights else None},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _content_hash(path: Path) -> str:
+    """sha256 of a file's bytes; '' when it is not a readable file (a module:factory target)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def read_state(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / STATE_FILE
+    if not path.exists():
+        return {}
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path}: cannot read the state of the interrupted run: {exc}") from exc
+    if not isinstance(state, dict) or state.get("state_version") != STATE_VERSION:
+        raise ReportError(f"{path}: not a portfolio state file this opassess reads")
+    return state.get("models", {})
+
+
+def write_state(out_dir: Path, models: Mapping[str, Any]) -> None:
+    from ..report.write import write_output
+
+    write_output(json.dumps({"state_version": STATE_VERSION, "models": models}, indent=2, sort_keys=True) + "\n",
+                 out_dir / STATE_FILE)
+
+
+def resumable(entry: Any, fingerprint: str, out_dir: Path) -> ModelResult | None:
+    """A finished result from the state file, when it is 'ok', scanned the same way, and its JSON report reads."""
+    if not isinstance(entry, dict) or entry.get("status") != "ok" or entry.get("fingerprint") != fingerprint:
+        return None
+    try:
+        snapshot = read_snapshot(out_dir / f"{entry['name']}.json")
+    except (OpassessError, KeyError):
+        return None
+    return ModelResult(target=entry["target"], name=entry["name"], status="ok", cause=None,
+                       reports=tuple(entry.get("reports", ())), seconds=float(entry.get("seconds", 0.0)),
+                       resumed=True, snapshot=snapshot)
+

@@ -1,0 +1,75 @@
+"""Which models a portfolio scans: files as given, directories searched for model files, each given a report name."""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_FILE = "portfolio.state.json"
+PORTFOLIO_NAME = "portfolio"  # portfolio.json, portfolio.md
+
+
+@dataclass(frozen=True)
+class ModelTarget:
+    """One model of the portfolio and the stem its report files are named with."""
+
+    target: str
+    name: str  # "resnet_like" -> resnet_like.json, resnet_like.md
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file found in a target directory that is not scanned, and why."""
+
+    path: str
+    reason: str
+
+
+
+def _looks_like_model(path: Path, entry: str) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", text, re.MULTILINE) is not None
+
+
+def expand_targets(targets: Sequence[str], entry: str | None = None
+                   ) -> tuple[tuple[ModelTarget, ...], tuple[Skipped, ...]]:
+    """Files as given, directories as the model files in them (recursively, defining the factory), module:factory
+    targets as given; each named after its file stem (or factory), disambiguated when two stems clash."""
+    factory = (entry or "build_model").rsplit(":", 1)[-1]
+    found: list[str] = []
+    skipped: list[Skipped] = []
+    for target in targets:
+        path = Path(target)
+        if path.is_dir():
+            for candidate in sorted(path.rglob("*.py")):
+                if any(part.startswith(".") or part == "__pycache__" for part in candidate.relative_to(path).parts):
+                    continue
+                if _looks_like_model(candidate, factory):
+                    found.append(str(candidate))
+                else:
+                    skipped.append(Skipped(str(candidate), f"defines no {factory}()"))
+        else:
+            found.append(target)
+    unique = list(dict.fromkeys(found))  # a file named twice is scanned once
+    stems = [_stem(t) for t in unique]
+    names = []
+    for target, stem in zip(unique, stems, strict=False):
+        # Two files with one stem, or a stem whose report would overwrite the portfolio's own files.
+        clash = stems.count(stem) > 1 or stem == PORTFOLIO_NAME or f"{stem}.json" == STATE_FILE
+        names.append(f"{stem}-{hashlib.sha1(target.encode()).hexdigest()[:6]}" if clash else stem)
+    return tuple(ModelTarget(t, n) for t, n in zip(unique, names, strict=False)), tuple(skipped)
+
+
+def _stem(target: str) -> str:
+    """'examples/resnet_like.py' -> 'resnet_like'; 'torchvision.models:resnet50' -> 'resnet50'."""
+    if target.endswith(".py") or Path(target).exists():
+        stem = Path(target).stem
+    else:
+        stem = target.rsplit(":", 1)[-1] or target
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "model"
+

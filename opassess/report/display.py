@@ -1,0 +1,412 @@
+"""The display: the facts of one assessment formatted for people, as typed records, built once for every format.
+
+Numbers are already written (through report/text.py: "4.5", "3.0–6.0", "38%"), bar widths and the Pareto chart's
+SVG geometry already computed, so templates and the terminal reporter only place values. Strings that came from
+the model (op keys, module paths, file names, class names) stay plain strings: the HTML environment autoescapes
+them, the Markdown one escapes them. Records read by attribute (`op.likely_text`, as templates do) or by key
+(`op["likely_text"]`).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..records import Assessment, ClassifiedOp, Effort
+from ..vocabulary import CATEGORIES, Category
+from .display_records import (
+    AtenRow,
+    Attempt,
+    Card,
+    CategoryRow,
+    Display,
+    FindingRow,
+    ImpactLabel,
+    ModelHeader,
+    ModuleRow,
+    OperatorRow,
+    ParetoBar,
+    ParetoChart,
+    ParetoSummary,
+    PieSlice,
+    ReasonRow,
+    RiskCell,
+    RiskGrid,
+    RiskRow,
+    RuleRange,
+    ShownOp,
+    SignatureRow,
+    SubscoreRow,
+    Tick,
+    Totals,
+)
+from .document import Row, jsonable
+from .text import bound, bounds_range, days, days_range, percent, share
+
+TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
+PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into one "others" bar
+PARETO_LABEL = 30  # characters of a bar label: what fits in the 120 px under the axis, rotated by 40 degrees
+MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
+MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
+CELL_OPS = 30  # operators named in one risk-matrix cell of the HTML/Markdown grid (all of them are in the JSON)
+CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}  # sort order: direct < custom-dev
+MODULE_MIN_SHARE = 0.01  # modules carrying less than 1% of the effort are left to the JSON
+LIKELIHOOD_LABELS = {1: "rare", 2: "unlikely", 3: "possible", 4: "likely", 5: "almost certain"}
+HEAT_MARKS = {"low": "\U0001F7E9", "moderate": "\U0001F7E8", "high": "\U0001F7E7", "critical": "\U0001F7E5"}  # squares
+IMPACT_LABELS = {1: "negligible", 2: "minor", 3: "moderate", 4: "major", 5: "severe"}
+
+
+# ------------------------------------------------------------------ small formatters
+
+
+def _num(value: float) -> str:
+    """An SVG coordinate or a CSS width: one decimal is plenty and keeps golden files stable."""
+    return f"{value:.1f}"
+
+
+def _stars(stars: int) -> str:
+    return "\u2605" * stars + "\u2606" * (5 - stars)
+
+
+def _score(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _tensor_text(shape: tuple[int, ...] | None, dtype: str | None) -> str:
+    dims = ",".join(str(d) for d in shape) if shape is not None else ""
+    return f"{dtype or '?'}[{dims}]"
+
+
+def _inputs_text(shapes: Iterable, dtypes: Iterable) -> str:
+    parts = [_tensor_text(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=False) if shape is not None]
+    return ", ".join(parts) if parts else "no tensor inputs"
+
+
+def _attrs_text(attrs: Mapping[str, Any]) -> str:
+    return ", ".join(f"{key}={jsonable(value)}" for key, value in attrs.items())
+
+
+def short_name(op: str) -> str:
+    """A compact label for charts: 'torch.nn.Conv2d' -> 'nn.Conv2d', 'torch.nn.functional.gelu' -> 'F.gelu'."""
+    for prefix, replacement in (("torch.nn.functional.", "F."), ("torch.nn.", "nn.")):
+        if op.startswith(prefix):
+            return replacement + op[len(prefix):]
+    return op
+
+
+def heat(likelihood: int, impact: int) -> str:
+    """The heat-map band of a risk cell by likelihood x impact: 1-4 low, 5-9 moderate, 10-14 high, 15-25 critical."""
+    product = likelihood * impact
+    if product <= 4:
+        return "low"
+    if product <= 9:
+        return "moderate"
+    if product <= 14:
+        return "high"
+    return "critical"
+
+
+def _nice_step(maximum: float, ticks: int = 4) -> float:
+    """Axis step from 1, 2, 5 x 10^k giving at most `ticks` intervals: max 37.5 -> step 10 (0, 10, 20, 30, 40)."""
+    if maximum <= 0:
+        return 1.0
+    raw = maximum / ticks
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for multiple in (1, 2, 5, 10):
+        if multiple * magnitude >= raw:
+            return multiple * magnitude
+    return 10 * magnitude  # pragma: no cover - the loop always returns
+
+
+def _support_text(classified: ClassifiedOp | None, aten: str) -> str:
+    if classified is None or aten not in classified.aten_support:
+        return "not checked"
+    return "NPU kernel" if classified.aten_support[aten] else "no NPU kernel"
+
+
+# ------------------------------------------------------------------ builders
+
+
+def _operator_row(row: Row, total_likely: float) -> OperatorRow:
+    operator, classified, estimate = row.operator, row.classified, row.estimate
+    category = classified.category if classified else "unclassified"
+    categories = classified.signature_categories if classified else ()
+    base: dict[str, Any] = {
+        "rank": row.rank,
+        "op": operator.op,
+        "short": short_name(operator.op),
+        "kind": operator.kind,
+        "category": category,
+        "known": classified.known if classified else True,
+        "count": operator.count,
+        "signature_count": len(operator.signatures),
+        "aten": tuple(operator.aten),
+        "aten_rows": tuple(AtenRow(a, _support_text(classified, a)) for a in operator.aten),
+        "category_rank": CATEGORY_RANK.get(category, -1),
+        "reasons": tuple(ReasonRow(r.code, r.message, r.evidence) for r in classified.reasons) if classified else (),
+        "replacement": classified.replacement if classified else None,
+        "cann_op": classified.cann_op if classified else None,
+        "sources": tuple(operator.sources),
+        "modules": tuple(operator.modules),
+        "modules_text": ", ".join(m or "(model)" for m in operator.modules),
+        "modules_shown": tuple(m or "(model)" for m in operator.modules[:MODULES_PER_OP]),
+        "modules_more": max(0, len(operator.modules) - MODULES_PER_OP),
+        "signatures": tuple(SignatureRow(text="; ".join(p for p in (_attrs_text(s.attrs),
+                                                                   _inputs_text(s.input_shapes, s.input_dtypes)) if p),
+                                         count=s.count, category=categories[i] if i < len(categories) else "")
+                            for i, s in enumerate(operator.signatures)),
+        "estimated": estimate is not None,
+        "search": " ".join([operator.op, operator.kind, category, *operator.modules]).lower(),
+    }
+    if estimate is None:
+        return OperatorRow(**base)
+    score, effort, risk = estimate.score, estimate.person_days, estimate.risk
+    return OperatorRow(
+        **base,
+        composite=round(float(score.composite), 4),
+        composite_text=_score(score.composite),
+        functional_text=_score(score.functional),
+        performance_text=_score(score.performance),
+        ecosystem_text=_score(score.ecosystem),
+        subscores=tuple(SubscoreRow(s.dimension, s.criterion, _score(s.value), _score(s.weight), s.signal)
+                        for s in score.subscores),
+        likely=round(float(effort.likely), 2),
+        likely_text=days(effort.likely),
+        range_text=days_range(effort),
+        share_text=percent(share(effort.likely, total_likely)),
+        stars=risk.stars,
+        stars_text=_stars(risk.stars),
+        likelihood=risk.likelihood,
+        impact=risk.impact,
+        risk_text=f"L{risk.likelihood} \u00d7 I{risk.impact}",
+        risk_signals=tuple(risk.signals),
+        heat=heat(risk.likelihood, risk.impact),
+        pareto=estimate.pareto,
+    )
+
+
+def _risk_grid(matrix: tuple[tuple[tuple[str, ...], ...], ...]) -> RiskGrid:
+    """Rows from likelihood 5 (top) down to 1, columns impact 1..5, as on a printed risk matrix."""
+    rows = []
+    for likelihood in range(5, 0, -1):
+        cells = []
+        for impact in range(1, 6):
+            ops = tuple(matrix[likelihood - 1][impact - 1]) if len(matrix) >= likelihood else ()
+            band = heat(likelihood, impact)
+            cells.append(RiskCell(
+                likelihood=likelihood, impact=impact, ops=ops, shorts=tuple(short_name(op) for op in ops),
+                shown=tuple(ShownOp(op, short_name(op)) for op in ops[:CELL_OPS]),
+                more=max(0, len(ops) - CELL_OPS), more_title=", ".join(ops[CELL_OPS:]), count=len(ops),
+                heat=band, mark=HEAT_MARKS[band],
+                title=f"likelihood {likelihood} ({LIKELIHOOD_LABELS[likelihood]}), "
+                      f"impact {impact} ({IMPACT_LABELS[impact]}): {len(ops)} operator(s)",
+            ))
+        rows.append(RiskRow(likelihood, LIKELIHOOD_LABELS[likelihood], tuple(cells)))
+    return RiskGrid(tuple(rows), tuple(ImpactLabel(i, IMPACT_LABELS[i]) for i in range(1, 6)))
+
+
+def _pareto_chart(ops: Sequence[Any], total_likely: float) -> ParetoChart | None:
+    """Inline-SVG geometry of the Pareto chart: effort bars (largest first) and the cumulative-share line. `ops` are
+    operator rows (anything read by key: 'op', 'short', 'likely', 'category', 'estimated').
+
+    Worked example: bars of 10, 6, 4 person-days (total 20) give cumulative shares 50%, 80%, 100%; with a plot
+    200 px high starting at y=20, the line passes through y = 20 + 200 * (1 - 0.5) = 120, then 60, then 20.
+    """
+    estimated = [op for op in ops if op["estimated"]]
+    if not estimated or total_likely <= 0:
+        return None
+    bars = [(op["short"], op["op"], op["likely"], op["category"]) for op in estimated[:PARETO_BARS]]
+    rest = estimated[PARETO_BARS:]
+    if rest:
+        bars.append((f"{len(rest)} others", f"{len(rest)} other operators", sum(op["likely"] for op in rest),
+                     "others"))
+    width, height = 760.0, 330.0
+    left, right, top, bottom = 56.0, 56.0, 16.0, 120.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+    step = _nice_step(max(b[2] for b in bars))
+    axis_max = step * math.ceil(max(b[2] for b in bars) / step)
+    slot = plot_w / len(bars)
+    bar_w = slot * 0.7
+    baseline = top + plot_h
+    cumulative = 0.0
+    bar_items, points = [], []
+    for i, (label, full, likely, category) in enumerate(bars):
+        cumulative += likely
+        h = plot_h * likely / axis_max
+        cx = left + slot * (i + 0.5)
+        cy = top + plot_h * (1 - min(cumulative / total_likely, 1.0))
+        points.append(f"{_num(cx)},{_num(cy)}")
+        bar_items.append(ParetoBar(
+            x=_num(cx - bar_w / 2), y=_num(baseline - h), width=_num(bar_w), height=_num(h),
+            label=label if len(label) <= PARETO_LABEL else label[:PARETO_LABEL - 1] + "\u2026",
+            title=f"{full}: {days(likely)} person-days, cumulative {percent(cumulative / total_likely)}",
+            category=category, label_x=_num(cx), label_y=_num(baseline + 10), cx=_num(cx), cy=_num(cy),
+        ))
+    left_ticks = tuple(Tick(_num(baseline - plot_h * (k * step) / axis_max), f"{k * step:g}")
+                       for k in range(int(round(axis_max / step)) + 1))
+    right_ticks = tuple(Tick(_num(baseline - plot_h * s), percent(s)) for s in (0, 0.25, 0.5, 0.75, 1))
+    return ParetoChart(
+        width=_num(width), height=_num(height), view_box=f"0 0 {_num(width)} {_num(height)}",
+        left=_num(left), right=_num(width - right), top=_num(top), baseline=_num(baseline),
+        bars=tuple(bar_items), line=" ".join(points), left_ticks=left_ticks, right_ticks=right_ticks,
+        ref_y=_num(top + plot_h * 0.2), ref_label_x=_num(width - right - 4),
+        left_label_x=_num(14), right_label_x=_num(width - 14), mid_y=_num(top + plot_h / 2),
+        tick_left_x=_num(left - 6), tick_right_x=_num(width - right + 6),
+    )
+
+
+def _module_rows(by_module: Mapping[str, Effort], module_types: Mapping[str, str], class_name: str,
+                 total_likely: float) -> tuple[list[ModuleRow], int, int]:
+    """The MODULE_ROWS largest modules of at least MODULE_MIN_SHARE, in tree order (children by effort, largest
+    first), and how many were left out for being small and for being past the rows shown.
+
+    The rows are chosen by effort, not by tree order: in a 32-layer decoder the first layers' sub-modules must not
+    push the later layers, the embedding and the head off the table. A parent carries at least its child's effort,
+    so (ties broken by depth) every shown row's parent is shown too."""
+    children: dict[str, list[str]] = {}
+    for path in by_module:
+        if path == "":
+            continue
+        parent = path.rpartition(".")[0]
+        while parent and parent not in by_module:  # attach to the nearest ancestor that has a row
+            parent = parent.rpartition(".")[0]
+        children.setdefault(parent, []).append(path)
+    ordered: list[str] = []
+
+    def visit(path: str) -> None:
+        ordered.append(path)
+        for child in sorted(children.get(path, []), key=lambda p: (-by_module[p].likely, p)):
+            visit(child)
+
+    if "" in by_module:
+        visit("")
+    else:
+        for top_level in sorted(children.get("", []), key=lambda p: (-by_module[p].likely, p)):
+            visit(top_level)
+    large = [p for p in ordered if not p or share(by_module[p].likely, total_likely) >= MODULE_MIN_SHARE]
+    chosen = set(sorted(large, key=lambda p: (-by_module[p].likely, p.count(".") + bool(p), p))[:MODULE_ROWS])
+    shown = []
+    for path in ordered:
+        if path not in chosen:
+            continue
+        effort = by_module[path]
+        part = share(effort.likely, total_likely)
+        depth = 0 if path == "" else path.count(".") + 1
+        shown.append(ModuleRow(
+            path=path or "(model)", name=path.rpartition(".")[2] if path else "(model)",
+            class_=class_name if path == "" else module_types.get(path, ""), depth=depth,
+            indent=f"{depth * 1.2:.1f}", likely_text=days(effort.likely), range_text=days_range(effort),
+            share_text=percent(part), bar_pct=_num(100 * part),
+        ))
+    return shown, len(ordered) - len(large), len(large) - len(shown)
+
+
+def _stem(source: str) -> str:
+    """'examples/resnet_like.py' -> 'resnet_like'; 'torchvision.models:resnet50' -> 'resnet50'."""
+    name = source.replace("\\", "/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return name[:-3] if name.endswith(".py") else (name or "report")
+
+
+def rule_ranges(ranges: Mapping[str, tuple[float, float]] | None) -> tuple[RuleRange, ...]:
+    """'3-5' per category from the weights' (low, high); the hardest category's range is open at the top ('10+'):
+    its high is where the likely estimate tops out, not a ceiling on the work."""
+    if not ranges:
+        return ()
+    return tuple(RuleRange(c, f"{bound(ranges[c][0])}+" if c == Category.CUSTOM_DEV else bounds_range(*ranges[c]))
+                 for c in CATEGORIES if c in ranges)
+
+
+def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping[str, Any]) -> Display:
+    """The display of an assessment, from its joined rows and its JSON document (built once, beside it)."""
+    model, capture, est = assessment.model, assessment.capture, assessment.estimate
+    total = est.total if est else None
+    total_likely = total.likely if total else 0.0
+    ops = tuple(_operator_row(r, total_likely) for r in rows)
+    summary = document["summary"]
+    unknown = tuple(op for op in ops if not op.known)
+
+    categories = []
+    for category in CATEGORIES:
+        members = [op for op in ops if op.category == category]
+        effort = est.by_category.get(category, Effort(0.0, 0.0, 0.0)) if est else None
+        part = share(effort.likely, total_likely) if effort else 0.0
+        categories.append(CategoryRow(
+            name=category, types=len(members), occurrences=sum(op.count for op in members),
+            likely_text=days(effort.likely) if effort else "", range_text=days_range(effort) if effort else "",
+            share_text=percent(part) if effort else "", bar_pct=_num(100 * part),
+            ops=tuple(op.op for op in members),
+        ))
+
+    pareto_statement = ""
+    pareto: ParetoSummary | None = None
+    if est is not None and est.pareto_ops:  # no operator, no effort: "0 of 0 types carry 0%" would say nothing
+        share_types = est.pareto_share_of_types
+        share_effort = summary["pareto"]["share_of_effort"]
+        names = tuple(est.pareto_ops)
+        # the sentence names the largest; a flat model can have 160 names here (the JSON has them all)
+        pareto = ParetoSummary(ops=names, count=len(names), share_types_text=percent(share_types),
+                               share_effort_text=percent(share_effort), shown=names[:TOP_OPERATORS],
+                               more=max(0, len(names) - TOP_OPERATORS))
+        pareto_statement = (f"{len(names)} of {len(ops)} operator types ({percent(share_types)}) carry "
+                            f"{percent(share_effort)} of the estimated effort")
+
+    counts = summary["categories"]
+    worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
+    cards = (
+        Card("Estimated effort", f"{days(total.likely)} person-days" if total else "not estimated",
+             f"range {days_range(total)}; P50 {days(est.p50)}, P90 {days(est.p90)}" if est and total else ""),
+        Card("Operator types", str(len(ops)), f"{summary['occurrences']} calls in the forward pass"),
+        Card("Custom development", str(counts[Category.CUSTOM_DEV]),
+             f"{counts[Category.PARAM_CONVERTED]} param-converted, {counts[Category.DIRECT]} direct"),
+        Card("Unknown to the knowledge base", str(len(unknown)),
+             ", ".join(op.op for op in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+             if unknown else "every operator has a known fact"),
+        Card("Highest risk", worst.stars_text if worst else ("none" if est is not None else "not estimated"),
+             worst.op if worst else ("no operator to port" if est is not None else "")),
+    )
+
+    attempts = tuple(Attempt(method=a.method,
+                             status="used" if a.method == capture.method and a.error is None
+                             else ("ok" if a.error is None else "failed"),
+                             error=a.error or "", seconds_text=f"{a.seconds:.2f} s") for a in capture.attempts)
+    modules: list[ModuleRow] = []
+    modules_small = modules_cut = 0
+    if est is not None:
+        modules, modules_small, modules_cut = _module_rows(est.by_module, capture.module_types, model.class_name,
+                                                           total_likely)
+
+    return Display(
+        title=f"Ascend NPU migration assessment: {model.class_name}",
+        tool_version=assessment.tool_version,
+        model=ModelHeader(class_name=model.class_name, source=model.source, entry=model.entry,
+                          parameters_text=f"{model.parameters:,}", dtype=model.dtype,
+                          inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
+                          device_note=capture.device_note or "", attempts=attempts),
+        target=assessment.target,
+        torch_npu=assessment.torch_version,
+        kb_version=assessment.kb_version,
+        weights_source=assessment.weights_source,
+        estimated=est is not None,
+        totals=Totals(likely_text=days(total.likely), range_text=days_range(total), low_text=days(total.low),
+                      high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),
+                      method=est.method) if est and total else None,
+        cards=cards,
+        categories=tuple(categories),
+        pie=tuple(PieSlice(c.name, c.types) for c in categories if c.types),
+        pareto=pareto,
+        pareto_statement=pareto_statement,
+        pareto_chart=_pareto_chart(ops, total_likely),
+        risk_grid=_risk_grid(est.risk_matrix) if est else None,
+        operators=ops,
+        top_operators=ops[:TOP_OPERATORS],
+        modules=tuple(modules),
+        modules_hidden=modules_small + modules_cut,
+        modules_small=modules_small,
+        modules_cut=modules_cut,
+        module_rows=MODULE_ROWS,
+        findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops), source=f.source or "",
+                                  npu_api=f.npu_api or "", effect=f.effect) for f in assessment.findings),
+        unknown=unknown,
+        suggested_html=f"{_stem(model.source)}.html",
+        effort_ranges=rule_ranges(assessment.effort_ranges),
+    )

@@ -1,0 +1,318 @@
+"""The display's records: frozen dataclasses the templates and the terminal reporter read (report/display.py builds
+them). Records read by attribute (`op.likely_text`, as templates do) or by key (`op["likely_text"]`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+class Record:
+    """Read access by key as well as by attribute: `cell["heat"] == cell.heat`."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def context(self) -> dict[str, Any]:
+        """The record's fields as a template's top-level names (shallow: nested records stay records)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Attempt(Record):
+    method: str
+    status: str  # "used", "ok" or "failed"
+    error: str
+    seconds_text: str
+
+
+@dataclass(frozen=True)
+class ModelHeader(Record):
+    class_name: str
+    source: str
+    entry: str | None
+    parameters_text: str
+    dtype: str
+    inputs_text: str
+    capture_method: str
+    device: str
+    device_note: str
+    attempts: tuple[Attempt, ...]
+
+
+@dataclass(frozen=True)
+class Totals(Record):
+    likely_text: str
+    range_text: str
+    low_text: str
+    high_text: str
+    p50_text: str
+    p90_text: str
+    method: str
+
+
+@dataclass(frozen=True)
+class Card(Record):
+    label: str
+    value: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class CategoryRow(Record):
+    name: str
+    types: int
+    occurrences: int
+    likely_text: str
+    range_text: str
+    share_text: str
+    bar_pct: str
+    ops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PieSlice(Record):
+    label: str
+    value: int
+
+
+@dataclass(frozen=True)
+class AtenRow(Record):
+    name: str
+    support: str
+
+
+@dataclass(frozen=True)
+class ReasonRow(Record):
+    code: str
+    message: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class SignatureRow(Record):
+    text: str
+    count: int
+    category: str
+
+
+@dataclass(frozen=True)
+class SubscoreRow(Record):
+    dimension: str
+    criterion: str
+    value_text: str
+    weight_text: str
+    signal: str
+
+
+@dataclass(frozen=True)
+class OperatorRow(Record):
+    """One operator type; the estimate's fields are empty ('' / -1 / 0) when the estimate did not run."""
+
+    rank: int
+    op: str
+    short: str
+    kind: str
+    category: str
+    known: bool
+    count: int
+    signature_count: int
+    aten: tuple[str, ...]
+    aten_rows: tuple[AtenRow, ...]
+    category_rank: int
+    reasons: tuple[ReasonRow, ...]
+    replacement: str | None
+    cann_op: str | None
+    sources: tuple[str, ...]
+    modules: tuple[str, ...]
+    modules_text: str
+    modules_shown: tuple[str, ...]
+    modules_more: int
+    signatures: tuple[SignatureRow, ...]
+    estimated: bool
+    search: str
+    composite: float = -1
+    composite_text: str = ""
+    functional_text: str = ""
+    performance_text: str = ""
+    ecosystem_text: str = ""
+    subscores: tuple[SubscoreRow, ...] = ()
+    likely: float = -1
+    likely_text: str = ""
+    range_text: str = ""
+    share_text: str = ""
+    stars: int = 0
+    stars_text: str = ""
+    likelihood: int = 0
+    impact: int = 0
+    risk_text: str = ""
+    risk_signals: tuple[str, ...] = ()
+    heat: str = "none"
+    pareto: bool = False
+
+
+@dataclass(frozen=True)
+class ShownOp(Record):
+    op: str
+    short: str
+
+
+@dataclass(frozen=True)
+class RiskCell(Record):
+    likelihood: int
+    impact: int
+    ops: tuple[str, ...]
+    shorts: tuple[str, ...]
+    shown: tuple[ShownOp, ...]
+    more: int
+    more_title: str
+    count: int
+    heat: str
+    mark: str
+    title: str
+
+
+@dataclass(frozen=True)
+class RiskRow(Record):
+    likelihood: int
+    label: str
+    cells: tuple[RiskCell, ...]
+
+
+@dataclass(frozen=True)
+class ImpactLabel(Record):
+    impact: int
+    label: str
+
+
+@dataclass(frozen=True)
+class RiskGrid(Record):
+    rows: tuple[RiskRow, ...]  # likelihood 5 (top) down to 1
+    impacts: tuple[ImpactLabel, ...]
+
+
+@dataclass(frozen=True)
+class ParetoSummary(Record):
+    ops: tuple[str, ...]
+    count: int
+    share_types_text: str
+    share_effort_text: str
+    shown: tuple[str, ...]
+    more: int
+
+
+@dataclass(frozen=True)
+class ParetoBar(Record):
+    x: str
+    y: str
+    width: str
+    height: str
+    label: str
+    title: str
+    category: str
+    label_x: str
+    label_y: str
+    cx: str
+    cy: str
+
+
+@dataclass(frozen=True)
+class Tick(Record):
+    y: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ParetoChart(Record):
+    width: str
+    height: str
+    view_box: str
+    left: str
+    right: str
+    top: str
+    baseline: str
+    bars: tuple[ParetoBar, ...]
+    line: str
+    left_ticks: tuple[Tick, ...]
+    right_ticks: tuple[Tick, ...]
+    ref_y: str
+    ref_label_x: str
+    left_label_x: str
+    right_label_x: str
+    mid_y: str
+    tick_left_x: str
+    tick_right_x: str
+
+
+@dataclass(frozen=True)
+class ModuleRow(Record):
+    path: str
+    name: str
+    class_: str
+    depth: int
+    indent: str
+    likely_text: str
+    range_text: str
+    share_text: str
+    bar_pct: str
+
+    def __getitem__(self, key: str) -> Any:
+        return self.class_ if key == "class" else super().__getitem__(key)
+
+    def __getattr__(self, name: str) -> Any:  # templates write row.class
+        if name == "class":
+            return self.class_
+        raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class FindingRow(Record):
+    kind: str
+    title: str
+    ops: tuple[str, ...]
+    source: str
+    npu_api: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class RuleRange(Record):
+    """A category's person-day range as the weights state it, for rule texts: '3-5', or '10+' for the open top."""
+
+    category: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Display(Record):
+    title: str
+    tool_version: str
+    model: ModelHeader
+    target: str
+    torch_npu: str
+    kb_version: str
+    weights_source: str
+    estimated: bool
+    totals: Totals | None
+    cards: tuple[Card, ...]
+    categories: tuple[CategoryRow, ...]
+    pie: tuple[PieSlice, ...]
+    pareto: ParetoSummary | None
+    pareto_statement: str
+    pareto_chart: ParetoChart | None
+    risk_grid: RiskGrid | None
+    operators: tuple[OperatorRow, ...]
+    top_operators: tuple[OperatorRow, ...]  # largest effort first; first occurrences when not estimated
+    modules: tuple[ModuleRow, ...]
+    modules_hidden: int  # every one of them smaller than any module shown
+    modules_small: int  # under MODULE_MIN_SHARE of the effort
+    modules_cut: int  # above it, but past the MODULE_ROWS largest
+    module_rows: int
+    findings: tuple[FindingRow, ...]
+    unknown: tuple[OperatorRow, ...]
+    suggested_html: str
+    effort_ranges: tuple[RuleRange, ...] = ()  # per category, from the weights the assessment used
+
+    def effort_range(self, category: str) -> str | None:
+        return next((r.text for r in self.effort_ranges if r.category == category), None)

@@ -1,0 +1,193 @@
+"""The JSON document (format_version 1): the one contract every consumer of an assessment reads.
+
+`build_document` turns an Assessment into a plain dict of raw numbers, lists and strings: what `-f json` writes,
+what assessment.schema.json describes, what CSV flattens, and what opassess.ci.snapshot reads back (from a file or
+in-process). It is built once per assessment; report/display.py formats the same facts for people.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
+from ..vocabulary import CATEGORIES
+from .text import share
+
+FORMAT_VERSION = 1
+TOOL_NAME = "opassess"
+
+
+def _round(value: float, digits: int = 2) -> float:
+    return round(float(value), digits)
+
+
+def effort_doc(effort: Effort) -> dict[str, float]:
+    """{low, likely, high} person-days rounded to two decimals."""
+    return {"low": _round(effort.low), "likely": _round(effort.likely), "high": _round(effort.high)}
+
+
+def jsonable(value: Any) -> Any:
+    """Attribute values are meant to be JSON-able already; anything else is shown by its str()."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return str(value)
+
+
+# ------------------------------------------------------------------ joined rows
+
+
+class Row:
+    """One operator with whatever later stages know about it (classification and estimate may be missing)."""
+
+    __slots__ = ("operator", "classified", "estimate", "rank")
+
+    def __init__(self, operator: Operator, classified: ClassifiedOp | None, estimate: OpEstimate | None, rank: int):
+        self.operator = operator
+        self.classified = classified
+        self.estimate = estimate
+        self.rank = rank
+
+
+def join_rows(assessment: Assessment) -> list[Row]:
+    """Operators in report order: by likely effort (the estimate's order), else in order of first occurrence."""
+    classified = {c.operator.op: c for c in assessment.classified}
+    estimates = {e.score.op.operator.op: e for e in assessment.estimate.ops} if assessment.estimate else {}
+    order = {op: i for i, op in enumerate(estimates)}
+    operators = sorted(assessment.inventory.operators, key=lambda o: order.get(o.op, len(order)))  # stable
+    return [Row(o, classified.get(o.op), estimates.get(o.op), i + 1) for i, o in enumerate(operators)]
+
+
+
+
+def _signature_doc(signature: Signature, category: str | None) -> dict[str, Any]:
+    return {
+        "attrs": jsonable(signature.attrs),
+        "input_shapes": jsonable(signature.input_shapes),
+        "input_dtypes": list(signature.input_dtypes),
+        "count": signature.count,
+        "modules": list(signature.modules),
+        "sources": list(signature.sources),
+        "category": category,
+    }
+
+
+def _operator_doc(row: Row) -> dict[str, Any]:
+    operator, classified, estimate = row.operator, row.classified, row.estimate
+    categories = classified.signature_categories if classified else ()
+    doc: dict[str, Any] = {
+        "op": operator.op,
+        "kind": operator.kind,
+        "aten": list(operator.aten),
+        "entry": list(operator.entry),
+        "count": operator.count,
+        "modules": list(operator.modules),
+        "signatures": [_signature_doc(s, categories[i] if i < len(categories) else None)
+                       for i, s in enumerate(operator.signatures)],
+        "source": list(operator.sources),
+        "flops": operator.flops,
+        "bytes_moved": operator.bytes_moved,
+        "category": classified.category if classified else None,
+        "known": classified.known if classified else None,
+        "reasons": [{"code": r.code, "message": r.message, "evidence": r.evidence, "signature": r.signature}
+                    for r in classified.reasons] if classified else [],
+        "replacement": classified.replacement if classified else None,
+        "cann_op": classified.cann_op if classified else None,
+        "aten_support": dict(classified.aten_support) if classified else {},
+        "scores": None,
+        "person_days": None,
+        "risk": None,
+        "pareto": None,
+    }
+    if estimate is not None:
+        score = estimate.score
+        doc["scores"] = {
+            "functional": _round(score.functional, 4),
+            "performance": _round(score.performance, 4),
+            "ecosystem": _round(score.ecosystem, 4),
+            "composite": _round(score.composite, 4),
+            "subscores": [{"dimension": s.dimension, "criterion": s.criterion, "value": _round(s.value, 4),
+                           "weight": _round(s.weight, 4), "signal": s.signal} for s in score.subscores],
+        }
+        doc["person_days"] = effort_doc(estimate.person_days)
+        doc["risk"] = {"likelihood": estimate.risk.likelihood, "impact": estimate.risk.impact,
+                       "stars": estimate.risk.stars, "signals": list(estimate.risk.signals)}
+        doc["pareto"] = estimate.pareto
+    return doc
+
+
+def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
+    """The JSON document of `assessment` over its joined rows."""
+    model, capture, est = assessment.model, assessment.capture, assessment.estimate
+    classified = [r for r in rows if r.classified is not None]
+    category_counts = {c: sum(1 for r in classified if r.classified.category == c) for c in CATEGORIES}
+    unknown = [r for r in classified if not r.classified.known]
+    summary: dict[str, Any] = {
+        "operator_types": len(rows),
+        "occurrences": sum(r.operator.count for r in rows),
+        "categories": category_counts,
+        "unknown": len(unknown),
+        "person_days": None, "p50": None, "p90": None, "method": None, "pareto": None, "by_category": None,
+    }
+    risk_matrix = None
+    by_module = None
+    if est is not None:
+        pareto_names = set(est.pareto_ops)
+        pareto_likely = sum(e.person_days.likely for e in est.ops if e.score.op.operator.op in pareto_names)
+        summary.update({
+            "person_days": effort_doc(est.total),
+            "p50": _round(est.p50),
+            "p90": _round(est.p90),
+            "method": est.method,
+            "pareto": {"ops": list(est.pareto_ops), "share_of_types": _round(est.pareto_share_of_types, 4),
+                       "share_of_effort": _round(share(pareto_likely, est.total.likely), 4)},
+            "by_category": {c: effort_doc(est.by_category.get(c, Effort(0.0, 0.0, 0.0))) for c in CATEGORIES},
+        })
+        risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
+        by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}
+    return {
+        "format_version": FORMAT_VERSION,
+        "tool": {"name": TOOL_NAME, "version": assessment.tool_version},
+        "model": {
+            "source": model.source,
+            "entry": model.entry,
+            "class": model.class_name,
+            "parameters": model.parameters,
+            "dtype": model.dtype,
+            "inputs": list(model.inputs),
+            "capture": {
+                "method": capture.method,
+                "device": capture.device,
+                "device_note": capture.device_note,
+                "attempts": [{"method": a.method, "error": a.error, "seconds": _round(a.seconds, 3)}
+                             for a in capture.attempts],
+            },
+        },
+        "target": assessment.target,
+        "torch_npu": assessment.torch_version,
+        "kb_version": assessment.kb_version,
+        "weights_source": assessment.weights_source,
+        "operators": [_operator_doc(r) for r in rows],
+        "summary": summary,
+        "risk_matrix": risk_matrix,
+        "by_module": by_module,
+        "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
+                      "source": f.source, "npu_api": f.npu_api, "effect": f.effect} for f in assessment.findings],
+        "unknown_operators": [{"op": r.operator.op, "kind": r.operator.kind, "count": r.operator.count,
+                               "modules": list(r.operator.modules), "source": list(r.operator.sources)}
+                              for r in unknown],
+        "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
+    }
+
+
+
+
+def build_document(assessment: Assessment) -> dict[str, Any]:
+    """The JSON document (format_version 1) of an assessment."""
+    return document_of(assessment, join_rows(assessment))

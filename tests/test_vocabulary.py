@@ -1,0 +1,57 @@
+"""The JSON schema's enums and the CLI's choices are the vocabularies the code states once."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import opassess.report
+from opassess.kb import load_kb
+from opassess.trace import METHODS
+from opassess.vocabulary import CATEGORIES, Category
+
+SCHEMA = json.loads((Path(opassess.report.__file__).parent / "assessment.schema.json").read_text(encoding="utf-8"))
+
+
+def _enums(node, path=""):
+    """Every enum in the schema, by its JSON path."""
+    if isinstance(node, dict):
+        if "enum" in node:
+            yield path, node["enum"]
+        for key, value in node.items():
+            yield from _enums(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _enums(value, f"{path}/{index}")
+
+
+def test_schema_categories_are_the_category_vocabulary():
+    assert SCHEMA["$defs"]["category"]["enum"] == list(CATEGORIES) == [c.value for c in Category]
+
+
+def test_schema_capture_methods_are_the_capture_registry():
+    capture = SCHEMA["properties"]["model"]["properties"]["capture"]["properties"]
+    assert capture["method"]["enum"] == list(METHODS)
+    assert {a for _, e in _enums(SCHEMA) if "fx" in e for a in e} == set(METHODS)
+
+
+def test_every_schema_enum_is_a_known_vocabulary():
+    """A new enum in the schema must be tied to a vocabulary here (and tested), not typed a second time."""
+    known = {tuple(CATEGORIES), tuple(METHODS), ("module", "function", "method", "custom", "extension", "aten"),
+             ("functional", "performance", "ecosystem")}
+    unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
+    assert not unknown
+
+
+def test_schema_target_is_a_product_of_the_knowledge_base_by_contract_only():
+    """The schema leaves target a free string (an imported overlay can add products); the CLI names the products
+    the shipped knowledge base has."""
+    assert "enum" not in SCHEMA["properties"]["target"]
+    import typing
+
+    from opassess.cli.scan import scan
+
+    option = typing.get_type_hints(scan, include_extras=True)["product"].__metadata__[0]
+    named = re.search(r"assessed against: (.*?)\.$", option.help)
+    assert named is not None
+    assert tuple(re.findall(r"'([^']+)'", named.group(1))) == load_kb().products
