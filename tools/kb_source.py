@@ -251,7 +251,7 @@ def triton_names(api: str) -> list[str]:
 
 
 def build_triton(rows) -> dict:
-    apis, rules = {}, []
+    apis, rules, aliases = {}, [], []
     for row_no, row in rows:
         entry = {"row": row_no, "unsupported_dtypes": dtypes(row["unsupported_dtypes"]),
                  "unsupported_args": arg_constraints(row["unsupported_args"]), "limit": english(row["limit"]),
@@ -264,8 +264,15 @@ def build_triton(rows) -> dict:
             continue
         entry.update(page=row["api"], path=row["path"],
                      doc_line=int(row["dtype_table_line"]) if row["dtype_table_line"].isdigit() else None)
-        for name in triton_names(row["api"]) or [row["api"]]:
-            apis[name] = {k: v for k, v in entry.items() if v not in ([], "", None)}
+        entry = {k: v for k, v in entry.items() if v not in ([], "", None)}
+        if row["api"].startswith(("tl.", "triton.")):
+            for name in triton_names(row["api"]):
+                apis[name] = entry
+        else:  # an operator page ('unary - (tl.neg)'): its own key; the tl.* alias unless a page of its own exists
+            apis[row["api"]] = entry
+            aliases.extend((name, entry) for name in triton_names(row["api"]))
+    for name, entry in aliases:
+        apis.setdefault(name, entry)
     return {"apis": dict(sorted(apis.items())), "rules": rules}
 
 

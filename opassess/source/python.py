@@ -49,7 +49,7 @@ class _Constants:
         self.values = values
 
     def evaluate(self, node: ast.AST, depth: int = 0) -> int | None:
-        """The value of an int expression built from literals, once-assigned names, + - * // ** and triton.cdiv."""
+        """The value of an int expression of literals, once-assigned names, + - * // ** << and triton.cdiv."""
         if depth > 20:
             return None
         if isinstance(node, ast.Constant) and type(node.value) is int:
@@ -61,7 +61,8 @@ class _Constants:
             if left is None or right is None:
                 return None
             ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-                   ast.FloorDiv: lambda a, b: a // b if b else None, ast.Pow: lambda a, b: a ** b if b < 64 else None}
+                   ast.FloorDiv: lambda a, b: a // b if b else None, ast.Pow: lambda a, b: a ** b if b < 64 else None,
+                   ast.LShift: lambda a, b: a << b if 0 <= b < 64 else None}
             op = ops.get(type(node.op))
             return op(left, right) if op else None
         if isinstance(node, ast.Call) and self.qual(node.func) in ("triton.cdiv", "triton.language.cdiv"):
@@ -170,6 +171,8 @@ class PythonScanner(ast.NodeVisitor):
             self._call(node, q, kwargs, detail)
         elif isinstance(node.func, ast.Attribute):
             self._method(node, node.func.attr, kwargs)
+        elif isinstance(node.func, ast.Name) and any(_is_cuda(v) for k, v in kwargs.items() if k in DEVICE_KWARGS):
+            self.add(node, "device", f"?.{node.func.id}", [("literal", "cuda")])
         if q is None or not isinstance(node.func, ast.Name | ast.Attribute):
             self.visit(node.func)
         for child in [*node.args, *(k.value for k in node.keywords)]:
