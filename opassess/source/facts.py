@@ -133,6 +133,7 @@ class SourceFacts:
             raise KnowledgeBaseError(f"{path}: format {data.get('format')!r}, expected {SUPPORTED_FORMAT}")
         self.path = path
         self._data = data
+        self._relevant: dict[str, bool] = {}
 
     @property
     def provenance(self) -> dict:
@@ -243,7 +244,13 @@ class SourceFacts:
         return tuple(sorted(name for name in ops if name.startswith("npu_")))
 
     def is_relevant(self, api: str) -> bool:
-        """Whether a qualified name is a GPU-specific construct the facts speak about."""
+        """Whether a qualified name is a GPU-specific construct the facts speak about (memoised per name)."""
+        known = self._relevant.get(api)
+        if known is None:
+            known = self._relevant[api] = self._is_relevant(api)
+        return known
+
+    def _is_relevant(self, api: str) -> bool:
         if api.startswith(("torch.cuda.", "torch.backends.cudnn.", "torch.backends.cuda.")):
             return True
         if self.migration(api) is not None or self.library_rows(api):

@@ -34,11 +34,11 @@ def _is_cuda(text: str | None) -> bool:
 class _Constants:
     """Integer constants assigned once at any level of a file, and an evaluator of simple integer expressions."""
 
-    def __init__(self, tree: ast.AST, qual):
+    def __init__(self, nodes: list[ast.AST], qual):
         self.qual = qual
         values: dict[str, ast.expr] = {}
         seen: set[str] = set()
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name = node.targets[0].id
                 if name in seen:
@@ -92,7 +92,8 @@ class PythonScanner(ast.NodeVisitor):
         self.lines, self.file, self.facts = lines, file, facts
         self.aliases: dict[str, str] = {}
         self.guarded: set[int] = set()  # ids of Import nodes inside try/except ImportError
-        for node in ast.walk(tree):
+        nodes = list(ast.walk(tree))  # one walk, reused by every pre-pass below
+        for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else \
@@ -104,8 +105,8 @@ class PythonScanner(ast.NodeVisitor):
             elif isinstance(node, ast.Try) and any(self._catches_import_error(h) for h in node.handlers):
                 self.guarded.update(id(n) for stmt in node.body for n in ast.walk(stmt)
                                     if isinstance(n, ast.Import | ast.ImportFrom))
-        self.constants = _Constants(tree, self.qual)
-        self.kernels = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        self.constants = _Constants(nodes, self.qual)
+        self.kernels = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                         and any(self._decorator_name(d) == "triton.jit" for d in n.decorator_list)}
         self.launches: dict[str, list[tuple[int, int | None]]] = {}
         self.sites: list[Site] = []
