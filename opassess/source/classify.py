@@ -1,0 +1,278 @@
+"""Turn scanner sites into SourceFindings: category, NPU route, evidence (table rows) and confidence.
+
+The rules, from the migration-route facts:
+- direct: transfer_to_npu handles it at run time (the patch is cited): torch.cuda.set_device, .cuda(),
+  init_process_group("nccl"), torch.cuda.amp.GradScaler ...
+- param-converted: a hand edit with a known route: `get_backend() == "nccl"`, DataParallel -> DDP,
+  apex FusedAdam -> NpuFusedAdam, flash_attn_func -> npu_fusion_attention (arguments the route drops are
+  named), a Triton kernel triton-ascend can compile, a CUDA kernel/extension whose job a torch_npu op does
+  (matched by name only, so confidence low).
+- custom-dev: no route: a CUDA kernel with no NPU equivalent, a Triton kernel using what triton-ascend lacks.
+- flags nothing on the NPU reads (cuDNN benchmark, TF32) are precision notes: direct, no effort, NPU analogue named.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..vocabulary import Category
+from .facts import KernelLibrary, MigrationRule, SourceFacts
+from .records import SourceFinding
+
+DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
+CUDA_SOURCES = (".cu", ".cuh")
+# Words too generic to match a CUDA kernel or extension to a torch_npu op by name.
+GENERIC_WORDS = frozenset("cuda cu cpp kernel kernels ext extension extensions fused fwd bwd forward backward impl op "
+                          "ops torch npu launch layer func function module mod lib apply v1 v2 v3 c cc src main "
+                          "csrc get set with and the for all".split())
+
+
+def _handling(rule: MigrationRule) -> tuple[Category, str]:
+    """Category and confidence of a cuda_api_migration row's handling."""
+    if rule.handling == "automatic" or rule.handling == "no-op-on-npu":
+        return DIRECT, "high"
+    if rule.handling == "hand-edit":
+        return PARAM, "high"
+    if rule.npu_equivalent and not rule.npu_equivalent.lower().startswith("none"):
+        return PARAM, "medium"  # unsupported as written, but the row names what to use instead
+    return CUSTOM, "medium"
+
+
+def _preferred(rows: Iterable[KernelLibrary]) -> KernelLibrary | None:
+    """Of several rows for one symbol, the one about calling it directly, else the first with a route."""
+    rows = list(rows)
+    return (next((r for r in rows if "direct" in r.context), None)
+            or next((r for r in rows if r.route_kind != "none"), None) or (rows[0] if rows else None))
+
+
+def name_tokens(text: str) -> set[str]:
+    """'RotaryEmbCUDA_kernel' -> {'rotary', 'emb'}: lower-case words, generic ones dropped."""
+    words = re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", text)
+    return {w.lower() for w in words if len(w) >= 3 and w.lower() not in GENERIC_WORDS}
+
+
+class Classifier:
+    """Classifies sites against one SourceFacts; `classify(site)` returns a finding or None (not GPU-specific)."""
+
+    def __init__(self, facts: SourceFacts):
+        self.facts = facts
+
+    def classify(self, site) -> SourceFinding | None:
+        """The finding for one site (None when the facts say nothing and it is not GPU-specific)."""
+        handler = getattr(self, "_" + site.kind.replace("-", "_"), None)
+        if handler is None:
+            raise ValueError(f"no classification for site kind {site.kind!r}")
+        return handler(site)
+
+    def _finding(self, site, kind, category, route, evidence, confidence, notes=(), size=None, subject=None):
+        return SourceFinding(site.file, site.line, site.code, kind, Category(category), subject or site.subject,
+                             route, tuple(e for e in evidence if e), confidence, tuple(notes), size or site.size)
+
+    def _patch_cites(self, *apis: str) -> list[str]:
+        return [p.cite for api in apis for name in (api, api + ".__init__") for p in self.facts.patches(name)]
+
+    def npu_ops_by_name(self, *names: str) -> list[str]:
+        """torch_npu ops sharing a distinctive word with the given names, best match first (at most 3)."""
+        tokens = set().union(*(name_tokens(n) for n in names))
+        scored = []
+        for op in self.facts.npu_op_names:
+            if "backward" in op or "grad" in op:
+                continue
+            shared = tokens & set(op.split("_")[1:])
+            if shared:
+                scored.append((-len(shared), len(op), op))
+        return [op for _, _, op in sorted(scored)[:3]]
+
+    # ------------------------------------------------------------------ Python sites
+
+    def _kwargs(self, site) -> dict[str, str]:
+        return dict(kv.split("=", 1) for kv in site.all("kwarg"))
+
+    def _api(self, site) -> SourceFinding | None:
+        q, kwargs = site.subject, self._kwargs(site)
+        rule = self.facts.migration(q, kwargs)
+        patches = self._patch_cites(q)
+        libs = self.facts.library_rows(q)
+        if rule and rule.handling == "no-op-on-npu":
+            return self._no_op(site, rule)
+        if rule and (rule.handling != "automatic" or not patches):
+            category, confidence = _handling(rule)
+            lib = _preferred(libs)
+            return self._finding(site, "library-call" if lib else "gpu-api", category,
+                                 rule.npu_equivalent, [rule.cite, *patches, lib.cite if lib else ""], confidence)
+        if patches:
+            route = self.facts.patches(q)[0].effect if self.facts.patches(q) else "transfer_to_npu"
+            return self._finding(site, "gpu-api", DIRECT, route, [*patches, rule.cite if rule else ""], "high")
+        lib = _preferred(libs)
+        if lib:
+            return self._library_call(site, lib, kwargs)
+        if q.startswith("torch.cuda."):
+            swap = self.facts.patches("torch.cuda")
+            return self._finding(site, "gpu-api", PARAM, "not installed by the torch.cuda module swap: keeps its "
+                                 "CUDA implementation", [swap[0].cite if swap else ""], "low")
+        if q.startswith("torch.backends.cud"):
+            return self._finding(site, "gpu-api", PARAM, "unknown: not in the migration facts", [], "low")
+        return None
+
+    def _library_call(self, site, lib: KernelLibrary, kwargs: dict[str, str]) -> SourceFinding:
+        dropped = lib.dropped_args(kwargs)
+        notes = [f"the route drops: {', '.join(dropped)}"] if dropped else []
+        notes.append(f"dropped by the route: {lib.dropped}")
+        category = Category.parse(lib.category) if lib.category else PARAM
+        if dropped and category is DIRECT:
+            category = PARAM
+        return self._finding(site, "library-call", category, lib.route, [lib.cite], "medium", notes)
+
+    def _no_op(self, site, rule: MigrationRule) -> SourceFinding:
+        precision = site.subject.startswith("torch.backends.") or "precision" in site.subject
+        notes = [f"set to {site.get('value')}"] if site.get("value") else []
+        return self._finding(site, "precision-note" if precision else "no-op", DIRECT, rule.npu_equivalent,
+                             [rule.cite], "high", notes)
+
+    def _assign(self, site) -> SourceFinding | None:
+        rule = self.facts.migration(site.subject)
+        if rule and rule.handling == "no-op-on-npu":
+            return self._no_op(site, rule)
+        return self._api(site)
+
+    def _import(self, site) -> SourceFinding | None:
+        module = site.subject
+        guarded = site.get("guarded") == "yes"
+        rule = self.facts.migration_for_import(module.split(".")[0])
+        named = [row for name in site.all("name") for row in self.facts.library_rows(f"{module}.{name}")]
+        lib = _preferred(named or [lib for lib in self.facts.libraries
+                                   if any(module == m or module.startswith(m + ".") for m in lib.modules)])
+        if lib and lib.library == "triton":
+            return None  # each @triton.jit kernel is its own finding
+        kind = "guarded-import" if guarded else "library-import"
+        notes = ["guarded import: on the NPU the except branch runs, so the fast path is not taken"] if guarded else []
+        if rule:
+            category, confidence = _handling(rule)
+            return self._finding(site, kind, category, rule.npu_equivalent, [rule.cite, lib.cite if lib else ""],
+                                 confidence, notes)
+        if lib is None:
+            return None
+        return self._finding(site, kind, Category.parse(lib.category), lib.route, [lib.cite], "medium", notes)
+
+    def _device(self, site) -> SourceFinding:
+        q = site.subject
+        if q in ("tensor.cuda", "tensor.is_cuda"):
+            rule = self.facts.migration(q)
+            apis = ("torch.Tensor.cuda", "torch.nn.Module.cuda") if q == "tensor.cuda" else ("torch.Tensor.is_cuda",)
+            return self._finding(site, "device-string", DIRECT, rule.npu_equivalent if rule else "npu",
+                                 [rule.cite if rule else "", *self._patch_cites(*apis)], "high")
+        rewrites = [p for name in (q, q + ".__init__") for p in self.facts.patches(name)
+                    if p.kind in ("device-arg-rewrite", "backend-string")]
+        rule = self.facts.migration(q, self._kwargs(site))
+        if rewrites:
+            return self._finding(site, "device-string", DIRECT, "'cuda' becomes 'npu' at call time",
+                                 [p.cite for p in rewrites] + [rule.cite if rule else ""], "high")
+        literal = self.facts.migration_for_literal("cuda")
+        if q == "torch.device":
+            to = self.facts.patches("torch.Tensor.to")
+            return self._finding(site, "device-string", DIRECT, "a torch.device('cuda') is rewritten by the calls "
+                                 "transfer_to_npu wraps", [to[0].cite if to else ""], "medium")
+        return self._finding(site, "device-string", PARAM, literal.npu_equivalent if literal else "'npu'",
+                             [literal.cite if literal else ""], "low",
+                             ["transfer_to_npu rewrites 'cuda' only in the calls it wraps; this callee is not one"])
+
+    def _backend(self, site) -> SourceFinding:
+        patches = [p for name in (site.subject, site.subject + ".__init__") for p in self.facts.patches(name)
+                   if p.kind == "backend-string"]
+        rule = self.facts.migration(site.subject)
+        if patches:
+            return self._finding(site, "backend-string", DIRECT, "'nccl' becomes 'hccl' at call time",
+                                 [p.cite for p in patches] + [rule.cite if rule else ""], "high")
+        literal = self.facts.migration_for_literal("nccl")
+        return self._finding(site, "backend-string", PARAM, literal.npu_equivalent if literal else "'hccl'",
+                             [literal.cite if literal else ""], "medium",
+                             ["transfer_to_npu rewrites the backend only for init_process_group/_new_group_with_tag"])
+
+    def _compare(self, site) -> SourceFinding | None:
+        rule = self.facts.migration_for_literal(site.subject)
+        if rule is None:
+            return None
+        category, confidence = _handling(rule)
+        return self._finding(site, "string-compare", category, rule.npu_equivalent, [rule.cite], confidence,
+                             [f"compared with {site.get('against')}"] if site.get("against") else [])
+
+    def _extension(self, site) -> SourceFinding:
+        sources = site.all("source")
+        rule = self.facts.migration(site.subject)
+        cuda = site.subject.endswith("CUDAExtension") or any(s.endswith(CUDA_SOURCES) for s in sources)
+        notes = [f"sources: {', '.join(sources)}"] if sources else []
+        if not cuda:
+            notes.append("no CUDA source listed")
+        return self._kernel_like(site, "cpp-extension", [site.get("name"), *sources], rule, notes)
+
+    def _kernel_like(self, site, kind, names, rule, notes) -> SourceFinding:
+        matches = self.npu_ops_by_name(*names)
+        cite = rule.cite if rule else ""
+        if matches:
+            route = " / ".join(f"torch_npu.{op}" for op in matches)
+            return self._finding(site, kind, PARAM, route, [cite, "npu_custom_ops.tsv (kb/custom_ops.json)"], "low",
+                                 [*notes, "matched to torch_npu ops by name only"])
+        return self._finding(site, kind, CUSTOM, rule.npu_equivalent if rule else "Ascend C rewrite", [cite], "high",
+                             notes)
+
+    # ------------------------------------------------------------------ Triton
+
+    def _triton_config(self, site) -> SourceFinding | None:
+        api = self.facts.triton_api(site.subject)
+        if api is None:
+            return None
+        flagged = sorted({arg for arg, _, _ in api.unsupported_args for k in self._kwargs(site)
+                          if re.search(rf"\b{re.escape(k)}\b", arg)})
+        if not flagged:
+            return None
+        return self._finding(site, "triton-config", PARAM, "triton-ascend does not tune these launch options: "
+                             + ", ".join(flagged), [api.cite], "high")
+
+    def _triton_kernel(self, site) -> SourceFinding:
+        rule = self.facts.migration("triton.jit")
+        lib = _preferred(self.facts.library_rows("triton.jit"))
+        evidence = [rule.cite if rule else "", lib.cite if lib else ""]
+        lacking = [*site.all("dtype"), *site.all("arg")]
+        notes = [f"triton-ascend lacks {flag}" for flag in lacking]
+        for flag in lacking:
+            api = self.facts.triton_api("tl." + flag.split(":")[0])
+            evidence.append(api.cite if api else "")
+        grid = site.all("grid")
+        unknown = site.all("unknown-api")
+        confidence = "medium"
+        if grid:
+            core = self.facts.triton_rule("coreDim")
+            evidence.append(core.cite if core else "")
+            notes += [f"grid exceeds 65535 programs: {g}; {core.limit if core else ''}" for g in grid]
+        if lacking:
+            return self._finding(site, "triton-kernel", CUSTOM, "rewrite the flagged parts (triton-ascend lacks them) "
+                                 "or port to Ascend C", evidence, "high", notes)
+        if unknown:
+            notes += [f"not in the triton-ascend API docs: {u}" for u in unknown]
+            confidence = "low"
+        return self._finding(site, "triton-kernel", PARAM, "triton-ascend", evidence, confidence, notes)
+
+    # ------------------------------------------------------------------ native sites
+
+    def _cuda_kernel(self, site) -> SourceFinding:
+        rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")
+        return self._kernel_like(site, "cuda-kernel", [site.subject, site.file.rsplit("/", 1)[-1].split(".")[0]],
+                                 rule, [])
+
+    def _native_binding(self, site) -> SourceFinding:
+        rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")
+        category, confidence = _handling(rule) if rule else (PARAM, "low")
+        return self._finding(site, "native-binding", category, rule.npu_equivalent if rule else "", [rule.cite if rule
+                             else ""], confidence, [f"module {site.get('module')}"])
+
+    def _native_runtime(self, site) -> SourceFinding:
+        rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")
+        return self._finding(site, "native-runtime", CUSTOM, "port the host calls to the Ascend runtime (ACL) "
+                             "or torch_npu APIs", [rule.cite if rule else ""], "medium",
+                             [f"calls {', '.join(site.all('call'))}"])
+
+
+def classify_sites(sites: Iterable, facts: SourceFacts) -> list[SourceFinding]:
+    """Findings for the sites the facts speak about, in the order given."""
+    classifier = Classifier(facts)
+    return [f for f in (classifier.classify(s) for s in sites) if f is not None]

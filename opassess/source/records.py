@@ -1,0 +1,116 @@
+"""The records of a source scan: raw sites found by the scanners, classified findings, the scan result."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from ..vocabulary import Category
+
+# Finding kinds (SourceFinding.kind), one word each for the GPU-specific construct found at a site.
+KINDS = (
+    "gpu-api",          # a torch.cuda / distributed / AMP / backends / profiler API the facts know
+    "device-string",    # 'cuda' passed as a device (.to("cuda"), device="cuda", .cuda())
+    "backend-string",   # 'nccl' passed as a process-group backend
+    "string-compare",   # 'nccl' / 'cuda' compared with a backend or device name
+    "precision-note",   # a cuDNN/TF32 flag nothing on the NPU reads; the note names the NPU analogue
+    "no-op",            # another construct transfer_to_npu turns into a no-op (torch.jit.script)
+    "library-call",     # a symbol of a third-party kernel library (flash_attn, apex, xformers ...)
+    "library-import",   # an unguarded import of such a library
+    "guarded-import",   # try: import <library> except ImportError: the fast path the NPU will not take
+    "triton-kernel",    # an @triton.jit kernel, sized
+    "triton-config",    # triton.Config / triton.autotune arguments triton-ascend does not tune
+    "cpp-extension",    # torch.utils.cpp_extension.load(...) of CUDA sources, or CUDAExtension in setup.py
+    "cuda-kernel",      # a __global__ kernel in a .cu/.cuh file, sized
+    "native-binding",   # PYBIND11_MODULE / TORCH_LIBRARY in C++/CUDA sources
+    "native-runtime",   # CUDA runtime / cuBLAS / cuDNN / NCCL calls in C++/CUDA sources
+)
+CONFIDENCES = ("high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class KernelSize:
+    """How big a kernel or extension is, so effort can follow size: lines, kernel count, APIs used."""
+
+    lines: int
+    kernels: int = 1
+    apis: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Site:
+    """One GPU-specific construct a scanner found, before classification (python.py and native.py make these).
+
+    `subject` is the qualified API, literal, library or kernel name; `detail` holds scanner observations as
+    (key, value) pairs, e.g. ("kwargs", "window_size,causal") or ("flag", "atomic_add:int64").
+    """
+
+    file: str
+    line: int
+    code: str
+    kind: str
+    subject: str
+    detail: tuple[tuple[str, str], ...] = ()
+    size: KernelSize | None = None
+
+    def get(self, key: str, default: str = "") -> str:
+        """The first detail value stored under `key`."""
+        return next((value for name, value in self.detail if name == key), default)
+
+    def all(self, key: str) -> tuple[str, ...]:
+        """Every detail value stored under `key`."""
+        return tuple(value for name, value in self.detail if name == key)
+
+
+@dataclass(frozen=True)
+class SourceFinding:
+    """One classified site: where it is, what it is, its migration category, route and the table row behind it.
+
+    `file` is relative to the scanned root (POSIX separators); `code` is the stripped source line; `evidence`
+    cites table rows as "<table>.tsv:<line>" (plus the upstream citation the row gives); `size` is set for
+    Triton and CUDA kernels and extensions; `notes` carry specifics (dropped arguments, flagged APIs).
+    """
+
+    file: str
+    line: int
+    code: str
+    kind: str
+    category: Category
+    subject: str
+    npu_route: str
+    evidence: tuple[str, ...]
+    confidence: str
+    notes: tuple[str, ...] = ()
+    size: KernelSize | None = None
+
+    @property
+    def effort_free(self) -> bool:
+        """True for notes that need no work (precision notes and no-ops)."""
+        return self.kind in ("precision-note", "no-op")
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file the scan could not read or parse, with the reason (never dropped silently)."""
+
+    file: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SourceScan:
+    """The result of scan_sources: findings in (file, line, kind) order, the files read and the files skipped."""
+
+    root: str
+    findings: tuple[SourceFinding, ...]
+    files: tuple[str, ...]
+    skipped: tuple[SkippedFile, ...] = ()
+    lines: int = 0
+
+    def by_category(self, category: Category | str) -> tuple[SourceFinding, ...]:
+        """The findings of one category."""
+        return tuple(f for f in self.findings if f.category == category)
+
+    def category_counts(self) -> dict[str, int]:
+        """Findings per category word, every category present (zero when none)."""
+        counts = Counter(str(f.category) for f in self.findings)
+        return {str(category): counts.get(str(category), 0) for category in Category}

@@ -1,0 +1,124 @@
+"""scan_sources: walk a project's Python and C++/CUDA files and return every GPU-specific site, classified."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from ..errors import OpassessError
+from .classify import classify_sites
+from .facts import SourceFacts, load_source_facts
+from .native import NATIVE_SUFFIXES, file_summary, scan_native
+from .python import scan_python
+from .records import KernelSize, Site, SkippedFile, SourceScan
+
+# Directories never entered: environments, installed packages, VCS data, caches and build output.
+SKIP_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__", "build", "dist",
+                       "venv", "env", ".venv"})
+PYTHON_SUFFIXES = (".py",)
+
+
+class SourceScanError(OpassessError):
+    """A path given to scan_sources does not exist."""
+
+
+def _skip_dir(path: Path) -> bool:
+    name = path.name
+    return (name in SKIP_DIRS or name.startswith(".") or name.endswith(".egg-info")
+            or (path / "pyvenv.cfg").is_file())
+
+
+def collect_files(paths: Iterable[Path]) -> list[Path]:
+    """Python and native files under `paths`, sorted; venvs, site-packages, .git, hidden and build dirs skipped."""
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            found.add(path)
+            continue
+        if not path.is_dir():
+            raise SourceScanError(f"{path}: no such file or directory")
+        for folder, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not _skip_dir(Path(folder) / d))
+            for name in files:
+                if name.endswith(PYTHON_SUFFIXES + NATIVE_SUFFIXES):
+                    found.add(Path(folder) / name)
+    return sorted(found, key=lambda p: p.as_posix())
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return PurePosixPath(path.resolve().relative_to(root)).as_posix()
+    except ValueError:
+        return path.resolve().as_posix()
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def _with_extension_sizes(sites: list[Site], native_sizes: dict[str, KernelSize]) -> list[Site]:
+    """Give each extension site the summed size of the native sources it lists (paths relative to its file)."""
+    out = []
+    for site in sites:
+        if site.kind == "extension":
+            base = PurePosixPath(site.file).parent
+            sizes = [native_sizes.get((base / source).as_posix()) or native_sizes.get(source)
+                     for source in site.all("source")]
+            sizes = [s for s in sizes if s]
+            if sizes:
+                site = dataclasses.replace(site, size=KernelSize(
+                    lines=sum(s.lines for s in sizes), kernels=sum(s.kernels for s in sizes),
+                    apis=tuple(sorted({a for s in sizes for a in s.apis}))))
+        out.append(site)
+    return out
+
+
+def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: str | os.PathLike | None = None,
+                 facts: SourceFacts | None = None) -> SourceScan:
+    """Scan files and folders statically (nothing is imported or run) and classify every GPU-specific site.
+
+    `root` (default: the single folder given, else the common parent) is what finding paths are relative to.
+    Unreadable or unparsable files are returned in `skipped` with the reason.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    facts = facts or load_source_facts()
+    files = collect_files(paths)
+    if root is None:
+        root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path(os.path.commonpath(
+            [p.resolve().parent if p.is_file() else p.resolve() for p in paths])) if paths else Path.cwd()
+    root_path = Path(root).resolve()
+    python_sites: list[Site] = []
+    native_sites: list[Site] = []
+    native_sizes: dict[str, KernelSize] = {}
+    skipped: list[SkippedFile] = []
+    scanned: list[str] = []
+    total = 0
+    for path in files:
+        rel = _relative(path, root_path)
+        try:
+            text = _read(path)
+        except OSError as exc:
+            skipped.append(SkippedFile(rel, f"unreadable: {exc.strerror or exc}"))
+            continue
+        if path.suffix in PYTHON_SUFFIXES:
+            try:
+                python_sites += scan_python(text, rel, facts)
+            except (SyntaxError, ValueError) as exc:
+                line = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+                reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+                skipped.append(SkippedFile(rel, f"not parsable as Python{line}: {reason}"))
+                continue
+        else:
+            sites = scan_native(text, rel)
+            native_sites += sites
+            native_sizes[rel] = file_summary(sites, text)
+        scanned.append(rel)
+        total += text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    sites = _with_extension_sizes(python_sites, native_sizes) + native_sites
+    findings = classify_sites(sites, facts)
+    findings.sort(key=lambda f: (f.file, f.line, f.kind, f.subject))
+    return SourceScan(root=root_path.as_posix(), findings=tuple(findings), files=tuple(scanned),
+                      skipped=tuple(skipped), lines=total)

@@ -1,0 +1,100 @@
+"""opassess.source.classify: each site kind against the facts, one hand-built Site per rule."""
+from __future__ import annotations
+
+import pytest
+
+from opassess.source.classify import Classifier, name_tokens
+from opassess.source.facts import load_source_facts
+from opassess.source.records import KernelSize, Site
+from opassess.vocabulary import Category
+
+
+@pytest.fixture(scope="module")
+def classify():
+    return Classifier(load_source_facts()).classify
+
+
+def make(kind, subject, *detail, size=None):
+    return Site("a.py", 3, "code", kind, subject, tuple(detail), size)
+
+
+def test_no_op_flags_are_effort_free_notes(classify):
+    det = classify(make("assign", "torch.backends.cudnn.deterministic", ("value", "True")))
+    assert (det.kind, det.category, det.notes) == ("precision-note", Category.DIRECT, ("set to True",))
+    assert "use_deterministic_algorithms" in det.npu_route and det.evidence[0].startswith("cuda_api_migration.tsv:31")
+    script = classify(make("api", "torch.jit.script", ("use", "attribute")))
+    assert (script.kind, script.category, script.effort_free) == ("no-op", Category.DIRECT, True)
+
+
+def test_torch_cuda_names_outside_the_swap_keep_cuda(classify):
+    found = classify(make("api", "torch.cuda.get_arch_list", ("use", "call")))
+    assert (found.category, found.confidence) == (Category.PARAM_CONVERTED, "low")
+    assert found.evidence == ("transfer_to_npu_patches.tsv:2 module-swap (transfer_to_npu.py L355)",)
+
+
+def test_hand_edits_and_their_conditions(classify):
+    bare = classify(make("api", "torch.load", ("use", "call")))
+    assert (bare.category, bare.evidence[0].split(" ")[0]) == (Category.PARAM_CONVERTED, "cuda_api_migration.tsv:25")
+    mapped = classify(make("device", "torch.load", ("literal", "cuda"), ("kwarg", "map_location=cuda")))
+    assert mapped.category == Category.DIRECT and "cuda_api_migration.tsv:24" in mapped.evidence[-1]
+    nvtx = classify(make("api", "torch.cuda.nvtx.range_push", ("use", "call")))
+    assert nvtx.category == Category.PARAM_CONVERTED and "mstx" in nvtx.npu_route
+    linalg = classify(make("api", "torch.backends.cuda.preferred_linalg_library", ("use", "call")))
+    assert (linalg.category, linalg.confidence) == (Category.CUSTOM_DEV, "medium")  # unsupported, no equivalent
+
+
+def test_strings_passed_to_calls_transfer_to_npu_does_not_wrap(classify):
+    device = classify(make("device", "?.helper", ("literal", "cuda")))
+    assert (device.category, device.confidence) == (Category.PARAM_CONVERTED, "low")
+    backend = classify(make("backend", "deepspeed.init_distributed", ("literal", "nccl")))
+    assert backend.category == Category.PARAM_CONVERTED and backend.evidence[0].startswith("cuda_api_migration.tsv:2 ")
+    assert classify(make("device", "torch.device", ("literal", "cuda"))).category == Category.DIRECT
+    assert classify(make("compare", "gloo")) is None
+
+
+def test_libraries_without_a_route(classify):
+    xformers = classify(make("api", "xformers.ops.memory_efficient_attention", ("use", "call")))
+    assert (xformers.kind, xformers.category) == ("library-call", Category.PARAM_CONVERTED)
+    mamba = classify(make("import", "mamba_ssm", ("guarded", "yes")))
+    assert (mamba.kind, mamba.category) == ("guarded-import", Category.CUSTOM_DEV)
+    amp_c = classify(make("import", "amp_C", ("guarded", "no")))
+    assert amp_c.evidence[0].startswith("cuda_api_migration.tsv:13") and amp_c.category == Category.PARAM_CONVERTED
+    assert classify(make("import", "triton", ("guarded", "no"))) is None  # kernels are the findings
+
+
+def test_extensions_match_npu_ops_by_name_or_are_custom_dev(classify):
+    rope = classify(make("extension", "torch.utils.cpp_extension.load", ("name", "rotary_cuda"),
+                         ("source", "rotary_kernel.cu")))
+    assert (rope.category, rope.confidence) == (Category.PARAM_CONVERTED, "low")
+    assert "torch_npu.npu_rotary_mul" in rope.npu_route
+    odd = classify(make("extension", "torch.utils.cpp_extension.CUDAExtension", ("name", "zigzag_ext"),
+                        ("source", "zz.cu"), size=KernelSize(lines=40, kernels=3)))
+    assert (odd.category, odd.confidence, odd.size.kernels) == (Category.CUSTOM_DEV, "high", 3)
+    assert odd.evidence == ("cuda_api_migration.tsv:45 unsupported (Ascend/pytorch:docs/zh/api/native_api/"
+                            "pytorch_2-13-0/torch-utils-cpp_extension.md:L33)",)
+
+
+def test_triton_kernels_by_what_they_use(classify):
+    size = KernelSize(lines=10, apis=("load", "store"))
+    clean = classify(make("triton-kernel", "k", size=size))
+    assert (clean.category, clean.confidence, clean.size) == (Category.PARAM_CONVERTED, "medium", size)
+    big = classify(make("triton-kernel", "k", ("grid", "70000 programs (launch line 9)"), size=size))
+    assert big.category == Category.PARAM_CONVERTED and any("[rule] coreDim" in e for e in big.evidence)
+    unknown = classify(make("triton-kernel", "k", ("unknown-api", "mystery (line 4)"), size=size))
+    assert unknown.confidence == "low"
+    lacking = classify(make("triton-kernel", "k", ("dtype", "dot:float64 (line 5)"), size=size))
+    assert lacking.category == Category.CUSTOM_DEV and "triton_ascend_api_limits.tsv:46 triton.language.dot" in \
+        lacking.evidence
+    config = classify(make("triton-config", "triton.Config", ("kwarg", "num_warps=?")))
+    assert config.category == Category.PARAM_CONVERTED and "num_warps" in config.npu_route
+    assert classify(make("triton-config", "triton.Config", ("kwarg", "pre_hook=?"))) is None
+
+
+def test_unknown_site_kind_is_an_error(classify):
+    with pytest.raises(ValueError, match="no classification"):
+        classify(make("mystery", "x"))
+
+
+def test_name_tokens_drop_generic_words():
+    assert name_tokens("RotaryEmbCUDA_kernel") == {"rotary", "emb"}
+    assert name_tokens("fused_fwd.cu") == set()

@@ -1,0 +1,187 @@
+"""opassess.source.scan: a GPU training project written into tmp_path, every site's kind, category and line."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from opassess.source import scan_sources
+from opassess.vocabulary import Category
+
+TRAIN = '''\
+import os
+import torch
+import torch.distributed as dist
+from torch.cuda.amp import GradScaler, autocast
+from apex.optimizers import FusedAdam
+import triton
+import triton.language as tl
+
+try:
+    import flash_attn as fa
+except ImportError:
+    fa = None
+
+torch.backends.cudnn.benchmark = True
+torch.backends.cuda.matmul.allow_tf32 = True
+
+
+@triton.jit
+def count_kernel(out_ptr, idx_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    idx = tl.load(idx_ptr + offs, mask=offs < n)
+    one = tl.full((BLOCK,), 1, dtype=tl.int64)
+    tl.atomic_add(out_ptr + idx, one)
+
+
+def main():
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    model = torch.nn.Linear(8, 8).cuda()
+    model = torch.nn.DataParallel(model)
+    opt = FusedAdam(model.parameters())
+    scaler = GradScaler()
+    if dist.get_backend() == "nccl":
+        pass
+    with autocast():
+        y = fa.flash_attn_func(model.weight, model.weight, model.weight, causal=True, softcap=1.0)
+    count_kernel[(8,)](y, y, 8, BLOCK=64)
+    scaler.scale(y.sum()).backward()
+    opt.step()
+'''
+
+KERNELS = '''\
+#include <cuda_runtime.h>
+// __global__ void commented_out(int* x) {}
+__global__ void rotary_kernel(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { x[i] *= 2.0f; }
+}
+
+__global__ void __launch_bounds__(256) zigzag_kernel(int* h, const int* v, int n) {
+  int i = threadIdx.x;
+  if (i < n) {
+    atomicAdd(&h[v[i]], 1);
+  }
+}
+
+void launch(float* x, int n, cudaStream_t s) {
+  rotary_kernel<<<(n + 255) / 256, 256, 0, s>>>(x, n);
+  cudaStreamSynchronize(s);
+}
+'''
+
+BIND = '''\
+#include <torch/extension.h>
+void launch(float* x, int n);
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("launch", &launch); }
+'''
+
+SETUP = '''\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(name="zz", ext_modules=[CUDAExtension("zigzag_ext", ["csrc/kernels.cu", "csrc/bind.cpp"])],
+      cmdclass={"build_ext": BuildExtension})
+'''
+
+
+@pytest.fixture
+def project(tmp_path):
+    files = {"train.py": TRAIN, "csrc/kernels.cu": KERNELS, "csrc/bind.cpp": BIND, "setup.py": SETUP,
+             ".venv/lib/site.py": "import torch\ntorch.cuda.set_device(0)\n",
+             "build/lib/copy.py": "import torch\ntorch.cuda.set_device(0)\n",
+             "broken.py": "def f(:\n"}
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+def site(scan, file, line, kind):
+    found = [f for f in scan.findings if (f.file, f.line, f.kind) == (file, line, kind)]
+    assert len(found) == 1, [(f.file, f.line, f.kind, f.subject) for f in scan.findings]
+    return found[0]
+
+
+def test_every_site_of_the_training_script(project):
+    scan = scan_sources(project)
+    expected = [
+        (5, "library-import", Category.PARAM_CONVERTED, "apex.optimizers"),
+        (10, "guarded-import", Category.PARAM_CONVERTED, "flash_attn"),
+        (14, "precision-note", Category.DIRECT, "torch.backends.cudnn.benchmark"),
+        (15, "precision-note", Category.DIRECT, "torch.backends.cuda.matmul.allow_tf32"),
+        (19, "triton-kernel", Category.CUSTOM_DEV, "count_kernel"),
+        (28, "backend-string", Category.DIRECT, "torch.distributed.init_process_group"),
+        (29, "gpu-api", Category.DIRECT, "torch.cuda.set_device"),
+        (30, "device-string", Category.DIRECT, "tensor.cuda"),
+        (31, "gpu-api", Category.PARAM_CONVERTED, "torch.nn.DataParallel"),
+        (32, "library-call", Category.PARAM_CONVERTED, "apex.optimizers.FusedAdam"),
+        (33, "gpu-api", Category.DIRECT, "torch.cuda.amp.GradScaler"),
+        (34, "string-compare", Category.PARAM_CONVERTED, "nccl"),
+        (36, "gpu-api", Category.DIRECT, "torch.cuda.amp.autocast"),
+        (37, "library-call", Category.PARAM_CONVERTED, "flash_attn.flash_attn_func"),
+    ]
+    got = [(f.line, f.kind, f.category, f.subject) for f in scan.findings if f.file == "train.py"]
+    assert got == expected
+
+
+def test_routes_and_evidence_cite_table_rows(project):
+    scan = scan_sources(project)
+    assert site(scan, "train.py", 29, "gpu-api").evidence[0].startswith("transfer_to_npu_patches.tsv:9 module-swap")
+    backend = site(scan, "train.py", 28, "backend-string")
+    assert backend.evidence[0].startswith("transfer_to_npu_patches.tsv:273 backend-string")
+    assert site(scan, "train.py", 34, "string-compare").npu_route == "'hccl'"
+    assert "DistributedDataParallel" in site(scan, "train.py", 31, "gpu-api").npu_route
+    assert "NpuFusedAdam" in site(scan, "train.py", 32, "library-call").npu_route
+    fa = site(scan, "train.py", 37, "library-call")
+    assert "npu_fusion_attention" in fa.npu_route and fa.notes[0] == "the route drops: softcap"
+    assert fa.evidence == ("third_party_kernel_libs.tsv:3 flash_attn (direct calls)",)
+    note = site(scan, "train.py", 15, "precision-note")
+    assert "allow_hf32" in note.npu_route and note.effort_free
+
+
+def test_triton_kernel_is_sized_and_flagged(project):
+    kernel = site(scan_sources(project), "train.py", 19, "triton-kernel")
+    assert kernel.size.lines == 7 and kernel.size.apis == ("arange", "atomic_add", "full", "load", "program_id")
+    assert kernel.notes == ("triton-ascend lacks atomic_add:int64 (line 24)",)
+    assert "triton_ascend_api_limits.tsv:2 triton.language.atomic_add" in kernel.evidence
+
+
+def test_native_sources_and_extension(project):
+    scan = scan_sources(project)
+    rotary = site(scan, "csrc/kernels.cu", 3, "cuda-kernel")
+    assert rotary.category == Category.PARAM_CONVERTED and rotary.confidence == "low"
+    assert "torch_npu.npu_rotary_mul" in rotary.npu_route
+    zigzag = site(scan, "csrc/kernels.cu", 8, "cuda-kernel")
+    assert zigzag.category == Category.CUSTOM_DEV and zigzag.size.lines == 6
+    runtime = site(scan, "csrc/kernels.cu", 17, "native-runtime")
+    assert runtime.category == Category.CUSTOM_DEV and runtime.size.apis == ("cudaStreamSynchronize",)
+    assert site(scan, "csrc/bind.cpp", 3, "native-binding").category == Category.PARAM_CONVERTED
+    ext = site(scan, "setup.py", 4, "cpp-extension")
+    assert ext.subject == "torch.utils.cpp_extension.CUDAExtension"
+    assert ext.size.kernels == 2 and ext.size.lines == 18 + 3
+    assert ext.evidence[0].startswith("cuda_api_migration.tsv:45")
+
+
+def test_skips_environments_and_records_unparsable_files(project):
+    scan = scan_sources(project)
+    assert scan.files == ("csrc/bind.cpp", "csrc/kernels.cu", "setup.py", "train.py")
+    reasons = [(s.file, s.reason.split(":")[0]) for s in scan.skipped]
+    assert reasons == [("broken.py", "not parsable as Python at line 1")]
+    assert not any(f.file.startswith((".venv", "build")) for f in scan.findings)
+
+
+def test_order_is_deterministic_and_paths_are_relative(project):
+    first, second = scan_sources([project / "train.py", project / "csrc"], root=project), scan_sources(project)
+    assert [f for f in second.findings if f.file in ("train.py", "csrc/kernels.cu", "csrc/bind.cpp")] == \
+        list(first.findings)
+    assert first.category_counts() == {"direct": 7, "param-converted": 8, "custom-dev": 3}
+
+
+def test_missing_path_is_an_error(tmp_path):
+    from opassess.errors import OpassessError
+    with pytest.raises(OpassessError):
+        scan_sources(tmp_path / "nope")
