@@ -112,9 +112,9 @@ class _Classifier:
 
     def classify(self, op: Operator) -> ClassifiedOp:
         kb = self.kb
-        composite = kb.rules.composite_for_api(op.op)
-        api = kb.api(op.op, self.version_text) if op.kind not in _PROJECT_KINDS else None
-        replacements = kb.replacements_for(op.op)
+        composite = kb.rules.composite_for_api(op.key)
+        api = kb.api(op.key, self.version_text) if op.kind not in _PROJECT_KINDS else None
+        replacements = kb.replacements_for(op.key)
         required = next((r for r in replacements if r.when == "required"), None)
         optional = next((r for r in replacements if r.when == "optional"), None)
         on_limit = next((r for r in replacements if r.when == "on-limit"), None)
@@ -139,7 +139,7 @@ class _Classifier:
                                      f"which the NPU runs whole; not judged", f"rules.toml: composite {owner.aten}"))
 
         # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
-        known = bool(api or verdicts or replacements or op.op in kb.rules.third_party or op.op in kb.rules.host_ops)
+        known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops)
         judgements = []
         for index, sig in enumerate(op.signatures):
             j = _Judgement(index)
@@ -161,11 +161,11 @@ class _Classifier:
             for j in judgements:
                 if any(r.code in ("custom-op", "host-op", "extension") for r in j.reasons):
                     continue
-                j.add("not-in-kb", f"{op.op} is not in the knowledge base: no documented API, no NPU kernel for "
+                j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
                       f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
                       Category.CUSTOM_DEV)
 
-        family = kb.rules.nature(op.op)
+        family = kb.rules.nature(op.key)
         within_limits = all(j.category == Category.DIRECT for j in judgements)
         if family and family.nature == Category.PARAM_CONVERTED and within_limits:
             shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
@@ -186,7 +186,7 @@ class _Classifier:
             known=known, aten_support=aten_support)
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
-        name = self.kb.cann_op(op.op)
+        name = self.kb.cann_op(op.key)
         if name:
             return name
         for aten in verdicts:
@@ -199,39 +199,39 @@ class _Classifier:
 
     def _custom(self, op: Operator, j: _Judgement, verdicts, required, optional) -> None:
         if required is not None:
-            j.add("replacement", f"{op.op} has no NPU kernel; {required.api} replaces it with another signature "
+            j.add("replacement", f"{op.key} has no NPU kernel; {required.api} replaces it with another signature "
                   f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
             return
         if op.kind == "extension":
             # Compiled code: even when it calls only ATen ops it must be rebuilt against torch_npu, and any
             # device kernels inside it (CUDA) rewritten for the NPU (Ascend C).
             inner = f" (it dispatched {', '.join(verdicts)})" if verdicts else ""
-            j.add("extension", f"{op.op} is a function of a compiled C++ extension{inner}; it must be rebuilt "
+            j.add("extension", f"{op.key} is a function of a compiled C++ extension{inner}; it must be rebuilt "
                   f"against torch_npu and its device kernels rewritten in Ascend C", "trace: kind extension; "
                   "no replacement in rules.toml", Category.CUSTOM_DEV)
             return
-        if "::" in op.op:
-            kinds = dispatch_kinds(op.op)
+        if "::" in op.key:
+            kinds = dispatch_kinds(op.key)
             if "CompositeImplicitAutograd" in kinds:
-                others = [v for v in verdicts.values() if v.op != op.op]
+                others = [v for v in verdicts.values() if v.op != op.key]
                 if all(v.supported for v in others):
-                    j.add("decomposes", f"{op.op} is registered as a composite of ATen ops that all run on the NPU",
-                          f"PyTorch dispatcher: CompositeImplicitAutograd kernel for {op.op}", Category.DIRECT)
+                    j.add("decomposes", f"{op.key} is registered as a composite of ATen ops that all run on the NPU",
+                          f"PyTorch dispatcher: CompositeImplicitAutograd kernel for {op.key}", Category.DIRECT)
                     return
-            j.add("custom-op", f"{op.op} is a project-defined operator with kernels for other devices only; "
+            j.add("custom-op", f"{op.key} is a project-defined operator with kernels for other devices only; "
                   f"it needs an NPU kernel (Ascend C) or a rewrite in supported ops",
-                  f"trace: kind custom, namespace {op.op.split('::')[0]}; no replacement in rules.toml",
+                  f"trace: kind custom, namespace {op.key.split('::')[0]}; no replacement in rules.toml",
                   Category.CUSTOM_DEV)
             return
         missing = [v for v in verdicts.values() if not v.supported]
         if verdicts and not missing:
-            j.add("autograd-function", f"{op.op} is a custom autograd.Function; its forward dispatches only ATen ops "
+            j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
                   f"with NPU kernels ({', '.join(verdicts)}), but its hand-written backward was not traced and must "
                   f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops",
                   Category.PARAM_CONVERTED)
         else:
             ops = ", ".join(v.op for v in missing) or "no ATen op seen"
-            j.add("custom-op", f"{op.op} is a custom autograd.Function or extension whose kernels do not run on the "
+            j.add("custom-op", f"{op.key} is a custom autograd.Function or extension whose kernels do not run on the "
                   f"NPU ({ops})", "trace: kind custom; npu_aten_ops", Category.CUSTOM_DEV)
 
     # -------------------------------------------------------------- native APIs and ATen ops
@@ -242,7 +242,7 @@ class _Classifier:
         documented = api.supported(self.product) if api else None
         if api is not None and documented is False:
             if required is not None:
-                j.add("replacement", f"{op.op} is not supported on {self.product}; use {required.api} "
+                j.add("replacement", f"{op.key} is not supported on {self.product}; use {required.api} "
                       f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
             else:
                 j.add("api-unsupported", f"{api.api} is marked unsupported (✘) for {self.product} in the torch "
@@ -253,7 +253,7 @@ class _Classifier:
                   api.evidence(), None, per_signature=False)
             if api.limitation is not None and sig is not None:
                 self._limits(op, sig, j, api)
-            called = kb.api(kb.rules.calls[op.op], self.version_text) if op.op in kb.rules.calls else None
+            called = kb.api(kb.rules.calls[op.key], self.version_text) if op.key in kb.rules.calls else None
             if called is not None and called.limitation is not None and sig is not None:
                 # The module's forward calls this functional: its parameter and shape limits apply too.
                 self._limits(op, sig, j, called, dtypes=False)
@@ -282,16 +282,16 @@ class _Classifier:
                 j.add("no-kernel", f"{names} has no NPU kernel for torch {self.version_text} and no decomposition: "
                       f"it would fall back to the CPU", "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
         if api is None and not verdicts and sig is not None:
-            if op.op in kb.rules.host_ops or not op.aten:
-                j.add("host-op", f"{op.op} dispatched no ATen operator (Python-level indexing or metadata)",
-                      kb.rules.host_evidence if op.op in kb.rules.host_ops else "trace: no ATen op dispatched",
+            if op.key in kb.rules.host_ops or not op.aten:
+                j.add("host-op", f"{op.key} dispatched no ATen operator (Python-level indexing or metadata)",
+                      kb.rules.host_evidence if op.key in kb.rules.host_ops else "trace: no ATen op dispatched",
                       Category.DIRECT)
 
     def _limits(self, op: Operator, sig: Signature, j: _Judgement, api: ApiFact, dtypes: bool = True) -> None:
         lim: Limitation = api.limitation
         evidence = api.evidence()
-        if api.api != op.op:
-            evidence = f"{evidence}; rules.toml: calls {op.op} -> {api.api}"
+        if api.api != op.key:
+            evidence = f"{evidence}; rules.toml: calls {op.key} -> {api.api}"
         attrs = dict(sig.attrs)
         allowed = lim.allowed_dtypes(self.product, attrs) if dtypes else None
         if allowed is not None:

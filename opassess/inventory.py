@@ -25,7 +25,7 @@ def build_inventory(info: ModelInfo, capture: Capture) -> Inventory:
     """Group capture.nodes by operator key; operators ordered by first occurrence in the forward pass."""
     groups: dict[str, list[OpNode]] = {}
     for node in capture.nodes:
-        groups.setdefault(node.op, []).append(node)
+        groups.setdefault(node.key, []).append(node)
     operators = []
     for op, nodes in groups.items():
         by_signature: dict[str, list[OpNode]] = {}
@@ -38,7 +38,7 @@ def build_inventory(info: ModelInfo, capture: Capture) -> Inventory:
             for group in by_signature.values()
         )
         operators.append(Operator(
-            op=op,
+            key=op,
             kind=nodes[0].kind,
             count=len(nodes),
             modules=_unique(n.module_path for n in nodes),

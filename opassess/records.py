@@ -35,7 +35,7 @@ class OpNode:
     """One operator call in the model as the user wrote it (a leaf module, a function, a method, a custom op)."""
 
     name: str  # unique node name inside the capture ("conv1", "add_3")
-    op: str  # operator key: "torch.nn.Conv2d", "torch.nn.functional.gelu", "Tensor.view", "operator.add", "mylib::fused"
+    key: str  # operator key: "torch.nn.Conv2d", "torch.nn.functional.gelu", "Tensor.view", "operator.add", "ns::op"
     kind: str  # "module" | "function" | "method" | "custom" | "extension" (a compiled C++ extension's function) | "aten"
     module_path: str  # dotted path of the owning module ("" for the root); the module itself for kind="module"
     attrs: Mapping[str, Any]  # JSON-able attribute values: Conv2d stride, F.gelu approximate, ...
@@ -106,7 +106,7 @@ class Signature:
 class Operator:
     """All occurrences of one operator key in the model."""
 
-    op: str
+    key: str  # operator key: "torch.nn.Conv2d", "Tensor.view", "mylib::fused" (OpNode.key)
     kind: str
     count: int
     modules: tuple[str, ...]
@@ -168,7 +168,7 @@ class SubScore:
 
 @dataclass(frozen=True)
 class OpScore:
-    op: ClassifiedOp
+    classified: ClassifiedOp
     functional: float  # each dimension 0..1 (weighted mean of its sub-scores)
     performance: float
     ecosystem: float

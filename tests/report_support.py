@@ -69,9 +69,9 @@ def synthetic_assessment(inventory: Inventory) -> Assessment:
     """An Assessment over a real inventory with categories, scores, efforts and risks taken from the tables above."""
     classified, estimates = [], []
     for operator in inventory.operators:
-        category = CATEGORY.get(operator.op, "direct")
+        category = CATEGORY.get(operator.key, "direct")
         known = category != "custom-dev"
-        reason = (Reason("kernel", f"{operator.op} has an NPU kernel", "npu_aten_ops: test") if known
+        reason = (Reason("kernel", f"{operator.key} has an NPU kernel", "npu_aten_ops: test") if known
                   else Reason("not-in-kb", "the knowledge base has no fact about it", "test"))
         op = ClassifiedOp(operator=operator, category=category,
                           signature_categories=tuple(category for _ in operator.signatures), reasons=(reason,),
@@ -80,7 +80,8 @@ def synthetic_assessment(inventory: Inventory) -> Assessment:
                           aten_support={a: known for a in operator.aten})
         classified.append(op)
         composite = {"direct": 0.1, "param-converted": 0.5, "custom-dev": 0.9}[category]
-        score = OpScore(op=op, functional=composite, performance=composite, ecosystem=composite, composite=composite,
+        score = OpScore(classified=op, functional=composite, performance=composite, ecosystem=composite,
+                        composite=composite,
                         subscores=(SubScore("functional", "dtype_support", composite, 1.0, "input dtype float32"),))
         likelihood, impact = RISK[category]
         estimates.append(OpEstimate(score=score, person_days=EFFORT[category],
@@ -92,22 +93,22 @@ def synthetic_assessment(inventory: Inventory) -> Assessment:
     for e in estimates:
         if running >= 0.8 * total.likely:
             break
-        pareto.append(e.score.op.operator.op)
+        pareto.append(e.score.classified.operator.key)
         running += e.person_days.likely
-    estimates = [replace(e, pareto=e.score.op.operator.op in pareto) for e in estimates]
+    estimates = [replace(e, pareto=e.score.classified.operator.key in pareto) for e in estimates]
     matrix = [[[] for _ in range(5)] for _ in range(5)]
     for e in estimates:
-        matrix[e.risk.likelihood - 1][e.risk.impact - 1].append(e.score.op.operator.op)
+        matrix[e.risk.likelihood - 1][e.risk.impact - 1].append(e.score.classified.operator.key)
     by_module: dict[str, Effort] = {"": total}
     for e in estimates:
-        share = 1 / len(e.score.op.operator.modules)
+        share = 1 / len(e.score.classified.operator.modules)
         part = Effort(e.person_days.low * share, e.person_days.likely * share, e.person_days.high * share)
-        for module in e.score.op.operator.modules:
+        for module in e.score.classified.operator.modules:
             parts = module.split(".") if module else []
             for depth in range(1, len(parts) + 1):
                 ancestor = ".".join(parts[:depth])
                 by_module[ancestor] = by_module.get(ancestor, Effort(0.0, 0.0, 0.0)) + part
-    by_category = {c: sum((e.person_days for e in estimates if e.score.op.category == c), Effort(0.0, 0.0, 0.0))
+    by_category = {c: sum((e.person_days for e in estimates if e.score.classified.category == c), Effort(0.0, 0.0, 0.0))
                    for c in EFFORT}
     estimate = Estimate(ops=tuple(estimates), total=total, p50=total.likely, p90=total.high * 0.9,
                         method="test: p50 = likely, p90 = 0.9 x high", pareto_ops=tuple(pareto),
@@ -115,8 +116,8 @@ def synthetic_assessment(inventory: Inventory) -> Assessment:
                         by_module=by_module,
                         risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in matrix))
     first = inventory.operators[0]
-    finding = Finding(kind="fusion", title=f"{first.op} followed by an activation", nodes=(first.nodes[0].name,),
-                      ops=(first.op,), source=first.sources[0] if first.sources else None,
+    finding = Finding(kind="fusion", title=f"{first.key} followed by an activation", nodes=(first.nodes[0].name,),
+                      ops=(first.key,), source=first.sources[0] if first.sources else None,
                       npu_api="torch_npu.npu_fused_test", effect="performance +0.1")
     return Assessment(tool_version="0.0.test", model=inventory.model, capture=inventory.capture, inventory=inventory,
                       target="Atlas A2", torch_version="2.1.0", kb_version="test-kb", classified=tuple(classified),

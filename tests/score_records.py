@@ -24,7 +24,7 @@ def node(name: str, op: str, module: str = "", *, kind: str = "module", shapes: 
          dtypes: Sequence[Any] = ("float32",), out_shapes: Sequence[Any] | None = None,
          out_dtypes: Sequence[Any] | None = None, attrs: Mapping[str, Any] | None = None,
          aten: Sequence[AtenCall] = (), flops: int = 0, bytes_moved: int = 0) -> OpNode:
-    return OpNode(name=name, op=op, kind=kind, module_path=module, attrs=dict(attrs or {}), input_shapes=tuple(shapes),
+    return OpNode(name=name, key=op, kind=kind, module_path=module, attrs=dict(attrs or {}), input_shapes=tuple(shapes),
                   input_dtypes=tuple(dtypes), output_shapes=tuple(out_shapes if out_shapes is not None else shapes[:1]),
                   output_dtypes=tuple(out_dtypes if out_dtypes is not None else dtypes[:1]), aten=tuple(aten),
                   source=f"hand_built.py:{name}", flops=flops, bytes_moved=bytes_moved)
@@ -37,7 +37,7 @@ def inventory(nodes: Sequence[OpNode], edges: Sequence[tuple[str, str]] = ()) ->
 
 
 def operator(inv: Inventory, op: str) -> Operator:
-    return next(o for o in inv.operators if o.op == op)
+    return next(o for o in inv.operators if o.key == op)
 
 
 def classified(operator: Operator, category: str = "direct", *, reasons: Sequence[Reason] = (),

@@ -33,7 +33,8 @@ def scanned(kb):
         key = (name, target, torch_version)
         if key not in cache:
             inventory = scan_inventory(ScanOptions(target=str(MODELS / name)))
-            cache[key] = {c.operator.op: c for c in classify(inventory, kb, target=target, torch_version=torch_version)}
+            classified = classify(inventory, kb, target=target, torch_version=torch_version)
+            cache[key] = {c.operator.key: c for c in classified}
         return cache[key]
 
     return run

@@ -61,9 +61,9 @@ def model():
 def classify_model(inv):
     out = []
     for op in inv.operators:
-        if op.op == "torch.lgamma":
+        if op.key == "torch.lgamma":
             out.append(classified(op, "custom-dev", support={"aten::lgamma": False}))
-        elif op.op == "torch.ones_like":
+        elif op.key == "torch.ones_like":
             out.append(classified(op, "param-converted"))
         else:
             out.append(classified(op))
@@ -80,7 +80,7 @@ def points(e: Effort) -> tuple[float, float, float]:
 
 
 def by_op(result):
-    return {op.score.op.operator.op: op for op in result.ops}
+    return {op.score.classified.operator.key: op for op in result.ops}
 
 
 # ------------------------------------------------------------------------------ per operator
@@ -89,7 +89,7 @@ def by_op(result):
 def test_ranges_per_operator():
     result, _ = run()
     ops = by_op(result)
-    assert [op.score.op.operator.op for op in result.ops] == list(EXPECTED_LIKELY)  # largest first
+    assert [op.score.classified.operator.key for op in result.ops] == list(EXPECTED_LIKELY)  # largest first
     for key, likely in EXPECTED_LIKELY.items():
         assert ops[key].person_days.likely == pytest.approx(likely)
     assert points(ops["torch.lgamma"].person_days) == pytest.approx((10.944, 13.68, 27.36))
@@ -106,7 +106,7 @@ def test_signals_measured_once_are_what_score_and_estimate_read(monkeypatch):
     ops = classify_model(inv)
     context = signals_module.ModelContext.of(inv, WEIGHTS, DataFlow.of(inv.capture))
     measured = signals_module.measure_all(ops, context, WEIGHTS)
-    assert set(measured) == {op.operator.op for op in ops}
+    assert set(measured) == {op.operator.key for op in ops}
     assert context.main_path == {"conv", "relu1", "add", "relu2", "lg"}  # the longest path worked above
 
     def no_second_measure(*_args, **_kwargs):
@@ -116,8 +116,8 @@ def test_signals_measured_once_are_what_score_and_estimate_read(monkeypatch):
     once = estimate(score(ops, inv, WEIGHTS, signals=measured), inv, WEIGHTS, signals=measured)
     monkeypatch.undo()
     alone, _ = run()
-    assert [(o.score.op.operator.op, o.score.composite, o.person_days, o.risk) for o in once.ops] == \
-        [(o.score.op.operator.op, o.score.composite, o.person_days, o.risk) for o in alone.ops]
+    assert [(o.score.classified.operator.key, o.score.composite, o.person_days, o.risk) for o in once.ops] == \
+        [(o.score.classified.operator.key, o.score.composite, o.person_days, o.risk) for o in alone.ops]
 
 
 def test_effort_of_one_scored_op_alone():
@@ -135,7 +135,7 @@ def test_effort_of_one_scored_op_alone():
                       inventory(nodes), WEIGHTS)
     scored = replace(scored, composite=0.25)
     assert points(effort(scored, WEIGHTS)) == pytest.approx((3.5, 4.2, 6.3))
-    unknown = replace(scored, op=replace(scored.op, known=False))
+    unknown = replace(scored, classified=replace(scored.classified, known=False))
     assert effort(unknown, WEIGHTS).high == pytest.approx(8.05)
 
 
@@ -326,14 +326,14 @@ def test_real_resnet_roll_up():
     assert m["layer1"] == pytest.approx(m["layer1.0"] + m["layer1.1"])
     children = [p for p in m if p.startswith("layer2.0.") and p.count(".") == 2]
     assert m["layer2.0"] == pytest.approx(sum(m[p] for p in children) + _direct_share(result, "layer2.0"))
-    assert all(op.score.op.category == "direct" for op in result.ops)
+    assert all(op.score.classified.category == "direct" for op in result.ops)
 
 
 def _direct_share(result, path):
     """Effort booked on `path` itself (occurrences whose module_path is exactly `path`, e.g. the residual add)."""
     total = 0.0
     for op in result.ops:
-        nodes = op.score.op.operator.nodes
+        nodes = op.score.classified.operator.nodes
         total += op.person_days.likely * sum(1 for n in nodes if n.module_path == path) / len(nodes)
     return total
 

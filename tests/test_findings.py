@@ -79,7 +79,7 @@ def test_fusable_chains_fire_on_conv_bn_relu_ffn_and_add_norm(method, kb):
     assert len(ffn_nodes) == 3 and ffn.npu_api == "torch_npu.npu_ffn"
 
     add_norm = one(fusions, "fusion", "Residual Add + LayerNorm")
-    assert [n.op for n in nodes_of(inventory, add_norm)][1] == "torch.nn.LayerNorm"
+    assert [n.key for n in nodes_of(inventory, add_norm)][1] == "torch.nn.LayerNorm"
     assert add_norm.npu_api == "torch_npu.npu_add_layer_norm"
     assert all(f.effect.startswith("performance.fusion") for f in fusions)
 
@@ -109,7 +109,7 @@ def test_repeated_blocks_give_one_finding_with_a_count(kb):
 def test_attention_by_hand_and_through_sdpa_fire_with_layout(method, kb):
     inventory, findings = findings_of(MODELS / "findings_attention.py", method, kb)
     manual = one(findings, "attention", "Attention written out by hand")
-    ops = [n.op.rsplit(".", 1)[-1].rsplit("::", 1)[-1] for n in nodes_of(inventory, manual)]
+    ops = [n.key.rsplit(".", 1)[-1].rsplit("::", 1)[-1] for n in nodes_of(inventory, manual)]
     assert ops == ["matmul", "div", "masked_fill", "softmax", "matmul"]  # dropout looked through
     # q is transpose(1, 2) of a (2, 16, 4, 8) view: BSND takes the view; 4 heads; masked_fill keeps its mask.
     assert "input_layout BSND, head_num 4" in manual.title and "masked_fill" in manual.title
@@ -142,7 +142,7 @@ def test_attention_does_not_fire_without_scores_softmax_and_values(method, kb):
 @pytest.mark.parametrize("method", ALL_METHODS)
 def test_llm_blocks_written_by_hand_fire(method, kb):
     inventory, findings = findings_of(MODELS / "findings_llm.py", method, kb)
-    base = lambda f: [n.op.rsplit(".", 1)[-1].rsplit("::", 1)[-1] for n in nodes_of(inventory, f)]  # noqa: E731
+    base = lambda f: [n.key.rsplit(".", 1)[-1].rsplit("::", 1)[-1] for n in nodes_of(inventory, f)]  # noqa: E731
 
     rms = one(findings, "rmsnorm", "RMSNorm written out by hand")
     assert base(rms) == ["pow", "mean", "add", "rsqrt", "mul", "mul"]  # x.float() looked through; * weight last
@@ -183,7 +183,7 @@ def test_layout_churn_counts_conversions_on_the_main_path(method, kb):
     nodes = nodes_of(inventory, churn)
     assert [n.source.rsplit(":", 1)[1] for n in nodes] == ["29", "31", "31"]
     # the position table's permute (line 28) is a parameter reformatted, not the activations: not counted
-    first_permute = next(n for n in inventory.capture.nodes if "permute" in n.op)
+    first_permute = next(n for n in inventory.capture.nodes if "permute" in n.key)
     assert first_permute.source.endswith(":28") and first_permute.name not in churn.nodes
     assert churn.effect.startswith("performance.memory_layout")
 
@@ -203,7 +203,7 @@ def test_dynamic_shapes_fire_on_data_dependent_ops(method, kb):
     inventory, findings = findings_of(MODELS / "findings_dynamic.py", method, kb)
     assert inventory.capture.device == "cpu"  # the meta device cannot size nonzero's output
     dynamic = {f.ops[0]: f for f in findings if f.kind == "dynamic-shape"}
-    unique_key = next(n.op for n in inventory.capture.nodes if any(c.op == "aten::_unique2" for c in n.aten))
+    unique_key = next(n.key for n in inventory.capture.nodes if any(c.op == "aten::_unique2" for c in n.aten))
     assert set(dynamic) == {"Tensor.__getitem__", "torch.nonzero", "torch.masked_select", unique_key}
     # downstream, by hand: h[h > 0] -> sum -> add -> add_1 -> add_2 (4); nonzero -> float -> sum -> add ->
     # add_1 -> add_2 (5); masked_select -> sum -> add_1 -> add_2 (3); unique -> float -> sum -> add_2 (3).

@@ -11,13 +11,13 @@ def test_resnet_inventory_matches_hand_counts():
     # (conv, bn, relu, conv, bn, +, relu) + 3 downsample shortcuts (conv 1x1, bn) + avgpool, flatten, fc.
     #   Conv2d 1 + 8*2 + 3 = 20; BatchNorm2d 20; ReLU 1 + 8*2 = 17; add 8; the rest 1 each -> 69 calls.
     inv = scan_inventory(ScanOptions(str(EXAMPLES / "resnet_like.py")))
-    counts = {op.op: op.count for op in inv.operators}
+    counts = {op.key: op.count for op in inv.operators}
     assert counts == {
         "torch.nn.Conv2d": 20, "torch.nn.BatchNorm2d": 20, "torch.nn.ReLU": 17, "torch.nn.MaxPool2d": 1,
         "Tensor.add": 8, "torch.nn.AdaptiveAvgPool2d": 1, "torch.flatten": 1, "torch.nn.Linear": 1,
     }
     assert sum(counts.values()) == 69
-    conv = next(op for op in inv.operators if op.op == "torch.nn.Conv2d")
+    conv = next(op for op in inv.operators if op.key == "torch.nn.Conv2d")
     # 11 distinct (kernel, stride, padding, channels, input size) combinations, listed in the example's docstring
     assert len(conv.signatures) == 11
     assert sum(s.count for s in conv.signatures) == 20
@@ -27,15 +27,15 @@ def test_resnet_inventory_matches_hand_counts():
     stem = next(s for s in conv.signatures if s.attrs["kernel_size"] == [7, 7])
     assert stem.attrs["stride"] == [2, 2] and stem.attrs["padding"] == [3, 3] and stem.input_shapes[0] == (1, 3, 224, 224)
     assert all(src.startswith("examples/resnet_like.py:") for src in conv.sources)
-    add = next(op for op in inv.operators if op.op == "Tensor.add")
+    add = next(op for op in inv.operators if op.key == "Tensor.add")
     assert add.kind == "method" and add.aten == ("aten::add.Tensor",)
 
 
 def test_operators_keep_first_occurrence_order_and_module_paths():
     inv = scan_inventory(ScanOptions(str(EXAMPLES / "resnet_like.py")))
-    assert inv.operators[0].op == "torch.nn.Conv2d"  # the stem conv runs first
-    assert inv.operators[-1].op == "torch.nn.Linear"
-    relu = next(op for op in inv.operators if op.op == "torch.nn.ReLU")
+    assert inv.operators[0].key == "torch.nn.Conv2d"  # the stem conv runs first
+    assert inv.operators[-1].key == "torch.nn.Linear"
+    relu = next(op for op in inv.operators if op.key == "torch.nn.ReLU")
     assert "layer4.1.relu2" in relu.modules
 
 
@@ -52,7 +52,7 @@ def test_signatures_split_on_attributes_and_dtypes(model_file):
         def example_inputs(): return (torch.randn(2, 4),)
     ''')
     inv = scan_inventory(ScanOptions(str(path)))
-    gelu = next(op for op in inv.operators if op.op == "torch.nn.functional.gelu")
+    gelu = next(op for op in inv.operators if op.key == "torch.nn.functional.gelu")
     assert gelu.count == 3 and len(gelu.signatures) == 3
     # F.gelu is a C builtin without a Python signature: only the arguments actually passed are recorded
     assert {s.attrs.get("approximate") for s in gelu.signatures} == {None, "tanh"}

@@ -16,7 +16,7 @@ def test_one_row_per_operator(name):
     assessment = real_assessment(name)
     frame = pd.read_csv(io.StringIO(render(assessment, "csv")))
     assert len(frame) == len(assessment.inventory.operators)
-    assert sorted(frame["op"]) == sorted(o.op for o in assessment.inventory.operators)
+    assert sorted(frame["op"]) == sorted(o.key for o in assessment.inventory.operators)
     assert frame["count"].sum() == sum(o.count for o in assessment.inventory.operators)
     assert frame["person_days_likely"].sum() == pytest.approx(assessment.estimate.total.likely, abs=0.01 * len(frame))
 
@@ -35,7 +35,7 @@ def test_values_of_the_hand_built_assessment():
 def test_formula_like_names_are_made_inert():
     assessment = synthetic_example("resnet_like")
     first = assessment.inventory.operators[0]
-    evil_op = replace(first, op="=HYPERLINK(\"http://x\")")
+    evil_op = replace(first, key="=HYPERLINK(\"http://x\")")
     classified = tuple(replace(c, operator=evil_op) if c.operator is first else c for c in assessment.classified)
     inventory = replace(assessment.inventory, operators=(evil_op,) + assessment.inventory.operators[1:])
     text = render(replace(assessment, inventory=inventory, classified=classified, estimate=None), "csv")

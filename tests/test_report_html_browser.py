@@ -69,7 +69,7 @@ def test_clicking_a_header_sorts(page):
 
 def test_filter_box_hides_rows(page):
     browser, assessment, _ = page
-    expected = sum(1 for o in assessment.inventory.operators if "linear" in o.op.lower()
+    expected = sum(1 for o in assessment.inventory.operators if "linear" in o.key.lower()
                    or any("linear" in m.lower() for m in o.modules))
     assert expected >= 1
     _type_filter(browser, "Linear")

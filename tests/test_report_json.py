@@ -34,7 +34,7 @@ def test_report_of_every_example_validates(validator, name):
     assert document["format_version"] == 1
     assert document["model"]["source"] == f"examples/{name}.py"
     # every operator of the inventory is reported, none dropped
-    assert sorted(op["op"] for op in document["operators"]) == sorted(o.op for o in assessment.inventory.operators)
+    assert sorted(op["op"] for op in document["operators"]) == sorted(o.key for o in assessment.inventory.operators)
     assert document["summary"]["operator_types"] == len(assessment.inventory.operators)
     assert sum(document["summary"]["categories"].values()) == len(assessment.inventory.operators)
 

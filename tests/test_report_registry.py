@@ -38,7 +38,7 @@ def test_the_full_formats_name_every_operator(fmt):
     assessment = real_assessment("resnet_like")
     text = render(assessment, fmt)
     # terminal lists the top operators only; ResNet-18 has 8 types, fewer than its top-10 table
-    assert [o.op for o in assessment.inventory.operators if o.op not in text] == []
+    assert [o.key for o in assessment.inventory.operators if o.key not in text] == []
 
 
 def test_registering_a_name_twice_is_an_error():

@@ -403,8 +403,8 @@ def test_real_chain_model():
     #   sigmoid: multi_card 0.8 -> composite 0.2 x 0.2 x 0.8 = 0.032
     #   mul/add: multi_card min(1, 0.3 / 0.25) = 1 -> 0.04
     inv, classified_ops = scan("score_chain.py")
-    results = {r.op.operator.op: r for r in score(classified_ops, inv, WEIGHTS)}
-    assert {k: r.op.category for k, r in results.items()} == {
+    results = {r.classified.operator.key: r for r in score(classified_ops, inv, WEIGHTS)}
+    assert {k: r.classified.category for k, r in results.items()} == {
         "torch.lgamma": "custom-dev", "torch.sigmoid": "direct", "Tensor.mul": "direct", "Tensor.add": "direct"}
     composites = {k: r.composite for k, r in results.items()}
     assert composites == pytest.approx({"torch.lgamma": 0.392, "torch.sigmoid": 0.032, "Tensor.mul": 0.04,
@@ -421,7 +421,7 @@ def test_real_float64_model():
     inv, classified_ops = scan("float64.py")
     results = score(classified_ops, inv, WEIGHTS)
     seen = [r for r in results if "dtype float64: 1" in sub(r, "dtype_support").signal]
-    assert {r.op.operator.op for r in seen} == {"torch.nn.Linear", "torch.nn.Tanh"}  # float64 throughout
+    assert {r.classified.operator.key for r in seen} == {"torch.nn.Linear", "torch.nn.Tanh"}  # float64 throughout
     assert all(sub(r, "dtype_support").value == 1.0 for r in seen)
 
 

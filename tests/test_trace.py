@@ -36,7 +36,7 @@ def test_fx_capture_records_modules_functions_methods_with_aten_and_sources(mode
     cap = capture_of(path)
     assert cap.method == "fx" and cap.device == "meta" and cap.device_note is None
     assert [a.method for a in cap.attempts] == ["fx"] and cap.attempts[0].error is None
-    ops = [n.op for n in cap.nodes]
+    ops = [n.key for n in cap.nodes]
     assert ops == ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.relu", "torch.nn.functional.gelu",
                    "Tensor.view", "torch.nn.Linear", "Tensor.add"]
     conv = cap.nodes[0]
@@ -73,7 +73,7 @@ def test_shape_dependent_control_flow_falls_back_to_dispatch_on_meta(model_file)
     cap = capture_of(path)
     assert cap.method == "dispatch" and cap.device == "meta"
     assert cap.attempts[0].method == "fx" and "control flow" in cap.attempts[0].error
-    assert [(n.op, n.module_path) for n in cap.nodes] == [("torch.nn.Linear", "a")]
+    assert [(n.key, n.module_path) for n in cap.nodes] == [("torch.nn.Linear", "a")]
     assert cap.nodes[0].source.endswith(":10")
 
 
@@ -94,7 +94,7 @@ def test_value_dependent_control_flow_falls_back_to_cpu_and_says_so(model_file):
     cap = capture_of(path)
     assert cap.device == "cpu" and "meta" in cap.device_note
     assert cap.method == "dispatch"
-    assert [n.op for n in cap.nodes] == ["Tensor.sum", "Tensor.gt", "Tensor.__bool__", "Tensor.mul",
+    assert [n.key for n in cap.nodes] == ["Tensor.sum", "Tensor.gt", "Tensor.__bool__", "Tensor.mul",
                                           "torch.nn.Linear"]
     # the bool() of a tensor is a host synchronisation (aten::_local_scalar_dense): reported, not hidden
     assert [c.op for c in cap.nodes[2].aten] == ["aten::_local_scalar_dense"]
@@ -131,7 +131,7 @@ CUSTOM = '''
 def test_custom_op_and_autograd_function_appear_as_themselves(model_file, method):
     path = model_file(CUSTOM, name="custom_model.py")
     cap = capture_of(path, (method,))
-    by_op = {n.op: n for n in cap.nodes}
+    by_op = {n.key: n for n in cap.nodes}
     assert set(by_op) == {"torch.nn.Linear", "opassess_test::scaled_tanh", "custom_model.RoundSTE"}
     assert by_op["opassess_test::scaled_tanh"].kind == "custom"
     assert [c.op for c in by_op["opassess_test::scaled_tanh"].aten] == ["opassess_test::scaled_tanh"]
@@ -150,7 +150,7 @@ def test_model_too_large_for_real_weights_scans_on_meta(model_file):
     loaded = load_model(LoadRequest(str(path)))
     assert loaded.info.parameters == 4 * (32768 * 32768 + 32768)
     cap = trace_model(loaded)
-    assert cap.device == "meta" and [n.op for n in cap.nodes] == ["torch.nn.Linear"] * 4
+    assert cap.device == "meta" and [n.key for n in cap.nodes] == ["torch.nn.Linear"] * 4
     # above 1e9 parameters the one-forward dispatch capture goes first (see trace.capture_order)
     assert cap.method == "dispatch" and [a.method for a in cap.attempts] == ["dispatch"]
     assert [n.module_path for n in cap.nodes] == ["0", "1", "2", "3"]
@@ -161,14 +161,14 @@ def test_export_capture_leaves_out_the_exporters_own_checks():
 
     # llama_like upcasts with .to(float32) in RMSNorm: export puts an aten::_assert_tensor_metadata before each
     cap = capture_of(EXAMPLES / "llama_like.py", ("export",))
-    ops = {n.op for n in cap.nodes}
+    ops = {n.key for n in cap.nodes}
     assert "aten::to" in ops and not any("assert" in op for op in ops)
 
 
 def test_export_capture_keeps_module_paths_and_attributes(model_file):
     cap = capture_of(model_file(TRACEABLE), ("export",))
     assert cap.method == "export"
-    conv = next(n for n in cap.nodes if n.op == "torch.nn.Conv2d")
+    conv = next(n for n in cap.nodes if n.key == "torch.nn.Conv2d")
     assert conv.module_path == "conv" and conv.attrs["stride"] == [2, 2]
 
 
@@ -185,11 +185,11 @@ def test_sdpa_records_the_composite_entry_op_not_only_its_decomposition(model_fi
     ''')
     cap = capture_of(path)
     assert cap.device == "meta" and cap.method == "fx"
-    assert [n.op for n in cap.nodes] == ["Tensor.view", "Tensor.transpose",
+    assert [n.key for n in cap.nodes] == ["Tensor.view", "Tensor.transpose",
                                          "torch.nn.functional.scaled_dot_product_attention", "Tensor.transpose",
                                          "Tensor.view"]
     node = cap.nodes[2]
-    assert node.op == "torch.nn.functional.scaled_dot_product_attention"
+    assert node.key == "torch.nn.functional.scaled_dot_product_attention"
     assert node.entry == ("aten::scaled_dot_product_attention",)
     assert node.attrs["is_causal"] is True
     # recorded whole, as torch_npu sees it, not as the meta backend's CPU math decomposition
@@ -212,7 +212,7 @@ def test_sdpa_stand_in_output_is_not_an_operator_of_the_dispatch_capture(model_f
     ''')
     cap = capture_of(path, ("dispatch",))
     assert cap.device == "meta"
-    assert [n.op for n in cap.nodes] == ["torch.nn.functional.scaled_dot_product_attention"]
+    assert [n.key for n in cap.nodes] == ["torch.nn.functional.scaled_dot_product_attention"]
     assert [c.qualified for c in cap.nodes[0].aten] == ["aten::scaled_dot_product_attention"]
 
 
@@ -265,7 +265,7 @@ def test_cpp_extension_call_appears_as_itself(method):
 
     # tests/models/cpp_extension.py: fc1 -> scaled_gelu_ext.scaled_gelu(x, 0.5) -> fc2 (its docstring)
     cap = capture_of(MODELS / "cpp_extension.py", (method,))
-    assert [(n.op, n.kind) for n in cap.nodes] == [
+    assert [(n.key, n.kind) for n in cap.nodes] == [
         ("torch.nn.Linear", "module"), ("opassess_scaled_gelu_ext.scaled_gelu", "extension"),
         ("torch.nn.Linear", "module")]
     ext = cap.nodes[1]
@@ -297,7 +297,7 @@ def test_fx_binds_keyword_inputs_by_name_and_keeps_plain_values(model_file):
     ''')
     cap = capture_of(path)
     assert cap.method == "fx" and [a.error for a in cap.attempts] == [None]
-    assert [n.op for n in cap.nodes] == ["torch.nn.Embedding", "Tensor.unsqueeze", "Tensor.mul"]  # no `h + 1`
+    assert [n.key for n in cap.nodes] == ["torch.nn.Embedding", "Tensor.unsqueeze", "Tensor.mul"]  # no `h + 1`
     assert cap.nodes[0].input_shapes == ((2, 5),) and cap.nodes[0].input_dtypes == ("int64",)
     assert cap.nodes[1].input_dtypes == ("float32",)  # the mask, not the ids
 
@@ -332,7 +332,7 @@ def test_a_namedtuple_output_is_not_an_operator(model_file, method):
     ''')
     cap = capture_of(path, (method,))
     relu = "aten::relu" if method == "export" else "Tensor.relu"  # export names ATen ops
-    assert [n.op for n in cap.nodes] == ["torch.nn.Linear", relu]
+    assert [n.key for n in cap.nodes] == ["torch.nn.Linear", relu]
 
 
 def test_export_module_inputs_are_the_forward_inputs_not_its_weights(model_file):
@@ -352,7 +352,7 @@ def test_export_module_inputs_are_the_forward_inputs_not_its_weights(model_file)
     ''')
     by_method = {m: capture_of(path, (m,)).nodes for m in ("fx", "export")}
     for method, nodes in by_method.items():
-        assert [(n.op, n.input_shapes, n.input_dtypes) for n in nodes] == [
+        assert [(n.key, n.input_shapes, n.input_dtypes) for n in nodes] == [
             ("torch.nn.Embedding", ((2, 5),), ("int64",)), ("torch.nn.Linear", ((2, 5, 4),), ("float32",))], method
 
 
@@ -373,7 +373,7 @@ def test_tensor_properties_that_compute_are_named_as_written(model_file, method)
         def example_inputs(): return (torch.randn(4, 4),)
     ''')
     nodes = capture_of(path, (method,)).nodes
-    assert [(n.op, n.kind) for n in nodes] == [("Tensor.T", "method"), ("Tensor.matmul", "method"),
+    assert [(n.key, n.kind) for n in nodes] == [("Tensor.T", "method"), ("Tensor.matmul", "method"),
                                                ("Tensor.mT", "method"), ("Tensor.mul", "method")]
     assert [c.op for c in nodes[0].aten] == ["aten::permute"] and nodes[0].attrs == {}
     assert nodes[2].entry == ("aten::mT",)
@@ -394,7 +394,7 @@ def test_export_keeps_two_calls_of_one_module_on_one_line_apart(model_file):
         def example_inputs(): return (torch.randn(2, 4),)
     ''')
     for method in ("fx", "export"):
-        assert [(n.op, n.module_path) for n in capture_of(path, (method,)).nodes] == [("torch.nn.Linear", "fc")] * 2
+        assert [(n.key, n.module_path) for n in capture_of(path, (method,)).nodes] == [("torch.nn.Linear", "fc")] * 2
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
@@ -422,7 +422,7 @@ def test_torchscript_submodules_appear_as_the_modules_they_were_scripted_from(mo
         def example_inputs(): return (torch.randn(2, 8),)
     ''', name="scripted.py")
     nodes = capture_of(path, (method,)).nodes
-    assert [(n.op, n.kind, n.module_path) for n in nodes] == [
+    assert [(n.key, n.kind, n.module_path) for n in nodes] == [
         ("torch.nn.Linear", "module", "fc"), ("scripted.Block", "module", "block")]
     assert nodes[0].attrs == {"bias": True, "in_features": 8, "out_features": 8}
     assert nodes[0].input_shapes == ((2, 8),) and "aten::addmm" in [c.op for c in nodes[0].aten]
@@ -475,6 +475,6 @@ def test_code_that_reads_values_unless_compiling_takes_its_graph_safe_path_on_me
     assert cap.device == "meta" and cap.method == "dispatch-compiling"
     assert [a.method for a in cap.attempts] == ["dispatch", "dispatch-compiling"]
     assert "meta" in cap.attempts[0].error
-    assert [n.op for n in cap.nodes] == ["torch.nn.Linear", "Tensor.unsqueeze", "Tensor.mul"]
+    assert [n.key for n in cap.nodes] == ["torch.nn.Linear", "Tensor.unsqueeze", "Tensor.mul"]
     import torch
     assert torch.compiler.is_compiling() is False  # restored

@@ -68,7 +68,7 @@ def _attention_mask(graph: Graph, chain: Sequence[str]) -> str:
     for name in chain:
         if not graph.plays(name, ("mask",)):
             continue
-        keys = " ".join((graph.node[name].op, *graph.node[name].entry))
+        keys = " ".join((graph.node[name].key, *graph.node[name].entry))
         if "masked_fill" in keys:
             return "masked_fill mask, same convention"
         if "where" in keys:

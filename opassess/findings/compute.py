@@ -81,7 +81,7 @@ def compute_findings(survey: Survey) -> list[Finding]:
     book = graph.book
     totals: dict[str, list[int]] = {}
     for operator in inventory.operators:
-        row = totals.setdefault(operator.op, [0, 0, 0])
+        row = totals.setdefault(operator.key, [0, 0, 0])
         for node in operator.nodes:
             flops, nbytes, estimated = node_cost(graph, node)
             row[0] += flops
@@ -96,7 +96,7 @@ def compute_findings(survey: Survey) -> list[Finding]:
         ranked = sorted(totals, key=lambda op: -totals[op][index])
         chosen += [op for op in ranked[:book.compute_top]
                    if totals[op][index] / total >= book.compute_min_share and op not in chosen]
-    operators = {o.op: o for o in inventory.operators}
+    operators = {o.key: o for o in inventory.operators}
     findings = []
     for op in chosen:
         flops, nbytes, estimated = totals[op]

@@ -21,7 +21,7 @@ def dynamic_findings(survey: Survey) -> list[Finding]:
         by_op: dict[str, list[str]] = {}
         for node in graph.nodes:
             if node.name not in seen and graph.plays(node.name, (role,)):
-                by_op.setdefault(node.op, []).append(node.name)
+                by_op.setdefault(node.key, []).append(node.name)
                 seen.add(node.name)
         for op, names in by_op.items():
             downstream = graph.flow.descendants(names)

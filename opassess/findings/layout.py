@@ -20,7 +20,7 @@ def permutation(graph: Graph, name: str) -> tuple[int, ...] | None:
         for v in (value if isinstance(value, list) else [value]):
             if isinstance(v, int) and not isinstance(v, bool):
                 ints.append(v % rank if rank and -rank <= v < rank else v)
-    keys = " ".join((node.op, *node.entry))
+    keys = " ".join((node.key, *node.entry))
     perm: list[int] | None = None
     if "movedim" in keys or "moveaxis" in keys:
         if len(ints) >= 2 and all(0 <= i < rank for i in ints[:2]):
@@ -83,6 +83,6 @@ def layout_findings(survey: Survey) -> list[Finding]:
     names = tuple(sorted(counted | set(copies), key=graph.order.get))
     title = graph.book.layout_title.format(count=len(names), permutes=len(conversions), copies=len(copies))
     return [Finding(kind="layout-churn", title=title, nodes=names,
-                    ops=tuple(dict.fromkeys(graph.node[n].op for n in names)), source=graph.first_source(names),
+                    ops=tuple(dict.fromkeys(graph.node[n].key for n in names)), source=graph.first_source(names),
                     npu_api=None, effect=graph.book.effects["layout-churn"],
                     metrics={"conversions": len(names), "permutes": len(conversions), "copies": len(copies)})]

@@ -91,7 +91,7 @@ def pattern_findings(survey: Survey) -> list[Finding]:
         groups: dict[tuple, list[tuple[list[str], dict]]] = {}
         for chain in chains:
             fields = DETAILS[pattern.detail][0](graph, chain) if pattern.detail else {}
-            key = (tuple(graph.node[n].op for n in chain), tuple(sorted(fields.items())))
+            key = (tuple(graph.node[n].key for n in chain), tuple(sorted(fields.items())))
             groups.setdefault(key, []).append((chain, fields))
         for (ops, _), members in groups.items():
             names = tuple(name for chain, _ in members for name in chain)

@@ -43,20 +43,20 @@ def precision_findings(survey: Survey) -> list[Finding]:
         if not floating:
             continue
         if dtype is not None:
-            allowed = _allowed_dtypes(survey.kb, operator.op, floating[0].attrs, survey.product,
+            allowed = _allowed_dtypes(survey.kb, operator.key, floating[0].attrs, survey.product,
                                       survey.torch_version)
             # A dtype rule that lists no floating type speaks of an index operand (nn.Embedding's ids): not this.
             if allowed is not None and FLOAT_DTYPES.intersection(allowed) and dtype not in allowed:
                 names = tuple(n.name for n in floating)
-                title = book.precision_title_dtype.format(op=operator.op, allowed=", ".join(allowed), dtype=dtype,
+                title = book.precision_title_dtype.format(op=operator.key, allowed=", ".join(allowed), dtype=dtype,
                                                           count=len(names))
-                findings.append(Finding(kind="mixed-precision", title=title, nodes=names, ops=(operator.op,),
+                findings.append(Finding(kind="mixed-precision", title=title, nodes=names, ops=(operator.key,),
                                         source=graph.first_source(names), npu_api=None, effect=effect,
                                         metrics={"occurrences": len(names)}))
         double = tuple(n.name for n in floating if "float64" in (*n.input_dtypes, *n.output_dtypes))
         if double:
-            title = book.precision_title_float64.format(op=operator.op, count=len(double))
-            findings.append(Finding(kind="mixed-precision", title=title, nodes=double, ops=(operator.op,),
+            title = book.precision_title_float64.format(op=operator.key, count=len(double))
+            findings.append(Finding(kind="mixed-precision", title=title, nodes=double, ops=(operator.key,),
                                     source=graph.first_source(double), npu_api=None, effect=effect,
                                     metrics={"occurrences": len(double)}))
     return findings

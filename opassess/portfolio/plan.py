@@ -23,7 +23,7 @@ _ZERO = Effort(0.0, 0.0, 0.0)
 def _scored(template: OpState, signatures: Sequence[SignatureState]) -> OpScore:
     """A scored operator rebuilt from a report with just `signatures`, carrying exactly what estimate.effort reads
     (category, composite, signature categories, call count, known); the other fields are left empty."""
-    operator = Operator(op=template.op, kind=template.kind, count=sum(s.count for s in signatures), modules=(),
+    operator = Operator(key=template.op, kind=template.kind, count=sum(s.count for s in signatures), modules=(),
                         signatures=tuple(Signature(attrs={}, input_shapes=(), input_dtypes=(), count=s.count,
                                                    modules=(), sources=()) for s in signatures),
                         aten=(), sources=(), nodes=())
@@ -32,7 +32,7 @@ def _scored(template: OpState, signatures: Sequence[SignatureState]) -> OpScore:
                                                          for s in signatures),
                               reasons=(), replacement=None, cann_op=None, known=template.known is not False,
                               aten_support={})
-    return OpScore(op=classified, functional=0.0, performance=0.0, ecosystem=0.0,
+    return OpScore(classified=classified, functional=0.0, performance=0.0, ecosystem=0.0,
                    composite=template.composite or 0.0, subscores=())
 
 

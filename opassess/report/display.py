@@ -133,8 +133,8 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
     categories = classified.signature_categories if classified else ()
     base: dict[str, Any] = {
         "rank": row.rank,
-        "op": operator.op,
-        "short": short_name(operator.op),
+        "op": operator.key,
+        "short": short_name(operator.key),
         "kind": operator.kind,
         "category": category,
         "known": classified.known if classified else True,
@@ -156,7 +156,7 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
                                          count=s.count, category=categories[i] if i < len(categories) else "")
                             for i, s in enumerate(operator.signatures)),
         "estimated": estimate is not None,
-        "search": " ".join([operator.op, operator.kind, category, *operator.modules]).lower(),
+        "search": " ".join([operator.key, operator.kind, category, *operator.modules]).lower(),
     }
     if estimate is None:
         return OperatorRow(**base)

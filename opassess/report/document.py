@@ -57,11 +57,11 @@ class Row:
 
 def join_rows(assessment: Assessment) -> list[Row]:
     """Operators in report order: by likely effort (the estimate's order), else in order of first occurrence."""
-    classified = {c.operator.op: c for c in assessment.classified}
-    estimates = {e.score.op.operator.op: e for e in assessment.estimate.ops} if assessment.estimate else {}
+    classified = {c.operator.key: c for c in assessment.classified}
+    estimates = {e.score.classified.operator.key: e for e in assessment.estimate.ops} if assessment.estimate else {}
     order = {op: i for i, op in enumerate(estimates)}
-    operators = sorted(assessment.inventory.operators, key=lambda o: order.get(o.op, len(order)))  # stable
-    return [Row(o, classified.get(o.op), estimates.get(o.op), i + 1) for i, o in enumerate(operators)]
+    operators = sorted(assessment.inventory.operators, key=lambda o: order.get(o.key, len(order)))  # stable
+    return [Row(o, classified.get(o.key), estimates.get(o.key), i + 1) for i, o in enumerate(operators)]
 
 
 
@@ -82,7 +82,7 @@ def _operator_doc(row: Row) -> dict[str, Any]:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     categories = classified.signature_categories if classified else ()
     doc: dict[str, Any] = {
-        "op": operator.op,
+        "op": operator.key,
         "kind": operator.kind,
         "aten": list(operator.aten),
         "entry": list(operator.entry),
@@ -139,7 +139,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
     by_module = None
     if est is not None:
         pareto_names = set(est.pareto_ops)
-        pareto_likely = sum(e.person_days.likely for e in est.ops if e.score.op.operator.op in pareto_names)
+        pareto_likely = sum(e.person_days.likely for e in est.ops if e.score.classified.operator.key in pareto_names)
         summary.update({
             "person_days": effort_doc(est.total),
             "p50": _round(est.p50),
@@ -179,7 +179,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "by_module": by_module,
         "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
                       "source": f.source, "npu_api": f.npu_api, "effect": f.effect} for f in assessment.findings],
-        "unknown_operators": [{"op": r.operator.op, "kind": r.operator.kind, "count": r.operator.count,
+        "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,
                                "modules": list(r.operator.modules), "source": list(r.operator.sources)}
                               for r in unknown],
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},

@@ -30,7 +30,7 @@ def score(classified: Sequence[ClassifiedOp], inventory: Inventory, weights: Wei
     the same ones."""
     if signals is None:
         signals = measure_all(classified, ModelContext.of(inventory, weights), weights, findings)
-    return tuple(score_op(op, signals[op.operator.op], weights) for op in classified)
+    return tuple(score_op(op, signals[op.operator.key], weights) for op in classified)
 
 
 def score_op(op: ClassifiedOp, signals: OpSignals, weights: Weights) -> OpScore:
@@ -46,8 +46,9 @@ def score_op(op: ClassifiedOp, signals: OpSignals, weights: Weights) -> OpScore:
             total += weight * value
         dimension_values[dimension] = total
     composite = sum(weights.dimensions[d] * dimension_values[d] for d in DIMENSIONS)
-    return OpScore(op=op, functional=dimension_values["functional"], performance=dimension_values["performance"],
-                   ecosystem=dimension_values["ecosystem"], composite=composite, subscores=tuple(subscores))
+    return OpScore(classified=op, functional=dimension_values["functional"],
+                   performance=dimension_values["performance"], ecosystem=dimension_values["ecosystem"],
+                   composite=composite, subscores=tuple(subscores))
 
 
 def _decide(candidates: list[Candidate]) -> Candidate:

@@ -22,19 +22,21 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     them.
     """
     if signals is None:
-        signals = measure_all([s.op for s in scores], ModelContext.of(inventory, weights), weights, findings)
+        signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
     ranked = sorted(
-        ((score, effort(score, weights), risk(score, signals[score.op.operator.op], weights)) for score in scores),
-        key=lambda item: (-item[1].likely, item[0].op.operator.op),
+        ((score, effort(score, weights), risk(score, signals[score.classified.operator.key], weights))
+         for score in scores),
+        key=lambda item: (-item[1].likely, item[0].classified.operator.key),
     )
     total = sum((e for _, e, _ in ranked), Effort(0.0, 0.0, 0.0))
     pareto = _pareto(ranked, total, weights.estimate.pareto_share)
-    ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.op.operator.op in pareto) for s, e, r in ranked)
+    ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto)
+                for s, e, r in ranked)
     p50, p90 = _simulate([e for _, e, _ in ranked], weights)
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
-        grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.op.operator.op)
+        grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
     return Estimate(
         ops=ops,
         total=total,
@@ -63,12 +65,12 @@ def effort(score: OpScore, weights: Weights) -> Effort:
     likely 4.2, low 3.5 x 0.8 + 0.7 = 3.5, high 3.5 x 1.6 + 0.7 = 6.3.
     """
     rules = weights.effort
-    category = rules.categories[score.op.category]
+    category = rules.categories[score.classified.category]
     placed = category.low + score.composite * (category.high - category.low)
-    converted = sum(1 for c in score.op.signature_categories if c != Category.DIRECT)
+    converted = sum(1 for c in score.classified.signature_categories if c != Category.DIRECT)
     extras = max(0, converted - 1) * rules.per_extra_signature
-    extras += min(rules.max_occurrence_days, max(0, score.op.operator.count - 1) * rules.per_occurrence)
-    pessimism = category.pessimism + (0.0 if score.op.known else rules.unknown_pessimism)
+    extras += min(rules.max_occurrence_days, max(0, score.classified.operator.count - 1) * rules.per_occurrence)
+    pessimism = category.pessimism + (0.0 if score.classified.known else rules.unknown_pessimism)
     return Effort(low=placed * (1 - category.optimism) + extras, likely=placed + extras,
                   high=placed * (1 + pessimism) + extras)
 
@@ -85,7 +87,7 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
     2%, 5%, 15% reached: 1 + 3 = 4) on the main path (+1) = 5; 5 x 5 = 25 >= 15 -> 5 + 1 stars, clamped to 5.
     """
     rules = weights.risk
-    op = score.op
+    op = score.classified
     values = {sub.criterion: sub.value for sub in score.subscores}
     likelihood = rules.likelihood.base[op.category]
     dynamic = [*signals.data_dependent,
@@ -144,7 +146,7 @@ def _pareto(ranked: list, total: Effort, share: float) -> list[str]:
     for score, op_effort, _ in ranked:
         if total.likely <= 0 or running >= share * total.likely - 1e-9:
             break
-        chosen.append(score.op.operator.op)
+        chosen.append(score.classified.operator.key)
         running += op_effort.likely
     return chosen
 
@@ -175,7 +177,7 @@ def _simulate(efforts: list[Effort], weights: Weights) -> tuple[float, float]:
 def _by_category(ops: Sequence[OpEstimate]) -> dict[str, Effort]:
     totals = {category: Effort(0.0, 0.0, 0.0) for category in CATEGORIES}
     for op in ops:
-        totals[op.score.op.category] = totals[op.score.op.category] + op.person_days
+        totals[op.score.classified.category] = totals[op.score.classified.category] + op.person_days
     return totals
 
 
@@ -187,7 +189,7 @@ def _by_module(ops: Sequence[OpEstimate]) -> dict[str, Effort]:
     """
     totals: dict[str, Effort] = {"": Effort(0.0, 0.0, 0.0)}
     for op in ops:
-        operator = op.score.op.operator
+        operator = op.score.classified.operator
         paths = [node.module_path for node in operator.nodes] or list(operator.modules) or [""]
         e = op.person_days
         part = Effort(e.low / len(paths), e.likely / len(paths), e.high / len(paths))

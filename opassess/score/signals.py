@@ -48,7 +48,7 @@ class ModelContext:
                 value = sum(max(node.flops / ridge, node.bytes_moved) for node in operator.nodes)
             else:
                 value = sum(float(node_bytes(node)) for node in operator.nodes)  # the size proxy
-            units[operator.op] = float(value)
+            units[operator.key] = float(value)
         flow = flow if flow is not None else DataFlow.of(inventory.capture)
         return cls(
             measure="roofline" if traced else "size proxy",
@@ -137,10 +137,10 @@ def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings:
         versions=versions,
         version_evidence=version_text,
         deprecated=tuple(r for r in kernel_reasons if _DEPRECATED.search(r.evidence)),
-        findings=tuple(f for f in findings if operator.op in f.ops or involved.intersection(f.nodes)),
+        findings=tuple(f for f in findings if operator.key in f.ops or involved.intersection(f.nodes)),
         occurrences=operator.count,
-        compute_units=context.units.get(operator.op, 0.0),
-        compute_share=context.share(operator.op),
+        compute_units=context.units.get(operator.key, 0.0),
+        compute_share=context.share(operator.key),
         compute_measure=context.measure,
         on_main_path=bool(involved & context.main_path) if context.has_edges else None,
     )
@@ -149,7 +149,7 @@ def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings:
 def measure_all(classified: Sequence[ClassifiedOp], context: ModelContext, weights: Weights,
                 findings: Sequence[Finding] = ()) -> Mapping[str, OpSignals]:
     """Every classified operator's signals, by operator key: measured once, read by the scores and the estimate."""
-    return {op.operator.op: measure(op, context, weights, findings) for op in classified}
+    return {op.operator.key: measure(op, context, weights, findings) for op in classified}
 
 
 def _limit_combos(op: ClassifiedOp, limit_reasons: Sequence[Reason]) -> int:

@@ -108,7 +108,7 @@ def capture_export(loaded: LoadedModel, progress: Progress = no_progress) -> Gra
         by_name[n.name] = build
     for build in nodes:  # export traces with fake tensors: a size computed from the data stays a symbol (u0)
         if any(type(d) is not int for shape in build.inputs[0] + build.outputs[0] for d in shape):
-            raise TraceError(f"node {build.name}: a data-dependent size ({build.op}) has no value in torch.export; "
+            raise TraceError(f"node {build.name}: a data-dependent size ({build.key}) has no value in torch.export; "
                              "a run on real data measures it")
     edges = set()
     for n in exported.graph.nodes:

@@ -12,7 +12,7 @@ class NodeBuild:
     """Mutable scratch while a capture runs; frozen into OpNode at the end."""
 
     name: str
-    op: str
+    key: str
     kind: str
     module_path: str
     attrs: dict
@@ -25,7 +25,7 @@ class NodeBuild:
     entry: tuple = ()
 
     def freeze(self) -> OpNode:
-        return OpNode(name=self.name, op=self.op, kind=self.kind, module_path=self.module_path, attrs=self.attrs,
+        return OpNode(name=self.name, key=self.key, kind=self.kind, module_path=self.module_path, attrs=self.attrs,
                       input_shapes=self.inputs[0], input_dtypes=self.inputs[1], output_shapes=self.outputs[0],
                       output_dtypes=self.outputs[1], aten=self.aten, source=self.source, flops=self.flops,
                       bytes_moved=self.bytes_moved, entry=self.entry)
