@@ -20,6 +20,7 @@ demo: install
 	$(BIN)/opassess scan examples/resnet_like.py
 
 test: install
+	$(BIN)/ruff check opassess tools benchmarks tests
 	$(BIN)/python -m pytest
 
 bench: install

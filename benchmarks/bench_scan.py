@@ -132,7 +132,8 @@ def main() -> int:
                 continue
             x_floor = f"{r['seconds'] / floor:.2f}" if floor else "-"
             x_export = f"{r['seconds'] / export:.2f}" if export else "-"
-            print(f"{size:6} {kind:8} {r['seconds']:8.2f} {r['peak_mb']:8.0f} {x_floor:>8} {x_export:>9}  {r['detail']}")
+            print(f"{size:6} {kind:8} {r['seconds']:8.2f} {r['peak_mb']:8.0f} {x_floor:>8} {x_export:>9}  "
+                  f"{r['detail']}")
     print("targets: scan within 1.5x of the floor and well under export; peak under 2048 MB for 70b")
     return 1 if failed else 0
 

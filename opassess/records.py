@@ -5,10 +5,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
+
 # Shapes are tuples of ints (a scalar is ()); a non-tensor argument has shape None.
 Shape = tuple[int, ...] | None
-
-from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
 # ---------------------------------------------------------------- trace stage
 
@@ -36,7 +36,8 @@ class OpNode:
 
     name: str  # unique node name inside the capture ("conv1", "add_3")
     key: str  # operator key: "torch.nn.Conv2d", "torch.nn.functional.gelu", "Tensor.view", "operator.add", "ns::op"
-    kind: str  # "module" | "function" | "method" | "custom" | "extension" (a compiled C++ extension's function) | "aten"
+    # "module" | "function" | "method" | "custom" | "extension" (a compiled C++ extension's function) | "aten"
+    kind: str
     module_path: str  # dotted path of the owning module ("" for the root); the module itself for kind="module"
     attrs: Mapping[str, Any]  # JSON-able attribute values: Conv2d stride, F.gelu approximate, ...
     input_shapes: tuple[Shape, ...]

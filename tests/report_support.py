@@ -210,7 +210,8 @@ def check_golden(name: str, text: str) -> None:
         path.write_text(text, encoding="utf-8")
         return
     if not path.exists():
-        raise AssertionError(f"{path} is missing; create it with UPDATE_GOLDEN=1 python -m pytest tests/test_report_*.py")
+        raise AssertionError(f"{path} is missing; create it with "
+                             "UPDATE_GOLDEN=1 python -m pytest tests/test_report_*.py")
     expected = path.read_text(encoding="utf-8")
     if text != expected:
         diff = "".join(list(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), str(path),
@@ -219,5 +220,5 @@ def check_golden(name: str, text: str) -> None:
                              f"UPDATE_GOLDEN=1 python -m pytest tests/test_report_*.py):\n{diff}")
 
 
-__all__ = ["check_golden", "hostile_assessment", "ARTIFACTS", "CaptureAttempt", "EXAMPLES", "GOLDEN", "UPDATE_GOLDEN", "example_files", "real_assessment",
-           "scrubbed", "synthetic_assessment", "synthetic_example"]
+__all__ = ["check_golden", "hostile_assessment", "ARTIFACTS", "CaptureAttempt", "EXAMPLES", "GOLDEN", "UPDATE_GOLDEN",
+           "example_files", "real_assessment", "scrubbed", "synthetic_assessment", "synthetic_example"]

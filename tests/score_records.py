@@ -1,4 +1,5 @@
-"""Hand-built records for the score/estimate/calibrate tests: tiny inventories whose numbers are easy to work by hand."""
+"""Hand-built records for the score/estimate/calibrate tests: tiny inventories whose numbers are easy to work by
+hand."""
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
-"""tools/build_kb.py: the limitation parser, version ranges, and a rebuild from ../shared that reproduces the shipped data."""
+"""tools/build_kb.py: the limitation parser, version ranges, and a rebuild from ../shared that reproduces the shipped
+data."""
 from __future__ import annotations
 
 import json
@@ -41,9 +42,12 @@ def test_kernel_file_names_map_to_aten_base_ops():
 
 def test_check_messages_are_classified():
     assert build_kb.classify_check("TORCH_CHECK", "TYPE", "npu does not support float64") == "float64-unsupported"
-    assert build_kb.classify_check("TORCH_NPU_WARN_ONCE", "", "[Cumsum] Dtype Double will be replaced with Float!") == "float64-cast"
-    assert build_kb.classify_check("TORCH_NPU_WARN_ONCE", "", "Bincount cann't support dtype int64, input will be cast to int32.") == "int64-cast-int32"
-    assert build_kb.classify_check("TORCH_CHECK", "PARAM", "max_pool2d: dilation must be either a single int") == "dilation-limit"
+    warn = "TORCH_NPU_WARN_ONCE"
+    assert build_kb.classify_check(warn, "", "[Cumsum] Dtype Double will be replaced with Float!") == "float64-cast"
+    assert build_kb.classify_check(warn, "", "Bincount cann't support dtype int64, input will be cast to int32.") \
+        == "int64-cast-int32"
+    assert build_kb.classify_check("TORCH_CHECK", "PARAM", "max_pool2d: dilation must be either a single int") \
+        == "dilation-limit"
 
 
 # ------------------------------------------------------------------ limitation parser
@@ -51,7 +55,8 @@ def test_check_messages_are_classified():
 
 def test_lstm_limitation_becomes_rules():
     # torch.nn.LSTM's cell: fp32 only, no proj_size, no dropout, no 2-D input -> four rules, nothing unparsed.
-    parsed = parse_limitation("- `input`仅支持fp32 - 不支持`proj_size`参数 - 不支持`dropout`参数 - 入参`input`不支持2维")
+    parsed = parse_limitation("- `input`仅支持fp32 - 不支持`proj_size`参数 - 不支持`dropout`参数 "
+                              "- 入参`input`不支持2维")
     assert parsed["rules"] == [
         {"kind": "dtype", "params": ["input"], "allowed": ["float32"]},
         {"kind": "param", "param": "proj_size", "rule": "unsupported"},
@@ -75,7 +80,8 @@ def test_param_value_rules():
 
 
 def test_product_scoped_dtypes_and_fallback():
-    parsed = parse_limitation("- <term>Atlas A2 训练系列产品</term>、<term>Atlas A3 训练系列产品</term>：`self`仅支持bf16，fp32 "
+    parsed = parse_limitation("- <term>Atlas A2 训练系列产品</term>、<term>Atlas A3 训练系列产品</term>："
+                              "`self`仅支持bf16，fp32 "
                               "- <term>Ascend 950DT</term>：不支持fp64 - 可能回退至CPU执行")
     assert parsed["rules"] == [
         {"kind": "dtype", "params": ["self"], "allowed": ["bfloat16", "float32"], "products": ["Atlas A2", "Atlas A3"]},

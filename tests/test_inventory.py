@@ -25,7 +25,8 @@ def test_resnet_inventory_matches_hand_counts():
     assert "aten::conv2d" in conv.entry
     assert len(conv.modules) == 20 and "conv1" in conv.modules and "layer2.0.downsample.0" in conv.modules
     stem = next(s for s in conv.signatures if s.attrs["kernel_size"] == [7, 7])
-    assert stem.attrs["stride"] == [2, 2] and stem.attrs["padding"] == [3, 3] and stem.input_shapes[0] == (1, 3, 224, 224)
+    assert stem.attrs["stride"] == [2, 2] and stem.attrs["padding"] == [3, 3]
+    assert stem.input_shapes[0] == (1, 3, 224, 224)
     assert all(src.startswith("examples/resnet_like.py:") for src in conv.sources)
     add = next(op for op in inv.operators if op.key == "Tensor.add")
     assert add.kind == "method" and add.aten == ("aten::add.Tensor",)

@@ -1,4 +1,5 @@
-"""opassess.kb.kernels (kernel-level dtype verdicts) on the shipped aclnn.json, and tools/kb_kernels.py that writes it."""
+"""opassess.kb.kernels (kernel-level dtype verdicts) on the shipped aclnn.json, and tools/kb_kernels.py that writes
+it."""
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from opassess.kb import kernels
 from opassess.errors import KnowledgeBaseError
+from opassess.kb import kernels
 from opassess.kb.kernels import PRODUCTS, KernelFacts, UnknownProductError, judge, resolve_product
 
 ROOT = Path(__file__).resolve().parents[1]

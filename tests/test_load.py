@@ -65,7 +65,8 @@ def test_entry_picks_another_factory_and_dtype_casts_floats(model_file):
     (None, "no such model file"),
     ("def build_model(:\n", ":1: syntax error"),
     ("x = 1\n", "defines no build_model()"),
-    ("def build_model():\n    raise RuntimeError('weights missing')\n", "build_model() raised RuntimeError: weights missing"),
+    ("def build_model():\n    raise RuntimeError('weights missing')\n",
+     "build_model() raised RuntimeError: weights missing"),
     ("def build_model():\n    return 42\n", "returned int, expected a torch.nn.Module"),
     ("import torch.nn as nn\ndef build_model():\n    return nn.Linear(2, 2)\n", "defines no example_inputs()"),
     ("import torch.nn as nn\ndef build_model():\n    return nn.Linear(2, 2)\ndef example_inputs():\n    return 3\n",
@@ -147,7 +148,8 @@ def test_nested_inputs_are_described_by_dtype_and_shape_not_by_their_values(mode
             n: int
         def build_model(): return nn.Identity()
         def example_inputs():
-            return ([torch.ones(2), torch.ones(3, dtype=torch.long)], Pair(torch.ones(1), None), Batch(torch.ones(4), 7))
+            return ([torch.ones(2), torch.ones(3, dtype=torch.long)], Pair(torch.ones(1), None),
+                    Batch(torch.ones(4), 7))
     ''')
     for device in ("meta", "cpu"):
         assert load_model(LoadRequest(str(path), device=device)).info.inputs == (

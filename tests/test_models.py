@@ -216,7 +216,8 @@ def test_lstm_tagger_returns_log_probabilities():
     out = run(module.build_model(), module.example_inputs())
     torch.testing.assert_close(out.exp().sum(-1), torch.ones(4, 32))
     lstm = module.build_model().lstm
-    assert (lstm.num_layers, lstm.bidirectional, lstm.hidden_size, lstm.proj_size, lstm.dropout) == (2, True, 128, 0, 0.0)
+    shape = (lstm.num_layers, lstm.bidirectional, lstm.hidden_size, lstm.proj_size, lstm.dropout)
+    assert shape == (2, True, 128, 0, 0.0)
 
 
 def test_custom_op_model_keeps_the_custom_op_in_fx_but_loses_the_function():

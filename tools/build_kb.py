@@ -71,7 +71,8 @@ def _version(token: str) -> str:
 
 
 def parse_versions(text: str) -> list[list[str | None]]:
-    """'all_version' -> [[None, None]]; '[v2.1..newest]' -> [['2.1', None]]; 'v2.1,v2.2' -> [['2.1','2.1'],['2.2','2.2']]; '' -> []."""
+    """'all_version' -> [[None, None]]; '[v2.1..newest]' -> [['2.1', None]];
+    'v2.1,v2.2' -> [['2.1','2.1'],['2.2','2.2']]; '' -> []."""
     text = text.strip()
     if not text:
         return []
@@ -169,9 +170,10 @@ def build_custom_ops(rows: list[dict[str, str]]) -> tuple[dict, dict]:
     for row in rows:
         name = row["op_name"]
         notes = parse_notes(row["notes"])
+        library = "atb" if row["section"].startswith("atb") else "npu"
         entry = ops.setdefault(name, {"base": row["base_name"], "sections": [], "schema": row["signature"],
                                       "aclop": [], "opapi": [], "exposed": [], "deprecated": None,
-                                      "documented": False, "library": "atb" if row["section"].startswith("atb") else "npu"})
+                                      "documented": False, "library": library})
         section = row["section"].split(" ")[0]
         if section not in entry["sections"]:
             entry["sections"].append(section)
@@ -229,7 +231,8 @@ def build_apis(rows: list[dict[str, str]]) -> tuple[dict, dict, dict]:
         "limitation_rules": rules,
         "limitation_notes": notes,
         "limitation_rows_with_unparsed": row_unparsed,
-        "unparsed_by_tag": dict(sorted(Counter(u["tag"] for lim in limitations.values() for u in lim["unparsed"]).items())),
+        "unparsed_by_tag": dict(sorted(Counter(u["tag"] for lim in limitations.values()
+                                               for u in lim["unparsed"]).items())),
     }
     return dict(sorted(apis.items())), dict(sorted(limitations.items())), counts
 
@@ -241,7 +244,8 @@ def _version_key(v: str) -> tuple[int, ...]:
 # ------------------------------------------------------------------ op check messages
 
 _CHECK_CLASSES = (
-    ("float64-unsupported", re.compile(r"(does|dose) not support float64|not support double|double type .* not supported", re.I)),
+    ("float64-unsupported",
+     re.compile(r"(does|dose) not support float64|not support double|double type .* not supported", re.I)),
     ("float64-cast", re.compile(r"(double|float64).*(replace|cast)|(replace|cast).*(double|float64)", re.I)),
     ("int64-cast-int32", re.compile(r"int64.*cast to int32", re.I)),
     ("aicpu-fallback", re.compile(r"running on AiCpu", re.I)),
@@ -322,7 +326,8 @@ def build_onnx(rows: list[dict[str, str]]) -> tuple[dict, dict]:
     """ONNX op -> CANN op at the newest opset that names it (PartitionedCall = lowered as a subgraph)."""
     table: dict[str, dict] = {}
     for row in rows:
-        domain, opset, source, cann = row["domain"].strip(), row["opset"].strip(), row["source_op"].strip(), row["cann_op"].strip()
+        domain, opset = row["domain"].strip(), row["opset"].strip()
+        source, cann = row["source_op"].strip(), row["cann_op"].strip()
         if not domain or not source or not cann:
             continue
         key = f"{domain}::{source}" if domain != "ai.onnx" else source
@@ -330,8 +335,8 @@ def build_onnx(rows: list[dict[str, str]]) -> tuple[dict, dict]:
         current = table.get(key)
         if current is None or level >= current["opset"]:
             table[key] = {"opset": level, "cann": cann}
-    return dict(sorted(table.items())), {"onnx_rows": len(rows), "onnx_ops": len(table),
-                                         "onnx_ops_named": sum(1 for v in table.values() if v["cann"] != "PartitionedCall")}
+    named = sum(1 for v in table.values() if v["cann"] != "PartitionedCall")
+    return dict(sorted(table.items())), {"onnx_rows": len(rows), "onnx_ops": len(table), "onnx_ops_named": named}
 
 
 # ------------------------------------------------------------------ provenance
@@ -431,7 +436,8 @@ def summary(provenance: dict) -> str:
         f"unparsed {c['limitation_clauses_unparsed']} ({c['limitation_rules']} rules, {c['limitation_notes']} notes); "
         f"texts fully parsed {c['limitation_texts_fully_parsed']} / {c['limitation_texts']}",
         f"unparsed by tag: {c['unparsed_by_tag']}",
-        f"op checks: {c['check_rows']} in {c['check_files']} files ({c['check_files_keyed_to_op']} keyed to an ATen op)",
+        f"op checks: {c['check_rows']} in {c['check_files']} files "
+        f"({c['check_files_keyed_to_op']} keyed to an ATen op)",
         f"mstt: {c['mstt_apis']} APIs over torch {', '.join(c['mstt_versions'])}",
         f"ONNX->CANN: {c['onnx_ops']} ops ({c['onnx_ops_named']} with a named CANN op)",
         f"total size: {sum(provenance['files'].values())} bytes",

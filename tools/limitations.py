@@ -275,7 +275,8 @@ def parse_clause(clause: str) -> dict | None:
         return {"kind": "param", "param": m.group(1), "rule": "le", "value": int(m.group(2))}
     m = _RE_NOT_IN.match(clause)
     if m:
-        return {"kind": "param", "param": m.group(1), "rule": "not_in", "value": [int(v) for v in m.group(2).split("，")]}
+        return {"kind": "param", "param": m.group(1), "rule": "not_in",
+                "value": [int(v) for v in m.group(2).split("，")]}
     if _RE_INFERENCE.match(clause) or _RE_NO_TRAIN.match(clause):
         return {"kind": "inference_only"}
     if _RE_NO_SPARSE.match(clause):
@@ -306,7 +307,8 @@ def unparsed_tag(clause: str) -> str:
 
 
 def parse_limitation(text: str) -> dict:
-    """A whole limitation cell -> {"rules": [...], "notes": [...], "unparsed": [{"clause": i, "tag": t}], "clauses": n}."""
+    """A whole limitation cell -> {"rules": [...], "notes": [...], "unparsed": [{"clause": i, "tag": t}],
+    "clauses": n}."""
     rules: list[dict] = []
     notes: list[str] = []
     unparsed: list[dict] = []

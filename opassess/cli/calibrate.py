@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from ..score.calibrate import Calibration, calibrate
 from ..report.text import percent
+from ..score.calibrate import Calibration, calibrate
 from .errors import reporting_errors
 
 

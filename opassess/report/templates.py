@@ -28,7 +28,8 @@ def escape_markdown(value: Any) -> str:
 
 
 def code_span(value: Any) -> Markup:
-    """A Markdown code span holding `value` literally (a longer fence when it holds backticks; '|' escaped for tables)."""
+    """A Markdown code span holding `value` literally (a longer fence when it holds backticks; '|' escaped for
+    tables)."""
     text = str(value).replace("\n", " ").replace("|", "\\|")
     fence = "`"
     while fence in text:
