@@ -1,0 +1,145 @@
+"""The package's shape: no import cycle between its modules, and no module over 450 lines.
+
+Imports under `if TYPE_CHECKING:` are left out of the graph: they never run, and they are how a record names a
+neighbour's type (findings.registry's Survey holds a findings.graph.Graph, whose module registers its roles in
+findings.registry)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import opassess
+
+ROOT = Path(opassess.__file__).parent
+MAX_LINES = 450
+
+
+def module_name(path: Path) -> str:
+    """opassess/score/estimate.py -> 'opassess.score.estimate'; opassess/score/__init__.py -> 'opassess.score'."""
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _type_checking(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _run_time_nodes(tree: ast.AST):
+    """Every node of the tree outside `if TYPE_CHECKING:` bodies (their `else:` branches run, so they count)."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        if _type_checking(node):
+            pending.extend(node.orelse)
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package modules `name` imports anywhere in its file (module level and inside functions), relative imports
+    resolved; `from pkg import sub` counts as an import of pkg.sub when sub is a module, else of pkg's __init__."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _run_time_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in known else target)
+    return {m for m in found if m in known and m != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    found = modules()
+    return {name: imported(name, path, set(found)) for name, path in found.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (as a path that returns to its start) per strongly connected component with more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan; the package is small enough for recursion
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_cycle_in(graph, component) for component in components]
+
+
+def _cycle_in(graph: dict[str, set[str]], component: set[str]) -> list[str]:
+    """A shortest path from the component's first module back to itself, staying inside the component."""
+    start = min(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(graph[v] & component):
+                if w == start:
+                    return paths[v] + [start]
+                if w not in paths:
+                    paths[w] = paths[v] + [w]
+                    following.append(w)
+        frontier = following
+    raise AssertionError(f"no cycle through {start}")  # a strongly connected component always has one
+
+
+def test_graph_sees_relative_function_level_and_package_imports():
+    graph = import_graph()
+    assert "opassess.records" in graph["opassess.inventory"]  # from .records import ... (module level)
+    assert "opassess.score.estimate" in graph["opassess.portfolio.plan"]  # from ..score.estimate import (in a function)
+    assert "opassess.vocabulary" in graph["opassess.records"]
+    assert "opassess.findings.registry" in graph["opassess.findings.graph"]
+    assert "opassess.findings.graph" not in graph["opassess.findings.registry"]  # only under TYPE_CHECKING
+    assert {"opassess.findings.attention", "opassess.findings.graph"} <= graph["opassess.findings"]  # __init__
+
+
+def test_cycles_are_found_and_printed():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_inside_the_package():
+    found = cycles(import_graph())
+    assert not found, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in found)
+
+
+def test_no_module_over_the_line_limit():
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
