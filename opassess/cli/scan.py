@@ -102,6 +102,12 @@ def scan(
                                       "jobs).")] = None,
     resume: Annotated[bool, typer.Option(
         help="Continue an interrupted run in -o DIR without rescanning finished models.")] = False,
+    executor: Annotated[str, typer.Option(
+        help="Where a portfolio's models run: local (worker processes on this machine) or ray (one Ray task each, "
+             "on a Ray cluster; pip install 'opassess[ray]').")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="With --executor ray: the cluster to join (HOST:PORT, ray://HOST:PORT, or auto for "
+                              "RAY_ADDRESS); without it a Ray instance is started on this machine.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     debug: Debug = False,
 ) -> None:
@@ -118,6 +124,10 @@ def scan(
         if fail_on_new and baseline is None:
             raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
                                      param_hint="'--fail-on-new'")
+        if executor not in ("local", "ray"):
+            raise typer.BadParameter("expected local or ray", param_hint="'--executor'")
+        if ray_address is not None and executor != "ray":
+            raise typer.BadParameter("needs --executor ray", param_hint="'--ray-address'")
         if device not in ("meta", "cpu"):
             raise typer.BadParameter("expected meta or cpu", param_hint="'--device'")
         if dtype:
@@ -135,10 +145,12 @@ def scan(
                 raise typer.BadParameter("compares one model; with several, run `opassess diff` on each model's "
                                          "JSON report", param_hint="'--baseline'")
             _scan_portfolio(targets, options, fmt=fmt, output=output, templates=templates, policy=policy,
-                            jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet)
+                            jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet,
+                            executor=executor, ray_address=ray_address)
         else:
             given = [name for name, value in (("--jobs", jobs), ("--timeout", timeout),
-                                              ("--memory-limit", memory_limit), ("--resume", resume or None))
+                                              ("--memory-limit", memory_limit), ("--resume", resume or None),
+                                              ("--executor", None if executor == "local" else executor))
                      if value is not None]
             if given:
                 raise typer.BadParameter(_SEVERAL, param_hint=f"'{given[0]}'")
@@ -206,24 +218,44 @@ def _finish_ci(after, diff, *, baseline, templates, breaches) -> None:
 
 
 def _portfolio_progress(quiet: bool):
-    """A rich progress bar across models on a terminal's stderr; nothing otherwise."""
-    if quiet or not sys.stderr.isatty():
+    """Progress across models: a rich bar (done, running, failed) on a terminal's stderr, else nothing; the line
+    saying where a cluster's dashboard is either way (unless --quiet)."""
+    if quiet:
         return contextlib.nullcontext(None)
+
+    def dashboard(event) -> None:
+        if event.kind == "dashboard":
+            typer.echo(f"opassess: Ray dashboard at {event.name}", err=True)
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(dashboard)
 
     @contextlib.contextmanager
     def bar():
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        console = Console(stderr=True)
         with Progress(TextColumn("opassess"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as progress:
+                      TextColumn("{task.description}"), console=console, transient=True) as progress:
             task = progress.add_task("", total=None)
+            running: set[str] = set()
+            failed = 0
 
             def update(event) -> None:
+                nonlocal failed
+                if event.kind == "dashboard":
+                    console.print(f"opassess: Ray dashboard at {event.name}", highlight=False)
+                    return
+                if event.kind == "start":
+                    running.add(event.name)
+                else:
+                    running.discard(event.name)
+                failed += bool(event.result and event.result.status != "ok")
                 verb = {"start": "scanning", "resumed": "resumed", "done": "finished"}.get(event.kind, event.kind)
-                failed = f" (failed: {event.result.cause})" if event.result and event.result.status != "ok" else ""
+                cause = f" (failed: {event.result.cause})" if event.result and event.result.status != "ok" else ""
                 progress.update(task, total=event.total, completed=event.done,
-                                description=f"{verb} {event.name}{failed}")
+                                description=f"{len(running)} running, {failed} failed; {verb} {event.name}{cause}")
 
             yield update
 
@@ -231,7 +263,7 @@ def _portfolio_progress(quiet: bool):
 
 
 def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, timeout, memory_limit, resume,
-                    quiet) -> None:
+                    quiet, executor="local", ray_address=None) -> None:
     """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR."""
     from ..portfolio import PortfolioOptions, default_jobs, scan_portfolio
     from ..report.portfolio import render_portfolio
@@ -246,6 +278,11 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
     if per_model not in REPORTERS or per_model == DEFAULT_FORMAT:
         raise typer.BadParameter(f"unknown per-model format {per_model!r}; expected one of "
                                  f"{_format_names(exclude=(DEFAULT_FORMAT,))}", param_hint="'--format'")
+    runner = None
+    if executor == "ray":
+        from ..portfolio.ray_executor import RayExecutor
+
+        runner = RayExecutor(ray_address, jobs)  # without Ray installed: one line, exit 2
     out_dir = Path(output)
     portfolio_options = PortfolioOptions(
         targets=tuple(targets), scan=options, out_dir=out_dir,
@@ -253,7 +290,7 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         timeout=timeout if timeout is not None else 600.0,
         memory_limit=None if memory_limit is None else int(memory_limit * 2**30), resume=resume, policy=policy)
     with _portfolio_progress(quiet) as on_event:
-        portfolio = scan_portfolio(portfolio_options, on_event)
+        portfolio = scan_portfolio(portfolio_options, on_event, executor=runner)
     markdown = render_portfolio(portfolio, "md", templates_dir=templates)
     write_output(render_portfolio(portfolio, "json"), out_dir / "portfolio.json")
     write_output(markdown, out_dir / "portfolio.md")
