@@ -1,0 +1,174 @@
+"""Ray executor: one Ray head (2 CPUs) for the module, started as a cluster's head is; a portfolio of a good model, a
+crash, a hang past --timeout and a policy breach gives the local executor's reports and exit code, report for report
+apart from timing fields; without Ray installed, asking for it is one line and exit 2."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from opassess.cli import app
+
+runner = CliRunner()
+
+GOOD = """
+import torch
+from torch import nn
+from helpers import width  # beside the model file: its folder travels with it
+
+def build_model():
+    return nn.Sequential(nn.Linear(8, width()), nn.ReLU(), nn.Linear(width(), 4))
+
+def example_inputs():
+    return (torch.randn(2, 8),)
+"""
+
+CRASH = """
+import os
+def build_model():
+    os.abort()
+def example_inputs():
+    return ()
+"""
+
+HANG = """
+import time
+def build_model():
+    time.sleep(300)
+def example_inputs():
+    return ()
+"""
+
+BREACH = """
+import torch
+from torch import nn
+
+@torch.library.custom_op("opassess_raytest::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+@twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return twice(self.fc(x))  # custom-dev: breaches --fail-on custom-dev
+
+def build_model():
+    return Net()
+
+def example_inputs():
+    return (torch.randn(2, 8),)
+"""
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    """A Ray head with 2 CPUs and no dashboard, in its own session (killed as a group at the end); its address."""
+    pytest.importorskip("ray")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # Ray >= 2.5x turns on token authentication for `ray start`; a test head on localhost does without.
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    head = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", f"--port={port}",
+                             "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
+                             "--object-store-memory=100000000"],
+                            env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        for line in head.stdout:
+            if "Ray runtime started" in line:
+                break
+        else:
+            pytest.fail(f"ray start exited with {head.wait()}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(head.pid, signal.SIGKILL)  # the head and every process it started, and nothing else
+        head.wait()
+
+
+def _zoo(root: Path) -> Path:
+    zoo = root / "zoo"
+    (zoo / "nested").mkdir(parents=True)
+    for name, source in (("good.py", GOOD), ("crash.py", CRASH), ("a_hang.py", HANG), ("nested/breach.py", BREACH)):
+        (zoo / name).write_text(textwrap.dedent(source))
+    (zoo / "helpers.py").write_text("def width():\n    return 16\n")
+    return zoo
+
+
+def _scrubbed(out: Path) -> dict[str, object]:
+    """Every file of a portfolio's output directory, timing fields taken out."""
+    files: dict[str, object] = {}
+    for path in sorted(out.iterdir()):
+        text = path.read_text()
+        if path.suffix == ".json":
+            files[path.name] = _without_seconds(json.loads(text))
+        else:
+            files[path.name] = re.sub(r"\b\d+(\.\d+)? s\b", "<t> s", text)
+    return files
+
+
+def _without_seconds(value):
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
+def test_a_portfolio_on_ray_reports_what_the_local_executor_reports(tmp_path, ray_head):
+    zoo = _zoo(tmp_path)
+    relative = "tests/models/traceable.py"  # relative to the working directory: written relative on both
+    common = [str(zoo), relative, "--timeout", "15", "--fail-on", "custom-dev", "-f", "md"]
+    local = runner.invoke(app, ["scan", *common, "-o", str(tmp_path / "local")])
+    remote = runner.invoke(app, ["scan", *common, "-o", str(tmp_path / "ray"), "--executor", "ray",
+                                 "--ray-address", ray_head])
+    assert local.exit_code == 1, local.output
+    assert remote.exit_code == local.exit_code, remote.output
+    assert remote.output.replace(str(tmp_path / "ray"), str(tmp_path / "local")) == local.output
+    assert "crash.py: worker crashed: SIGABRT (aborted)" in remote.output
+    assert "a_hang.py: timed out after 15 s (worker killed)" in remote.output
+    assert "opassess: policy: breach: " in remote.output and "custom-dev" in remote.output
+    expected = _scrubbed(tmp_path / "local")
+    assert set(expected) == {"good.json", "good.md", "breach.json", "breach.md", "traceable.json", "traceable.md",
+                             "portfolio.json", "portfolio.md", "portfolio.state.json"}
+    assert _scrubbed(tmp_path / "ray") == expected
+    # paths outside the working directory read as on the driver, not as where the node unpacked them
+    good = json.loads((tmp_path / "ray" / "good.json").read_text())
+    assert good["model"]["source"] == str(zoo / "good.py")
+    assert "_ray_pkg_" not in (tmp_path / "ray" / "good.md").read_text()
+
+
+def test_asking_for_ray_without_it_installed_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    zoo = _zoo(tmp_path)
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
+    result = runner.invoke(app, ["scan", str(zoo), "--executor", "ray", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.output == "opassess: error: --executor ray needs Ray, which is not installed: pip install " \
+                            "'opassess[ray]'\n"
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+def test_ray_options_are_refused_where_they_do_not_apply(tmp_path):
+    zoo = _zoo(tmp_path)
+    address = runner.invoke(app, ["scan", str(zoo), "--ray-address", "auto", "-o", str(tmp_path / "out")])
+    assert address.exit_code == 2 and "needs --executor ray" in address.output
+    unknown = runner.invoke(app, ["scan", str(zoo), "--executor", "dask", "-o", str(tmp_path / "out")])
+    assert unknown.exit_code == 2 and "expected local or ray" in unknown.output
+    single = runner.invoke(app, ["scan", str(zoo / "good.py"), "--executor", "ray"])
+    assert single.exit_code == 2 and "--executor" in single.output
