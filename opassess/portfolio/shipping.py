@@ -98,6 +98,6 @@ def relocate_options(options: PortfolioOptions, target: str, root: str) -> ScanO
 
 
 def restore(text: str, root: str) -> str:
-    """A report or cause written on the node, with the node's staging root taken out of its paths (also where a
-    format escaped the slashes, as JSON inside HTML does)."""
+    """A report or cause written on the node, with the node's staging root taken out of its paths (also should a
+    format write them with escaped slashes, `\\/`)."""
     return text.replace(root, "").replace(root.replace("/", "\\/"), "")
