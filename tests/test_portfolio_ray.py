@@ -103,11 +103,15 @@ def ray_head():
 
 
 def _zoo(root: Path) -> Path:
-    zoo = root / "zoo"
-    (zoo / "nested").mkdir(parents=True)
-    for name, source in (("good.py", GOOD), ("crash.py", CRASH), ("a_hang.py", HANG), ("nested/breach.py", BREACH)):
+    """root/work/zoo: a good model (importing helpers.py beside it), a crash and a hang; root/elsewhere/breach.py:
+    a model outside the working directory (root/work in the comparison), whose path reports write absolute."""
+    zoo = root / "work" / "zoo"
+    zoo.mkdir(parents=True)
+    for name, source in (("good.py", GOOD), ("crash.py", CRASH), ("a_hang.py", HANG)):
         (zoo / name).write_text(textwrap.dedent(source))
     (zoo / "helpers.py").write_text("def width():\n    return 16\n")
+    (root / "elsewhere").mkdir()
+    (root / "elsewhere" / "breach.py").write_text(textwrap.dedent(BREACH))
     return zoo
 
 
@@ -131,27 +135,27 @@ def _without_seconds(value):
     return value
 
 
-def test_a_portfolio_on_ray_reports_what_the_local_executor_reports(tmp_path, ray_head):
-    zoo = _zoo(tmp_path)
-    relative = "tests/models/traceable.py"  # relative to the working directory: written relative on both
-    common = [str(zoo), relative, "--timeout", "15", "--fail-on", "custom-dev", "-f", "md"]
-    local = runner.invoke(app, ["scan", *common, "-o", str(tmp_path / "local")])
-    remote = runner.invoke(app, ["scan", *common, "-o", str(tmp_path / "ray"), "--executor", "ray",
-                                 "--ray-address", ray_head])
-    assert local.exit_code == 1, local.output
+def test_a_portfolio_on_ray_reports_what_the_local_executor_reports(tmp_path, ray_head, monkeypatch):
+    _zoo(tmp_path)
+    monkeypatch.chdir(tmp_path / "work")  # zoo/ relative to it, ../elsewhere/breach.py absolute
+    breach = str(tmp_path / "elsewhere" / "breach.py")
+    common = ["zoo", breach, "--timeout", "15", "--fail-on", "custom-dev", "-f", "md"]
+    local = runner.invoke(app, ["scan", *common, "-o", "local"])
+    remote = runner.invoke(app, ["scan", *common, "-o", "ray", "--executor", "ray", "--ray-address", ray_head])
+    assert local.exit_code == 1, local.output  # failures come before breaches
     assert remote.exit_code == local.exit_code, remote.output
-    assert remote.output.replace(str(tmp_path / "ray"), str(tmp_path / "local")) == local.output
-    assert "crash.py: worker crashed: SIGABRT (aborted)" in remote.output
-    assert "a_hang.py: timed out after 15 s (worker killed)" in remote.output
-    assert "opassess: policy: breach: " in remote.output and "custom-dev" in remote.output
-    expected = _scrubbed(tmp_path / "local")
-    assert set(expected) == {"good.json", "good.md", "breach.json", "breach.md", "traceable.json", "traceable.md",
-                             "portfolio.json", "portfolio.md", "portfolio.state.json"}
-    assert _scrubbed(tmp_path / "ray") == expected
-    # paths outside the working directory read as on the driver, not as where the node unpacked them
-    good = json.loads((tmp_path / "ray" / "good.json").read_text())
-    assert good["model"]["source"] == str(zoo / "good.py")
-    assert "_ray_pkg_" not in (tmp_path / "ray" / "good.md").read_text()
+    assert remote.output.replace("ray/portfolio.md", "local/portfolio.md") == local.output
+    assert "zoo/crash.py: worker crashed: SIGABRT (aborted)" in remote.output
+    assert "zoo/a_hang.py: timed out after 15 s (worker killed)" in remote.output
+    assert f"opassess: policy: breach: opassess_raytest::twice: custom-dev, 1 call(s) at {breach}:" in remote.output
+    expected = _scrubbed(tmp_path / "work" / "local")
+    assert set(expected) == {"good.json", "good.md", "breach.json", "breach.md", "portfolio.json", "portfolio.md",
+                             "portfolio.state.json"}
+    assert _scrubbed(tmp_path / "work" / "ray") == expected
+    # paths read as on the driver, not as where the node unpacked the model folders
+    assert json.loads((tmp_path / "work" / "ray" / "good.json").read_text())["model"]["source"] == "zoo/good.py"
+    assert json.loads((tmp_path / "work" / "ray" / "breach.json").read_text())["model"]["source"] == breach
+    assert "_ray_pkg_" not in (tmp_path / "work" / "ray" / "breach.md").read_text()
 
 
 def test_asking_for_ray_without_it_installed_is_one_line_and_exit_2(tmp_path, monkeypatch):
@@ -172,3 +176,30 @@ def test_ray_options_are_refused_where_they_do_not_apply(tmp_path):
     assert unknown.exit_code == 2 and "expected local or ray" in unknown.output
     single = runner.invoke(app, ["scan", str(zoo / "good.py"), "--executor", "ray"])
     assert single.exit_code == 2 and "--executor" in single.output
+
+
+def test_the_dashboard_line_is_written_when_ray_reports_a_dashboard(capsys):
+    from opassess.cli.scan import _portfolio_progress
+    from opassess.portfolio import PortfolioEvent
+
+    with _portfolio_progress(quiet=False) as on_event:  # stderr is not a terminal here: no bar, the line still
+        on_event(PortfolioEvent("dashboard", "http://10.0.0.1:8265", 0, 4))
+        on_event(PortfolioEvent("start", "good", 0, 4))
+    assert capsys.readouterr().err == "opassess: Ray dashboard at http://10.0.0.1:8265\n"
+    with _portfolio_progress(quiet=True) as on_event:
+        assert on_event is None
+
+
+def test_a_process_already_connected_to_ray_is_told_why_the_executor_will_not_reuse_it(tmp_path, monkeypatch):
+    pytest.importorskip("ray")
+    from opassess.errors import OpassessError
+    from opassess.pipeline import ScanOptions
+    from opassess.portfolio import PortfolioOptions, expand_targets
+    from opassess.portfolio.ray_executor import RayExecutor
+
+    executor = RayExecutor()
+    monkeypatch.setattr(executor.ray, "is_initialized", lambda: True)
+    models, _ = expand_targets([str(_zoo(tmp_path))])
+    options = PortfolioOptions(targets=(), scan=ScanOptions(target=""), out_dir=tmp_path / "out")
+    with pytest.raises(OpassessError, match="already initialised in this process"):
+        executor.run(models, options, lambda *_: None, lambda _: None, 0, len(models))
