@@ -235,7 +235,6 @@ def _stop(process: Any) -> None:
     process.join(_KILL_GRACE)
 
 
-
 def scan_in_worker(options: ScanOptions, setup: _WorkerSetup, timeout: float) -> tuple[str, Any, float]:
     """Scan one model in a fresh worker process of this one and wait for it: ('ok', {format: text}, seconds) or
     ('failed', cause, seconds), its crash or its timeout included (what a remote executor runs on its node)."""
