@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from opassess.cli import app
@@ -139,14 +140,18 @@ def test_a_portfolio_on_ray_reports_what_the_local_executor_reports(tmp_path, ra
     _zoo(tmp_path)
     monkeypatch.chdir(tmp_path / "work")  # zoo/ relative to it, ../elsewhere/breach.py absolute
     breach = str(tmp_path / "elsewhere" / "breach.py")
-    common = ["zoo", breach, "--timeout", "15", "--fail-on", "custom-dev", "-f", "md"]
-    local = runner.invoke(app, ["scan", *common, "-o", "local"])
+    common = ["zoo", breach, "--timeout", "30", "--fail-on", "custom-dev", "-f", "md"]
+    # The local run in a process of its own, at the same time: the two hangs wait out their timeouts together.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    local = subprocess.Popen([sys.executable, "-m", "opassess", "scan", *common, "-o", "local"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     remote = runner.invoke(app, ["scan", *common, "-o", "ray", "--executor", "ray", "--ray-address", ray_head])
-    assert local.exit_code == 1, local.output  # failures come before breaches
-    assert remote.exit_code == local.exit_code, remote.output
-    assert remote.output.replace("ray/portfolio.md", "local/portfolio.md") == local.output
+    local_out, local_err = local.communicate(timeout=300)
+    assert local.returncode == 1, local_err  # failures come before breaches
+    assert remote.exit_code == local.returncode, remote.output
+    assert remote.output.replace("ray/portfolio.md", "local/portfolio.md") == local_out + local_err
     assert "zoo/crash.py: worker crashed: SIGABRT (aborted)" in remote.output
-    assert "zoo/a_hang.py: timed out after 15 s (worker killed)" in remote.output
+    assert "zoo/a_hang.py: timed out after 30 s (worker killed)" in remote.output
     assert f"opassess: policy: breach: opassess_raytest::twice: custom-dev, 1 call(s) at {breach}:" in remote.output
     expected = _scrubbed(tmp_path / "work" / "local")
     assert set(expected) == {"good.json", "good.md", "breach.json", "breach.md", "portfolio.json", "portfolio.md",
