@@ -49,6 +49,11 @@ def example_inputs():
     return ()
 """
 
+GREEDY = """
+def build_model():
+    return bytearray(8 * 2**30)  # 8 GiB, over the 4 GiB address-space cap: MemoryError
+"""
+
 BREACH = """
 import torch
 from torch import nn
@@ -104,11 +109,13 @@ def ray_head():
 
 
 def _zoo(root: Path) -> Path:
-    """root/work/zoo: a good model (importing helpers.py beside it), a crash and a hang; root/elsewhere/breach.py:
-    a model outside the working directory (root/work in the comparison), whose path reports write absolute."""
+    """root/work/zoo: a good model (importing helpers.py beside it), a crash, a hang and one over its memory cap;
+    root/elsewhere/breach.py: a model outside the working directory (root/work in the comparison), whose path
+    reports write absolute."""
     zoo = root / "work" / "zoo"
     zoo.mkdir(parents=True)
-    for name, source in (("good.py", GOOD), ("crash.py", CRASH), ("a_hang.py", HANG)):
+    for name, source in (("good.py", GOOD), ("crash.py", CRASH), ("a_hang.py", HANG),
+                         ("greedy.py", GREEDY)):
         (zoo / name).write_text(textwrap.dedent(source))
     (zoo / "helpers.py").write_text("def width():\n    return 16\n")
     (root / "elsewhere").mkdir()
@@ -140,7 +147,7 @@ def test_a_portfolio_on_ray_reports_what_the_local_executor_reports(tmp_path, ra
     _zoo(tmp_path)
     monkeypatch.chdir(tmp_path / "work")  # zoo/ relative to it, ../elsewhere/breach.py absolute
     breach = str(tmp_path / "elsewhere" / "breach.py")
-    common = ["zoo", breach, "--timeout", "30", "--fail-on", "custom-dev", "-f", "md"]
+    common = ["zoo", breach, "--timeout", "30", "--memory-limit", "4", "--fail-on", "custom-dev", "-f", "md"]
     # The local run in a process of its own, at the same time: the two hangs wait out their timeouts together.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     local = subprocess.Popen([sys.executable, "-m", "opassess", "scan", *common, "-o", "local"], env=env,
@@ -152,6 +159,7 @@ def test_a_portfolio_on_ray_reports_what_the_local_executor_reports(tmp_path, ra
     assert remote.output.replace("ray/portfolio.md", "local/portfolio.md") == local_out + local_err
     assert "zoo/crash.py: worker crashed: SIGABRT (aborted)" in remote.output
     assert "zoo/a_hang.py: timed out after 30 s (worker killed)" in remote.output
+    assert "zoo/greedy.py: out of memory under the memory cap of 4.0 GiB: " in remote.output
     assert f"opassess: policy: breach: opassess_raytest::twice: custom-dev, 1 call(s) at {breach}:" in remote.output
     expected = _scrubbed(tmp_path / "work" / "local")
     assert set(expected) == {"good.json", "good.md", "breach.json", "breach.md", "portfolio.json", "portfolio.md",
