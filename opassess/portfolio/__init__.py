@@ -1,6 +1,7 @@
 """Portfolio: scan many models, each in its own worker, and plan their migration with effort shared.
 
 targets.py finds the models, workers.py runs each in an isolated process (timeout, memory cap, crash isolation),
+ray_executor.py runs each as a Ray task on a cluster instead (shipping.py carries the model folders there),
 state.py lets an interrupted run resume, plan.py orders the models by marginal effort with operators paid once.
 """
 from __future__ import annotations
