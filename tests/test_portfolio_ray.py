@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,7 @@ def ray_head():
                 break
         else:
             pytest.fail(f"ray start exited with {head.wait()}")
+        threading.Thread(target=head.stdout.read, daemon=True).start()  # a full pipe must not stall the head
         yield f"127.0.0.1:{port}"
     finally:
         os.killpg(head.pid, signal.SIGKILL)  # the head and every process it started, and nothing else
