@@ -175,7 +175,7 @@ class _Classifier:
 
         if not known:
             for j in judgements:
-                if any(r.code in ("custom-op", "host-op", "extension") for r in j.reasons):
+                if any(r.code in ("custom-op", "host-op", "extension", "decomposes") for r in j.reasons):
                     continue
                 j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
                       f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
@@ -251,7 +251,9 @@ class _Classifier:
             if kinds and all(v.supported for v in others):
                 how = ("a composite of ATen ops" if "CompositeImplicitAutograd" in kinds else
                        "for every backend (a torch.library op without device_types)")
-                j.add("decomposes", f"{op.key} is registered {how}; the ATen ops it runs all have NPU kernels",
+                inner = ("the ATen ops it runs all have NPU kernels" if others else
+                         "the ATen ops its Python body runs were not seen by the trace: check them on the NPU")
+                j.add("decomposes", f"{op.key} is registered {how}; {inner}",
                       f"PyTorch dispatcher: {' and '.join(kinds)} kernel for {op.key}", Category.DIRECT)
                 return
             j.add("custom-op", f"{op.key} is a project-defined operator with kernels for other devices only; "
