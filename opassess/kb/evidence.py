@@ -89,6 +89,7 @@ def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
         allowed = head.allowed if allowed is None else tuple(d for d in allowed if d in head.allowed)
         evidence.append(next((e for e in verdict.evidence if f"{head.api}." in e and dtype in e), verdict.evidence[0]))
     confidence = min(confidences, key=CONFIDENCES.index, default="low")
+    denies, takes = list(dict.fromkeys(denies)), list(dict.fromkeys(takes))
     if denies:
         return False, tuple(denies), allowed or (), evidence, confidence
     if takes:
