@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from .kb import kernels
-from .kb.evidence import CONFIDENCES, check_dtype, remedy
+from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
 from .kb.products import Product
 from .kb.store import KnowledgeBase
@@ -187,7 +187,9 @@ class _Classifier:
             shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
                                  "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
         category = worst(j.category for j in judgements) if judgements else Category.DIRECT
-        confidence = min((_confidence(j, api, verdicts) for j in judgements), key=CONFIDENCES.index, default="high")
+        statuses = tuple(v.status for v in verdicts.values())
+        confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses, api is not None)
+                          for j in judgements), key=CONFIDENCES.index, default="high")
         if not known:
             confidence = "low"
         replacement = required or optional or (on_limit if category != Category.DIRECT else None)
@@ -416,24 +418,6 @@ class _Classifier:
                 elif check.kind == "int64-cast-int32" and "int64" in dtypes:
                     j.add("dtype-cast", f"the NPU kernel of {aten} casts int64 input to int32 (values beyond 2^31 "
                           f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
-
-
-EXCLUSION_CODES = frozenset({"view-op", "host-op", "composite", "cpu-only-decomposition", "taken-whole", "decomposes",
-                             "options-only", "kernel-dtype", "replacement"})
-
-
-def _confidence(j: _Judgement, api: ApiFact | None, verdicts: dict[str, AtenVerdict]) -> str:
-    """high: the sources that speak agree (or only view/metadata ops ran); medium: one source, or they disagree;
-    low: nothing speaks for this product, or an unparsed conditional clause decides."""
-    if j.confidences:
-        return min(j.confidences, key=CONFIDENCES.index)
-    codes = {r.code for r in j.reasons}
-    if codes & {"custom-op", "extension", "autograd-function", "api-unsupported", "no-kernel", "replacement"}:
-        return "medium"
-    if verdicts and all(v.status == "everywhere" for v in verdicts.values()) or "host-op" in codes:
-        return "high"
-    kernels_listed = any(v.status == "kernel" for v in verdicts.values())
-    return "high" if api is not None and kernels_listed else "medium"
 
 
 def _nodes_of(op: Operator, sig: Signature):

@@ -117,3 +117,19 @@ def check_dtype(dtype: str, product: Product, page_allowed: tuple[str, ...] | No
     if page_unparsed and by != "kernel":
         confidence = "low"  # a conditional clause of the page the facts do not parse may decide this dtype
     return DtypeCheck(dtype, ok, by, page_allowed, kernel_ok, apis, tuple(allowed), confidence, tuple(evidence))
+
+
+EXCLUSION_CODES = frozenset({"view-op", "host-op", "composite", "cpu-only-decomposition", "taken-whole", "decomposes",
+                             "options-only", "kernel-dtype", "replacement"})  # reason codes of the exclusion trail
+
+
+def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, ...], documented: bool) -> str:
+    """One signature's confidence from its dtype checks' (`checks`), else from what decided it: high when the
+    sources that speak agree (or only view/metadata ops ran); medium when one source speaks or they disagree."""
+    if checks:
+        return min(checks, key=CONFIDENCES.index)
+    if codes & {"custom-op", "extension", "autograd-function", "api-unsupported", "no-kernel", "replacement"}:
+        return "medium"
+    if (statuses and all(s == "everywhere" for s in statuses)) or "host-op" in codes:
+        return "high"
+    return "high" if documented and "kernel" in statuses else "medium"
