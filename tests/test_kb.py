@@ -56,7 +56,7 @@ def test_version_and_defaults(kb):
     assert parse_version("2.7.1") == (2, 7) and parse_version("v2.13") == (2, 13)
     with pytest.raises(KnowledgeBaseError, match="not covered"):
         kb.resolve_version("3.0")
-    with pytest.raises(KnowledgeBaseError, match="unknown target product"):
+    with pytest.raises(KnowledgeBaseError, match="unknown Ascend product"):
         kb.resolve_product("Atlas 300")
 
 
