@@ -249,7 +249,8 @@ def test_mixed_precision_flags_ops_whose_kernel_lacks_the_target_dtype(kb):
     fact = kb.api("torch.nn.functional.silu").limitation.allowed_dtypes("Atlas A2")
     assert "float16" in fact and "bfloat16" not in fact
     _, on_a2 = findings_of(MODELS / "findings_llm.py", "fx", kb, dtype="bfloat16")
-    assert not {f.ops[0] for f in on_a2 if f.kind == "mixed-precision"} & {"torch.nn.functional.silu", "torch.nn.Linear"}
+    on_a2_ops = {f.ops[0] for f in on_a2 if f.kind == "mixed-precision"}
+    assert not on_a2_ops & {"torch.nn.functional.silu", "torch.nn.Linear"}
     _, bf16 = findings_of(MODELS / "findings_llm.py", "fx", kb, dtype="bfloat16", product="Atlas training series")
     flagged = {f.ops[0]: f for f in bf16 if f.kind == "mixed-precision"}
     assert "torch.nn.functional.silu" in flagged and "torch.nn.Linear" in flagged
