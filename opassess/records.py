@@ -151,6 +151,8 @@ class ClassifiedOp:
     cann_op: str | None  # CANN operator name, when known
     known: bool  # False when the knowledge base has no fact about it at all
     aten_support: Mapping[str, bool]  # qualified ATen op -> has an NPU kernel for the target
+    confidence: str = "medium"  # "high" | "medium" | "low": how well the evidence pins the verdict down
+    exclusions: tuple[Reason, ...] = ()  # what was checked and ruled out (view ops, composites taken whole, ...)
 
 
 # ---------------------------------------------------------------- score stage

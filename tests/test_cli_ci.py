@@ -41,7 +41,7 @@ CUSTOM = """
 import torch
 from torch import nn
 
-@torch.library.custom_op("citest::swish_plus", mutates_args=())
+@torch.library.custom_op("citest::swish_plus", mutates_args=(), device_types="cpu")
 def swish_plus(x: torch.Tensor) -> torch.Tensor:
     return x * torch.sigmoid(x) + 1
 

@@ -50,11 +50,13 @@ def test_version_and_defaults(kb):
     # API docs stop at 2.13 and the kernel ranges at 2.15: the default is the newest with both.
     assert kb.default_torch_version == "2.13"
     assert kb.torch_versions[0] == "2.1" and kb.torch_versions[-1] == "2.15"
-    assert kb.products == ("Atlas A2", "Atlas A3", "Ascend 950DT", "Atlas training")
+    assert kb.products == ("Atlas A2", "Atlas A3", "Ascend 950", "Atlas training series", "Atlas inference series",
+                           "Atlas 200I/500 A2")
+    assert kb.api_page_products == ("Atlas A2", "Atlas A3", "Ascend 950DT", "Atlas training")
     assert parse_version("2.7.1") == (2, 7) and parse_version("v2.13") == (2, 13)
     with pytest.raises(KnowledgeBaseError, match="not covered"):
         kb.resolve_version("3.0")
-    with pytest.raises(KnowledgeBaseError, match="unknown target product"):
+    with pytest.raises(KnowledgeBaseError, match="unknown Ascend product"):
         kb.resolve_product("Atlas 300")
 
 

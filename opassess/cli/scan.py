@@ -75,8 +75,9 @@ def scan(
         help="Capture methods to try, in order, comma-separated: fx, dispatch, dispatch-compiling, export (default: "
              "that order; dispatch first above 1e9 parameters).")] = None,
     product: Annotated[str, typer.Option(
-        "--target", help="Ascend product assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950DT', "
-                         "'Atlas training'.")] = "Atlas A2",
+        "--target", help="Ascend product (or an alias: 910B/A2, 910C/A3, 950PR/950DT, 910A/910, 310P, 310B) "
+                         "assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950', 'Atlas training series', "
+                         "'Atlas inference series', 'Atlas 200I/500 A2'.")] = "Atlas A2",
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
                             "base).")] = None,

@@ -138,6 +138,7 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
         "kind": operator.kind,
         "category": category,
         "known": classified.known if classified else True,
+        "confidence": classified.confidence if classified else "",
         "count": operator.count,
         "signature_count": len(operator.signatures),
         "aten": tuple(operator.aten),

@@ -138,6 +138,7 @@ class OperatorRow(Record):
     performance_text: str = ""
     ecosystem_text: str = ""
     subscores: tuple[SubscoreRow, ...] = ()
+    confidence: str = ""  # "high" | "medium" | "low" ("" when not classified)
     likely: float = -1
     likely_text: str = ""
     range_text: str = ""

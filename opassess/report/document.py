@@ -100,6 +100,9 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "replacement": classified.replacement if classified else None,
         "cann_op": classified.cann_op if classified else None,
         "aten_support": dict(classified.aten_support) if classified else {},
+        "confidence": classified.confidence if classified else None,
+        "exclusions": [{"code": r.code, "message": r.message, "evidence": r.evidence}
+                       for r in classified.exclusions] if classified else [],
         "scores": None,
         "person_days": None,
         "risk": None,

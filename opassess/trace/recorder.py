@@ -67,7 +67,24 @@ def _flop_formula(packet: Any, registry: dict) -> Callable | None:
     """torch's FLOP formula for an op, unwrapped to take shapes (its own wrapper maps tensors to shapes with
     pytree, which cost as much as the rest of the capture on a 70B-shaped model)."""
     formula = registry.get(packet)
-    return getattr(formula, "__wrapped__", None) if formula is not None else None
+    if formula is None:
+        return _FORMULAS.get(getattr(packet, "__name__", ""))
+    return getattr(formula, "__wrapped__", None)
+
+
+def _grouped_mm_flops(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
+    """aten::_grouped_mm (MoE experts): 2 * M * K * N summed over the groups. 2-D x 3-D (tokens grouped by offs):
+    2 * tokens * K * N; 3-D x 3-D: 2 * G * M * K * N; 2-D x 2-D (K grouped by offs): 2 * M * K_total * N."""
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        return 2 * a_shape[0] * a_shape[1] * b_shape[1]
+    out = 1
+    for size in out_shape:
+        out *= size
+    return 2 * out * a_shape[-1]
+
+
+# FLOP formulas torch.utils.flop_counter does not have, by op packet name (shapes in, FLOPs out)
+_FORMULAS: dict[str, Callable] = {"_grouped_mm": _grouped_mm_flops}
 
 
 def _shapes_of(value: Any) -> Any:

@@ -76,6 +76,8 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
             category = Text(op["category"], style=CATEGORY_STYLE.get(op["category"], ""))
             if not op["known"]:
                 category.append(" (unknown)", style="dim")
+            if op["confidence"]:
+                category.append(f" · {op['confidence']}", style="dim")
             top.add_row(str(op["rank"]), Text(op["op"]), category, str(op["count"]), op["likely_text"],
                         op["range_text"], Text(op["stars_text"]))
         console.print(top)
