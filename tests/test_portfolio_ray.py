@@ -59,7 +59,7 @@ BREACH = """
 import torch
 from torch import nn
 
-@torch.library.custom_op("opassess_raytest::twice", mutates_args=())
+@torch.library.custom_op("opassess_raytest::twice", mutates_args=(), device_types="cpu")  # a CPU-only kernel
 def twice(x: torch.Tensor) -> torch.Tensor:
     return x * 2
 
