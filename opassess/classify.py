@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from .kb.facts import ApiFact, Limitation, is_unset
+from .kb.rules import Replacement
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
@@ -183,7 +185,16 @@ class _Classifier:
         return ClassifiedOp(
             operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
             replacement=replacement.api if replacement else None, cann_op=self._cann_op(op, verdicts),
-            known=known, aten_support=aten_support)
+            known=known, aten_support=aten_support, **self._deprecation(replacement))
+
+    def _deprecation(self, replacement: Replacement | None) -> dict[str, Any]:
+        """Whether the facts mark the replacement deprecated, and its successor ('(no replacement)' -> None)."""
+        fact = self.kb.custom_op(replacement.npu_op) if replacement else None
+        if fact is None or not fact.deprecated:
+            return {}
+        successor = fact.deprecated.strip()
+        return {"replacement_deprecated": True,
+                "replacement_successor": None if successor.startswith("(") or not successor else successor}
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
         name = self.kb.cann_op(op.key)

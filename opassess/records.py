@@ -151,6 +151,8 @@ class ClassifiedOp:
     cann_op: str | None  # CANN operator name, when known
     known: bool  # False when the knowledge base has no fact about it at all
     aten_support: Mapping[str, bool]  # qualified ATen op -> has an NPU kernel for the target
+    replacement_deprecated: bool = False  # the facts mark the replacement deprecated (npu_nms_v4)
+    replacement_successor: str | None = None  # what the facts say to use instead; None: no successor
 
 
 # ---------------------------------------------------------------- score stage

@@ -5,7 +5,15 @@ import html.parser
 import re
 
 import pytest
-from report_support import check_golden, example_files, hostile_assessment, real_assessment, scrubbed, synthetic_example
+from report_support import (
+    check_golden,
+    example_files,
+    hostile_assessment,
+    model_assessment,
+    real_assessment,
+    scrubbed,
+    synthetic_example,
+)
 
 from opassess.report import render
 
@@ -72,3 +80,11 @@ def test_hostile_names_are_escaped(tmp_path):
     assert "<title>Ascend NPU migration assessment: &lt;script&gt;alert(1)&lt;/script&gt;</title>" in text
     assert "&lt;img src=x onerror=alert(2)&gt;" in text
     assert re.search(r'data-search="[^"]*&lt;script&gt;alert\(1\)&lt;/script&gt;', text)  # attribute values too
+
+
+def test_a_deprecated_replacement_is_badged_in_the_operator_row_and_said_in_the_summary():
+    text = render(model_assessment("nms"), "html")
+    summary = text[text.index('<section id="summary"'):text.index("</section>", text.index('<section id="summary"'))]
+    assert "<code>torch_npu.npu_nms_v4</code> is deprecated in the facts, no successor." in summary
+    row = re.search(r'<tr class="main">(?:(?!</tr>).)*torchvision::nms(?:(?!</tr>).)*</tr>', text, re.S).group(0)
+    assert 'class="badge deprecated"' in row and "no successor" in row

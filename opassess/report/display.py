@@ -145,6 +145,8 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
         "category_rank": CATEGORY_RANK.get(category, -1),
         "reasons": tuple(ReasonRow(r.code, r.message, r.evidence) for r in classified.reasons) if classified else (),
         "replacement": classified.replacement if classified else None,
+        "replacement_deprecated": classified.replacement_deprecated if classified else False,
+        "replacement_successor": classified.replacement_successor if classified else None,
         "cann_op": classified.cann_op if classified else None,
         "sources": tuple(operator.sources),
         "modules": tuple(operator.modules),

@@ -150,6 +150,8 @@ class OperatorRow(Record):
     risk_signals: tuple[str, ...] = ()
     heat: str = "none"
     pareto: bool = False
+    replacement_deprecated: bool = False  # the facts mark the replacement deprecated
+    replacement_successor: str | None = None  # its successor; None: no successor
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,13 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
         console.print(grid)
         console.print()
 
+    for op in d["operators"]:
+        if op["replacement_deprecated"]:
+            line = Text("Deprecated replacement: ", style="yellow")
+            line.append(f"{op['op']} -> {op['replacement']} is deprecated in the facts, "
+                        + (f"successor {op['replacement_successor']}" if op["replacement_successor"]
+                           else "no successor"))
+            console.print(line)
     if d["unknown"]:
         unknown = Text("Unknown to the knowledge base: ", style="yellow")
         unknown.append(", ".join(op["op"] for op in d["unknown"]))
