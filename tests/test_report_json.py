@@ -85,3 +85,26 @@ def test_a_deprecated_replacement_is_in_the_contract(validator):
     nms = next(op for op in document["operators"] if op["op"] == "torchvision::nms")
     assert nms["replacement_deprecated"] == {"successor": None}
     assert all(op["replacement_deprecated"] is None for op in document["operators"] if op is not nms)
+
+
+def _properties(node, path=""):
+    """Every (path, property schema) under a `properties` keyword, however deep (items, oneOf, $defs ...)."""
+    if isinstance(node, dict):
+        for key, value in (node.get("properties") or {}).items():
+            yield f"{path}/{key}", value
+        for key, value in node.items():
+            if key != "properties":
+                yield from _properties(value, f"{path}/{key}")
+        for key, value in (node.get("properties") or {}).items():
+            yield from _properties(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _properties(value, f"{path}[{i}]")
+
+
+def test_every_schema_property_has_a_description():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    properties = list(_properties(schema))
+    assert len(properties) > 100  # the walk reaches nested and $defs properties
+    missing = [path for path, prop in properties if not isinstance(prop, dict) or not prop.get("description")]
+    assert missing == []
