@@ -86,6 +86,7 @@ class ModelInfo:
     parameters: int
     dtype: str  # dtype assessed ("float32", "float16", "bfloat16")
     inputs: tuple[str, ...]  # human-readable description of each example input
+    label: str | None = None  # a name the user gave the model (--label), which baselines match on
 
 
 # ------------------------------------------------------------ inventory stage

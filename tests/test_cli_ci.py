@@ -144,6 +144,15 @@ def test_exit_2_for_several_models_without_an_output_directory(models):
     assert result.exit_code == 2 and "directory" in result.output
 
 
+def test_label_names_the_model_in_its_report(models, tmp_path):
+    _, files = models
+    out = tmp_path / "labelled.json"
+    assert scan(files["plain"], "-o", out, "-q", "--label", "detector").exit_code == 0
+    assert json.loads(out.read_text())["model"]["label"] == "detector"
+    several = scan(files["plain"], files["custom"], "-o", tmp_path / "reports", "--label", "x")
+    assert several.exit_code == 2 and "names one model" in several.output
+
+
 # ---------------------------------------------------------------- baseline
 
 

@@ -103,6 +103,9 @@ def scan(
     resume: Annotated[bool, typer.Option(
         help="Continue an interrupted run in -o DIR without rescanning finished models.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    label: Annotated[str | None, typer.Option(
+        help="A name for the model, written in its JSON report: a --baseline or `opassess diff` matches models by "
+             "it when both reports carry one (otherwise by factory and class, never by path).")] = None,
     debug: Debug = False,
 ) -> None:
     """Scan models: trace each, classify every operator, estimate the porting effort, write reports, apply CI gates.
@@ -128,12 +131,15 @@ def scan(
             target=targets[0], entry=entry, input_shapes=tuple(parse_shape(s) for s in input_shape or ()),
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
-            torch_npu=torch_npu, weights=weights, kb_dir=kb,
+            torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label,
         )
         if len(targets) > 1 or any(Path(t).is_dir() for t in targets):
             if baseline is not None:
                 raise typer.BadParameter("compares one model; with several, run `opassess diff` on each model's "
                                          "JSON report", param_hint="'--baseline'")
+            if label is not None:
+                raise typer.BadParameter("names one model; a portfolio names each model by its file",
+                                         param_hint="'--label'")
             _scan_portfolio(targets, options, fmt=fmt, output=output, templates=templates, policy=policy,
                             jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet)
         else:

@@ -163,6 +163,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
             "parameters": model.parameters,
             "dtype": model.dtype,
             "inputs": list(model.inputs),
+            "label": model.label,
             "capture": {
                 "method": capture.method,
                 "device": capture.device,
