@@ -31,6 +31,7 @@ class ScanOptions:
     weights: Path | None = None  # None: the shipped weights.toml
     kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
     label: str | None = None  # the model's name for baselines (--label); None: matched by entry and class
+    language: str = "en"  # language of the human report formats (--lang); the JSON contract stays English
 
 
 def _noop(_: str) -> None:

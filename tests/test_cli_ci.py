@@ -153,6 +153,23 @@ def test_label_names_the_model_in_its_report(models, tmp_path):
     assert several.exit_code == 2 and "names one model" in several.output
 
 
+def test_lang_chooses_the_human_report_language(models, tmp_path):
+    root, files = models
+    summary = tmp_path / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary), "LANG": "zh_CN.UTF-8"}
+    result = runner.invoke(app, ["scan", str(files["plain"]), "-f", "md", "-q"], env=env)  # from the locale
+    assert result.exit_code == 0 and "## 概要" in result.stdout and "**" in summary.read_text()
+    assert "人天" in summary.read_text()
+    english = runner.invoke(app, ["scan", str(files["plain"]), "-f", "md", "-q", "--lang", "en"], env=env)
+    assert "## Summary" in english.stdout
+    same_json = [runner.invoke(app, ["scan", str(files["plain"]), "-f", "json", "-q", "--lang", lang]).stdout
+                 for lang in ("zh-CN", "en")]
+    assert '"format_version": 1' in same_json[0] and "人天" not in same_json[0]
+    assert scan(files["plain"], "--lang", "de").exit_code == 2
+    diff = runner.invoke(app, ["diff", str(root / "plain.json"), str(root / "custom.json"), "--lang", "zh-CN"])
+    assert diff.exit_code == 0 and "与基线的对比" in diff.stdout
+
+
 # ---------------------------------------------------------------- baseline
 
 

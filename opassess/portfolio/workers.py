@@ -92,8 +92,9 @@ def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connect
         from ..report import RenderContext, build_view, render_view
 
         assessment = assess(options)
-        view = build_view(assessment)  # built once for the JSON report, the gates and every per-model format
-        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy))
+        view = build_view(assessment, options.language)  # built once: the JSON report, the gates, every format
+        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy),
+                                language=options.language)
         texts = {fmt: render_view(view, fmt, context) for fmt in ("json", *setup.formats)}
         message = ("ok", texts)
     except OpassessError as exc:
