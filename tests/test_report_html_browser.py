@@ -156,4 +156,11 @@ def test_the_report_in_each_language(tmp_path, language, heading, counted):
             ".filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow !== 'visible')"
             ".map(e => e.textContent)")
         assert clipped == []
+        # the first Pareto label stays inside the chart; risk-matrix chips are one line (cut with an ellipsis,
+        # the full name in their title), never broken mid-word
+        assert browser.evaluate("document.querySelector('#pareto-chart .bar-label').getBoundingClientRect().left"
+                                " >= document.querySelector('#pareto-chart').getBoundingClientRect().left")
+        heights = browser.evaluate("Array.from(document.querySelectorAll('#risk-matrix .chip'))"
+                                   ".map(c => c.getBoundingClientRect().height)")
+        assert heights and max(heights) < 2 * min(heights)
         browser.screenshot(ARTIFACTS / f"report-resnet_like-{language}.png")

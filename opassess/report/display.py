@@ -51,6 +51,9 @@ MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the J
 MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
 CELL_OPS = 30  # operators named in one risk-matrix cell of the HTML/Markdown grid (all of them are in the JSON)
 CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}  # sort order: direct < custom-dev
+# The 20/80 badge marks the operators carrying 80% of the effort only when they are few: at most a third of the
+# operator types (or 3): "22 of 31" marked says nothing.
+PARETO_MARK_SHARE, PARETO_MARK_MIN = 1 / 3, 3
 MODULE_MIN_SHARE = 0.01  # modules carrying less than 1% of the effort are left to the JSON
 LIKELIHOOD_LABELS = {1: N_("rare"), 2: N_("unlikely"), 3: N_("possible"), 4: N_("likely"), 5: N_("almost certain")}
 HEAT_MARKS = {"low": "\U0001F7E9", "moderate": "\U0001F7E8", "high": "\U0001F7E7", "critical": "\U0001F7E5"}  # squares
@@ -228,6 +231,12 @@ def _pareto_chart(ops: Sequence[Any], total_likely: float) -> ParetoChart | None
     width, height = 760.0, 330.0
     left, right, top, bottom = 56.0, 56.0, 16.0, 120.0
     plot_w, plot_h = width - left - right, height - top - bottom
+    # The labels hang down-left of their bar (rotated 40 degrees, anchored at the end): the first one needs about
+    # 4.8 px per character (11 px text, cos 40) left of its bar's centre; widen the chart on the left when the
+    # margin and half a slot are less, so it is not cut at the edge: 30 characters need 150 px, not 56 + 40.
+    room = left + plot_w / len(bars) / 2
+    extra = max(0.0, min(len(bars[0][0]), PARETO_LABEL) * 4.8 + 6 - room)
+    width, left = width + extra, left + extra
     step = _nice_step(max(b[2] for b in bars))
     axis_max = step * math.ceil(max(b[2] for b in bars) / step)
     slot = plot_w / len(bars)
@@ -406,6 +415,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         pie=tuple(PieSlice(c.name, c.types) for c in categories if c.types),
         pareto=pareto,
         pareto_statement=pareto_statement,
+        pareto_marked=pareto is not None and pareto.count <= max(PARETO_MARK_MIN, len(ops) * PARETO_MARK_SHARE),
         pareto_chart=_pareto_chart(ops, total_likely),
         risk_grid=_risk_grid(est.risk_matrix, _) if est else None,
         operators=ops,

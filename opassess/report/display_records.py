@@ -315,6 +315,7 @@ class Display(Record):
     unknown: tuple[OperatorRow, ...]
     suggested_html: str
     effort_ranges: tuple[RuleRange, ...] = ()  # per category, from the weights the assessment used
+    pareto_marked: bool = False  # badge the 20/80 operators: only when they are few (display.PARETO_MARK_SHARE)
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)
