@@ -134,7 +134,7 @@ def scan(
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
         )
-        if len(targets) > 1 or any(Path(t).is_dir() for t in targets):
+        if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:
                 raise typer.BadParameter("compares one model; with several, run `opassess diff` on each model's "
                                          "JSON report", param_hint="'--baseline'")
@@ -261,9 +261,11 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         memory_limit=None if memory_limit is None else int(memory_limit * 2**30), resume=resume, policy=policy)
     with _portfolio_progress(quiet) as on_event:
         portfolio = scan_portfolio(portfolio_options, on_event)
-    markdown = render_portfolio(portfolio, "md", templates_dir=templates)
+    markdown = render_portfolio(portfolio, "md", templates_dir=templates, language=options.language)
     write_output(render_portfolio(portfolio, "json"), out_dir / "portfolio.json")
     write_output(markdown, out_dir / "portfolio.md")
+    write_output(render_portfolio(portfolio, "html", templates_dir=templates, language=options.language),
+                 out_dir / "portfolio.html")
     append_step_summary(markdown)
     if not quiet:
         resumed = sum(1 for r in portfolio.results if r.resumed)
@@ -272,8 +274,10 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
                    f"{days(portfolio.shared_total.likely)} person-days with operators shared "
                    f"({days(portfolio.standalone_total.likely)} one by one); wrote {out_dir / 'portfolio.md'}",
                    err=True)
-    for result in portfolio.failed:
-        typer.echo(f"opassess: error: {result.target}: {result.cause}", err=True)
+    for result in portfolio.failed:  # a scan error names its file already: 'pf2/x.py: ...' is said once
+        cause = result.cause or ""
+        typer.echo(f"opassess: error: {cause if cause.startswith(result.target) else f'{result.target}: {cause}'}",
+                   err=True)
     if portfolio.failed:
         for name, breach in portfolio.breaches:
             typer.echo(f"opassess: policy: {name}: {breach.message}", err=True)

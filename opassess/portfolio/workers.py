@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing import connection as mp_connection
 from typing import Any, Protocol
 
@@ -166,7 +166,7 @@ class LocalWorkers:
                     model = queue.pop(0)
                     receiver, sender = context.Pipe(duplex=False)
                     process = context.Process(target=_work, name=f"opassess-{model.name}",
-                                              args=(replace(options.scan, target=model.target), setup, sender),
+                                              args=(model.scan_options(options.scan), setup, sender),
                                               daemon=True)
                     started = time.monotonic()
                     process.start()
