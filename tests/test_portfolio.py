@@ -275,5 +275,5 @@ def test_a_manifest_portfolio_writes_portfolio_html_and_says_a_cause_once(tmp_pa
     assert len(errors) == 1 and errors[0].count("x.py: ") == 1, errors  # not 'pf2/x.py: pf2/x.py: ...'
     assert json.loads((out / "resnet_like.json").read_text())["model"]["dtype"] == "float16"
     page = (out / "portfolio.html").read_text()
-    assert '<html lang="zh-CN">' in page and "迁移顺序" in page and 'href="resnet_like.json"' in page
+    assert '<html lang="zh-CN">' in page and "迁移顺序" in page and 'href="resnet_like.md"' in page
     assert "no weights here" in page
