@@ -21,11 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from .kb import kernels
 from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
 from .kb.products import Product
+from .kb.rules import Replacement
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
@@ -205,7 +207,8 @@ class _Classifier:
             operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
             replacement=replacement.api if replacement else None, cann_op=self._cann_op(op, verdicts),
             known=known, aten_support=aten_support, confidence=confidence,
-            exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES))
+            exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES),
+            **self._deprecation(replacement))
 
     def _taken_whole(self, op: Operator) -> tuple[str, ...]:
         """Entry ops (what the user called, before decomposition) that have an NPU kernel of their own but were
@@ -221,6 +224,15 @@ class _Classifier:
             if variant is not None and "." in variant.name and not variant.name.endswith(".out"):
                 out.append(f"aten::{variant.name}")
         return tuple(out)
+
+    def _deprecation(self, replacement: Replacement | None) -> dict[str, Any]:
+        """Whether the facts mark the replacement deprecated, and its successor ('(no replacement)' -> None)."""
+        fact = self.kb.custom_op(replacement.npu_op) if replacement else None
+        if fact is None or not fact.deprecated:
+            return {}
+        successor = fact.deprecated.strip()
+        return {"replacement_deprecated": True,
+                "replacement_successor": None if successor.startswith("(") or not successor else successor}
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
         name = self.kb.cann_op(op.key)

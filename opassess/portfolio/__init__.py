@@ -62,7 +62,8 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
     except OSError as exc:
         raise ReportError(f"cannot create the output directory {out_dir}: {exc.strerror or exc}") from exc
 
-    fingerprints = {m.target: fingerprint(options, m.target) for m in models}
+    fingerprints = {m.target: fingerprint(replace(options, scan=m.scan_options(options.scan)), m.target)
+                    for m in models}
     state: dict[str, Any] = read_state(out_dir) if options.resume else {}
     results: dict[str, ModelResult] = {}
     done = 0

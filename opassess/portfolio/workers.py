@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any, Protocol
@@ -103,8 +103,9 @@ def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connect
         from ..report import RenderContext, build_view, render_view
 
         assessment = assess(options)
-        view = build_view(assessment)  # built once for the JSON report, the gates and every per-model format
-        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy))
+        view = build_view(assessment, options.language)  # built once: the JSON report, the gates, every format
+        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy),
+                                language=options.language)
         texts = {fmt: render_view(view, fmt, context) for fmt in ("json", *setup.formats)}
         message = ("ok", texts)
     except OpassessError as exc:
@@ -174,7 +175,7 @@ class LocalWorkers:
                     model = queue.pop(0)
                     receiver, sender = context.Pipe(duplex=False)
                     process = context.Process(target=_work, name=f"opassess-{model.name}",
-                                              args=(replace(options.scan, target=model.target), setup, sender),
+                                              args=(model.scan_options(options.scan), setup, sender),
                                               daemon=True)
                     started = time.monotonic()
                     process.start()
