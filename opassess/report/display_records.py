@@ -39,6 +39,8 @@ class ModelHeader(Record):
     device: str
     device_note: str
     attempts: tuple[Attempt, ...]
+    step_text: str = "forward pass only"  # what was captured: a forward pass, or a training step (--train)
+    training: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,8 @@ class OperatorRow(Record):
     risk_signals: tuple[str, ...] = ()
     heat: str = "none"
     pareto: bool = False
+    step_text: str = "forward"  # "forward", "forward + backward" (--train) or "optimizer"
+    backward_rows: tuple[AtenRow, ...] = ()  # the ATen ops its backward dispatched (--train)
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,9 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
             attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method, None,
                                            time.perf_counter() - started))
             types = {name: type(m).__name__ for name, m in current.module.named_modules()}
-            return Capture(method=method, device=device, device_note=device_note, attempts=tuple(attempts),
+            # the training step's forward is the dispatch capture: the method the report names
+            return Capture(method="dispatch" if training is not None else method, device=device,
+                           device_note=device_note, attempts=tuple(attempts),
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step="train" if training is not None else "forward",
                            step_note=training.note if training is not None else None)

@@ -35,6 +35,8 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     head.append(f"  {model['source']} · {model['parameters_text']} parameters · {model['dtype']} · "
                 f"captured with {model['capture_method']} on {model['device']}")
     console.print(head)
+    step = model["step_text"]
+    console.print(Text(step[:1].upper() + step[1:], style="" if model["training"] else "dim"))
     console.print(Text(f"Assessed against {d['target']}, torch_npu {d['torch_npu']}, knowledge base {d['kb_version']}",
                        style="dim"))
     for attempt in model["attempts"]:
@@ -69,14 +71,18 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     if d["top_operators"]:
         title = "Top operators by effort" if d["estimated"] else "Operators (not estimated)"
         top = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-        for name, justify in (("#", "right"), ("Operator", "left"), ("Category", "left"), ("Calls", "right"),
-                              ("Person-days", "right"), ("Range", "right"), ("Risk", "left")):
+        columns = [("#", "right"), ("Operator", "left"), ("Category", "left"), ("Calls", "right"),
+                   ("Person-days", "right"), ("Range", "right"), ("Risk", "left")]
+        if model["training"]:  # which part of the training step each operator belongs to
+            columns.insert(2, ("Step", "left"))
+        for name, justify in columns:
             top.add_column(name, justify=justify, overflow="fold")
         for op in d["top_operators"]:
             category = Text(op["category"], style=CATEGORY_STYLE.get(op["category"], ""))
             if not op["known"]:
                 category.append(" (unknown)", style="dim")
-            top.add_row(str(op["rank"]), Text(op["op"]), category, str(op["count"]), op["likely_text"],
+            step = [Text(op["step_text"])] if model["training"] else []
+            top.add_row(str(op["rank"]), Text(op["op"]), *step, category, str(op["count"]), op["likely_text"],
                         op["range_text"], Text(op["stars_text"]))
         console.print(top)
         console.print()
