@@ -259,7 +259,8 @@ class _Classifier:
         missing = [v for v in verdicts.values() if not v.supported]
         if verdicts and not missing and self.trained:
             j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
-                  f"with NPU kernels ({', '.join(verdicts)}) and its hand-written backward was traced (judged below)",
+                  f"with NPU kernels ({', '.join(verdicts)}); its hand-written backward was traced and is judged as "
+                  f"its backward ATen ops",
                   "trace: autograd.Function forward and backward ATen ops; npu_aten_ops", Category.DIRECT)
         elif verdicts and not missing:
             j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "

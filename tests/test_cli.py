@@ -82,6 +82,7 @@ def test_broken_weights_file_is_an_input_error(tmp_path):
     ["scan", "x.py", "--no-such-flag"],
     ["scan", "x.py", "--amp", "bf16"],  # --amp needs --train
     ["scan", "x.py", "--train", "--amp", "fp8"],
+    ["scan", "x.py", "--train", "--capture", "fx"],
 ])
 def test_usage_errors_exit_2(args):
     assert runner.invoke(app, args).exit_code == 2

@@ -135,6 +135,9 @@ def scan(
                 raise typer.BadParameter("expected float16 or bfloat16", param_hint="'--dtype'")
         if amp is not None and amp not in ("bf16", "fp16"):
             raise typer.BadParameter("expected bf16 or fp16", param_hint="'--amp'")
+        if train and capture:
+            raise typer.BadParameter("does not apply with --train (a training step is captured by one eager step "
+                                     "under the dispatch recorder)", param_hint="'--capture'")
         if amp is not None and not train:
             raise typer.BadParameter("needs --train (autocast is assessed on a training step)", param_hint="'--amp'")
         options = ScanOptions(
