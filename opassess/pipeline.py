@@ -30,6 +30,7 @@ class ScanOptions:
     torch_npu: str | None = None  # None: the knowledge base's default version
     weights: Path | None = None  # None: the shipped weights.toml
     kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
+    profile: str = "default"  # shipped weights profile; `weights` applies on top of it
 
 
 def _noop(_: str) -> None:
@@ -70,7 +71,7 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     from .score.weights_load import load_weights
 
     seconds: dict[str, float] = {}
-    weights = load_weights(options.weights)  # validate configuration before any model code runs
+    weights = load_weights(options.weights, options.profile)  # validate configuration before any model code runs
     kb = load_kb(options.kb_dir)
     product = kb.resolve_product(options.product)  # a mistyped --target fails before any model code runs
     torch_version = format_version(kb.resolve_version(options.torch_npu))
