@@ -25,6 +25,8 @@ VALIDATION = "validation"  # the activity the validation-block operators share
 _LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
 _OWN_KINDS = ("custom", "extension")  # the project's own kernels: never zero-cost, never in the block
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
+UNIT_NAMES = {"direct_type": "direct operator type(s)", "dtype_at_risk": "dtype(s) at risk",
+              "type_at_risk": "operator type(s) at risk", "finding": "performance finding(s)"}
 
 
 def cost_basis(op: ClassifiedOp, rules: EffortRules, dispatch_seen: bool) -> str:
@@ -113,7 +115,7 @@ def activities(units: Mapping[str, int], weights: Weights) -> tuple[Activity, ..
         extra = min(rule.max_extra, raw)
         if rule.high <= 0 and extra <= 0:
             continue
-        basis = ", ".join(f"{count} {unit.replace('_', ' ')} x {per:g}" for unit, per, count in terms)
+        basis = ", ".join(f"{count} {UNIT_NAMES[unit]} x {per:g}" for unit, per, count in terms)
         if raw > extra:
             basis += f" (capped at {rule.max_extra:g})"
         lines.append(Activity(rule.name, rule.title,
@@ -130,7 +132,7 @@ def origin_of(source: str | None) -> str:
     match = _LIBRARY.search(source)
     if not match:
         return PROJECT
-    name = match.group(1)
+    name = match.group(1).split(":")[0]
     return name[:-3] if name.endswith(".py") else name
 
 

@@ -216,8 +216,10 @@ def _by_origin(ops: Sequence[OpEstimate], lines: Sequence[Activity]) -> dict[str
         e = op.person_days
         for origin, part in origin_shares(op.score.classified.operator).items():
             totals[origin] = totals.get(origin, NO_EFFORT) + Effort(e.low * part, e.likely * part, e.high * part)
-    if lines:
-        totals[MODEL_LEVEL] = sum((line.person_days for line in lines), NO_EFFORT)
+    in_block = any(op.cost == VALIDATION_BLOCK for op in ops)  # its shares are in the operators' efforts already
+    model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
+    if model_level:
+        totals[MODEL_LEVEL] = sum(model_level, NO_EFFORT)
     return totals
 
 
