@@ -41,6 +41,7 @@ from .display_records import (
     Totals,
 )
 from .document import Row, jsonable
+from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shown_source
 from .text import bound, bounds_range, days, days_range, percent, share
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
@@ -146,7 +147,7 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
         "reasons": tuple(ReasonRow(r.code, r.message, r.evidence) for r in classified.reasons) if classified else (),
         "replacement": classified.replacement if classified else None,
         "cann_op": classified.cann_op if classified else None,
-        "sources": tuple(operator.sources),
+        "sources": tuple(dict.fromkeys(shown_source(s) for s in operator.sources)),
         "modules": tuple(operator.modules),
         "modules_text": ", ".join(m or "(model)" for m in operator.modules),
         "modules_shown": tuple(m or "(model)" for m in operator.modules[:MODULES_PER_OP]),
@@ -353,8 +354,9 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     counts = summary["categories"]
     worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
     cards = (
-        Card("Estimated effort", f"{days(total.likely)} person-days" if total else "not estimated",
-             f"range {days_range(total)}; P50 {days(est.p50)}, P90 {days(est.p90)}" if est and total else ""),
+        Card("Estimated effort", summary["headline"] if est else "not estimated",
+             f"P50 with its P10-P90 band; likely {days(total.likely)}, range {days_range(total)}"
+             if est and total else ""),
         Card("Operator types", str(len(ops)), f"{summary['occurrences']} calls in the forward pass"),
         Card("Custom development", str(counts[Category.CUSTOM_DEV]),
              f"{counts[Category.PARAM_CONVERTED]} param-converted, {counts[Category.DIRECT]} direct"),
@@ -372,8 +374,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     modules: list[ModuleRow] = []
     modules_small = modules_cut = 0
     if est is not None:
-        modules, modules_small, modules_cut = _module_rows(est.by_module, capture.module_types, model.class_name,
-                                                           total_likely)
+        grouped, types = group_repeats(est.by_module, capture.module_types)
+        modules, modules_small, modules_cut = _module_rows(grouped, types, model.class_name, total_likely)
 
     return Display(
         title=f"Ascend NPU migration assessment: {model.class_name}",
@@ -389,7 +391,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         estimated=est is not None,
         totals=Totals(likely_text=days(total.likely), range_text=days_range(total), low_text=days(total.low),
                       high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),
-                      method=est.method) if est and total else None,
+                      method=est.method, p10_text=days(est.p10), headline_text=summary["headline"])
+        if est and total else None,
         cards=cards,
         categories=tuple(categories),
         pie=tuple(PieSlice(c.name, c.types) for c in categories if c.types),
@@ -404,9 +407,18 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         modules_small=modules_small,
         modules_cut=modules_cut,
         module_rows=MODULE_ROWS,
-        findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops), source=f.source or "",
+        findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops),
+                                  source=shown_source(f.source) if f.source else "",
                                   npu_api=f.npu_api or "", effect=f.effect) for f in assessment.findings),
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",
         effort_ranges=rule_ranges(assessment.effort_ranges),
+        profile=summary["profile"] or "",
+        assumptions=summary["assumptions"] or "",
+        band_text=summary["band"] or "",
+        activities=activity_rows(est) if est else (),
+        origins=origin_rows(est) if est else (),
+        zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
+        validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
+        actions=action_items(document, assessment.findings),
     )

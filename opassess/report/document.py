@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
-from ..vocabulary import CATEGORIES
 from ..score.cost import COST_BASES
+from ..vocabulary import CATEGORIES
 from .text import days, share
 
 FORMAT_VERSION = 1

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ...vocabulary import Category
+from ..plan_view import project_source, shown_source
 from ..registry import RenderContext, register
 from ..text import days_detail
 
@@ -77,9 +78,12 @@ def _message(op: dict[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def _result(op: dict[str, Any], source: str | None, model_source: str, breached: list[str]) -> dict[str, Any]:
+def _result(op: dict[str, Any], source: str | None, model_source: str, breached: list[str],
+            library: list[str]) -> dict[str, Any]:
     category = op["category"]
     text = _message(op)
+    if library:  # the call sits in an installed package: the result is placed on the project's side of it
+        text += f" Called inside {', '.join(shown_source(s) for s in library)} (upstream code)."
     if breached:
         text += " Policy: " + " ".join(breached)
     result: dict[str, Any] = {
@@ -87,7 +91,7 @@ def _result(op: dict[str, Any], source: str | None, model_source: str, breached:
         "ruleIndex": _RULE_INDEX[category],
         "level": "error" if breached else RULES[_RULE_INDEX[category]]["level"],
         "message": {"text": text},
-        "locations": [_location(source or model_source)],
+        "locations": [_location(source)] if source else [],
         "partialFingerprints": {"opassessOperator/v1": f"{model_source}|{op['op']}"},
         "properties": {
             "operator": op["op"],
@@ -119,8 +123,16 @@ def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
     for op in document["operators"]:
         if op.get("category") not in _RULE_INDEX:
             continue
+        # SARIF locations never point into site-packages or outside the project: a library frame is attributed to
+        # the model file (one result per project location, the library lines named in the message)
+        placed: dict[str | None, list[str]] = {}
         for source in op.get("source") or [None]:
-            results.append(_result(op, source, model_source, breaches.get(op["op"], [])))
+            where = project_source(source, model_source)
+            placed.setdefault(where, [])
+            if source and where != source:
+                placed[where].append(source)
+        for where, library in placed.items():
+            results.append(_result(op, where, model_source, breaches.get(op["op"], []), library))
     ranges = _effort_ranges(view)
     rules = [{"id": r["id"], "name": r["name"], "shortDescription": {"text": _short(r, ranges.get(r["id"]))},
               "fullDescription": {"text": r["full"]}, "defaultConfiguration": {"level": r["level"]},

@@ -47,9 +47,12 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     if d["estimated"]:
         totals = d["totals"]
         line = Text("Estimated effort: ")
-        line.append(f"{totals['likely_text']} person-days", style="bold")
-        line.append(f" likely (range {totals['range_text']}; P50 {totals['p50_text']}, P90 {totals['p90_text']})")
+        line.append(f"{totals['p50_text']} person-days", style="bold")
+        line.append(f" (P10-P90 {totals['p10_text']}-{totals['p90_text']}; likely {totals['likely_text']}, range "
+                    f"{totals['range_text']})")
         console.print(line)
+        console.print(Text(f"{d['band_text']}.", style="dim"))
+        console.print(Text(f"Profile {d['profile']}: {d['assumptions']}.", style="dim"))
         if d["pareto_statement"]:
             console.print(Text(f"20/80: {d['pareto_statement']}."))
     else:
@@ -104,6 +107,28 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
         console.print(grid)
         console.print()
 
+    if d["activities"]:
+        lines = Table(title="Model-level activities", title_justify="left", show_edge=False, pad_edge=False)
+        for name, justify in (("Activity", "left"), ("Person-days", "right"), ("Range", "right"),
+                              ("Basis", "left")):
+            lines.add_column(name, justify=justify, overflow="fold")
+        for a in d["activities"]:
+            lines.add_row(Text(a["title"]), a["likely_text"], a["range_text"], Text(a["basis"]))
+        console.print(lines)
+        if d["validation_block"]:
+            console.print(Text(f"{len(d['validation_block'])} direct operator type(s) are validated together in the "
+                               f"validation line; zero-cost (no device work): "
+                               f"{', '.join(d['zero_cost']) or 'none'}.", style="dim"))
+        console.print()
+    if len(d["origins"]) > 1:
+        origins = Table(title="Effort by origin", title_justify="left", show_edge=False, pad_edge=False)
+        for name, justify in (("Origin", "left"), ("Person-days", "right"), ("Share", "right"), ("Who", "left")):
+            origins.add_column(name, justify=justify, overflow="fold")
+        for o in d["origins"]:
+            origins.add_row(Text(o["origin"]), o["likely_text"], o["share_text"], Text(o["who"]))
+        console.print(origins)
+        console.print()
+
     if d["unknown"]:
         unknown = Text("Unknown to the knowledge base: ", style="yellow")
         unknown.append(", ".join(op["op"] for op in d["unknown"]))
@@ -112,7 +137,28 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     hint.append(f"opassess scan {model['source']} -f html -o {d['suggested_html']}")
     console.print(hint, soft_wrap=True)
     console.print(Text("(also -f md, -f json, -f csv)", style="dim"))
+    console.print()
+    _print_actions(console, d["actions"], context.width)
     text = out.getvalue()
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+def _print_actions(console: Any, actions: Any, width: int) -> None:
+    """The action items, last: one per operator that needs work or finding, wrapped by hand (names break at '.'
+    and '::', never mid-word) so they read at 80 columns."""
+    from rich.text import Text
+
+    from ..plan_view import wrap
+
+    if not actions:
+        console.print(Text("Action items: none: every operator runs as is; bring up, validate and tune "
+                           "(see the model-level activities)."))
+        return
+    console.print(Text("Action items:", style="bold"))
+    for item in actions:
+        days = f" [{item['days_text']}]" if item["days_text"] else ""
+        text = f"- {item['kind']}: {item['subject']}: {item['action']}{days}"
+        for line in wrap(text, width, indent="    "):
+            console.print(Text(line), overflow="ignore", crop=False)
