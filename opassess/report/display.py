@@ -41,7 +41,7 @@ from .display_records import (
     Totals,
 )
 from .document import Row, jsonable
-from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shown_source
+from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shorten_paths, shown_source
 from .text import bound, bounds_range, days, days_range, percent, share
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
@@ -370,7 +370,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     attempts = tuple(Attempt(method=a.method,
                              status="used" if a.method == capture.method and a.error is None
                              else ("ok" if a.error is None else "failed"),
-                             error=a.error or "", seconds_text=f"{a.seconds:.2f} s") for a in capture.attempts)
+                             error=shorten_paths(a.error or ""), seconds_text=f"{a.seconds:.2f} s")
+                     for a in capture.attempts)
     modules: list[ModuleRow] = []
     modules_small = modules_cut = 0
     if est is not None:

@@ -16,6 +16,7 @@ from .display_records import ActionItem, ActivityRow, OriginRow
 from .text import days, days_range, percent, share
 
 _LIBRARY = re.compile(r"^.*?[/\\](?:site|dist)-packages[/\\]")
+_IN_TEXT = re.compile(r"[^\s()'\"]*?[/\\](?:site|dist)-packages[/\\]")
 _NUMBERED = re.compile(r"^\d+$")
 PROJECT = "project"
 MODEL_LEVEL = "model-level"
@@ -33,6 +34,12 @@ def shown_source(source: str) -> str:
     """A source line as a reader can use it: relative to the project as recorded, a library file relative to its
     site-packages ('/venv/.../site-packages/transformers/x.py:3' -> 'transformers/x.py:3')."""
     return _LIBRARY.sub("", source.replace("\\", "/"), count=1)
+
+
+def shorten_paths(text: str) -> str:
+    """Every installed-package path inside a message made relative to its site-packages ('(at /venv/lib/python3.11/
+    site-packages/torchvision/ops/boxes.py:41)' -> '(at torchvision/ops/boxes.py:41)')."""
+    return _IN_TEXT.sub("", text)
 
 
 def project_source(source: str | None, model_source: str) -> str | None:
