@@ -66,10 +66,12 @@ def test_too_few_actuals_keep_the_range(tmp_path):
 def test_min_rows_and_quantiles_from_weights(tmp_path):
     # min_rows 6: the 5 param-converted actuals are too few, the range stays 3-5.
     strict = write(tmp_path, "[calibration]\nmin_rows = 6\n", "strict.toml")
-    assert fit(calibrate(write(tmp_path, ACTUALS), load_weights(strict, "classic")), "param-converted").after == (3.0, 5.0)
+    strict_weights = load_weights(strict, "classic")
+    assert fit(calibrate(write(tmp_path, ACTUALS), strict_weights), "param-converted").after == (3.0, 5.0)
     # spread_quantiles [0.25, 0.75]: P25 = 6, P75 = 9, width 3: low 7 - 1.5 = 5.5, high 8.5.
     narrow = write(tmp_path, "[calibration]\nspread_quantiles = [0.25, 0.75]\n", "narrow.toml")
-    assert fit(calibrate(write(tmp_path, ACTUALS), load_weights(narrow, "classic")), "param-converted").after == (5.5, 8.5)
+    narrow_weights = load_weights(narrow, "classic")
+    assert fit(calibrate(write(tmp_path, ACTUALS), narrow_weights), "param-converted").after == (5.5, 8.5)
 
 
 def test_least_squares_with_composites(tmp_path):

@@ -57,7 +57,7 @@ def test_the_schema_check_can_fail(sarif_schema):
 
 def test_one_result_per_porting_operator_and_source_line():
     results = render(DOCUMENT)["runs"][0]["results"]
-    # fused_gelu at 2 lines + BatchNorm2d + ReLU (outside the project: the model file) + the library op's two
+    # fused_gelu at 2 lines + BatchNorm2d + ReLU (outside the working directory: absolute) + the library op's two
     # library lines (one result on the model file) and its project line + Tensor.view (no source: the model file)
     # = 7; Conv2d is direct.
     located = [(r["ruleId"], r["properties"]["operator"],
@@ -67,7 +67,7 @@ def test_one_result_per_porting_operator_and_source_line():
         ("custom-dev", "mylib::fused_gelu", "examples/net.py", 42),
         ("custom-dev", "mylib::fused_gelu", "examples/net.py", 57),
         ("param-converted", "torch.nn.BatchNorm2d", "examples/net.py", 20),
-        ("param-converted", "torch.nn.ReLU", "examples/net.py", None),
+        ("param-converted", "torch.nn.ReLU", "file:///abs/lib/my%20net.py", 7),
         ("param-converted", "transformers.masking_utils.sdpa_mask", "examples/net.py", None),
         ("param-converted", "transformers.masking_utils.sdpa_mask", "examples/net.py", 31),
         ("custom-dev", "Tensor.view", "examples/net.py", None),

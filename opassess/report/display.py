@@ -213,7 +213,7 @@ def _pareto_chart(ops: Sequence[Any], total_likely: float) -> ParetoChart | None
     Worked example: bars of 10, 6, 4 person-days (total 20) give cumulative shares 50%, 80%, 100%; with a plot
     200 px high starting at y=20, the line passes through y = 20 + 200 * (1 - 0.5) = 120, then 60, then 20.
     """
-    estimated = [op for op in ops if op["estimated"]]
+    estimated = [op for op in ops if op["estimated"] and op["likely"] > 0]  # zero-cost operators have no bar
     if not estimated or total_likely <= 0:
         return None
     bars = [(op["short"], op["op"], op["likely"], op["category"]) for op in estimated[:PARETO_BARS]]
@@ -349,7 +349,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                                share_effort_text=percent(share_effort), shown=names[:TOP_OPERATORS],
                                more=max(0, len(names) - TOP_OPERATORS))
         pareto_statement = (f"{len(names)} of {len(ops)} operator types ({percent(share_types)}) carry "
-                            f"{percent(share_effort)} of the estimated effort")
+                            f"{percent(share_effort)} of the operators' estimated effort")
 
     counts = summary["categories"]
     worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
@@ -399,7 +399,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         pie=tuple(PieSlice(c.name, c.types) for c in categories if c.types),
         pareto=pareto,
         pareto_statement=pareto_statement,
-        pareto_chart=_pareto_chart(ops, total_likely),
+        pareto_chart=_pareto_chart(ops, sum(op.likely for op in ops if op.estimated)),  # operators' own effort
         risk_grid=_risk_grid(est.risk_matrix) if est else None,
         operators=ops,
         top_operators=ops[:TOP_OPERATORS],

@@ -162,7 +162,8 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
             "p90": _round(est.p90),
             "method": est.method,
             "pareto": {"ops": list(est.pareto_ops), "share_of_types": _round(est.pareto_share_of_types, 4),
-                       "share_of_effort": _round(share(pareto_likely, est.total.likely), 4)},
+                       # of the operators' own effort (the model-level activities belong to no operator)
+                       "share_of_effort": _round(share(pareto_likely, sum(e.person_days.likely for e in est.ops)), 4)},
             "by_category": {c: effort_doc(est.by_category.get(c, Effort(0.0, 0.0, 0.0))) for c in CATEGORIES},
             "p10": _round(est.p10),
             "headline": headline(est.p10, est.p50, est.p90),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import PurePosixPath
 from typing import Any
 
 from ..records import Effort, Estimate, Finding
@@ -43,14 +42,14 @@ def shorten_paths(text: str) -> str:
 
 
 def project_source(source: str | None, model_source: str) -> str | None:
-    """Where a result belongs in the project: the source line itself when it lies in the project (a relative path),
-    else the model file (a library frame, an absolute path outside the project); None when the model is not a
-    file either ('pkg.mod:factory')."""
-    if source and not is_library_source(source) and not PurePosixPath(source.replace("\\", "/")).is_absolute():
+    """Where a result belongs in the project: the source line itself unless it lies in an installed package, else
+    the model file; None when the model is not a file either ('pkg.mod:factory'). A path outside the working
+    directory stays absolute (the project was scanned from elsewhere)."""
+    if source and not is_library_source(source):
         return source
     model = model_source.replace("\\", "/")
-    if model.endswith(".py") and not is_library_source(model) and not PurePosixPath(model).is_absolute():
-        return model
+    if model.endswith(".py") and not is_library_source(model):
+        return model_source
     return None
 
 
