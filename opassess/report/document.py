@@ -166,7 +166,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                        "share_of_effort": _round(share(pareto_likely, sum(e.person_days.likely for e in est.ops)), 4)},
             "by_category": {c: effort_doc(est.by_category.get(c, Effort(0.0, 0.0, 0.0))) for c in CATEGORIES},
             "p10": _round(est.p10),
-            "headline": headline(est.p10, est.p50, est.p90),
+            "headline": headline(_round(est.p10), _round(est.p50), _round(est.p90)),  # as the numbers read
             "band": BAND_MEANING,
             "profile": est.profile,
             "assumptions": ASSUMPTIONS,
