@@ -52,6 +52,8 @@ class OpNode:
     # "aten::lstm"): torch_npu registers kernels for some composite ops and takes them whole, so these come
     # first as evidence; `aten` holds what the meta/CPU backend dispatched after decomposition.
     entry: tuple[str, ...] = ()
+    # When `source` lies in an installed library (site-packages): the innermost frame in the project itself, if any
+    project_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ class Operator:
     flops: int = 0
     bytes_moved: int = 0
     entry: tuple[str, ...] = ()  # distinct OpNode.entry ops
+    project_sources: tuple[str, ...] = ()  # distinct OpNode.project_source: project frames behind library calls
 
 
 @dataclass(frozen=True)

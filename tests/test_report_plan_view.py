@@ -77,3 +77,8 @@ def test_wrap_breaks_long_names_after_dots_and_double_colons():
     assert any(line.rstrip().endswith(".") for line in lines[:-1])  # broken after a dot, not mid-word
     assert wrap("a::b::c", 10) == ["a::b::c"]
     assert all(len(line) <= 12 for line in wrap("ns::" + "x" * 30, 12))
+
+
+def test_project_source_prefers_the_nearest_project_frame():
+    assert project_source(LIB, "models/net.py:31") == "models/net.py:31"
+    assert project_source(LIB, LIB) is None

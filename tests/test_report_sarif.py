@@ -113,3 +113,15 @@ def test_rule_texts_take_their_ranges_from_the_weights():
     assert texts["custom-dev"].endswith("NPU (12+ person-days)")
     plain = json.loads(render(assessment, "sarif"))["runs"][0]["tool"]["driver"]["rules"]
     assert all("person-days" not in r["shortDescription"]["text"] for r in plain)  # no weights: no range claimed
+
+
+def test_a_library_call_is_placed_on_the_nearest_project_frame():
+    document = report("examples/net.py", [
+        op("transformers.masking_utils.sdpa_mask", "param-converted",
+           source=("/venv/lib/python3.12/site-packages/transformers/masking_utils.py:88",)),
+    ])
+    document["operators"][0]["project_source"] = ["models/wrapper.py:12"]
+    (result,) = render(document)["runs"][0]["results"]
+    location = result["locations"][0]["physicalLocation"]
+    assert (location["artifactLocation"]["uri"], location["region"]["startLine"]) == ("models/wrapper.py", 12)
+    assert "Called inside transformers/masking_utils.py:88" in result["message"]["text"]

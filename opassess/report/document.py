@@ -101,6 +101,7 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "signatures": [_signature_doc(s, categories[i] if i < len(categories) else None)
                        for i, s in enumerate(operator.signatures)],
         "source": list(operator.sources),
+        "project_source": list(operator.project_sources),
         "flops": operator.flops,
         "bytes_moved": operator.bytes_moved,
         "category": classified.category if classified else None,

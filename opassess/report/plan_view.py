@@ -41,15 +41,17 @@ def shorten_paths(text: str) -> str:
     return _IN_TEXT.sub("", text)
 
 
-def project_source(source: str | None, model_source: str) -> str | None:
+def project_source(source: str | None, fallback: str) -> str | None:
     """Where a result belongs in the project: the source line itself unless it lies in an installed package, else
-    the model file; None when the model is not a file either ('pkg.mod:factory'). A path outside the working
-    directory stays absolute (the project was scanned from elsewhere)."""
+    `fallback` (the nearest project frame 'file.py:line' the trace recorded, or the model file); None when that is
+    not a project file either ('pkg.mod:factory'). A path outside the working directory stays absolute (the project
+    was scanned from elsewhere)."""
     if source and not is_library_source(source):
         return source
-    model = model_source.replace("\\", "/")
-    if model.endswith(".py") and not is_library_source(model):
-        return model_source
+    path, _, line = fallback.rpartition(":")
+    path = path if line.isdigit() and path else fallback
+    if path.endswith(".py") and not is_library_source(path):
+        return fallback
     return None
 
 

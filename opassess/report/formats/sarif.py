@@ -123,11 +123,12 @@ def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
     for op in document["operators"]:
         if op.get("category") not in _RULE_INDEX:
             continue
-        # SARIF locations never point into site-packages or outside the project: a library frame is attributed to
-        # the model file (one result per project location, the library lines named in the message)
+        # SARIF locations never point into site-packages: a library frame is attributed to the nearest project
+        # frame the trace recorded, else the model file (one result per location, the library lines in the message)
         placed: dict[str | None, list[str]] = {}
+        nearest = op.get("project_source") or []  # the project frames behind the library calls, if the trace saw any
         for source in op.get("source") or [None]:
-            where = project_source(source, model_source)
+            where = project_source(source, nearest[0] if nearest and source else model_source)
             placed.setdefault(where, [])
             if source and where != source:
                 placed[where].append(source)
