@@ -34,7 +34,7 @@ kb: install
 messages: install
 	mkdir -p build
 	$(BIN)/pybabel extract -F babel.cfg -k N_ --no-location --sort-output -o build/opassess.pot .
-	$(BIN)/pybabel update -i build/opassess.pot -d opassess/locale -D opassess --no-location --width 120 --ignore-obsolete
+	$(BIN)/pybabel update -i build/opassess.pot -d opassess/locale -D opassess --width 120 --ignore-obsolete
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache test-artifacts

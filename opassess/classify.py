@@ -23,17 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
-from typing import Any
 
+from .classify_scope import EntryAndBackward
 from .kb import kernels
 from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
 from .kb.products import Product
-from .kb.rules import Replacement
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
+from .trace.dispatch_keys import dispatch_kinds, torch_version
 from .vocabulary import Category
 
 _NON_ATEN = ("aten", "prims")
@@ -43,27 +42,6 @@ _PROJECT_KINDS = ("custom", "extension")  # a project's own ops: torch.library, 
 def worst(categories: Iterable[str]) -> Category:
     """The hardest category among `categories` ('direct' when there are none)."""
     return Category.worst(categories)
-
-
-@cache
-def dispatch_kinds(qualified: str) -> tuple[str, ...]:
-    """Composite dispatch keys PyTorch registers for an op ('aten::zeros' -> ('CompositeExplicitAutograd',))."""
-    import torch
-
-    kinds = []
-    for key in ("CompositeExplicitAutograd", "CompositeImplicitAutograd"):
-        try:
-            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
-                kinds.append(key)
-        except RuntimeError:  # the op is not registered in this process
-            return ()
-    return tuple(kinds)
-
-
-def _torch_version() -> str:
-    import torch
-
-    return torch.__version__.split("+")[0]
 
 
 @dataclass(frozen=True)
@@ -92,7 +70,7 @@ class _Judgement:
         self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))
 
 
-class _Classifier:
+class _Classifier(EntryAndBackward):
     def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
         self.kb = kb
         self.target = product
@@ -114,10 +92,10 @@ class _Classifier:
             return AtenVerdict(aten, "everywhere", evidence, True)
         kinds = dispatch_kinds(aten)
         if "CompositeExplicitAutograd" in kinds:
-            return AtenVerdict(aten, "everywhere", f"PyTorch {_torch_version()} dispatcher: {aten} has a "
+            return AtenVerdict(aten, "everywhere", f"PyTorch {torch_version()} dispatcher: {aten} has a "
                                                    f"CompositeExplicitAutograd kernel", True)
         if "CompositeImplicitAutograd" in kinds:
-            return AtenVerdict(aten, "decomposes", f"PyTorch {_torch_version()} dispatcher: {aten} has a "
+            return AtenVerdict(aten, "decomposes", f"PyTorch {torch_version()} dispatcher: {aten} has a "
                                                    f"CompositeImplicitAutograd kernel", True)
         return AtenVerdict(aten, "missing", support.evidence, False)
 
@@ -219,53 +197,6 @@ class _Classifier:
             backward_support=backward_support, confidence=confidence,
             exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES),
             **self._deprecation(replacement))
-
-    def _taken_whole(self, op: Operator) -> tuple[str, ...]:
-        """Entry ops (what the user called, before decomposition) that have an NPU kernel of their own but were
-        decomposed on this backend: torch_npu runs them whole (aten::_weight_norm, not _weight_norm_interface)."""
-        out = []
-        for entry in op.entry:
-            if entry in op.aten or entry.split("::")[0] != "aten":
-                continue
-            if self.kb.kernel_support(entry, self.version).supported:
-                out.append(entry)
-                continue
-            variant = next((f for f in self.kb.kernels_for_base(entry) if f.supports(self.version)), None)
-            if variant is not None and "." in variant.name and not variant.name.endswith(".out"):
-                out.append(f"aten::{variant.name}")
-        return tuple(out)
-
-    def _deprecation(self, replacement: Replacement | None) -> dict[str, Any]:
-        """Whether the facts mark the replacement deprecated, and its successor ('(no replacement)' -> None)."""
-        fact = self.kb.custom_op(replacement.npu_op) if replacement else None
-        if fact is None or not fact.deprecated:
-            return {}
-        successor = fact.deprecated.strip()
-        return {"replacement_deprecated": True,
-                "replacement_successor": None if successor.startswith("(") or not successor else successor}
-
-    def _backward(self, op: Operator, judgements: list[_Judgement], composite, required) -> dict[str, bool]:
-        """Judge the ATen ops op's backward dispatched; returns op -> runs on the NPU."""
-        verdicts = {a: self.aten_verdict(a) for a in op.backward_aten}
-        missing = [v.op for v in verdicts.values() if not v.supported]
-        evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
-        for j in judgements:
-            if not missing:
-                j.add("backward", f"its backward dispatches only ops the NPU runs ({', '.join(verdicts)})",
-                      "trace: backward ATen ops; npu_aten_ops", None, per_signature=False)
-            elif composite:
-                j.add("backward", f"torch_npu runs {composite.aten} whole, its backward included; the backward traced "
-                      f"here ({', '.join(missing)}) is not judged", f"rules.toml: composite {composite.aten}", None,
-                      per_signature=False)
-            elif required is not None:
-                j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, which has no NPU kernel; "
-                      f"{required.api} replaces the operator with its own backward", evidence,
-                      Category.PARAM_CONVERTED, per_signature=False)
-            else:
-                j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, with no NPU kernel for "
-                      f"torch {self.version_text} and no decomposition: training would fall back to the CPU", evidence,
-                      Category.CUSTOM_DEV, per_signature=False)
-        return {a: v.supported for a, v in verdicts.items()}
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
         name = self.kb.cann_op(op.key)

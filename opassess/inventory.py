@@ -46,6 +46,7 @@ def build_inventory(info: ModelInfo, capture: Capture) -> Inventory:
             aten=_unique(call.qualified for n in nodes for call in n.aten),
             sources=_unique(n.source for n in nodes),
             nodes=tuple(nodes),
+            project_sources=_unique(n.project_source for n in nodes if n.project_source),
             flops=sum(n.flops for n in nodes),
             bytes_moved=sum(n.bytes_moved for n in nodes),
             entry=_unique(e for n in nodes for e in n.entry),

@@ -35,6 +35,7 @@ class ScanOptions:
     language: str = "en"  # language of the human report formats (--lang); the JSON contract stays English
     train: bool = False  # capture one training step (forward, backward, optimizer) instead of a forward pass
     amp: str | None = None  # with train: autocast "bf16" or "fp16" (with a GradScaler)
+    profile: str = "default"  # shipped weights profile; `weights` applies on top of it
 
 
 def _noop(_: str) -> None:
@@ -76,7 +77,7 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     from .score.weights_load import load_weights
 
     seconds: dict[str, float] = {}
-    weights = load_weights(options.weights)  # validate configuration before any model code runs
+    weights = load_weights(options.weights, options.profile)  # validate configuration before any model code runs
     kb = load_kb(options.kb_dir)
     product = kb.resolve_product(options.product)  # a mistyped --target fails before any model code runs
     torch_version = format_version(kb.resolve_version(options.torch_npu))

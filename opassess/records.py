@@ -55,6 +55,8 @@ class OpNode:
     entry: tuple[str, ...] = ()
     # ATen ops the backward pass dispatched for the autograd nodes this call created (--train only, else empty)
     backward: tuple[AtenCall, ...] = ()
+    # When `source` lies in an installed library (site-packages): the innermost frame in the project itself, if any
+    project_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ class Operator:
     bytes_moved: int = 0
     entry: tuple[str, ...] = ()  # distinct OpNode.entry ops
     backward_aten: tuple[str, ...] = ()  # distinct qualified ATen ops of the nodes' backward (--train)
+    project_sources: tuple[str, ...] = ()  # distinct OpNode.project_source: project frames behind library calls
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,20 @@ class OpEstimate:
     person_days: Effort
     risk: Risk
     pareto: bool  # among the operators that carry 80% of the effort
+    # How the operator is costed (opassess/score/cost.py): "per-operator" (its category's range), "validation-block"
+    # (a share of the model's validation block), "zero-cost" (no work on the device)
+    cost: str = "per-operator"
+    origin: str = "project"  # "project", or the upstream library its source lines lie in ("transformers", ...)
+
+
+@dataclass(frozen=True)
+class Activity:
+    """A model-level activity (environment bring-up, validation, accuracy alignment, performance tuning)."""
+
+    name: str
+    title: str
+    person_days: Effort
+    basis: str  # what scaled it: "3 findings x 0.25", "validated once for 12 direct operator types"
 
 
 @dataclass(frozen=True)
@@ -237,6 +254,10 @@ class Estimate:
     by_category: Mapping[str, Effort]
     by_module: Mapping[str, Effort]  # every ancestor module gets the sum of its children ("" = whole model)
     risk_matrix: tuple[tuple[tuple[str, ...], ...], ...]  # [likelihood-1][impact-1] -> operator keys
+    p10: float = 0.0
+    activities: tuple[Activity, ...] = ()  # model-level lines, in the total
+    by_origin: Mapping[str, Effort] = field(default_factory=dict)  # "project" / library / "model-level" -> effort
+    profile: str = "default"  # the weights profile used
 
 
 @dataclass(frozen=True)

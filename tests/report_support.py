@@ -122,7 +122,8 @@ def synthetic_assessment(inventory: Inventory) -> Assessment:
     by_category = {c: sum((e.person_days for e in estimates if e.score.classified.category == c), Effort(0.0, 0.0, 0.0))
                    for c in EFFORT}
     estimate = Estimate(ops=tuple(estimates), total=total, p50=total.likely, p90=total.high * 0.9,
-                        method="test: p50 = likely, p90 = 0.9 x high", pareto_ops=tuple(pareto),
+                        p10=total.low * 1.1, by_origin={"project": total},
+                        method="test: p10 = 1.1 x low, p50 = likely, p90 = 0.9 x high", pareto_ops=tuple(pareto),
                         pareto_share_of_types=len(pareto) / len(estimates), by_category=by_category,
                         by_module=by_module,
                         risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in matrix))

@@ -13,7 +13,7 @@ from opassess.errors import ConfigError
 from opassess.score.calibrate import calibrate
 from opassess.score.weights_load import load_weights
 
-WEIGHTS = load_weights(None)
+WEIGHTS = load_weights(None, "classic")  # the hand-worked ranges below are the practice table's
 
 
 def write(tmp_path: Path, text: str, name: str = "actuals.csv") -> Path:
@@ -66,10 +66,12 @@ def test_too_few_actuals_keep_the_range(tmp_path):
 def test_min_rows_and_quantiles_from_weights(tmp_path):
     # min_rows 6: the 5 param-converted actuals are too few, the range stays 3-5.
     strict = write(tmp_path, "[calibration]\nmin_rows = 6\n", "strict.toml")
-    assert fit(calibrate(write(tmp_path, ACTUALS), load_weights(strict)), "param-converted").after == (3.0, 5.0)
+    strict_weights = load_weights(strict, "classic")
+    assert fit(calibrate(write(tmp_path, ACTUALS), strict_weights), "param-converted").after == (3.0, 5.0)
     # spread_quantiles [0.25, 0.75]: P25 = 6, P75 = 9, width 3: low 7 - 1.5 = 5.5, high 8.5.
     narrow = write(tmp_path, "[calibration]\nspread_quantiles = [0.25, 0.75]\n", "narrow.toml")
-    assert fit(calibrate(write(tmp_path, ACTUALS), load_weights(narrow)), "param-converted").after == (5.5, 8.5)
+    narrow_weights = load_weights(narrow, "classic")
+    assert fit(calibrate(write(tmp_path, ACTUALS), narrow_weights), "param-converted").after == (5.5, 8.5)
 
 
 def test_least_squares_with_composites(tmp_path):
@@ -204,3 +206,21 @@ def test_registered_in_the_opassess_cli(tmp_path):
     result = CliRunner().invoke(app, ["calibrate", str(write(tmp_path, ACTUALS))])
     assert result.exit_code == 0, result.output
     assert "[effort.param-converted]" in result.output
+
+
+def test_output_writes_a_profile_that_loads_with_the_calibrated_ranges(tmp_path):
+    # Three direct actuals 3, 4, 5 on the classic profile: median-centred 4, P10-P90 3.2-4.8 -> low 3.2, high 4.8.
+    actuals = write(tmp_path, """\
+        operator,category,person_days
+        torch.nn.Conv2d,direct,3
+        torch.nn.Linear,direct,4
+        torch.nn.ReLU,direct,5
+    """)
+    out = tmp_path / "ours.toml"
+    result = CliRunner().invoke(command_app(), ["calibrate", str(actuals), "--profile", "classic", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "on top of the 'classic' profile" in text and text.count("[effort.direct]") == 1
+    weights = load_weights(out)  # the written profile carries the classic keys: no --profile needed
+    assert (weights.effort.categories["direct"].low, weights.effort.categories["direct"].high) == (3.2, 4.8)
+    assert weights.effort.block_direct is False and all(a.high == 0 for a in weights.activities)

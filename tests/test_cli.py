@@ -44,6 +44,26 @@ def test_terminal_summary_is_the_default():
     assert "torch.nn.Conv2d" in result.output and "person-days" in result.output
 
 
+def test_piped_terminal_summary_honours_columns_and_ends_with_action_items():
+    result = runner.invoke(app, ["scan", str(EXAMPLES / "custom_op_model.py"), "-q"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.rstrip().splitlines()
+    assert max(len(line) for line in lines if not line.startswith("Full report:")) <= 80
+    actions = lines[lines.index("Action items:") + 1:]
+    assert actions[0].startswith("- custom-dev: opassess_examples::fused_bias_gelu: write an NPU kernel")
+    assert all(line.startswith(("- ", "    ")) for line in actions)
+
+
+def test_profile_classic_and_unknown_profile(tmp_path):
+    out = tmp_path / "r.json"
+    assert scan(EXAMPLES / "resnet_like.py", "--profile", "classic", "-o", out, "-q").exit_code == 0
+    report = json.loads(out.read_text())
+    assert report["summary"]["profile"] == "classic" and report["summary"]["activities"] == []
+    assert all(op["person_days"]["likely"] >= 1 for op in report["operators"])
+    result = scan(EXAMPLES / "resnet_like.py", "--profile", "fast", "-q")
+    assert result.exit_code == 1 and "unknown weights profile 'fast'" in result.output
+
+
 @pytest.mark.parametrize("name, expected", [
     ("syntax_error.py", "syntax error"),
     ("no_build_model.py", "defines no build_model()"),

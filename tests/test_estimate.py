@@ -1,5 +1,6 @@
 """Tests for opassess.estimate: person-day ranges, totals, the 20/80 view, the module roll-up and risk cells,
-each worked by hand from a five-operator model and the shipped weights.toml."""
+each worked by hand from a five-operator model and the shipped "classic" profile (the default profile's cost
+model is tested in tests/test_cost.py)."""
 from __future__ import annotations
 
 import math
@@ -7,12 +8,12 @@ import math
 import pytest
 from score_records import call, classified, inventory, node
 
-from opassess.records import Effort, Finding
+from opassess.records import Effort, Finding, Reason
 from opassess.score.criteria import score
 from opassess.score.estimate import effort, estimate
 from opassess.score.weights_load import load_weights
 
-WEIGHTS = load_weights(None)
+WEIGHTS = load_weights(None, "classic")  # the per-operator table worked by hand below (no block, no activities)
 
 # The model, with roofline compute units = max(flops / 200, bytes):
 #   conv      torch.nn.Conv2d   block.conv           4e6 flops, 1e4 bytes -> 20000 (share 0.5)
@@ -130,13 +131,20 @@ def test_effort_of_one_scored_op_alone():
     nodes = [node(f"c{i}", "torch.nn.Conv2d", f"c{i}", attrs={"dilation": 2 + i % 3}, aten=[call("aten::convolution")])
              for i in range(11)]
     (op,) = inventory(nodes).operators
-    (scored,) = score([classified(op, "param-converted",
+    # the two converted signatures trip different limits (a dilation limit, a dtype limit): two conversions
+    limits = [Reason("param-limit", "dilation > 1", "limits: dilation", 0), Reason("dtype", "float64", "dtypes", 1)]
+    (scored,) = score([classified(op, "param-converted", reasons=limits,
                                   signature_categories=["param-converted", "param-converted", "direct"])],
                       inventory(nodes), WEIGHTS)
     scored = replace(scored, composite=0.25)
     assert points(effort(scored, WEIGHTS)) == pytest.approx((3.5, 4.2, 6.3))
     unknown = replace(scored, classified=replace(scored.classified, known=False))
     assert effort(unknown, WEIGHTS).high == pytest.approx(8.05)
+    # the same limit tripped by both (dilation 2 and 3 break one documented limit): one conversion, no extra
+    same = [Reason("param-limit", "dilation > 1", "limits: dilation", 0),
+            Reason("param-limit", "dilation > 1", "limits: dilation", 1)]
+    alike = replace(scored, classified=replace(scored.classified, reasons=tuple(same)))
+    assert points(effort(alike, WEIGHTS)) == pytest.approx((3.0, 3.7, 5.8))
 
 
 def test_occurrence_validation_is_capped():
@@ -151,7 +159,7 @@ def test_raising_custom_dev_high_moves_the_estimate_as_computed(tmp_path):
     # high 20 -> 30: lgamma placed = 10 + 0.368 x 20 = 17.36; total likely 19.812 - 13.68 + 17.36 = 23.492.
     path = tmp_path / "w.toml"
     path.write_text("[effort.custom-dev]\nhigh = 30\n")
-    result, _ = run(load_weights(path))
+    result, _ = run(load_weights(path, "classic"))
     assert by_op(result)["torch.lgamma"].person_days.likely == pytest.approx(17.36)
     assert result.total.likely == pytest.approx(23.492)
 
@@ -160,7 +168,7 @@ def test_per_occurrence_moves_the_estimate_as_computed(tmp_path):
     # per_occurrence 0.02 -> 0.1: ReLU (2 occurrences) 1.04 + 1 x 0.1 = 1.14.
     path = tmp_path / "w.toml"
     path.write_text("[effort]\nper_occurrence = 0.1\n")
-    result, _ = run(load_weights(path))
+    result, _ = run(load_weights(path, "classic"))
     assert by_op(result)["torch.nn.ReLU"].person_days.likely == pytest.approx(1.14)
 
 
@@ -198,7 +206,7 @@ def test_zero_width_ranges_give_the_likely_total(tmp_path):
     path = tmp_path / "w.toml"
     path.write_text("".join(f"[effort.{c}]\noptimism = 0\npessimism = 0\n"
                             for c in ("direct", "param-converted", "custom-dev")))
-    result, _ = run(load_weights(path))
+    result, _ = run(load_weights(path, "classic"))
     assert result.p50 == pytest.approx(19.812) and result.p90 == pytest.approx(19.812)
 
 
@@ -214,7 +222,7 @@ def test_pareto_share_moves_the_cut(tmp_path):
     # pareto_share 0.6: 0.6 x 19.812 = 11.89 <= 13.68, lgamma alone: one of five types = 0.2.
     path = tmp_path / "w.toml"
     path.write_text("[estimate]\npareto_share = 0.6\n")
-    result, _ = run(load_weights(path))
+    result, _ = run(load_weights(path, "classic"))
     assert result.pareto_ops == ("torch.lgamma",)
     assert result.pareto_share_of_types == pytest.approx(0.2)
 
@@ -257,7 +265,7 @@ def test_impact_thresholds_move_the_cell(tmp_path):
     # add 0.2 reaches two -> 3; Conv2d 0.5 reaches four -> 5.
     path = tmp_path / "w.toml"
     path.write_text("[risk.impact]\nshare_levels = [0.1, 0.2, 0.3, 0.4]\nmain_path_bump = 0\n")
-    ops = by_op(run(load_weights(path))[0])
+    ops = by_op(run(load_weights(path, "classic"))[0])
     assert [ops[k].risk.impact for k in ("torch.lgamma", "Tensor.add", "torch.nn.Conv2d")] == [1, 3, 5]
 
 

@@ -58,13 +58,14 @@ def test_a_shared_operator_is_paid_once_and_models_are_ordered_by_marginal_effor
     # Greedy, cheapest next:
     #  1. bn1 5.5 (ties with bn2 at 5.5; bn1 comes first in the target list) -> pays Conv2d and BatchNorm2d(A).
     #  2. bn2: Conv2d shared (same signature) 0; BatchNorm2d already ported but shape B is new: effort(A, B) -
-    #     effort(A) = per_extra_signature + per_occurrence = 0.5 + 0.02 = 0.52 (shipped weights)
-    #     -> 0.52, cheaper than cnn (12.0: Conv2d shared, gelu new) and mlp (28.5).
+    #     effort(A) = per_occurrence = 0.02 (shipped weights): the report names no limit that shape B trips
+    #     differently from A, so it needs no conversion of its own (per_extra_signature counts only different
+    #     limits) -> 0.02, cheaper than cnn (12.0: Conv2d shared, gelu new) and mlp (28.5).
     #  3. cnn 12.0 (mylib::gelu new), cheaper than mlp 28.5.
     #  4. mlp: Linear 1.5 + gelu shared 0 + attn 15.0 = 16.5.
-    # Shared total 5.5 + 0.52 + 12.0 + 16.5 = 34.52 against 53.0 standalone: the second gelu (12.0), the second,
-    # third and fourth Conv2d (3 x 1.5) and BatchNorm2d but for its new shape (4.0 - 0.52) are not paid again.
-    extension = e.per_extra_signature + e.per_occurrence
+    # Shared total 5.5 + 0.02 + 12.0 + 16.5 = 34.02 against 53.0 standalone: the second gelu (12.0), the second,
+    # third and fourth Conv2d (3 x 1.5) and BatchNorm2d but for its new shape (4.0 - 0.02) are not paid again.
+    extension = e.per_occurrence
     assert [p.name for p in plan] == ["bn1", "bn2", "cnn", "mlp"]
     assert [round(p.marginal.likely, 4) for p in plan] == [5.5, round(extension, 4), 12.0, 16.5]
     assert round(standalone.likely, 4) == 53.0

@@ -69,7 +69,8 @@ def test_sections_of_the_hand_built_report():
                                                  "torch.nn.MaxPool2d"]
     assert bodies[0]["data-likely"] == "12.0" and bodies[0]["data-stars"] == "5"
     assert sum(1 for t, a in tags if t == "tr" and a.get("class") == "detail" and "hidden" in a) == 8
-    assert 'class="card-value">27.5 person-days<' in text
+    assert 'class="card-value">27.5 person-days (P10-P90 23.1-32.4)<' in text
+    assert 'id="actions"' in text and "Profile <strong>default</strong>" in text
 
 
 def test_hostile_names_are_escaped(tmp_path):

@@ -45,7 +45,8 @@ def test_risk_matrix_chart_and_table_render(page):
     operators = len(assessment.inventory.operators)
     assert _visible(browser, "#risk-matrix td.cell") == 25
     assert _visible(browser, "#risk-matrix .chip") == operators  # every operator sits in exactly one cell
-    assert _visible(browser, "#pareto-chart rect.bar") == min(operators, 21)
+    costed = sum(1 for op in assessment.estimate.ops if op.person_days.likely > 0)  # zero-cost ones get no bar
+    assert _visible(browser, "#pareto-chart rect.bar") == min(costed, 21)
     assert browser.evaluate("document.querySelector('#pareto-chart polyline.cumulative').getBBox().width") > 100
     assert _visible(browser, "#ops > tbody.op > tr.main") == operators
     assert _visible(browser, "#ops tr.detail") == 0  # evidence rows start collapsed

@@ -138,3 +138,24 @@ def test_schema_documents_backward_aten_and_the_optimizer_kind():
     assert "optimizer" in operator["kind"]["enum"] and "optimizer" in operator["kind"]["description"]
     assert "backward" in operator["backward_aten"]["description"]
     assert operator["backward_support"]["description"]
+
+
+@pytest.mark.parametrize("name", [p.stem for p in example_files()])
+def test_summary_orders_the_band_inside_the_range_and_splits_by_origin(validator, name):
+    doc = json.loads(render(real_assessment(name), "json"))
+    summary = doc["summary"]
+    days = summary["person_days"]
+    assert days["low"] <= summary["p10"] <= summary["p50"] <= summary["p90"] <= days["high"]
+    assert summary["headline"].startswith(f"{summary['p50']:.1f} person-days (P10-P90 ")
+    assert sum(e["likely"] for e in summary["by_origin"].values()) == pytest.approx(days["likely"], abs=0.05)
+    assert summary["profile"] == "default" and "assumptions until calibrated" in summary["assumptions"]
+    assert {op["cost"] for op in doc["operators"]} <= {"zero-cost", "validation-block", "per-operator"}
+
+
+def test_schema_documents_the_band_and_by_origin():
+    schema = json.loads((Path(opassess.report.__file__).parent / "assessment.schema.json").read_text())
+    summary = schema["properties"]["summary"]["properties"]
+    for key in ("p10", "p50", "p90", "by_origin", "activities", "cost_bases", "profile", "assumptions", "band"):
+        assert summary[key].get("description"), key
+    assert "low <= p10 <= p50 <= p90" in summary["p50"]["description"]
+    assert "transformers" in summary["by_origin"]["description"]

@@ -30,9 +30,12 @@ def test_golden(name):
 def test_structure_of_the_hand_built_report():
     text = render(synthetic_example("resnet_like"), "md")
     assert text.startswith("# Ascend NPU migration assessment: ResNet18\n")
-    assert "| Estimated effort | **27.5 person-days** likely, range 21.0\u201336.0 |" in text
+    assert ("| Estimated effort | **27.5 person-days (P10-P90 23.1-32.4)**; likely 27.5, range 21.0\u201336.0 |"
+            in text)
+    assert "| Profile | default: figures are assumptions until calibrated" in text
+    assert "## Action items\n\n- **custom-dev**: " in text
     assert '```mermaid\npie showData title Operator types by category\n    "direct" : 5\n' in text
-    assert "> **20/80:** 5 of 8 operator types (62%) carry 84% of the estimated effort: " in text
+    assert "> **20/80:** 5 of 8 operator types (62%) carry 84% of the operators' estimated effort: " in text
     assert "| **5** almost certain | \U0001F7E8 | \U0001F7E7 | \U0001F7E5 | \U0001F7E5 `torch.nn.AdaptiveAvgPool2d` |" \
         in text
     assert text.count("<details>") == text.count("</details>") == 3

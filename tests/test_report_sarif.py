@@ -30,6 +30,9 @@ DOCUMENT = report("examples/net.py", [
        replacement="torch_npu.npu_batch_norm"),
     op("torch.nn.Conv2d", "direct", source=("examples/net.py:19",)),
     op("torch.nn.ReLU", "param-converted", source=("/abs/lib/my net.py:7",)),
+    op("transformers.masking_utils.sdpa_mask", "param-converted",
+       source=("/venv/lib/python3.12/site-packages/transformers/masking_utils.py:88",
+               "/venv/lib/python3.12/site-packages/transformers/masking_utils.py:90", "examples/net.py:31")),
     op("Tensor.view", "custom-dev", source=()),
 ])
 
@@ -54,7 +57,9 @@ def test_the_schema_check_can_fail(sarif_schema):
 
 def test_one_result_per_porting_operator_and_source_line():
     results = render(DOCUMENT)["runs"][0]["results"]
-    # fused_gelu at 2 lines + BatchNorm2d + ReLU + Tensor.view (no source: the model file) = 5; Conv2d is direct.
+    # fused_gelu at 2 lines + BatchNorm2d + ReLU (outside the working directory: absolute) + the library op's two
+    # library lines (one result on the model file) and its project line + Tensor.view (no source: the model file)
+    # = 7; Conv2d is direct.
     located = [(r["ruleId"], r["properties"]["operator"],
                 r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
                 r["locations"][0]["physicalLocation"].get("region", {}).get("startLine")) for r in results]
@@ -63,8 +68,13 @@ def test_one_result_per_porting_operator_and_source_line():
         ("custom-dev", "mylib::fused_gelu", "examples/net.py", 57),
         ("param-converted", "torch.nn.BatchNorm2d", "examples/net.py", 20),
         ("param-converted", "torch.nn.ReLU", "file:///abs/lib/my%20net.py", 7),
+        ("param-converted", "transformers.masking_utils.sdpa_mask", "examples/net.py", None),
+        ("param-converted", "transformers.masking_utils.sdpa_mask", "examples/net.py", 31),
         ("custom-dev", "Tensor.view", "examples/net.py", None),
     ]
+    library = results[4]["message"]["text"]
+    assert "Called inside transformers/masking_utils.py:88, transformers/masking_utils.py:90 (upstream code)" in library
+    assert "site-packages" not in json.dumps(results)
     first = results[0]
     assert first["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
     assert "unknown to the knowledge base" in first["message"]["text"]
@@ -74,10 +84,10 @@ def test_one_result_per_porting_operator_and_source_line():
 
 def test_levels_without_a_policy_and_breaching_operators_as_errors():
     levels = [r["level"] for r in render(DOCUMENT)["runs"][0]["results"]]
-    assert levels == ["warning", "warning", "note", "note", "warning"]
+    assert levels == ["warning", "warning", "note", "note", "note", "note", "warning"]
     breaches = evaluate(read_snapshot(DOCUMENT), Policy(fail_on=("unknown",)))
     results = render(DOCUMENT, breaches)["runs"][0]["results"]
-    assert [r["level"] for r in results] == ["error", "error", "note", "note", "warning"]
+    assert [r["level"] for r in results] == ["error", "error", "note", "note", "note", "note", "warning"]
     assert "Policy: mylib::fused_gelu: unknown to the knowledge base" in results[0]["message"]["text"]
 
 
@@ -103,3 +113,15 @@ def test_rule_texts_take_their_ranges_from_the_weights():
     assert texts["custom-dev"].endswith("NPU (12+ person-days)")
     plain = json.loads(render(assessment, "sarif"))["runs"][0]["tool"]["driver"]["rules"]
     assert all("person-days" not in r["shortDescription"]["text"] for r in plain)  # no weights: no range claimed
+
+
+def test_a_library_call_is_placed_on_the_nearest_project_frame():
+    document = report("examples/net.py", [
+        op("transformers.masking_utils.sdpa_mask", "param-converted",
+           source=("/venv/lib/python3.12/site-packages/transformers/masking_utils.py:88",)),
+    ])
+    document["operators"][0]["project_source"] = ["models/wrapper.py:12"]
+    (result,) = render(document)["runs"][0]["results"]
+    location = result["locations"][0]["physicalLocation"]
+    assert (location["artifactLocation"]["uri"], location["region"]["startLine"]) == ("models/wrapper.py", 12)
+    assert "Called inside transformers/masking_utils.py:88" in result["message"]["text"]

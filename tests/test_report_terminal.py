@@ -14,8 +14,11 @@ from opassess.report import render
 
 def test_summary_of_the_hand_built_assessment():
     text = render(synthetic_example("resnet_like"), "terminal")
-    assert "Estimated effort: 27.5 person-days likely (range 21.0\u201336.0; P50 27.5, P90 32.4)" in text  # 0.9 x 36
-    assert "20/80: 5 of 8 operator types (62%) carry 84% of the estimated effort." in text
+    # the headline is P50 with its P10-P90 band (1.1 x 21, 0.9 x 36), then the three-point sum
+    assert "Estimated effort: 27.5 person-days (P10-P90 23.1-32.4; likely 27.5, range 21.0\u201336.0)" in text
+    assert "Profile default: figures are assumptions until calibrated" in text
+    assert text.rstrip().splitlines()[-1].startswith("- fusion: torch.nn.Conv2d followed by an activation")
+    assert "20/80: 5 of 8 operator types (62%) carry 84% of the operators' estimated effort." in text
     assert "custom-dev (unknown)" in text
     assert "Risk matrix (likelihood by impact)" in text and "nn.AdaptiveAvgPool2d" in text
     assert "+3 more" in text  # 5 direct operators in cell L1 x I2: two named, three counted
@@ -40,7 +43,8 @@ def test_markup_in_names_is_printed_not_interpreted(tmp_path):
 
 def test_a_model_without_operators_has_no_pareto_sentence():
     text = render(empty_assessment(), "terminal")
-    assert "Estimated effort: 0.0 person-days likely" in text
+    assert "Estimated effort: 0.0 person-days (P10-P90 0.0-0.0" in text
+    assert text.rstrip().endswith("(see the model-level\nactivities).") or "Action items: none" in text
     assert "20/80" not in text  # "0 of 0 operator types (0%) carry 0% of the estimated effort" says nothing
 
 

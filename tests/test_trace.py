@@ -478,3 +478,34 @@ def test_code_that_reads_values_unless_compiling_takes_its_graph_safe_path_on_me
     assert [n.key for n in cap.nodes] == ["torch.nn.Linear", "Tensor.unsqueeze", "Tensor.mul"]
     import torch
     assert torch.compiler.is_compiling() is False  # restored
+
+
+@pytest.mark.parametrize("method", ["fx", "dispatch"])
+def test_a_call_inside_an_installed_library_keeps_the_nearest_project_frame(model_file, monkeypatch, method):
+    # A library in a folder named site-packages (as pip installs it), called from the model's own forward: the
+    # source line is the library's, the project_source the model file's line that called into it.
+    library = model_file("").parent / "site-packages" / "fakelib"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text("import torch\n\n\ndef double_relu(x):\n    return torch.relu(x) * 2\n")
+    monkeypatch.syspath_prepend(str(library.parent))
+    path = model_file("""
+        import torch
+        import fakelib
+
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return fakelib.double_relu(x)
+
+
+        def build_model():
+            return Net()
+
+
+        def example_inputs():
+            return (torch.randn(2, 3),)
+    """)
+    cap = capture_of(path, (method,))
+    relu = next(n for n in cap.nodes if n.key == "torch.relu")
+    assert "site-packages/fakelib/__init__.py:5" in relu.source
+    assert relu.project_source == f"{path}:8"  # fx from the recorded stack trace, dispatch from the live frames

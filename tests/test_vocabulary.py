@@ -8,6 +8,7 @@ from pathlib import Path
 import opassess.report
 from opassess.kb import load_kb
 from opassess.kb.evidence import CONFIDENCES
+from opassess.score.cost import COST_BASES
 from opassess.trace import METHODS
 from opassess.vocabulary import CAPTURE_STEPS, CATEGORIES, OPERATOR_KINDS, Category
 
@@ -44,10 +45,14 @@ def test_schema_capture_methods_are_the_capture_registry():
     assert {a for _, e in _enums(SCHEMA) if "fx" in e for a in e} == set(METHODS)
 
 
+def test_schema_cost_bases_are_the_cost_model_s():
+    assert SCHEMA["$defs"]["operator"]["properties"]["cost"]["oneOf"][0]["enum"] == list(COST_BASES)
+
+
 def test_every_schema_enum_is_a_known_vocabulary():
     """A new enum in the schema must be tied to a vocabulary here (and tested), not typed a second time."""
     known = {tuple(CATEGORIES), tuple(METHODS), OPERATOR_KINDS, CAPTURE_STEPS,
-             ("functional", "performance", "ecosystem"), (*CONFIDENCES, None)}
+             ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES)}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
 

@@ -43,7 +43,7 @@ def test_shipped_file_is_the_30_50_20_model():
 
 
 def test_shipped_ranges_follow_the_practice_table():
-    effort = load_weights(None).effort.categories
+    effort = load_weights(None, "classic").effort.categories
     assert (effort["direct"].low, effort["direct"].high) == (1, 2)
     assert (effort["param-converted"].low, effort["param-converted"].high) == (3, 5)
     assert effort["custom-dev"].low == 10 and effort["custom-dev"].high >= 10

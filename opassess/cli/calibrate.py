@@ -57,20 +57,66 @@ def format_snippet(result: Calibration) -> str:
     return "\n".join(lines) + "\n"
 
 
+def format_profile(result: Calibration, base: str, base_text: str | None) -> str:
+    """A weights profile to pass with --weights: the base profile's own keys (if it is not the default) with the
+    calibrated ranges on top, as one TOML file (the base's [effort.CATEGORY] tables take the new low/high)."""
+    changed = {fit.category: fit for fit in result.categories if fit.changed}
+    lines = [f"# Profile calibrated by `opassess calibrate {result.source}` ({result.rows} actuals) on top of the "
+             f"'{base}' profile: MAE {result.mae_before:.2f} -> {result.mae_after:.2f} person-days.",
+             f"# Use it with: opassess scan MODEL --profile {base} --weights THIS_FILE",
+             "# The ranges below are fitted to your actuals; every other figure is still an assumption.", ""]
+    section = ""
+    for line in (base_text or "").splitlines():
+        header = line.strip()
+        if header.startswith("[") and not header.startswith("[["):
+            section = header[1:].split("]")[0].strip()
+            lines.append(line)
+            fit = changed.get(section.removeprefix("effort.")) if section.startswith("effort.") else None
+            if fit is not None:  # the calibrated range replaces the base's, right under its header
+                lines += _range_lines(changed.pop(fit.category))
+            continue
+        if section.startswith("effort.") and section.removeprefix("effort.") in _calibrated(result) \
+                and line.split("=")[0].strip() in ("low", "high"):
+            continue
+        lines.append(line)
+    for fit in changed.values():
+        lines += ["", f"[effort.{fit.category}]", *_range_lines(fit)]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _calibrated(result: Calibration) -> set[str]:
+    return {fit.category for fit in result.categories if fit.changed}
+
+
+def _range_lines(fit) -> list[str]:
+    return [f"low = {fit.after[0]:g}    # calibrated, was {fit.before[0]:g} ({fit.method})",
+            f"high = {fit.after[1]:g}   # calibrated, was {fit.before[1]:g}"]
+
+
 def calibrate_command(
     actuals: Annotated[Path, typer.Argument(help="CSV of recorded actuals: operator, category, person_days "
                                                  "(and optionally composite, from a scan's JSON report).")],
-    weights: Annotated[Path | None, typer.Option(help="The weights.toml to calibrate (default: the shipped "
-                                                         "one).")] = None,
+    weights: Annotated[Path | None, typer.Option(help="A weights file on top of the profile (default: "
+                                                         "none).")] = None,
+    profile: Annotated[str, typer.Option(help="The shipped profile to calibrate: default or classic (the "
+                                              "practice table, per operator type).")] = "default",
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the calibrated profile here (a TOML file for scan --weights).")] = None,
     debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False,
 ) -> None:
-    """Propose category ranges for weights.toml from a team's recorded actuals, with the error before and after."""
-    from ..score.weights_load import load_weights
+    """Propose category ranges from a team's recorded actuals, with the error before and after; -o writes them as a
+    profile."""
+    from ..report.write import write_output
+    from ..score.weights_load import load_weights, profile_path
 
     with reporting_errors(debug):
-        result = calibrate(actuals, load_weights(weights))
+        result = calibrate(actuals, load_weights(weights, profile))
         typer.echo(format_table(result))
         typer.echo(format_snippet(result), nl=False)
+        if output is not None:
+            base = profile_path(profile)
+            write_output(format_profile(result, profile, base.read_text(encoding="utf-8") if base else None), output)
+            typer.echo(f"opassess: wrote the calibrated profile to {output}", err=True)
 
 
 def _range(bounds: tuple[float, float]) -> str:

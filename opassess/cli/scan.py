@@ -90,7 +90,15 @@ def scan(
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
                             "base).")] = None,
-    weights: Annotated[Path | None, typer.Option(help="A weights.toml to use instead of the shipped one.")] = None,
+    weights: Annotated[Path | None, typer.Option(
+        help="A weights file whose keys override the profile's (only the keys it changes are needed).")] = None,
+    profile: Annotated[str, typer.Option(
+        help="Shipped weights profile: 'default' (zero-cost views, a validation block for direct operators, "
+             "model-level activities) or 'classic' (direct 1-2, param-converted 3-5, custom-dev 10+ person-days "
+             "per operator type); --weights applies on top.")] = "default",
+    handoff: Annotated[Path | None, typer.Option(
+        help="Write hand-offs to this directory: per custom-dev operator a runnable reproduction and a ticket "
+             "skeleton, and the list of operators to verify numerically.")] = None,
     kb: Annotated[Path | None, typer.Option(
         "--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
     templates: Templates = None,
@@ -160,7 +168,7 @@ def scan(
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
-            train=train, amp=amp,
+            train=train, amp=amp, profile=profile,
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:
@@ -169,6 +177,9 @@ def scan(
             if label is not None:
                 raise typer.BadParameter("names one model; a portfolio names each model by its file",
                                          param_hint="'--label'")
+            if handoff is not None:
+                raise typer.BadParameter("writes one model's hand-offs; scan the models one by one",
+                                         param_hint="'--handoff'")
             _scan_portfolio(targets, options, fmt=fmt, output=output, templates=templates, policy=policy,
                             jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet,
                             executor=executor, ray_address=ray_address)
@@ -180,10 +191,10 @@ def scan(
             if given:
                 raise typer.BadParameter(_SEVERAL, param_hint=f"'{given[0]}'")
             _scan_one(options, fmt=fmt, output=output, templates=templates, policy=policy, baseline=baseline,
-                      fail_on_new=fail_on_new, quiet=quiet)
+                      fail_on_new=fail_on_new, quiet=quiet, handoff=handoff)
 
 
-def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet) -> None:
+def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet, handoff=None) -> None:
     """One model, in this process: report, baseline diff, step summary, gates."""
     from ..ci.diff import diff_snapshots
     from ..ci.policy import evaluate
@@ -204,6 +215,12 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     diff = diff_snapshots(before, after) if before is not None else None
     breaches = evaluate(diff if fail_on_new else after, policy)
     _write_report(view, chosen, output=output, templates=templates, breaches=breaches, quiet=quiet)
+    if handoff is not None:
+        from ..report.handoff import write_handoffs
+
+        written = write_handoffs(view.document, handoff)
+        if not quiet:
+            typer.echo(f"opassess: wrote {len(written)} hand-off file(s) to {handoff}", err=True)
     _finish_ci(after, diff, baseline=baseline, templates=templates, breaches=breaches, language=options.language)
 
 
@@ -213,7 +230,8 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
     from ..report.write import write_output
 
     to_terminal = chosen == DEFAULT_FORMAT and (output is None or output == "-") and sys.stdout.isatty()
-    width = shutil.get_terminal_size((100, 24)).columns if to_terminal else 100
+    # COLUMNS is honoured on a terminal and when piped; without it a pipe gets 100 columns
+    width = shutil.get_terminal_size((100, 24)).columns
     text = render_view(view, chosen, RenderContext(templates_dir=templates, breaches=tuple(breaches), width=width,
                                                    color=to_terminal, language=view.language))
     if chosen == DEFAULT_FORMAT and (output is None or output == "-"):

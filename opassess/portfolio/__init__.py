@@ -45,7 +45,8 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
     from ..score.weights_load import load_weights
 
     notify = on_event or (lambda _event: None)
-    weights = weights if weights is not None else load_weights(options.scan.weights)  # fail before any scan
+    if weights is None:  # fail before any scan
+        weights = load_weights(options.scan.weights, options.scan.profile)
     unknown = [fmt for fmt in options.formats if fmt not in REPORTERS]
     if unknown:
         raise ReportError(f"unknown report format {unknown[0]!r}; choose one of {', '.join(sorted(REPORTERS))}")

@@ -66,9 +66,9 @@ def _marginal(snapshot: Snapshot, ported: Mapping[tuple[str, str | None], _Port]
                 cost = _ZERO
                 shared.append(op.op)
             else:
-                # e.g. a param-converted op already ported with 1 signature, this model bringing a 2nd that needs
-                # conversion: effort(2 signatures) - effort(1 signature) = per_extra_signature (0.5 shipped) plus
-                # the extra occurrences' per_occurrence days, below the cap.
+                # e.g. a param-converted op already ported with 1 signature, this model bringing a 2nd: effort(2
+                # signatures) - effort(1 signature) = the extra occurrences' per_occurrence days, below the cap
+                # (per_extra_signature is paid only for a different limit, and a report snapshot names none).
                 covered = list(port.signatures.values())
                 with_fresh, without = effort(_scored(port.template, covered + fresh), weights), \
                     effort(_scored(port.template, covered), weights)

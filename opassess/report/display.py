@@ -8,12 +8,12 @@ them, the Markdown one escapes them. Records read by attribute (`op.likely_text`
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..records import Assessment, Capture, ClassifiedOp, Effort
 from ..vocabulary import CATEGORIES, Category
+from .charts import PARETO_BARS, PARETO_LABEL, _num, pareto_chart  # noqa: F401 - re-exported
 from .display_records import (
     AtenRow,
     Attempt,
@@ -25,8 +25,6 @@ from .display_records import (
     ModelHeader,
     ModuleRow,
     OperatorRow,
-    ParetoBar,
-    ParetoChart,
     ParetoSummary,
     PieSlice,
     ReasonRow,
@@ -37,16 +35,14 @@ from .display_records import (
     ShownOp,
     SignatureRow,
     SubscoreRow,
-    Tick,
     Totals,
 )
 from .document import Row, jsonable
 from .i18n import DEFAULT, N_, number, translations
+from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shorten_paths, shown_source
 from .text import bound, bounds_range, days, days_range, percent, share
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
-PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into one "others" bar
-PARETO_LABEL = 30  # characters of a bar label: what fits in the 120 px under the axis, rotated by 40 degrees
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
 MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
 CELL_OPS = 30  # operators named in one risk-matrix cell of the HTML/Markdown grid (all of them are in the JSON)
@@ -61,11 +57,6 @@ IMPACT_LABELS = {1: N_("negligible"), 2: N_("minor"), 3: N_("moderate"), 4: N_("
 
 
 # ------------------------------------------------------------------ small formatters
-
-
-def _num(value: float) -> str:
-    """An SVG coordinate or a CSS width: one decimal is plenty and keeps golden files stable."""
-    return f"{value:.1f}"
 
 
 def _stars(stars: int) -> str:
@@ -108,18 +99,6 @@ def heat(likelihood: int, impact: int) -> str:
     if product <= 14:
         return "high"
     return "critical"
-
-
-def _nice_step(maximum: float, ticks: int = 4) -> float:
-    """Axis step from 1, 2, 5 x 10^k giving at most `ticks` intervals: max 37.5 -> step 10 (0, 10, 20, 30, 40)."""
-    if maximum <= 0:
-        return 1.0
-    raw = maximum / ticks
-    magnitude = 10 ** math.floor(math.log10(raw))
-    for multiple in (1, 2, 5, 10):
-        if multiple * magnitude >= raw:
-            return multiple * magnitude
-    return 10 * magnitude  # pragma: no cover - the loop always returns
 
 
 def _support_text(classified: ClassifiedOp | None, aten: str, backward: bool = False) -> str:
@@ -168,7 +147,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False) -> Oper
         "replacement_deprecated": classified.replacement_deprecated if classified else False,
         "replacement_successor": classified.replacement_successor if classified else None,
         "cann_op": classified.cann_op if classified else None,
-        "sources": tuple(operator.sources),
+        "sources": tuple(dict.fromkeys(shown_source(s) for s in operator.sources)),
         "modules": tuple(operator.modules),
         "modules_text": ", ".join(m or "(model)" for m in operator.modules),
         "modules_shown": tuple(m or "(model)" for m in operator.modules[:MODULES_PER_OP]),
@@ -230,62 +209,6 @@ def _risk_grid(matrix: tuple[tuple[tuple[str, ...], ...], ...], _: Callable[[str
             ))
         rows.append(RiskRow(likelihood, _(LIKELIHOOD_LABELS[likelihood]), tuple(cells)))
     return RiskGrid(tuple(rows), tuple(ImpactLabel(i, _(IMPACT_LABELS[i])) for i in range(1, 6)))
-
-
-def _pareto_chart(ops: Sequence[Any], total_likely: float) -> ParetoChart | None:
-    """Inline-SVG geometry of the Pareto chart: effort bars (largest first) and the cumulative-share line. `ops` are
-    operator rows (anything read by key: 'op', 'short', 'likely', 'category', 'estimated').
-
-    Worked example: bars of 10, 6, 4 person-days (total 20) give cumulative shares 50%, 80%, 100%; with a plot
-    200 px high starting at y=20, the line passes through y = 20 + 200 * (1 - 0.5) = 120, then 60, then 20.
-    """
-    estimated = [op for op in ops if op["estimated"]]
-    if not estimated or total_likely <= 0:
-        return None
-    bars = [(op["short"], op["op"], op["likely"], op["category"]) for op in estimated[:PARETO_BARS]]
-    rest = estimated[PARETO_BARS:]
-    if rest:
-        bars.append((f"{len(rest)} others", f"{len(rest)} other operators", sum(op["likely"] for op in rest),
-                     "others"))
-    width, height = 760.0, 330.0
-    left, right, top, bottom = 56.0, 56.0, 16.0, 120.0
-    plot_w, plot_h = width - left - right, height - top - bottom
-    # The labels hang down-left of their bar (rotated 40 degrees, anchored at the end): the first one needs about
-    # 4.8 px per character (11 px text, cos 40) left of its bar's centre; widen the chart on the left when the
-    # margin and half a slot are less, so it is not cut at the edge: 30 characters need 150 px, not 56 + 40.
-    room = left + plot_w / len(bars) / 2
-    extra = max(0.0, min(len(bars[0][0]), PARETO_LABEL) * 4.8 + 6 - room)
-    width, left = width + extra, left + extra
-    step = _nice_step(max(b[2] for b in bars))
-    axis_max = step * math.ceil(max(b[2] for b in bars) / step)
-    slot = plot_w / len(bars)
-    bar_w = slot * 0.7
-    baseline = top + plot_h
-    cumulative = 0.0
-    bar_items, points = [], []
-    for i, (label, full, likely, category) in enumerate(bars):
-        cumulative += likely
-        h = plot_h * likely / axis_max
-        cx = left + slot * (i + 0.5)
-        cy = top + plot_h * (1 - min(cumulative / total_likely, 1.0))
-        points.append(f"{_num(cx)},{_num(cy)}")
-        bar_items.append(ParetoBar(
-            x=_num(cx - bar_w / 2), y=_num(baseline - h), width=_num(bar_w), height=_num(h),
-            label=label if len(label) <= PARETO_LABEL else label[:PARETO_LABEL - 1] + "\u2026",
-            title=f"{full}: {days(likely)} person-days, cumulative {percent(cumulative / total_likely)}",
-            category=category, label_x=_num(cx), label_y=_num(baseline + 10), cx=_num(cx), cy=_num(cy),
-        ))
-    left_ticks = tuple(Tick(_num(baseline - plot_h * (k * step) / axis_max), f"{k * step:g}")
-                       for k in range(int(round(axis_max / step)) + 1))
-    right_ticks = tuple(Tick(_num(baseline - plot_h * s), percent(s)) for s in (0, 0.25, 0.5, 0.75, 1))
-    return ParetoChart(
-        width=_num(width), height=_num(height), view_box=f"0 0 {_num(width)} {_num(height)}",
-        left=_num(left), right=_num(width - right), top=_num(top), baseline=_num(baseline),
-        bars=tuple(bar_items), line=" ".join(points), left_ticks=left_ticks, right_ticks=right_ticks,
-        ref_y=_num(top + plot_h * 0.2), ref_label_x=_num(width - right - 4),
-        left_label_x=_num(14), right_label_x=_num(width - 14), mid_y=_num(top + plot_h / 2),
-        tick_left_x=_num(left - 6), tick_right_x=_num(width - right + 6),
-    )
 
 
 def _module_rows(by_module: Mapping[str, Effort], module_types: Mapping[str, str], class_name: str,
@@ -383,16 +306,16 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         pareto = ParetoSummary(ops=names, count=len(names), share_types_text=percent(share_types),
                                share_effort_text=percent(share_effort), shown=names[:TOP_OPERATORS],
                                more=max(0, len(names) - TOP_OPERATORS))
-        pareto_statement = _("%(n)d of %(total)d operator types (%(types)s) carry %(effort)s of the estimated "
-                             "effort") % {"n": len(names), "total": len(ops), "types": percent(share_types),
-                                          "effort": percent(share_effort)}
+        pareto_statement = _("%(n)d of %(total)d operator types (%(types)s) carry %(effort)s of the operators' "
+                             "estimated effort") % {"n": len(names), "total": len(ops), "types": percent(share_types),
+                                                    "effort": percent(share_effort)}
 
     counts = summary["categories"]
     worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
     cards = (
-        Card(_("Estimated effort"), _("%s person-days") % days(total.likely) if total else _("not estimated"),
-             _("range %(range)s; P50 %(p50)s, P90 %(p90)s") % {"range": days_range(total), "p50": days(est.p50),
-                                                               "p90": days(est.p90)} if est and total else ""),
+        Card(_("Estimated effort"), summary["headline"] if est else _("not estimated"),
+             _("P50 with its P10-P90 band; likely %(likely)s, range %(range)s")
+             % {"likely": days(total.likely), "range": days_range(total)} if est and total else ""),
         Card(_("Operator types"), str(len(ops)), _("%d calls in the forward pass") % summary["occurrences"]),
         Card(_("Custom development"), str(counts[Category.CUSTOM_DEV]),
              _("%(pc)d param-converted, %(d)d direct") % {"pc": counts[Category.PARAM_CONVERTED],
@@ -407,12 +330,13 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     attempts = tuple(Attempt(method=a.method,
                              status=N_("used") if a.method == capture.method and a.error is None
                              else (N_("ok") if a.error is None else N_("failed")),
-                             error=a.error or "", seconds_text=f"{a.seconds:.2f} s") for a in capture.attempts)
+                             error=shorten_paths(a.error or ""), seconds_text=f"{a.seconds:.2f} s")
+                     for a in capture.attempts)
     modules: list[ModuleRow] = []
     modules_small = modules_cut = 0
     if est is not None:
-        modules, modules_small, modules_cut = _module_rows(est.by_module, capture.module_types, model.class_name,
-                                                           total_likely)
+        grouped, types = group_repeats(est.by_module, capture.module_types)
+        modules, modules_small, modules_cut = _module_rows(grouped, types, model.class_name, total_likely)
 
     return Display(
         title=_("Ascend NPU migration assessment: %s") % model.class_name,
@@ -429,14 +353,15 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         estimated=est is not None,
         totals=Totals(likely_text=days(total.likely), range_text=days_range(total), low_text=days(total.low),
                       high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),
-                      method=est.method) if est and total else None,
+                      method=est.method, p10_text=days(est.p10), headline_text=summary["headline"])
+        if est and total else None,
         cards=cards,
         categories=tuple(categories),
         pie=tuple(PieSlice(c.name, c.types) for c in categories if c.types),
         pareto=pareto,
         pareto_statement=pareto_statement,
         pareto_marked=pareto is not None and pareto.count <= max(PARETO_MARK_MIN, len(ops) * PARETO_MARK_SHARE),
-        pareto_chart=_pareto_chart(ops, total_likely),
+        pareto_chart=pareto_chart(ops, sum(op.likely for op in ops if op.estimated)),  # operators' own effort
         risk_grid=_risk_grid(est.risk_matrix, _) if est else None,
         operators=ops,
         top_operators=ops[:TOP_OPERATORS],
@@ -445,9 +370,18 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         modules_small=modules_small,
         modules_cut=modules_cut,
         module_rows=MODULE_ROWS,
-        findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops), source=f.source or "",
+        findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops),
+                                  source=shown_source(f.source) if f.source else "",
                                   npu_api=f.npu_api or "", effect=f.effect) for f in assessment.findings),
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",
         effort_ranges=rule_ranges(assessment.effort_ranges),
+        profile=summary["profile"] or "",
+        assumptions=summary["assumptions"] or "",
+        band_text=summary["band"] or "",
+        activities=activity_rows(est) if est else (),
+        origins=origin_rows(est) if est else (),
+        zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
+        validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
+        actions=action_items(document, assessment.findings),
     )

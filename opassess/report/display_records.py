@@ -52,6 +52,8 @@ class Totals(Record):
     p50_text: str
     p90_text: str
     method: str
+    p10_text: str = ""
+    headline_text: str = ""  # "4.3 person-days (P10-P90 3.4-5.6)"
 
 
 @dataclass(frozen=True)
@@ -321,6 +323,45 @@ class Display(Record):
     suggested_html: str
     effort_ranges: tuple[RuleRange, ...] = ()  # per category, from the weights the assessment used
     pareto_marked: bool = False  # badge the 20/80 operators: only when they are few (display.PARETO_MARK_SHARE)
+    profile: str = ""  # the weights profile used
+    assumptions: str = ""  # "figures are assumptions until calibrated ..."
+    band_text: str = ""  # what the P10-P90 band means
+    activities: tuple[ActivityRow, ...] = ()  # model-level lines
+    origins: tuple[OriginRow, ...] = ()  # effort by origin, largest first
+    zero_cost: tuple[str, ...] = ()  # operators that put no work on the device
+    validation_block: tuple[str, ...] = ()  # direct operators that share the validation activity
+    actions: tuple[ActionItem, ...] = ()  # what to do, in every format
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)
+
+
+@dataclass(frozen=True)
+class ActivityRow(Record):
+    """A model-level activity line (environment bring-up, validation, accuracy alignment, performance tuning)."""
+
+    title: str
+    likely_text: str
+    range_text: str
+    basis: str
+
+
+@dataclass(frozen=True)
+class OriginRow(Record):
+    """Effort of one origin: the project's code, an upstream library, or the model-level activities."""
+
+    origin: str
+    who: str  # who would make the change
+    likely_text: str
+    range_text: str
+    share_text: str
+
+
+@dataclass(frozen=True)
+class ActionItem(Record):
+    """One thing to do: an operator that needs work, or a performance finding, with what to do about it."""
+
+    kind: str  # category or finding kind
+    subject: str  # operator key or finding title
+    action: str
+    days_text: str  # '' when not costed on its own

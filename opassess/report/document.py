@@ -11,11 +11,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
+from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
-from .text import share
+from .text import days, share
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"
+BAND_MEANING = ("P50 is the median of the simulated total; the P10-P90 band holds 8 in 10 simulated outcomes "
+                "(1 in 10 comes in under P10, 1 in 10 over P90)")
+ASSUMPTIONS = ("figures are assumptions until calibrated: nobody publishes measured per-operator migration effort; "
+               "record your actuals and run `opassess calibrate` to write a profile of your own")
+
+
+def headline(p10: float, p50: float, p90: float) -> str:
+    """'4.3 person-days (P10-P90 3.4-5.6)': the one number a report leads with, with its band."""
+    return f"{days(p50)} person-days (P10-P90 {days(p10)}-{days(p90)})"
 
 
 def _round(value: float, digits: int = 2) -> float:
@@ -91,6 +101,7 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "signatures": [_signature_doc(s, categories[i] if i < len(categories) else None)
                        for i, s in enumerate(operator.signatures)],
         "source": list(operator.sources),
+        "project_source": list(operator.project_sources),
         "flops": operator.flops,
         "bytes_moved": operator.bytes_moved,
         "category": classified.category if classified else None,
@@ -111,8 +122,12 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "person_days": None,
         "risk": None,
         "pareto": None,
+        "cost": None,
+        "origin": None,
     }
     if estimate is not None:
+        doc["cost"] = estimate.cost
+        doc["origin"] = estimate.origin
         score = estimate.score
         doc["scores"] = {
             "functional": _round(score.functional, 4),
@@ -141,6 +156,8 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "categories": category_counts,
         "unknown": len(unknown),
         "person_days": None, "p50": None, "p90": None, "method": None, "pareto": None, "by_category": None,
+        "p10": None, "headline": None, "band": None, "profile": None, "assumptions": None, "by_origin": None,
+        "activities": None, "cost_bases": None,
     }
     risk_matrix = None
     by_module = None
@@ -153,8 +170,19 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
             "p90": _round(est.p90),
             "method": est.method,
             "pareto": {"ops": list(est.pareto_ops), "share_of_types": _round(est.pareto_share_of_types, 4),
-                       "share_of_effort": _round(share(pareto_likely, est.total.likely), 4)},
+                       # of the operators' own effort (the model-level activities belong to no operator)
+                       "share_of_effort": _round(share(pareto_likely, sum(e.person_days.likely for e in est.ops)), 4)},
             "by_category": {c: effort_doc(est.by_category.get(c, Effort(0.0, 0.0, 0.0))) for c in CATEGORIES},
+            "p10": _round(est.p10),
+            "headline": headline(_round(est.p10), _round(est.p50), _round(est.p90)),  # as the numbers read
+            "band": BAND_MEANING,
+            "profile": est.profile,
+            "assumptions": ASSUMPTIONS,
+            "by_origin": {origin: effort_doc(effort) for origin, effort in est.by_origin.items()},
+            "activities": [{"name": a.name, "title": a.title, "person_days": effort_doc(a.person_days),
+                            "basis": a.basis} for a in est.activities],
+            "cost_bases": {basis: [e.score.classified.operator.key for e in est.ops if e.cost == basis]
+                           for basis in COST_BASES},
         })
         risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
         by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}

@@ -11,8 +11,6 @@ from typing import Any
 
 from ..records import Assessment
 from .display import (  # noqa: F401 - the view's helpers, re-exported for its tests
-    _nice_step,
-    _pareto_chart,
     build_display,
     heat,
     short_name,

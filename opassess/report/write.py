@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import ReportError
@@ -64,3 +65,17 @@ def _sync_directory(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def write_files(files: Mapping[str, str], directory: str | Path) -> list[Path]:
+    """Write several files (name -> text) into `directory`, created when missing, each with write_output."""
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"cannot create {folder}: {exc.strerror or exc}") from exc
+    written = []
+    for name, text in files.items():
+        write_output(text, folder / name)
+        written.append(folder / name)
+    return written

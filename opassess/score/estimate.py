@@ -7,8 +7,22 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..records import Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
-from ..vocabulary import CATEGORIES, Category
+from ..records import Activity, Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
+from ..vocabulary import CATEGORIES
+from .cost import (
+    MODEL_LEVEL,
+    NO_EFFORT,
+    PER_OPERATOR,
+    PROJECT,
+    VALIDATION,
+    VALIDATION_BLOCK,
+    activities,
+    activity_units,
+    cost_basis,
+    main_origin,
+    operator_effort,
+    origin_shares,
+)
 from .signals import ModelContext, OpSignals, measure_all
 from .weights import RISK_LEVELS, Weights
 
@@ -17,22 +31,43 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
              findings: Sequence[Finding] = (), *, signals: Mapping[str, OpSignals] | None = None) -> Estimate:
     """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid.
 
-    `findings` are the ones the scores were computed with: a dynamic-shape finding raises an operator's likelihood.
-    `signals` (signals.measure_all, the ones the scores read) may be passed in when the caller already measured
-    them.
+    Each operator is costed by its basis (cost.cost_basis): zero-cost operators 0, validation-block operators an
+    equal share of the validation activity, the rest their own range (cost.operator_effort). The model-level
+    activities (cost.activities) are lines of their own. total = per-operator efforts + activities (the block
+    shares add up to the validation line, so they are counted once).
+    `findings` are the ones the scores were computed with: a dynamic-shape finding raises an operator's likelihood
+    and performance findings scale the performance-tuning line. `signals` (signals.measure_all, the ones the
+    scores read) may be passed in when the caller already measured them.
     """
     if signals is None:
         signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
+    dispatch_seen = any(node.aten for node in inventory.capture.nodes)
+    bases = {s.classified.operator.key: cost_basis(s.classified, weights.effort, dispatch_seen) for s in scores}
+    lines = activities(activity_units(scores, bases, signals, findings, weights), weights)
+    validation = next((line.person_days for line in lines if line.name == VALIDATION), NO_EFFORT)
+    in_block = sum(1 for basis in bases.values() if basis == VALIDATION_BLOCK)
+    block_share = Effort(validation.low / in_block, validation.likely / in_block,
+                         validation.high / in_block) if in_block else NO_EFFORT
+
+    def cost(score: OpScore) -> Effort:
+        basis = bases[score.classified.operator.key]
+        if basis == PER_OPERATOR:
+            return operator_effort(score, weights)
+        return block_share if basis == VALIDATION_BLOCK else NO_EFFORT
+
     ranked = sorted(
-        ((score, effort(score, weights), risk(score, signals[score.classified.operator.key], weights))
-         for score in scores),
+        ((score, cost(score), risk(score, signals[score.classified.operator.key], weights)) for score in scores),
         key=lambda item: (-item[1].likely, item[0].classified.operator.key),
     )
-    total = sum((e for _, e, _ in ranked), Effort(0.0, 0.0, 0.0))
-    pareto = _pareto(ranked, total, weights.estimate.pareto_share)
-    ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto)
+    own = [e for s, e, _ in ranked if bases[s.classified.operator.key] == PER_OPERATOR]
+    others = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
+    block = [validation] if in_block else []
+    total = sum([*own, *others, *block], NO_EFFORT)
+    pareto = _pareto(ranked, sum((e for _, e, _ in ranked), NO_EFFORT), weights.estimate.pareto_share)
+    ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto,
+                           cost=bases[s.classified.operator.key], origin=main_origin(s.classified.operator))
                 for s, e, r in ranked)
-    p50, p90 = _simulate([e for _, e, _ in ranked], weights)
+    p10, p50, p90 = _simulate([*own, *others, *block], weights)
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
@@ -42,37 +77,29 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         total=total,
         p50=p50,
         p90=p90,
-        method=(f"PERT-beta Monte Carlo: {rules.samples} samples, seed {rules.seed}, lambda {rules.pert_lambda:g}, "
-                f"operators independent (correlated overruns would widen P90); by_module splits each operator's "
-                f"effort evenly across its occurrences' module paths"),
+        p10=p10,
+        method=(f"PERT-beta Monte Carlo: {rules.samples} samples, seed {rules.seed}, lambda {rules.pert_lambda:g}; "
+                f"each per-operator range and each model-level activity drawn independently (correlated overruns "
+                f"would widen P90), the validation block drawn once; every sample lies between the sums of the "
+                f"lows and highs, so low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely "
+                f"is the sum of the most likely values and sits below P50 when ranges are skewed to the right; "
+                f"by_module splits each operator's effort evenly across its occurrences' module paths; "
+                f"profile {weights.profile!r}: figures are assumptions until calibrated"),
         pareto_ops=tuple(pareto),
         pareto_share_of_types=len(pareto) / len(ops) if ops else 0.0,
         by_category=MappingProxyType(_by_category(ops)),
         by_module=MappingProxyType(_by_module(ops)),
         risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in grid),
+        activities=lines,
+        by_origin=MappingProxyType(_by_origin(ops, lines)),
+        profile=weights.profile,
     )
 
 
 def effort(score: OpScore, weights: Weights) -> Effort:
-    """Person-days for one scored operator on its own: reusable when a portfolio pays for an operator once.
-
-    likely = low + composite x (high - low) of the category's range, plus certain extras: per_extra_signature for
-    each signature beyond the first that needs its own conversion, per_occurrence for each occurrence beyond the
-    first (capped). Optimistic and pessimistic points spread the placed value by the category's optimism and
-    pessimism (wider when the knowledge base does not know the op); extras are added to all three.
-    Example (shipped weights): param-converted, composite 0.25, 3 signatures of which 2 need conversion, 11
-    occurrences: placed = 3 + 0.25 x 2 = 3.5; extras = (2 - 1) x 0.5 + min(1, 10 x 0.02) = 0.7;
-    likely 4.2, low 3.5 x 0.8 + 0.7 = 3.5, high 3.5 x 1.6 + 0.7 = 6.3.
-    """
-    rules = weights.effort
-    category = rules.categories[score.classified.category]
-    placed = category.low + score.composite * (category.high - category.low)
-    converted = sum(1 for c in score.classified.signature_categories if c != Category.DIRECT)
-    extras = max(0, converted - 1) * rules.per_extra_signature
-    extras += min(rules.max_occurrence_days, max(0, score.classified.operator.count - 1) * rules.per_occurrence)
-    pessimism = category.pessimism + (0.0 if score.classified.known else rules.unknown_pessimism)
-    return Effort(low=placed * (1 - category.optimism) + extras, likely=placed + extras,
-                  high=placed * (1 + pessimism) + extras)
+    """Person-days for one scored operator on its own (cost.operator_effort): reusable when a portfolio pays for an
+    operator once."""
+    return operator_effort(score, weights)
 
 
 def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
@@ -151,14 +178,14 @@ def _pareto(ranked: list, total: Effort, share: float) -> list[str]:
     return chosen
 
 
-def _simulate(efforts: list[Effort], weights: Weights) -> tuple[float, float]:
-    """P50 and P90 of the total: each operator drawn from its PERT-beta distribution, summed, with a fixed seed.
+def _simulate(efforts: list[Effort], weights: Weights) -> tuple[float, float, float]:
+    """P10, P50 and P90 of the total: each operator drawn from its PERT-beta distribution, summed, with a fixed seed.
 
     PERT-beta on [low, high] with mode likely: alpha = 1 + lambda (likely - low) / (high - low),
     beta = 1 + lambda (high - likely) / (high - low); e.g. 1, 2, 4 with lambda 4: alpha 2.33, beta 3.67.
     """
     if not efforts:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     rules = weights.estimate
     rng = np.random.default_rng(rules.seed)
     totals = np.zeros(rules.samples)
@@ -170,14 +197,29 @@ def _simulate(efforts: list[Effort], weights: Weights) -> tuple[float, float]:
         alpha = 1 + rules.pert_lambda * (e.likely - e.low) / width
         beta = 1 + rules.pert_lambda * (e.high - e.likely) / width
         totals += e.low + width * rng.beta(alpha, beta, rules.samples)
-    p50, p90 = np.percentile(totals, [50, 90])
-    return float(p50), float(p90)
+    p10, p50, p90 = np.percentile(totals, [10, 50, 90])
+    return float(p10), float(p50), float(p90)
 
 
 def _by_category(ops: Sequence[OpEstimate]) -> dict[str, Effort]:
     totals = {category: Effort(0.0, 0.0, 0.0) for category in CATEGORIES}
     for op in ops:
         totals[op.score.classified.category] = totals[op.score.classified.category] + op.person_days
+    return totals
+
+
+def _by_origin(ops: Sequence[OpEstimate], lines: Sequence[Activity]) -> dict[str, Effort]:
+    """Effort by where the code lives: each operator's effort split by its occurrences' origins (the project, or the
+    upstream library), and the model-level activities under MODEL_LEVEL. The values add up to the total."""
+    totals: dict[str, Effort] = {PROJECT: NO_EFFORT}
+    for op in ops:
+        e = op.person_days
+        for origin, part in origin_shares(op.score.classified.operator).items():
+            totals[origin] = totals.get(origin, NO_EFFORT) + Effort(e.low * part, e.likely * part, e.high * part)
+    in_block = any(op.cost == VALIDATION_BLOCK for op in ops)  # its shares are in the operators' efforts already
+    model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
+    if model_level:
+        totals[MODEL_LEVEL] = sum(model_level, NO_EFFORT)
     return totals
 
 

@@ -132,6 +132,27 @@ class EffortRules:
     max_occurrence_days: float
     unknown_pessimism: float
     categories: Mapping[str, CategoryEffort]
+    zero_cost: bool = False  # views and operators that dispatch nothing cost nothing
+    block_direct: bool = False  # direct operators with a kernel and no tripped limit share the validation block
+    limit_reasons: tuple[str, ...] = ()  # reason codes that take a direct operator out of the block
+    zero_cost_aten: frozenset[str] = frozenset()  # ATen ops that do no work on the device
+
+
+# What an activity's per-unit days count (opassess/score/cost.py counts them).
+ACTIVITY_UNITS = ("direct_type", "dtype_at_risk", "type_at_risk", "finding")
+
+
+@dataclass(frozen=True)
+class ActivityRule:
+    """A model-level activity: three points plus per-unit days (added to all three), the extra capped."""
+
+    name: str  # "environment", "validation", "accuracy", "performance"
+    title: str
+    low: float
+    likely: float
+    high: float
+    per: Mapping[str, float]  # unit (ACTIVITY_UNITS) -> person-days per unit
+    max_extra: float
 
 
 @dataclass(frozen=True)
@@ -185,7 +206,7 @@ class CalibrationRules:
 
 @dataclass(frozen=True)
 class Weights:
-    """The whole scoring model, validated; `source` names the file(s) it came from."""
+    """The whole scoring model, validated; `source` names the file(s) it came from, `profile` the shipped profile."""
 
     source: str
     dimensions: Mapping[str, float]
@@ -195,3 +216,5 @@ class Weights:
     estimate: EstimateRules
     risk: RiskRules
     calibration: CalibrationRules
+    activities: tuple[ActivityRule, ...] = ()
+    profile: str = "default"

@@ -6,6 +6,7 @@ here, `finish()` on every table, so a typo is one ConfigError line naming the fi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -15,10 +16,12 @@ from ..errors import ConfigError
 from ..resources import shipped_path
 from ..vocabulary import CATEGORIES
 from .weights import (
+    ACTIVITY_UNITS,
     CRITERIA,
     DIMENSIONS,
     RISK_LEVELS,
     SUM_TOLERANCE,
+    ActivityRule,
     AttrRules,
     CalibrationRules,
     CategoryEffort,
@@ -41,11 +44,33 @@ from .weights import (
     Weights,
 )
 
+DEFAULT_PROFILE = "default"  # weights.toml itself; the other profiles are overlays in profiles/NAME.toml
 
-def load_weights(path: Path | None = None) -> Weights:
-    """Read the shipped weights.toml, overlay `path` (if given) key by key, validate and return the records."""
+
+def profile_names() -> tuple[str, ...]:
+    """The shipped profiles: 'default' (weights.toml) and every profiles/NAME.toml."""
+    folder = shipped_path("profiles")
+    return (DEFAULT_PROFILE, *sorted(p.stem for p in folder.glob("*.toml"))) if folder.is_dir() else (DEFAULT_PROFILE,)
+
+
+def profile_path(name: str) -> Path | None:
+    """The overlay file of a shipped profile (None for the default); ConfigError naming the known ones."""
+    if name == DEFAULT_PROFILE:
+        return None
+    names = profile_names()
+    if name not in names:
+        raise ConfigError(f"unknown weights profile {name!r}: expected one of {', '.join(names)}")
+    return shipped_path("profiles") / f"{name}.toml"
+
+
+def load_weights(path: Path | None = None, profile: str | None = None) -> Weights:
+    """Read the shipped weights.toml, overlay the shipped profile `profile` (if not the default), then `path` (if
+    given) key by key: profile first, the user's file on top. Validate and return the records."""
     shipped = shipped_path("weights.toml")
     layers = [(shipped, read_toml(shipped, "weights file"))]
+    overlay = profile_path(profile or DEFAULT_PROFILE)
+    if overlay is not None:
+        layers.append((overlay, read_toml(overlay, "weights profile")))
     if path is not None and Path(path).resolve() != shipped.resolve():
         layers.append((Path(path), read_toml(Path(path), "weights file")))
     merged: dict[str, Any] = {}
@@ -53,7 +78,8 @@ def load_weights(path: Path | None = None) -> Weights:
     for file, data in layers:
         merge_layer(merged, data, str(file), origins)
     source = " < ".join(str(file) for file, _ in layers)
-    return _build(TomlTable(merged, origins, "", str(layers[-1][0])), source)
+    return replace(_build(TomlTable(merged, origins, "", str(layers[-1][0])), source),
+                   profile=profile or DEFAULT_PROFILE)
 
 
 def _check_sum(table: TomlTable, owner: str, names: tuple[str, ...], values: Mapping[str, float]) -> None:
@@ -131,6 +157,7 @@ def _build(root: TomlTable, source: str) -> Weights:
         estimate=_estimate(root.table("estimate")),
         risk=_risk(root.table("risk")),
         calibration=_calibration(root.table("calibration")),
+        activities=_activities(root.table("activities")),
     )
     root.finish()
     return weights
@@ -206,7 +233,9 @@ def _effort(table: TomlTable) -> EffortRules:
         categories[category] = effort
     rules = EffortRules(table.number("per_extra_signature"), table.number("per_occurrence"),
                         table.number("max_occurrence_days"), table.number("unknown_pessimism"),
-                        MappingProxyType(categories))
+                        MappingProxyType(categories), zero_cost=table.boolean("zero_cost"),
+                        block_direct=table.boolean("block_direct"), limit_reasons=table.strings("limit_reasons"),
+                        zero_cost_aten=frozenset(table.strings("zero_cost_aten")))
     table.finish()
     return rules
 
@@ -268,3 +297,23 @@ def _calibration(table: TomlTable) -> CalibrationRules:
         raise table.error("min_rows", "expected at least 2 (a range needs two actuals)")
     table.finish()
     return rules
+
+
+def _activities(table: TomlTable) -> tuple[ActivityRule, ...]:
+    """[activities.NAME]: title, low <= likely <= high, per-unit days (units from ACTIVITY_UNITS), max_extra."""
+    rules = []
+    for name in table.keys():
+        t = table.table(name)
+        per = t.number_table("per") if "per" in t else MappingProxyType({})
+        for unit in per:
+            if unit not in ACTIVITY_UNITS:
+                raise t.table("per").error(unit, f"unknown unit: expected one of {', '.join(ACTIVITY_UNITS)}")
+        rule = ActivityRule(name, t.string("title"), t.number("low"), t.number("likely"), t.number("high"), per,
+                            t.number("max_extra", 0.0))
+        if not rule.low <= rule.likely <= rule.high:
+            raise t.error("likely", f"expected low <= likely <= high, got {rule.low:g}, {rule.likely:g}, "
+                                    f"{rule.high:g}")
+        t.finish()
+        rules.append(rule)
+    table.finish()
+    return tuple(rules)

@@ -23,7 +23,7 @@ from .nodes import NodeBuild
 from .patches import autograd_call, compiling, patched_extensions, patched_function_apply
 from .recorder import AtenRecorder, meta_substitute
 from .registry import PROGRESS_EVERY, CaptureMethod, Graph, Progress, Skipped, no_progress, register_capture
-from .sources import source_from_frames
+from .sources import is_installed, project_from_frames, source_from_frames
 from .values import call_attrs, describe_tensors, is_operator_call, module_attrs, tensors_in
 
 
@@ -68,6 +68,12 @@ class ForwardStep:
         return model(*args, **kwargs)
 
 
+def _sources() -> tuple[str | None, str | None]:
+    """(source line, the project frame behind it when the source lies in an installed library)."""
+    source = source_from_frames()
+    return source, (project_from_frames() if is_installed(source) else None)
+
+
 def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step: ForwardStep | None = None) -> Graph:
     """Run loaded.module's forward once (or `step`), one NodeBuild per user-level operator call."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
@@ -92,8 +98,9 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
     def new_node(op, kind, path, attrs, args, kwargs, result, source, calls, flops, nbytes, entry=()):
         name = f"{op.rsplit('.', 1)[-1].rsplit('::', 1)[-1].lower()}_{next(counter)}"
         ins, outs = tensors_in((args, kwargs)), tensors_in(result)
+        source, project = source if isinstance(source, tuple) else (source, None)
         node = NodeBuild(name, op, kind, path, attrs, describe_tensors(ins), describe_tensors(outs), calls,
-                         source, flops, nbytes, tuple(dict.fromkeys(entry)))
+                         source, flops, nbytes, tuple(dict.fromkeys(entry)), project)
         built.append(node)
         if len(built) % PROGRESS_EVERY == 0:
             progress(f"capturing with dispatch: {len(built)} operator calls")
@@ -109,7 +116,7 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
         if depth["leaf"] or depth["fn"]:
             calls_running.append((module, "inner", None))
         elif is_leaf_module(module):
-            calls_running.append((module, "leaf", source_from_frames()))
+            calls_running.append((module, "leaf", _sources()))
             depth["leaf"] += 1
             leaf_entries.append([])
             recorder.start()
@@ -147,7 +154,7 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
         return None
 
     def record_call(op, kind, attrs, args, kwargs, run, entry=()):
-        source = source_from_frames()
+        source = _sources()
         depth["fn"] += 1
         try:
             with recorder.collect():

@@ -21,7 +21,7 @@ from ..records import AtenCall
 from .keys import function_key, is_leaf_module, module_op
 from .nodes import NodeBuild
 from .registry import CaptureMethod, Graph, Progress, Skipped, no_progress, register_capture
-from .sources import source_from_stack_trace
+from .sources import is_installed, project_from_stack_trace, source_from_stack_trace
 from .values import SKIP, describe, jsonable, module_attrs
 
 # torch.export is skipped above this many parameters (it would cost more than the whole scan budget).
@@ -104,6 +104,8 @@ def capture_export(loaded: LoadedModel, progress: Progress = no_progress) -> Gra
                         attrs[arg.name] = plain
             build = NodeBuild(n.name, op, kind, path, attrs, describe(vals), describe(out),
                               (call,) if call else (), source, 0, 0)
+        if is_installed(source):
+            build.project_source = project_from_stack_trace(n.meta.get("stack_trace"))
         nodes.append(build)
         by_name[n.name] = build
     for build in nodes:  # export traces with fake tensors: a size computed from the data stays a symbol (u0)

@@ -19,7 +19,7 @@ from .nodes import NodeBuild, NodeFailure
 from .patches import autograd_call, patched_extensions, patched_function_apply
 from .recorder import AtenRecorder, meta_substitute
 from .registry import PROGRESS_EVERY, CaptureMethod, Graph, Progress, no_progress, register_capture
-from .sources import source_from_stack_trace
+from .sources import is_installed, project_from_stack_trace, source_from_stack_trace
 from .values import call_attrs, describe, is_operator_call, module_attrs
 
 
@@ -107,8 +107,9 @@ def capture_fx(loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
                 called = n.target
             if called is not None:
                 entries = [e for e in (entry_op(called),) if e]
+            project = project_from_stack_trace(n.stack_trace) if is_installed(source) else None
             node = NodeBuild(n.name, op, kind, path, attrs, describe((args, kwargs)), describe(result),
-                             calls, source, flops, nbytes, tuple(dict.fromkeys(entries)))
+                             calls, source, flops, nbytes, tuple(dict.fromkeys(entries)), project)
             built.append(node)
             by_fx_name[n.name] = node
             if len(built) % PROGRESS_EVERY == 0:

@@ -23,12 +23,13 @@ class NodeBuild:
     flops: int
     bytes_moved: int
     entry: tuple = ()
+    project_source: str | None = None  # the project frame behind a library source line
 
     def freeze(self) -> OpNode:
         return OpNode(name=self.name, key=self.key, kind=self.kind, module_path=self.module_path, attrs=self.attrs,
                       input_shapes=self.inputs[0], input_dtypes=self.inputs[1], output_shapes=self.outputs[0],
                       output_dtypes=self.outputs[1], aten=self.aten, source=self.source, flops=self.flops,
-                      bytes_moved=self.bytes_moved, entry=self.entry)
+                      bytes_moved=self.bytes_moved, entry=self.entry, project_source=self.project_source)
 
 
 class NodeFailure(Exception):

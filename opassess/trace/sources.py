@@ -34,6 +34,32 @@ def source_from_frames() -> str | None:
     return None
 
 
+def project_from_frames() -> str | None:
+    """'file:line' of the innermost caller in the project itself: outside torch, opassess and installed packages
+    (site-packages / dist-packages). Recorded beside a source line that lies in an installed library, so a report
+    can place the call in the project's code."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_library_filename(filename) and not is_installed(filename):
+            return f"{display_path(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def project_from_stack_trace(stack_trace: str | None) -> str | None:
+    """The innermost project frame (outside installed packages too) of a recorded stack trace, as 'file:line'."""
+    if not stack_trace:
+        return None
+    kept = [line for line in stack_trace.splitlines() if not is_installed(line)]
+    return source_from_stack_trace("\n".join(kept))
+
+
+def is_installed(path: str | None) -> bool:
+    """True for a file inside an installed package (site-packages / dist-packages)."""
+    return bool(path) and ("site-packages" in path or "dist-packages" in path)
+
+
 @functools.lru_cache(maxsize=4096)
 def _is_library_filename(filename: str) -> bool:
     return is_library_file(filename)

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ...vocabulary import Category
+from ..plan_view import project_source, shown_source
 from ..registry import RenderContext, register
 from ..text import days_detail
 
@@ -80,9 +81,12 @@ def _message(op: dict[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def _result(op: dict[str, Any], source: str | None, model_source: str, breached: list[str]) -> dict[str, Any]:
+def _result(op: dict[str, Any], source: str | None, model_source: str, breached: list[str],
+            library: list[str]) -> dict[str, Any]:
     category = op["category"]
     text = _message(op)
+    if library:  # the call sits in an installed package: the result is placed on the project's side of it
+        text += f" Called inside {', '.join(shown_source(s) for s in library)} (upstream code)."
     if breached:
         text += " Policy: " + " ".join(breached)
     result: dict[str, Any] = {
@@ -90,7 +94,7 @@ def _result(op: dict[str, Any], source: str | None, model_source: str, breached:
         "ruleIndex": _RULE_INDEX[category],
         "level": "error" if breached else RULES[_RULE_INDEX[category]]["level"],
         "message": {"text": text},
-        "locations": [_location(source or model_source)],
+        "locations": [_location(source)] if source else [],
         "partialFingerprints": {"opassessOperator/v1": f"{model_source}|{op['op']}"},
         "properties": {
             "operator": op["op"],
@@ -124,8 +128,17 @@ def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
     for op in document["operators"]:
         if op.get("category") not in _RULE_INDEX:
             continue
+        # SARIF locations never point into site-packages: a library frame is attributed to the nearest project
+        # frame the trace recorded, else the model file (one result per location, the library lines in the message)
+        placed: dict[str | None, list[str]] = {}
+        nearest = op.get("project_source") or []  # the project frames behind the library calls, if the trace saw any
         for source in op.get("source") or [None]:
-            results.append(_result(op, source, model_source, breaches.get(op["op"], [])))
+            where = project_source(source, nearest[0] if nearest and source else model_source)
+            placed.setdefault(where, [])
+            if source and where != source:
+                placed[where].append(source)
+        for where, library in placed.items():
+            results.append(_result(op, where, model_source, breaches.get(op["op"], []), library))
     ranges = _effort_ranges(view)
     rules = [{"id": r["id"], "name": r["name"], "shortDescription": {"text": _short(r, ranges.get(r["id"]))},
               "fullDescription": {"text": r["full"]}, "defaultConfiguration": {"level": r["level"]},

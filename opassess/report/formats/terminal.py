@@ -53,10 +53,13 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     if d["estimated"]:
         totals = d["totals"]
         line = Text(_("Estimated effort: "))
-        line.append(_("%s person-days") % totals["likely_text"], style="bold")
-        line.append(_(" likely (range %(range)s; P50 %(p50)s, P90 %(p90)s)")
-                    % {"range": totals["range_text"], "p50": totals["p50_text"], "p90": totals["p90_text"]})
+        line.append(_("%s person-days") % totals["p50_text"], style="bold")
+        line.append(_(" (P10-P90 %(p10)s-%(p90)s; likely %(likely)s, range %(range)s)")
+                    % {"p10": totals["p10_text"], "p90": totals["p90_text"], "likely": totals["likely_text"],
+                       "range": totals["range_text"]})
         console.print(line)
+        console.print(Text(f"{d['band_text']}.", style="dim"))
+        console.print(Text(f"Profile {d['profile']}: {d['assumptions']}.", style="dim"))
         if d["pareto_statement"]:
             console.print(Text(_("20/80: %s.") % d["pareto_statement"]))
     else:
@@ -126,6 +129,28 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
                         if op["replacement_successor"] else
                         _("%(op)s -> %(replacement)s is deprecated in the facts, no successor.") % names)
             console.print(line)
+    if d["activities"]:
+        lines = Table(title="Model-level activities", title_justify="left", show_edge=False, pad_edge=False)
+        for name, justify in (("Activity", "left"), ("Person-days", "right"), ("Range", "right"),
+                              ("Basis", "left")):
+            lines.add_column(name, justify=justify, overflow="fold")
+        for a in d["activities"]:
+            lines.add_row(Text(a["title"]), a["likely_text"], a["range_text"], Text(a["basis"]))
+        console.print(lines)
+        if d["validation_block"]:
+            console.print(Text(f"{len(d['validation_block'])} direct operator type(s) are validated together in the "
+                               f"validation line; zero-cost (no device work): "
+                               f"{', '.join(d['zero_cost']) or 'none'}.", style="dim"))
+        console.print()
+    if len(d["origins"]) > 1:
+        origins = Table(title="Effort by origin", title_justify="left", show_edge=False, pad_edge=False)
+        for name, justify in (("Origin", "left"), ("Person-days", "right"), ("Share", "right"), ("Who", "left")):
+            origins.add_column(name, justify=justify, overflow="fold")
+        for o in d["origins"]:
+            origins.add_row(Text(o["origin"]), o["likely_text"], o["share_text"], Text(o["who"]))
+        console.print(origins)
+        console.print()
+
     if d["unknown"]:
         unknown = Text(_("Unknown to the knowledge base: "), style="yellow")
         unknown.append(", ".join(op["op"] for op in d["unknown"]))
@@ -134,7 +159,28 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     hint.append(f"opassess scan {model['source']} -f html -o {d['suggested_html']}")
     console.print(hint, soft_wrap=True)
     console.print(Text(_("(also -f md, -f json, -f csv)"), style="dim"))
+    console.print()
+    _print_actions(console, d["actions"], context.width)
     text = out.getvalue()
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+def _print_actions(console: Any, actions: Any, width: int) -> None:
+    """The action items, last: one per operator that needs work or finding, wrapped by hand (names break at '.'
+    and '::', never mid-word) so they read at 80 columns."""
+    from rich.text import Text
+
+    from ..plan_view import wrap
+
+    if not actions:
+        console.print(Text("Action items: none: every operator runs as is; bring up, validate and tune "
+                           "(see the model-level activities)."))
+        return
+    console.print(Text("Action items:", style="bold"))
+    for item in actions:
+        days = f" [{item['days_text']}]" if item["days_text"] else ""
+        text = f"- {item['kind']}: {item['subject']}: {item['action']}{days}"
+        for line in wrap(text, width, indent="    "):
+            console.print(Text(line), overflow="ignore", crop=False)

@@ -1,0 +1,61 @@
+"""What the classifier judges beyond an operator's own forward ATen ops: entry ops the NPU takes whole,
+deprecated replacements, and (with --train) the ATen ops its backward dispatched."""
+from __future__ import annotations
+
+from typing import Any
+
+from .kb.rules import Replacement
+from .records import Operator
+from .vocabulary import Category
+
+
+class EntryAndBackward:
+    """Mixed into the classifier (opassess/classify.py), whose state (kb, version, aten_verdict) these read."""
+
+    def _taken_whole(self, op: Operator) -> tuple[str, ...]:
+        """Entry ops (what the user called, before decomposition) that have an NPU kernel of their own but were
+        decomposed on this backend: torch_npu runs them whole (aten::_weight_norm, not _weight_norm_interface)."""
+        out = []
+        for entry in op.entry:
+            if entry in op.aten or entry.split("::")[0] != "aten":
+                continue
+            if self.kb.kernel_support(entry, self.version).supported:
+                out.append(entry)
+                continue
+            variant = next((f for f in self.kb.kernels_for_base(entry) if f.supports(self.version)), None)
+            if variant is not None and "." in variant.name and not variant.name.endswith(".out"):
+                out.append(f"aten::{variant.name}")
+        return tuple(out)
+
+    def _deprecation(self, replacement: Replacement | None) -> dict[str, Any]:
+        """Whether the facts mark the replacement deprecated, and its successor ('(no replacement)' -> None)."""
+        fact = self.kb.custom_op(replacement.npu_op) if replacement else None
+        if fact is None or not fact.deprecated:
+            return {}
+        successor = fact.deprecated.strip()
+        return {"replacement_deprecated": True,
+                "replacement_successor": None if successor.startswith("(") or not successor else successor}
+
+    def _backward(self, op: Operator, judgements: list, composite, required) -> dict[str, bool]:
+        """Judge the ATen ops op's backward dispatched; returns op -> runs on the NPU."""
+        verdicts = {a: self.aten_verdict(a) for a in op.backward_aten}
+        missing = [v.op for v in verdicts.values() if not v.supported]
+        evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
+        for j in judgements:
+            if not missing:
+                j.add("backward", f"its backward dispatches only ops the NPU runs ({', '.join(verdicts)})",
+                      "trace: backward ATen ops; npu_aten_ops", None, per_signature=False)
+            elif composite:
+                j.add("backward", f"torch_npu runs {composite.aten} whole, its backward included; the backward traced "
+                      f"here ({', '.join(missing)}) is not judged", f"rules.toml: composite {composite.aten}", None,
+                      per_signature=False)
+            elif required is not None:
+                j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, which has no NPU kernel; "
+                      f"{required.api} replaces the operator with its own backward", evidence,
+                      Category.PARAM_CONVERTED, per_signature=False)
+            else:
+                j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, with no NPU kernel for "
+                      f"torch {self.version_text} and no decomposition: training would fall back to the CPU", evidence,
+                      Category.CUSTOM_DEV, per_signature=False)
+        return {a: v.supported for a, v in verdicts.items()}
+

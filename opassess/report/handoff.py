@@ -1,0 +1,261 @@
+"""Hand-offs (`opassess scan --handoff DIR`): what other teams need from an assessment, as files.
+
+- per custom-dev operator `repro_<name>.py`, a runnable minimal reproduction with the captured signatures (shapes,
+  dtypes, attributes): it imports the model file (which registers project operators), builds random inputs and
+  calls the operator once per signature, on the NPU when torch_npu is importable, else on the CPU;
+- per custom-dev operator `ticket_<name>.md`, a ticket skeleton for the kernel team (schema, dtypes, shapes, call
+  count, FLOP share, candidate NPU ops, source lines);
+- `verify_apis.txt`, the operators to verify numerically after the port (non-direct ones and those whose
+  classification is of medium or low confidence): one qualified API per line, `#` starts a comment. This is
+  opassess's own format (not checked against any precision tool's config format): feed the names to the
+  precision-comparison run's API list as that tool expects them.
+
+Built from the JSON document only; every file goes through report/write.py.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..vocabulary import Category
+from .plan_view import shown_source
+from .text import days_detail, percent, share
+from .write import write_files
+
+VERIFY_FILE = "verify_apis.txt"
+# Reasons after which a direct operator's numbers still need a look (the classification's confidence is medium).
+CHECK_REASONS = ("decomposes", "dtype-cast", "api-undocumented", "cpu-fallback", "not-in-kb")
+LOW_CONFIDENCE_LIKELIHOOD = 3  # a risk likelihood at or above this: the port may go wrong, verify it
+
+
+def handoff_files(document: Mapping[str, Any]) -> dict[str, str]:
+    """File name -> text of every hand-off for one assessment document."""
+    files: dict[str, str] = {}
+    total_flops = sum(op.get("flops") or 0 for op in document["operators"])
+    for op in document["operators"]:
+        if op.get("category") != Category.CUSTOM_DEV:
+            continue
+        name = file_stem(op["op"])
+        files[f"repro_{name}.py"] = reproduction(op, document)
+        files[f"ticket_{name}.md"] = ticket(op, document, total_flops)
+    files[VERIFY_FILE] = verify_list(document)
+    return files
+
+
+def write_handoffs(document: Mapping[str, Any], directory: Path) -> list[Path]:
+    """Write the hand-offs into `directory` (created when missing); the paths written."""
+    return write_files(handoff_files(document), directory)
+
+
+def file_stem(key: str) -> str:
+    """'opassess_examples::fused_bias_gelu' -> 'opassess_examples__fused_bias_gelu'."""
+    return re.sub(r"[^A-Za-z0-9_]+", "_", key.replace("::", "__")).strip("_") or "operator"
+
+
+def to_verify(op: Mapping[str, Any]) -> str | None:
+    """Why an operator must be verified numerically after the port, or None."""
+    if op.get("category") not in (None, Category.DIRECT):
+        return op["category"]
+    if op.get("known") is False:
+        return "unknown to the knowledge base"
+    codes = [r["code"] for r in op.get("reasons") or () if r["code"] in CHECK_REASONS]
+    if codes:
+        return "medium confidence: " + ", ".join(dict.fromkeys(codes))
+    likelihood = (op.get("risk") or {}).get("likelihood") or 0
+    if likelihood >= LOW_CONFIDENCE_LIKELIHOOD:
+        return f"low confidence: risk likelihood {likelihood}"
+    return None
+
+
+def verify_list(document: Mapping[str, Any]) -> str:
+    lines = [
+        f"# Operators to verify numerically after porting {document['model']['source']} to {document['target']}",
+        "# (opassess hand-off format: one qualified API per line; '#' starts a comment; the reason follows it)",
+    ]
+    for op in document["operators"]:
+        why = to_verify(op)
+        if why:
+            lines.append(f"{op['op']}  # {why}")
+    return "\n".join(lines) + "\n"
+
+
+def ticket(op: Mapping[str, Any], document: Mapping[str, Any], total_flops: int) -> str:
+    flops = op.get("flops") or 0
+    flop_share = percent(share(flops, total_flops)) if total_flops else "not measured (the trace counted no FLOPs)"
+    candidates = [c for c in (op.get("replacement"), op.get("cann_op")) if c]
+    candidates += [r["message"] for r in op.get("reasons") or () if r["code"] == "replacement"]
+    supported = [aten for aten, ok in (op.get("aten_support") or {}).items() if ok]
+    effort = op.get("person_days") or {}
+    lines = [
+        f"# Kernel request: `{op['op']}` for {document['target']} (torch_npu {document['torch_npu']})",
+        "",
+        f"Model: `{document['model']['source']}` ({document['model']['class']}). Category: custom-dev"
+        + (f", estimated {days_detail(effort['likely'], effort['low'], effort['high'], ' person-days')}"
+           if effort else "") + ".",
+        f"Reproduction: `repro_{file_stem(op['op'])}.py` (runs on the NPU when torch_npu is importable).",
+        "",
+        "## Schema",
+        "",
+        f"- operator: `{op['op']}` ({op['kind']})",
+        f"- ATen ops dispatched: {', '.join(f'`{a}`' for a in op.get('aten') or ()) or 'none recorded'}",
+        "",
+        "## Signatures (shapes, dtypes, attributes, calls)",
+        "",
+        "| # | input shapes | input dtypes | attributes | calls |",
+        "|--:|---|---|---|--:|",
+    ]
+    for index, sig in enumerate(op.get("signatures") or (), 1):
+        dtypes = ", ".join(str(d) for d in sig["input_dtypes"])
+        lines.append(f"| {index} | `{json.dumps(sig['input_shapes'])}` | {dtypes} | "
+                     f"`{json.dumps(sig['attrs'], sort_keys=True)}` | {sig['count']} |")
+    lines += [
+        "",
+        f"Calls in one forward pass: {op['count']}. FLOP share of the model: {flop_share}.",
+        "",
+        "## Candidate NPU ops",
+        "",
+        *([f"- {c}" for c in candidates] or ["- none known: a new Ascend C kernel"]),
+        *([f"- ATen ops with an NPU kernel to build on: {', '.join(supported)}"] if supported else []),
+        "",
+        "## Why it needs a kernel",
+        "",
+        *[f"- {r['code']}: {r['message']}" for r in op.get("reasons") or ()],
+        "",
+        "## Where it is called",
+        "",
+        *[f"- `{shown_source(s)}`" for s in op.get("source") or ()],
+        "",
+        "## Acceptance",
+        "",
+        "- [ ] the reproduction runs on the NPU for every signature above",
+        "- [ ] outputs match the CPU reference within the agreed tolerance",
+        "- [ ] performance measured against the reference implementation",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def reproduction(op: Mapping[str, Any], document: Mapping[str, Any]) -> str:
+    signatures = [{k: sig[k] for k in ("attrs", "input_shapes", "input_dtypes", "count")}
+                  for sig in op.get("signatures") or ()]
+    return _REPRO.format(
+        op=op["op"], kind=op["kind"], target=document["target"], model=document["model"]["source"],
+        signatures=json.dumps(signatures, indent=1),
+    )
+
+
+_REPRO = '''"""Minimal reproduction of {op} ({kind}), custom-dev on {target}: written by `opassess scan --handoff`.
+
+Run it from the project root: python THIS_FILE. It imports the model file first (which registers the project's
+operators), then calls the operator once per captured signature with random inputs of the captured shapes and
+dtypes, on the NPU when torch_npu is importable, else on the CPU (the reference).
+"""
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+OPERATOR = {op!r}
+KIND = {kind!r}
+MODEL_SOURCE = {model!r}
+SIGNATURES = json.loads(r"""{signatures}""")
+
+
+def load_model_module():
+    """Import the model file (or module), so that project-defined operators are registered."""
+    path = Path(MODEL_SOURCE.split(":")[0])
+    if path.suffix == ".py" and path.exists():
+        sys.path.insert(0, str(path.parent.resolve()))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(MODEL_SOURCE.split(":")[0])
+
+
+def resolve(model):
+    """The callable behind the operator key: torch.ops for 'ns::name', else a dotted path or a model attribute."""
+    if "::" in OPERATOR:
+        namespace, name = OPERATOR.split("::", 1)
+        return getattr(getattr(torch.ops, namespace), name)
+    head, _, rest = OPERATOR.partition(".")
+    if head == "Tensor":
+        return lambda first, *args, **kwargs: getattr(first, rest)(*args, **kwargs)
+    if hasattr(model, rest.split(".")[0]) and head == model.__name__:
+        target = model
+        for part in rest.split("."):
+            target = getattr(target, part)
+        return getattr(target, "apply", target)
+    module_name, _, attribute = OPERATOR.rpartition(".")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+PLACEHOLDERS = {{"float": 1.0, "int": 1, "bool": False, "SymInt": 1}}
+
+
+def schema_arguments(call, inputs, attrs):
+    """For a torch.ops operator: the arguments in schema order, tensors from the captured inputs, the rest from the
+    captured attributes; a scalar the capture did not record gets its default or a placeholder (said on stderr)."""
+    schema = getattr(getattr(call, "default", call), "_schema", None)
+    if schema is None:
+        return inputs, attrs
+    tensors, args = iter(inputs), []
+    for argument in schema.arguments:
+        kind = str(argument.type)
+        if kind.startswith("Tensor"):
+            args.append(next(tensors, None))
+        elif argument.name in attrs:
+            args.append(attrs[argument.name])
+        elif argument.has_default_value():
+            args.append(argument.default_value)
+        else:
+            value = PLACEHOLDERS.get(kind.rstrip("?"))
+            print(f"note: argument {{argument.name}} ({{kind}}) was not captured; using {{value!r}}: set the "
+                  f"model's value", file=sys.stderr)
+            args.append(value)
+    return args, {{}}
+
+
+def make_input(shape, dtype, device):
+    if shape is None:
+        return None
+    dtype = getattr(torch, dtype or "float32")
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(shape, dtype=dtype, device=device)
+    if dtype == torch.bool:
+        return torch.rand(shape, device=device) > 0.5
+    return torch.randint(0, 8, shape, dtype=dtype, device=device)
+
+
+def main():
+    try:
+        import torch_npu  # noqa: F401
+
+        device = "npu"
+    except ImportError:
+        device = "cpu"
+    model = load_model_module()
+    call = resolve(model)
+    for index, signature in enumerate(SIGNATURES, 1):
+        inputs = [make_input(s, d, device) for s, d in zip(signature["input_shapes"], signature["input_dtypes"])]
+        if KIND == "module":  # the captured attributes configure the module; the inputs go to its forward
+            output = call(**signature["attrs"]).to(device)(*inputs)
+        else:
+            args, kwargs = schema_arguments(call, inputs, signature["attrs"])
+            output = call(*args, **kwargs)
+        shapes = [tuple(t.shape) for t in (output if isinstance(output, (tuple, list)) else [output])
+                  if isinstance(t, torch.Tensor)]
+        print(f"signature {{index}} on {{device}}: {{OPERATOR}} -> {{shapes}} "
+              f"({{signature['count']}} call(s) in the model)")
+
+
+if __name__ == "__main__":
+    main()
+'''

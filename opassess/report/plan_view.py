@@ -1,0 +1,173 @@
+"""What a reader does with an assessment: source paths they can open, the model-level activities, effort by origin,
+repeated structure grouped in the module roll-up, and the action items that end every report.
+
+Pure functions over records and the JSON document; report/display.py puts their results on the Display.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..records import Effort, Estimate, Finding
+from ..vocabulary import Category
+from .display_records import ActionItem, ActivityRow, OriginRow
+from .text import days, days_range, percent, share
+
+_LIBRARY = re.compile(r"^.*?[/\\](?:site|dist)-packages[/\\]")
+_IN_TEXT = re.compile(r"[^\s()'\"]*?[/\\](?:site|dist)-packages[/\\]")
+_NUMBERED = re.compile(r"^\d+$")
+PROJECT = "project"
+MODEL_LEVEL = "model-level"
+
+
+# ----------------------------------------------------------------------------------- paths
+
+
+def is_library_source(source: str | None) -> bool:
+    """True for a 'file:line' inside an installed package (site-packages / dist-packages)."""
+    return bool(source) and _LIBRARY.match(source.replace("\\", "/")) is not None
+
+
+def shown_source(source: str) -> str:
+    """A source line as a reader can use it: relative to the project as recorded, a library file relative to its
+    site-packages ('/venv/.../site-packages/transformers/x.py:3' -> 'transformers/x.py:3')."""
+    return _LIBRARY.sub("", source.replace("\\", "/"), count=1)
+
+
+def shorten_paths(text: str) -> str:
+    """Every installed-package path inside a message made relative to its site-packages ('(at /venv/lib/python3.11/
+    site-packages/torchvision/ops/boxes.py:41)' -> '(at torchvision/ops/boxes.py:41)')."""
+    return _IN_TEXT.sub("", text)
+
+
+def project_source(source: str | None, fallback: str) -> str | None:
+    """Where a result belongs in the project: the source line itself unless it lies in an installed package, else
+    `fallback` (the nearest project frame 'file.py:line' the trace recorded, or the model file); None when that is
+    not a project file either ('pkg.mod:factory'). A path outside the working directory stays absolute (the project
+    was scanned from elsewhere)."""
+    if source and not is_library_source(source):
+        return source
+    path, _, line = fallback.rpartition(":")
+    path = path if line.isdigit() and path else fallback
+    if path.endswith(".py") and not is_library_source(path):
+        return fallback
+    return None
+
+
+# ------------------------------------------------------------------------------ estimate
+
+
+def activity_rows(estimate: Estimate) -> tuple[ActivityRow, ...]:
+    return tuple(ActivityRow(title=a.title, likely_text=days(a.person_days.likely),
+                             range_text=days_range(a.person_days), basis=a.basis) for a in estimate.activities)
+
+
+def origin_rows(estimate: Estimate) -> tuple[OriginRow, ...]:
+    """Effort by origin, largest first; an upstream library says who would change its code."""
+    total = estimate.total.likely
+    rows = []
+    for origin, effort in sorted(estimate.by_origin.items(), key=lambda item: (-item[1].likely, item[0])):
+        if origin == PROJECT:
+            who = "the team: the project's own code"
+        elif origin == MODEL_LEVEL:
+            who = "the team: model-level activities"
+        else:
+            who = f"upstream: {origin}'s maintainers (or a local patch / a torch_npu replacement around the call)"
+        rows.append(OriginRow(origin=origin, who=who, likely_text=days(effort.likely), range_text=days_range(effort),
+                              share_text=percent(share(effort.likely, total))))
+    return tuple(rows)
+
+
+# --------------------------------------------------------------------------- module roll-up
+
+
+def group_repeats(by_module: Mapping[str, Effort], module_types: Mapping[str, str]
+                  ) -> tuple[dict[str, Effort], dict[str, str]]:
+    """Numbered siblings of one class ('layers.0' .. 'layers.31', all LlamaDecoderLayer) become one row
+    'layers.[0-31]' carrying their summed effort, class 'x32 (LlamaDecoderLayer)'; their sub-modules are summed
+    the same way ('layers.[0-31].self_attn'). Paths without such siblings are kept as they are."""
+    siblings: dict[tuple[str, str], list[int]] = {}
+    for path in by_module:
+        parent, _, last = path.rpartition(".")
+        if _NUMBERED.match(last):
+            siblings.setdefault((parent, module_types.get(path, "")), []).append(int(last))
+    ranges = {key: (f"[{min(numbers)}-{max(numbers)}]", len(numbers)) for key, numbers in siblings.items()
+              if len(numbers) > 1}
+    grouped: dict[str, Effort] = {}
+    types: dict[str, str] = {}
+    for path, effort in by_module.items():
+        parts = path.split(".") if path else []
+        count = 0
+        for index, part in enumerate(parts):
+            original = ".".join(path.split(".")[:index + 1])
+            key = (original.rpartition(".")[0], module_types.get(original, ""))
+            if _NUMBERED.match(part) and key in ranges:
+                parts[index], count = ranges[key]
+            elif index == len(parts) - 1:
+                count = 0
+        name = ".".join(parts)
+        grouped[name] = grouped.get(name, Effort(0.0, 0.0, 0.0)) + effort
+        kind = module_types.get(path, "")
+        types[name] = f"x{count} ({kind})" if count else kind
+    return grouped, types
+
+
+# ------------------------------------------------------------------------------ action items
+
+
+def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tuple[ActionItem, ...]:
+    """One item per operator that needs work (not direct, or costed on its own) and per performance finding, with
+    what to do: the replacement, the kernel to write, who owns the code."""
+    items = []
+    for op in document["operators"]:
+        category = op.get("category")
+        if category in (None, Category.DIRECT) and op.get("cost") != "per-operator":
+            continue
+        days_text = f"{days(op['person_days']['likely'])} person-days" if op.get("person_days") else ""
+        if op.get("replacement"):
+            action = f"use {op['replacement']}"
+        elif category == Category.CUSTOM_DEV:
+            action = "write an NPU kernel (Ascend C) or change the model to avoid it"
+        elif category == Category.PARAM_CONVERTED:
+            reason = (op.get("reasons") or [{}])[0].get("message", "")
+            action = reason.rstrip(".") or "convert its parameters"
+        else:
+            action = "check it numerically: " + ((op.get("reasons") or [{}])[-1].get("message", "") or "").rstrip(".")
+        origin = op.get("origin") or PROJECT
+        owner = "" if origin == PROJECT else f" (in {origin}: upstream code)"
+        items.append(ActionItem(kind=category or "unclassified", subject=op["op"], action=action + owner,
+                                days_text=days_text))
+    for finding in findings:
+        if finding.kind == "compute":
+            continue
+        # the effect's first clause says what to do; the rest says how it moves the score (in the findings table)
+        advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", finding.effect, maxsplit=1)[0]
+        action = f"adopt {finding.npu_api}" if finding.npu_api else advice
+        items.append(ActionItem(kind=finding.kind, subject=finding.title, action=action, days_text=""))
+    return tuple(items)
+
+
+def wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """Wrap at spaces; a word longer than a line (a qualified name) breaks after '.' or '::', so
+    'transformers.models.llama.modeling_llama.LlamaAttention' stays readable at 80 columns. Lines after the first
+    start with `indent`."""
+    room = max(10, width - len(indent))
+    pieces: list[tuple[str, bool]] = []  # (text, glued to the next piece: no space between)
+    for word in text.split():
+        parts = [p for p in re.split(r"(?<=\.)|(?<=::)", word) if p] if len(word) > room else [word]
+        pieces += [(part, i < len(parts) - 1) for i, part in enumerate(parts)]
+    lines: list[str] = []
+    line, glued = "", False
+    for piece, glue_next in pieces:
+        candidate = f"{line}{piece}" if glued or not line else f"{line} {piece}"
+        if line and len(candidate) > room:
+            lines.append(line)
+            candidate = piece
+        while len(candidate) > room:  # a piece longer than a line: cut it
+            lines.append(candidate[:room])
+            candidate = candidate[room:]
+        line, glued = candidate, glue_next
+    if line:
+        lines.append(line)
+    return [(indent if i else "") + piece for i, piece in enumerate(lines)]

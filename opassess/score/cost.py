@@ -1,0 +1,150 @@
+"""The cost model: how each operator is costed (zero-cost, validation block, per operator), the model-level
+activities, and where an operator's code lives (the project, or a named upstream library).
+
+Every figure comes from weights.toml (or a profile on top of it); they are assumptions until calibrated.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from ..records import Activity, ClassifiedOp, Effort, Finding, Operator, OpScore
+from ..vocabulary import Category
+from .signals import OpSignals
+from .weights import EffortRules, Weights
+
+ZERO_COST = "zero-cost"  # puts no work on the device: views, metadata, nothing dispatched
+VALIDATION_BLOCK = "validation-block"  # direct, a kernel, no tripped limit: a share of the validation block
+PER_OPERATOR = "per-operator"  # its category's range
+COST_BASES = (ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR)
+
+PROJECT = "project"  # the origin of operators whose source lines lie in the project's own code
+MODEL_LEVEL = "model-level"  # the by_origin key of the model-level activities
+VALIDATION = "validation"  # the activity the validation-block operators share
+_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
+_OWN_KINDS = ("custom", "extension")  # the project's own kernels: never zero-cost, never in the block
+NO_EFFORT = Effort(0.0, 0.0, 0.0)
+UNIT_NAMES = {"direct_type": "direct operator type(s)", "dtype_at_risk": "dtype(s) at risk",
+              "type_at_risk": "operator type(s) at risk", "finding": "performance finding(s)"}
+
+
+def cost_basis(op: ClassifiedOp, rules: EffortRules, dispatch_seen: bool) -> str:
+    """ZERO_COST, VALIDATION_BLOCK or PER_OPERATOR for one classified operator.
+
+    Only a direct operator known to the knowledge base, of a user-level kind, with no reason in limit_reasons can
+    be zero-cost (every ATen op it dispatched is in zero_cost_aten, or it dispatched none while the capture did
+    record ATen ops elsewhere) or in the validation block.
+    """
+    operator = op.operator
+    if op.category != Category.DIRECT or not op.known or operator.kind in _OWN_KINDS:
+        return PER_OPERATOR
+    if any(reason.code in rules.limit_reasons for reason in op.reasons):
+        return PER_OPERATOR
+    if rules.zero_cost and dispatch_seen and all(aten in rules.zero_cost_aten for aten in operator.aten):
+        return ZERO_COST
+    return VALIDATION_BLOCK if rules.block_direct else PER_OPERATOR
+
+
+def distinct_limits(op: ClassifiedOp) -> int:
+    """How many different sets of limits the operator's signatures trip (signatures that trip the same limits
+    share one conversion): per-signature reasons of non-direct signatures, told apart by (code, evidence)."""
+    trips: dict[int, set[tuple[str, str]]] = {}
+    for reason in op.reasons:
+        index = reason.signature
+        if index is None or index >= len(op.signature_categories):
+            continue
+        if op.signature_categories[index] != Category.DIRECT:
+            trips.setdefault(index, set()).add((reason.code, reason.evidence))
+    converted = [i for i, c in enumerate(op.signature_categories) if c != Category.DIRECT]
+    if not trips:
+        return min(1, len(converted))
+    return len({frozenset(trips.get(i, ())) for i in converted})
+
+
+def operator_effort(score: OpScore, weights: Weights) -> Effort:
+    """Person-days for one operator costed on its own (PER_OPERATOR).
+
+    likely = low + composite x (high - low) of the category's range, plus certain extras: per_extra_signature for
+    each further set of limits its signatures trip (signatures tripping the same limit need no second conversion),
+    per_occurrence for each occurrence beyond the first (capped). Optimistic and pessimistic points spread the
+    placed value by the category's optimism and pessimism (wider when the knowledge base does not know the op).
+    Example (shipped weights): param-converted, composite 0.25, 3 signatures of which 2 trip different limits, 11
+    occurrences: placed = 3 + 0.25 x 2 = 3.5; extras = (2 - 1) x 0.5 + min(1, 10 x 0.02) = 0.7;
+    likely 4.2, low 3.5 x 0.8 + 0.7 = 3.5, high 3.5 x 1.6 + 0.7 = 6.3.
+    """
+    rules = weights.effort
+    category = rules.categories[score.classified.category]
+    placed = category.low + score.composite * (category.high - category.low)
+    extras = max(0, distinct_limits(score.classified) - 1) * rules.per_extra_signature
+    extras += min(rules.max_occurrence_days, max(0, score.classified.operator.count - 1) * rules.per_occurrence)
+    pessimism = category.pessimism + (0.0 if score.classified.known else rules.unknown_pessimism)
+    return Effort(low=placed * (1 - category.optimism) + extras, likely=placed + extras,
+                  high=placed * (1 + pessimism) + extras)
+
+
+def activity_units(scores: Sequence[OpScore], bases: Mapping[str, str], signals: Mapping[str, OpSignals],
+                   findings: Sequence[Finding], weights: Weights) -> dict[str, int]:
+    """What the model shows, counted per activity unit (weights.ACTIVITY_UNITS)."""
+    threshold = weights.risk.likelihood.dtype_threshold
+    dtype_rules = weights.signals.dtype_support
+    dtypes = {d for s in signals.values() for d in s.dtypes if d}
+    at_risk_dtypes = [d for d in dtypes if dtype_rules.difficulty.get(d, dtype_rules.unlisted) >= threshold]
+    at_risk_types = [
+        s for s in scores
+        if s.classified.category != Category.DIRECT
+        or any(sub.criterion == "dtype_support" and sub.value >= threshold for sub in s.subscores)
+    ]
+    no_work = weights.signals.fusion.no_work_findings
+    return {
+        "direct_type": sum(1 for basis in bases.values() if basis == VALIDATION_BLOCK),
+        "dtype_at_risk": len(at_risk_dtypes),
+        "type_at_risk": len(at_risk_types),
+        "finding": sum(1 for f in findings if f.kind not in no_work),
+    }
+
+
+def activities(units: Mapping[str, int], weights: Weights) -> tuple[Activity, ...]:
+    """The model-level lines: each rule's three points plus min(max_extra, sum of per-unit days x units), added to
+    all three; a rule that comes to nothing (all zero, as in the classic profile) is left out.
+    Example (default profile): performance 0.25/0.5/1.5 with 3 findings x 0.25 = 0.75 -> 1.0/1.25/2.25."""
+    lines = []
+    for rule in weights.activities:
+        terms = [(unit, per, units.get(unit, 0)) for unit, per in rule.per.items() if per and units.get(unit, 0)]
+        raw = sum(per * count for _, per, count in terms)
+        extra = min(rule.max_extra, raw)
+        if rule.high <= 0 and extra <= 0:
+            continue
+        basis = ", ".join(f"{count} {UNIT_NAMES[unit]} x {per:g}" for unit, per, count in terms)
+        if raw > extra:
+            basis += f" (capped at {rule.max_extra:g})"
+        lines.append(Activity(rule.name, rule.title,
+                              Effort(rule.low + extra, rule.likely + extra, rule.high + extra),
+                              f"{rule.low:g}-{rule.high:g} once per model" + (f" + {basis}" if basis else "")))
+    return tuple(lines)
+
+
+def origin_of(source: str | None) -> str:
+    """PROJECT, or the upstream package a 'file:line' lies in ('.../site-packages/transformers/...' ->
+    'transformers')."""
+    if not source:
+        return PROJECT
+    match = _LIBRARY.search(source)
+    if not match:
+        return PROJECT
+    name = match.group(1).split(":")[0]
+    return name[:-3] if name.endswith(".py") else name
+
+
+def origin_shares(operator: Operator) -> dict[str, float]:
+    """Origin -> share of the operator's occurrences whose source lies there (sums to 1)."""
+    counts = Counter(origin_of(node.source) for node in operator.nodes) or Counter(
+        origin_of(source) for source in operator.sources) or Counter({PROJECT: 1})
+    total = sum(counts.values())
+    return {origin: count / total for origin, count in counts.items()}
+
+
+def main_origin(operator: Operator) -> str:
+    """The origin of most of the operator's occurrences (the project on a tie)."""
+    shares = origin_shares(operator)
+    return max(shares, key=lambda origin: (shares[origin], origin == PROJECT))

@@ -1,0 +1,84 @@
+"""Tests for opassess.report.plan_view: paths a reader can use, repeated modules grouped, action items, wrapping."""
+from __future__ import annotations
+
+from opassess.records import Effort, Finding
+from opassess.report.plan_view import (
+    action_items,
+    group_repeats,
+    is_library_source,
+    project_source,
+    shorten_paths,
+    shown_source,
+    wrap,
+)
+
+LIB = "/venv/lib/python3.12/site-packages/transformers/models/llama/modeling_llama.py:301"
+
+
+def test_library_paths_shown_relative_to_their_package():
+    assert is_library_source(LIB) and not is_library_source("examples/model.py:3")
+    assert shown_source(LIB) == "transformers/models/llama/modeling_llama.py:301"
+    assert shown_source("examples/model.py:3") == "examples/model.py:3"
+    assert shorten_paths(f"TypeError (at {LIB})") == "TypeError (at transformers/models/llama/modeling_llama.py:301)"
+
+
+def test_project_source_never_points_into_a_library():
+    assert project_source(LIB, "models/llama.py") == "models/llama.py"
+    assert project_source("models/llama.py:12", "models/llama.py") == "models/llama.py:12"
+    assert project_source(LIB, "transformers.models.llama:build") is None  # no file to point at
+
+
+def test_thirty_two_layers_are_one_row_with_their_summed_effort():
+    by_module = {"": Effort(3.2, 6.4, 9.6), "model": Effort(3.2, 6.4, 9.6), "model.layers": Effort(3.2, 6.4, 9.6)}
+    types = {"model": "LlamaModel", "model.layers": "ModuleList"}
+    for i in range(32):
+        by_module[f"model.layers.{i}"] = Effort(0.1, 0.2, 0.3)
+        by_module[f"model.layers.{i}.self_attn"] = Effort(0.05, 0.1, 0.15)
+        types[f"model.layers.{i}"] = "LlamaDecoderLayer"
+        types[f"model.layers.{i}.self_attn"] = "LlamaAttention"
+    grouped, classes = group_repeats(by_module, types)
+    assert sorted(grouped) == ["", "model", "model.layers", "model.layers.[0-31]", "model.layers.[0-31].self_attn"]
+    assert classes["model.layers.[0-31]"] == "x32 (LlamaDecoderLayer)"
+    assert grouped["model.layers.[0-31]"].likely == 6.4 or abs(grouped["model.layers.[0-31]"].likely - 6.4) < 1e-9
+    assert classes["model.layers.[0-31].self_attn"] == "LlamaAttention"
+
+
+def test_numbered_siblings_of_different_classes_stay_apart():
+    by_module = {"blocks.0": Effort(1, 1, 1), "blocks.1": Effort(2, 2, 2)}
+    grouped, _ = group_repeats(by_module, {"blocks.0": "Conv", "blocks.1": "Attn"})
+    assert sorted(grouped) == ["blocks.0", "blocks.1"]
+
+
+def test_action_items_name_what_to_do_and_who_owns_the_code():
+    document = {"operators": [
+        {"op": "mylib::gelu", "category": "custom-dev", "person_days": {"likely": 12.0}, "origin": "project"},
+        {"op": "transformers.masking_utils.sdpa_mask", "category": "param-converted", "origin": "transformers",
+         "person_days": {"likely": 3.5}, "reasons": [{"message": "int64 mask is cast to int32."}]},
+        {"op": "torch.nn.Conv2d", "category": "direct", "cost": "validation-block"},
+    ]}
+    finding = Finding(kind="rmsnorm", title="RMSNorm by hand", nodes=(), ops=(), source=None,
+                      npu_api="torch_npu.npu_rms_norm", effect="x")
+    compute = Finding(kind="compute", title="share", nodes=(), ops=(), source=None, npu_api=None, effect="y")
+    items = action_items(document, [finding, compute])
+    assert [(i.kind, i.subject) for i in items] == [("custom-dev", "mylib::gelu"),
+                                                   ("param-converted", "transformers.masking_utils.sdpa_mask"),
+                                                   ("rmsnorm", "RMSNorm by hand")]
+    assert items[0].action.startswith("write an NPU kernel") and items[0].days_text == "12.0 person-days"
+    assert items[1].action == "int64 mask is cast to int32 (in transformers: upstream code)"
+    assert items[2].action == "adopt torch_npu.npu_rms_norm"
+
+
+def test_wrap_breaks_long_names_after_dots_and_double_colons():
+    name = "transformers.models.llama.modeling_llama.LlamaAttention.forward"
+    lines = wrap(f"- param-converted: {name}: use torch_npu.npu_fusion_attention", 40, indent="    ")
+    assert all(len(line) <= 40 for line in lines)
+    assert "".join(line.strip() for line in lines).replace(" ", "") == \
+        f"-param-converted:{name}:usetorch_npu.npu_fusion_attention"
+    assert any(line.rstrip().endswith(".") for line in lines[:-1])  # broken after a dot, not mid-word
+    assert wrap("a::b::c", 10) == ["a::b::c"]
+    assert all(len(line) <= 12 for line in wrap("ns::" + "x" * 30, 12))
+
+
+def test_project_source_prefers_the_nearest_project_frame():
+    assert project_source(LIB, "models/net.py:31") == "models/net.py:31"
+    assert project_source(LIB, LIB) is None
