@@ -43,10 +43,12 @@ def patched_function_apply(on_apply: Callable[[type, Callable, tuple, dict], Any
     """Route every autograd.Function.apply through on_apply(cls, original_apply, args, kwargs)."""
     import torch
 
+    # A classmethod on torch 2.13, a C classmethod_descriptor on 2.14: both bind to a class through the descriptor
+    # protocol's __get__(None, cls), which neither version's own attribute (__func__) offers to both.
     original = torch.autograd.Function.__dict__["apply"]
 
     def apply(cls, *args, **kwargs):
-        return on_apply(cls, functools.partial(original.__func__, cls), args, kwargs)
+        return on_apply(cls, original.__get__(None, cls), args, kwargs)
 
     torch.autograd.Function.apply = classmethod(apply)
     try:
