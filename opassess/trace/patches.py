@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..load import display_module, is_library_file
+from .blame import call_out
 
 # ------------------------------------------------------- autograd Functions
 
@@ -29,7 +30,7 @@ class AutogradFunctionCall:
         self.__module__ = __name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.cls.apply(*args, **kwargs)
+        return call_out(self.cls.apply, *args, **kwargs)
 
 
 @functools.cache
@@ -72,7 +73,7 @@ class ExtensionCall:
         self.__module__ = __name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
+        return call_out(self.fn, *args, **kwargs)
 
 
 def _is_extension_module(module: Any) -> bool:
