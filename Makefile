@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 VENV214 ?= .venv-torch214
 TORCH214_SPEC ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install install-torch214 demo test test-torch214 bench kb clean
+.PHONY: install install-torch214 demo test test-torch214 bench kb messages clean
 
 install: $(VENV)/.installed
 
@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,ray]"
 	touch $@
 
 install-torch214: $(VENV214)/.installed
@@ -44,6 +44,13 @@ bench: install
 
 kb: install
 	$(BIN)/python tools/build_kb.py --facts ../shared/reference/ascend --out opassess/data/kb
+
+# Report messages: extract from the code and templates (babel.cfg), then update every catalog's .po (no .mo is kept:
+# opassess compiles the .po in memory when it loads it).
+messages: install
+	mkdir -p build
+	$(BIN)/pybabel extract -F babel.cfg -k N_ --no-location --sort-output -o build/opassess.pot .
+	$(BIN)/pybabel update -i build/opassess.pot -d opassess/locale -D opassess --no-location --width 120 --ignore-obsolete
 
 clean:
 	rm -rf $(VENV) $(VENV214) build dist *.egg-info .pytest_cache test-artifacts

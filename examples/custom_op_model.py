@@ -1,7 +1,7 @@
 """A quantization-aware CIFAR-10 CNN with a project-defined custom op and a custom autograd Function.
 
 What it exercises: the two kinds of project-defined operators a migration has to port by hand.
-- `opassess_examples::fused_bias_gelu(Tensor x, Tensor bias) -> Tensor`, a `torch.library.custom_op` (CPU kernel in
+- `opassess_examples::fused_bias_gelu(Tensor x, Tensor bias) -> Tensor`, a `torch.library.custom_op` (CPU-only kernel in
   Python, a fake/meta implementation registered with `register_fake` so it runs on the meta device, and an autograd
   formula), called as `torch.ops.opassess_examples.fused_bias_gelu` in the classifier head;
 - `FakeQuantizeSTE`, a `torch.autograd.Function` that rounds activations to signed 8-bit levels in the forward
@@ -39,7 +39,7 @@ NUM_CLASSES = 10
 BATCH, IMAGE_SIZE = 2, 32
 
 
-@torch.library.custom_op("opassess_examples::fused_bias_gelu", mutates_args=())
+@torch.library.custom_op("opassess_examples::fused_bias_gelu", mutates_args=(), device_types="cpu")
 def fused_bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """GELU(x + bias) in one kernel (the CPU reference; a real project would ship a CUDA kernel)."""
     return F.gelu(x + bias)

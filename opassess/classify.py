@@ -21,8 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
+from .kb import kernels
+from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
+from .kb.products import Product
+from .kb.rules import Replacement
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
@@ -75,6 +80,7 @@ class _Judgement:
     index: int
     category: Category = Category.DIRECT
     reasons: list[Reason] = field(default_factory=list)
+    confidences: list[str] = field(default_factory=list)  # what each deciding check was worth
 
     def add(self, code: str, message: str, evidence: str, category: Category | None = None,
             per_signature: bool = True) -> None:
@@ -84,9 +90,12 @@ class _Judgement:
 
 
 class _Classifier:
-    def __init__(self, kb: KnowledgeBase, product: str, version: Version) -> None:
+    def __init__(self, kb: KnowledgeBase, product: Product, version: Version) -> None:
         self.kb = kb
-        self.product = product
+        self.target = product
+        self.product = product.name  # as reports print it
+        self.page = product.api_page or product.name  # the API pages' and their limitations' product name
+        self.facts = kernels.load(kb.directory)
         self.version = version
         self.version_text = format_version(version)
 
@@ -123,7 +132,12 @@ class _Classifier:
         judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
         skipped = ([a for a in op.aten if a != composite.aten] if composite
                    else [a for a in op.aten if kb.rules.cpu_only_of(a)])
-        verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys(judged) if a.split("::")[0] in _NON_ATEN}
+        whole = () if composite or op.kind in _PROJECT_KINDS else self._taken_whole(op)
+        verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys((*whole, *judged)) if a.split("::")[0] in _NON_ATEN}
+        decomposition = [a for a, v in verdicts.items() if whole and not v.supported]
+        for a in decomposition:
+            del verdicts[a]
+        skipped += decomposition
         aten_support = {a: v.supported for a, v in verdicts.items()}
         for a in skipped:
             aten_support.setdefault(a, self.aten_verdict(a).supported)
@@ -132,8 +146,12 @@ class _Classifier:
                       if skipped else "")
             shared.append(Reason("composite", f"torch_npu runs {composite.aten} whole{traced}",
                                  f"rules.toml: composite {composite.aten} ({composite.evidence})"))
-        else:
-            for a in dict.fromkeys(skipped):
+        if decomposition:
+            shared.append(Reason("taken-whole", f"torch_npu runs {', '.join(whole)} whole (the op called has an NPU "
+                                 f"kernel); {', '.join(decomposition)}, seen in the CPU/meta decomposition, is not "
+                                 f"judged", "; ".join(self.aten_verdict(a).evidence for a in whole)))
+        if not composite:
+            for a in dict.fromkeys(a for a in skipped if a not in decomposition):
                 owner = kb.rules.cpu_only_of(a)
                 shared.append(Reason("cpu-only-decomposition", f"{a} is the CPU decomposition of {owner.aten}, "
                                      f"which the NPU runs whole; not judged", f"rules.toml: composite {owner.aten}"))
@@ -159,7 +177,7 @@ class _Classifier:
 
         if not known:
             for j in judgements:
-                if any(r.code in ("custom-op", "host-op", "extension") for r in j.reasons):
+                if any(r.code in ("custom-op", "host-op", "extension", "decomposes") for r in j.reasons):
                     continue
                 j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
                       f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
@@ -171,6 +189,11 @@ class _Classifier:
             shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
                                  "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
         category = worst(j.category for j in judgements) if judgements else Category.DIRECT
+        statuses = tuple(v.status for v in verdicts.values())
+        confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses, api is not None)
+                          for j in judgements), key=CONFIDENCES.index, default="high")
+        if not known:
+            confidence = "low"
         replacement = required or optional or (on_limit if category != Category.DIRECT else None)
         if on_limit and category != Category.DIRECT:
             shared.append(Reason("replacement", f"if the model cannot stay within the limits: {on_limit.api} "
@@ -183,7 +206,33 @@ class _Classifier:
         return ClassifiedOp(
             operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
             replacement=replacement.api if replacement else None, cann_op=self._cann_op(op, verdicts),
-            known=known, aten_support=aten_support)
+            known=known, aten_support=aten_support, confidence=confidence,
+            exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES),
+            **self._deprecation(replacement))
+
+    def _taken_whole(self, op: Operator) -> tuple[str, ...]:
+        """Entry ops (what the user called, before decomposition) that have an NPU kernel of their own but were
+        decomposed on this backend: torch_npu runs them whole (aten::_weight_norm, not _weight_norm_interface)."""
+        out = []
+        for entry in op.entry:
+            if entry in op.aten or entry.split("::")[0] != "aten":
+                continue
+            if self.kb.kernel_support(entry, self.version).supported:
+                out.append(entry)
+                continue
+            variant = next((f for f in self.kb.kernels_for_base(entry) if f.supports(self.version)), None)
+            if variant is not None and "." in variant.name and not variant.name.endswith(".out"):
+                out.append(f"aten::{variant.name}")
+        return tuple(out)
+
+    def _deprecation(self, replacement: Replacement | None) -> dict[str, Any]:
+        """Whether the facts mark the replacement deprecated, and its successor ('(no replacement)' -> None)."""
+        fact = self.kb.custom_op(replacement.npu_op) if replacement else None
+        if fact is None or not fact.deprecated:
+            return {}
+        successor = fact.deprecated.strip()
+        return {"replacement_deprecated": True,
+                "replacement_successor": None if successor.startswith("(") or not successor else successor}
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
         name = self.kb.cann_op(op.key)
@@ -212,12 +261,15 @@ class _Classifier:
             return
         if "::" in op.key:
             kinds = dispatch_kinds(op.key)
-            if "CompositeImplicitAutograd" in kinds:
-                others = [v for v in verdicts.values() if v.op != op.key]
-                if all(v.supported for v in others):
-                    j.add("decomposes", f"{op.key} is registered as a composite of ATen ops that all run on the NPU",
-                          f"PyTorch dispatcher: CompositeImplicitAutograd kernel for {op.key}", Category.DIRECT)
-                    return
+            others = [v for v in verdicts.values() if v.op != op.key]
+            if kinds and all(v.supported for v in others):
+                how = ("a composite of ATen ops" if "CompositeImplicitAutograd" in kinds else
+                       "for every backend (a torch.library op without device_types)")
+                inner = ("the ATen ops it runs all have NPU kernels" if others else
+                         "the ATen ops its Python body runs were not seen by the trace: check them on the NPU")
+                j.add("decomposes", f"{op.key} is registered {how}; {inner}",
+                      f"PyTorch dispatcher: {' and '.join(kinds)} kernel for {op.key}", Category.DIRECT)
+                return
             j.add("custom-op", f"{op.key} is a project-defined operator with kernels for other devices only; "
                   f"it needs an NPU kernel (Ascend C) or a rewrite in supported ops",
                   f"trace: kind custom, namespace {op.key.split('::')[0]}; no replacement in rules.toml",
@@ -239,7 +291,7 @@ class _Classifier:
     def _native(self, op: Operator, sig: Signature | None, j: _Judgement, api: ApiFact | None,
                 verdicts: dict[str, AtenVerdict], required) -> None:
         kb = self.kb
-        documented = api.supported(self.product) if api else None
+        documented = api.supported(self.page) if api else None
         if api is not None and documented is False:
             if required is not None:
                 j.add("replacement", f"{op.key} is not supported on {self.product}; use {required.api} "
@@ -257,7 +309,9 @@ class _Classifier:
             if called is not None and called.limitation is not None and sig is not None:
                 # The module's forward calls this functional: its parameter and shape limits apply too.
                 self._limits(op, sig, j, called, dtypes=False)
-        elif api is not None:
+        if sig is not None and documented is not False:
+            self._dtypes(op, sig, j, api, verdicts)
+        if api is not None and documented is None:
             j.add("api-undocumented", f"{api.api} has no support mark for {self.product}; judged by its ATen kernels",
                   api.evidence(), None, per_signature=False)
 
@@ -293,14 +347,14 @@ class _Classifier:
         if api.api != op.key:
             evidence = f"{evidence}; rules.toml: calls {op.key} -> {api.api}"
         attrs = dict(sig.attrs)
-        allowed = lim.allowed_dtypes(self.product, attrs) if dtypes else None
-        if allowed is not None:
-            checked = [d for d in sig.input_dtypes[:1] if d] + [d for d in sig.input_dtypes[1:] if d == "float64"]
-            for dtype in dict.fromkeys(checked):
+        allowed = lim.allowed_dtypes(self.page, attrs) if dtypes else None
+        if allowed is not None:  # the first tensor is judged with the kernel facts (_dtypes); float64 elsewhere here
+            first = next((d for d in sig.input_dtypes if d), None)
+            for dtype in dict.fromkeys(d for d in sig.input_dtypes if d == "float64" and d != first):
                 if dtype not in allowed:
-                    target = "float32" if dtype == "float64" else ("int32" if dtype == "int64" else allowed[0])
                     j.add("dtype", f"input dtype {dtype} is not supported by {api.api} on {self.product} "
-                          f"(allowed: {', '.join(allowed)}); cast to {target}", evidence, Category.PARAM_CONVERTED)
+                          f"(allowed: {', '.join(allowed)}); {remedy(dtype, allowed)}", evidence,
+                          Category.PARAM_CONVERTED)
         outputs = {d for node in _nodes_of(op, sig) for d in node.output_dtypes if d}
         for cast in lim.dtype_casts:
             if dtypes and cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
@@ -311,7 +365,7 @@ class _Classifier:
                       f"{cast.get('output', 'the indices')} as {cast['to']} (int64 elsewhere); cast where the model "
                       f"relies on int64", evidence,
                       Category.PARAM_CONVERTED)
-        for rule in lim.param_rules_for(self.product):
+        for rule in lim.param_rules_for(self.page):
             if rule.param not in attrs:
                 continue
             value = attrs[rule.param]
@@ -332,6 +386,34 @@ class _Classifier:
         elif lim.cpu_fallback == "may":
             j.add("cpu-fallback", f"{api.api} may fall back to the CPU for some inputs (a performance risk)",
                   evidence, None, False)
+
+    def _dtypes(self, op: Operator, sig: Signature, j: _Judgement, api: ApiFact | None,
+                verdicts: dict[str, AtenVerdict]) -> None:
+        """The data-carrying tensor's dtype: kernel facts for the product, then the API page (kb/evidence.py)."""
+        dtype = next((d for d in sig.input_dtypes if d), None)
+        if dtype is None:
+            return
+        borrower = self.kb.rules.options_only_of(op.key)
+        if borrower is not None:
+            j.add("options-only", f"{op.key} borrows only dtype and device from self: a dtype limit on self does "
+                  f"not apply to the data", f"rules.toml: options_only ({borrower})", None, False)
+            return
+        lim = api.limitation if api is not None else None
+        page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
+        unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
+        atens = [a for a, v in verdicts.items() if v.status == "kernel"]
+        check = check_dtype(dtype, self.target, page, atens, self.facts, unparsed)
+        j.confidences.append(check.confidence)
+        evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
+        if check.ok and check.disagree:
+            j.add("kernel-dtype", f"{dtype} runs natively: {check.disagreement(self.product)}; the kernel facts "
+                  f"decide", evidence, None)
+        elif not check.ok:
+            who = ", ".join(check.kernel_apis) if check.decided_by == "kernel" else api.api
+            note = f" ({check.disagreement(self.product)}; the kernel facts decide)" if check.disagree else ""
+            j.add("dtype", f"input dtype {dtype} is not supported by {who} on {self.product} (allowed: "
+                  f"{', '.join(check.allowed) or 'none'}); {remedy(dtype, check.allowed)}{note}", evidence,
+                  Category.PARAM_CONVERTED)
 
     def _kernel_checks(self, op: Operator, sig: Signature | None, j: _Judgement, verdicts) -> None:
         if sig is None:
@@ -368,7 +450,7 @@ def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:
 def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = None,
              torch_version: str | None = None) -> tuple[ClassifiedOp, ...]:
     """Classify every operator of the inventory against `target` and the torch version (defaults: the KB's)."""
-    product = kb.resolve_product(kb.default_product if target is None else target)
+    product = kb.product(kb.default_product if target is None else target)
     classifier = _Classifier(kb, product, kb.resolve_version(torch_version))
     return tuple(classifier.classify(op) for op in inventory.operators)
 

@@ -96,9 +96,11 @@ def test_lstm_with_proj_size(scanned):
 
 def test_torch_library_custom_op(scanned):
     ops = scanned("custom_op.py")
-    # opassess_tests::scale_shift has only CPU and fake kernels and no replacement in rules.toml: custom-dev.
+    # opassess_tests::scale_shift is a custom_op without device_types: its CompositeExplicitAutograd kernel runs on
+    # every backend (issue 11), so it is direct; the trace does not see inside it, so nothing vouches: confidence low.
     op = ops["opassess_tests::scale_shift"]
-    assert op.category == "custom-dev" and codes(op) == {"custom-op"} and op.known is False
+    assert op.category == "direct" and codes(op) == {"decomposes"} and op.known is False
+    assert op.confidence == "low" and "without device_types" in op.reasons[0].message
     # SignSTE's forward dispatches aten::sign (NPU kernel all_version) but its backward is hand-written Python.
     sign = next(c for k, c in ops.items() if k.endswith("SignSTE"))
     assert sign.category == "param-converted" and "autograd-function" in codes(sign)
@@ -153,6 +155,15 @@ def test_deformable_convolution(scanned):
     # Its stem convolutions and the slicing (aten::slice.Tensor runs on every backend) are direct.
     assert ops["torch.nn.Conv2d"].category == "direct"
     assert ops["Tensor.__getitem__"].category == "direct" and "view-op" in codes(ops["Tensor.__getitem__"])
+
+
+def test_a_deprecated_replacement_carries_its_successor_or_none(scanned):
+    # npu_custom_ops: npu_nms_v4 deprecated->(no replacement); npu_deformable_conv2d is not deprecated.
+    nms = scanned("nms.py")["torchvision::nms"]
+    assert nms.replacement == "torch_npu.npu_nms_v4"
+    assert nms.replacement_deprecated and nms.replacement_successor is None
+    deform = scanned("deform_conv.py")["torchvision::deform_conv2d"]
+    assert not deform.replacement_deprecated and deform.replacement_successor is None
 
 
 # ------------------------------------------------------------------ hand-built records

@@ -100,7 +100,7 @@ def test_terminal_says_why_an_earlier_capture_was_not_used():
 
 
 @pytest.mark.parametrize("flag, value, expected", [
-    ("--target", "Atlas Z9", "unknown target product 'Atlas Z9'"),
+    ("--target", "Atlas Z9", "unknown Ascend product 'Atlas Z9'"),
     ("--torch-npu", "1.0", "torch version 1.0 is not covered"),
 ])
 def test_unknown_target_or_version_fails_before_the_model_runs(tmp_path, model_file, flag, value, expected):

@@ -130,6 +130,15 @@ def test_attention_layout_is_bnsd_when_the_query_is_not_a_plain_transpose(kb):
 
 
 @pytest.mark.parametrize("method", ALL_METHODS)
+def test_gqa_hint_compares_head_counts_not_the_masks_expand(method, kb):
+    # Whisper-like: the additive mask is expanded (1, 1, 8, 8) -> (2, 1, 8, 8) into SDPA; q, k, v have 4 heads.
+    _, findings = findings_of(MODELS / "findings_attention_expanded_mask.py", method, kb)
+    sdpa = one(findings, "attention", "F.scaled_dot_product_attention")
+    assert "head_num 4" in sdpa.title and "additive float mask" in sdpa.title
+    assert "GQA" not in sdpa.title
+
+
+@pytest.mark.parametrize("method", ALL_METHODS)
 def test_attention_does_not_fire_without_scores_softmax_and_values(method, kb):
     # q @ k^T -> softmax -> sum; Linear -> softmax -> topk; matmul -> relu -> matmul.
     _, findings = findings_of(MODELS / "findings_attention_none.py", method, kb)
@@ -243,11 +252,15 @@ def test_dynamic_shapes_do_not_fire_on_static_indexing(method, kb):
 
 
 def test_mixed_precision_flags_ops_whose_kernel_lacks_the_target_dtype(kb):
-    # The knowledge base (npu_native_api_support, torch 2.13) documents F.silu for fp16 and fp32 only, and
-    # nn.Linear's input likewise; torch.rsqrt lists bf16. So bfloat16 flags silu and Linear, float16 neither.
+    # The API page (npu_native_api_support, torch 2.13) documents F.silu for fp16 and fp32 only, and nn.Linear's
+    # input likewise; torch.rsqrt lists bf16. The kernel facts outrank it (issue 11): aclnnSilu and aclnnAddmm take
+    # bf16 on Atlas A2 and exclude it on the Atlas training series (910). So bf16 flags silu and Linear on 910 only.
     fact = kb.api("torch.nn.functional.silu").limitation.allowed_dtypes("Atlas A2")
     assert "float16" in fact and "bfloat16" not in fact
-    _, bf16 = findings_of(MODELS / "findings_llm.py", "fx", kb, dtype="bfloat16")
+    _, on_a2 = findings_of(MODELS / "findings_llm.py", "fx", kb, dtype="bfloat16")
+    on_a2_ops = {f.ops[0] for f in on_a2 if f.kind == "mixed-precision"}
+    assert not on_a2_ops & {"torch.nn.functional.silu", "torch.nn.Linear"}
+    _, bf16 = findings_of(MODELS / "findings_llm.py", "fx", kb, dtype="bfloat16", product="Atlas training series")
     flagged = {f.ops[0]: f for f in bf16 if f.kind == "mixed-precision"}
     assert "torch.nn.functional.silu" in flagged and "torch.nn.Linear" in flagged
     assert "torch.rsqrt" not in flagged

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import opassess.report
 from opassess.kb import load_kb
+from opassess.kb.evidence import CONFIDENCES
 from opassess.trace import METHODS
 from opassess.vocabulary import CATEGORIES, Category
 
@@ -38,7 +39,7 @@ def test_schema_capture_methods_are_the_capture_registry():
 def test_every_schema_enum_is_a_known_vocabulary():
     """A new enum in the schema must be tied to a vocabulary here (and tested), not typed a second time."""
     known = {tuple(CATEGORIES), tuple(METHODS), ("module", "function", "method", "custom", "extension", "aten"),
-             ("functional", "performance", "ecosystem")}
+             ("functional", "performance", "ecosystem"), (*CONFIDENCES, None)}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
 

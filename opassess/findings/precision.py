@@ -30,6 +30,19 @@ def _allowed_dtypes(kb: Any, op: str, attrs: Mapping[str, Any], product: str,
     return None
 
 
+def _kernel_takes(survey: Survey, operator: Any, dtype: str) -> bool:
+    """The evidence hierarchy (kb/evidence.py): the kernel facts for the product outrank the API page's list; an
+    op that borrows only dtype and device from self (Tensor.new_ones) carries no data of self's."""
+    from ..kb import kernels
+    from ..kb.evidence import kernel_speaks
+
+    kb = survey.kb
+    if kb.rules.options_only_of(operator.key) is not None:
+        return True
+    takes, *_ = kernel_speaks(operator.aten, kb.product(survey.product), dtype, kernels.load(kb.directory))
+    return takes is True
+
+
 @family("precision", order=40, kinds=("mixed-precision",))
 def precision_findings(survey: Survey) -> list[Finding]:
     """Per operator: a kernel dtype gap for the target dtype (when one is given), and its float64 nodes."""
@@ -46,7 +59,8 @@ def precision_findings(survey: Survey) -> list[Finding]:
             allowed = _allowed_dtypes(survey.kb, operator.key, floating[0].attrs, survey.product,
                                       survey.torch_version)
             # A dtype rule that lists no floating type speaks of an index operand (nn.Embedding's ids): not this.
-            if allowed is not None and FLOAT_DTYPES.intersection(allowed) and dtype not in allowed:
+            if (allowed is not None and FLOAT_DTYPES.intersection(allowed) and dtype not in allowed
+                    and not _kernel_takes(survey, operator, dtype)):
                 names = tuple(n.name for n in floating)
                 title = book.precision_title_dtype.format(op=operator.key, allowed=", ".join(allowed), dtype=dtype,
                                                           count=len(names))

@@ -37,19 +37,13 @@ from typing import Any
 
 from ..errors import KnowledgeBaseError
 from ..resources import data_path
+from .products import KERNEL_COLUMNS, shipped
+from .products import UnknownProductError as UnknownProductError  # re-exported
 
 FILE = "aclnn.json"
-PRODUCTS = ("950", "A3", "A2", "310B", "310P", "910")
+PRODUCTS = KERNEL_COLUMNS
 CONFIDENCES = ("low", "medium", "high")
 
-# Customer and marketing names (lower case) -> table product. opassess's own target names are included.
-_PRODUCT_ALIASES = {
-    "910": "910", "910a": "910", "atlas training": "910", "atlas training series": "910",
-    "910b": "A2", "a2": "A2", "atlas a2": "A2",
-    "910c": "A3", "a3": "A3", "atlas a3": "A3",
-    "950": "950", "950pr": "950", "950dt": "950", "ascend 950": "950", "ascend 950pr": "950", "ascend 950dt": "950",
-    "310p": "310P", "310b": "310B",
-}
 _DTYPE_ALIASES = {
     "half": "float16", "fp16": "float16", "float": "float32", "fp32": "float32", "double": "float64",
     "fp64": "float64", "bf16": "bfloat16", "long": "int64", "int": "int32", "short": "int16", "chalf": "complex32",
@@ -63,18 +57,10 @@ _NO_LIST = re.compile(r"dtype cell has no list for (\S+)")
 _WEAK_MATCH = ("name-arity", "name-only", "signature-ambiguous")
 
 
-class UnknownProductError(KnowledgeBaseError, ValueError):
-    """A product name that maps to none of the table's products."""
-
-
 def resolve_product(name: str) -> str:
-    """'910B' / 'Atlas A2' -> 'A2', '910A' / 'Atlas training series' -> '910', ... (case-insensitive)."""
-    product = _PRODUCT_ALIASES.get(" ".join(str(name).split()).lower())
-    if product is None:
-        known = ", ".join(PRODUCTS)
-        raise UnknownProductError(f"unknown Ascend product {name!r} (known: {known}; aliases such as 910A, 910B, "
-                                  f"910C, Atlas A2, Atlas A3, Atlas training series, 950PR, 950DT)")
-    return product
+    """'910B' / 'Atlas A2' -> 'A2', '910A' / 'Atlas training series' -> '910', ... (case-insensitive; the aliases
+    of opassess/data/products.toml, the one product vocabulary)."""
+    return name if name in PRODUCTS else shipped().resolve(name).kernel
 
 
 def normalize_dtype(dtype: str) -> str:

@@ -98,6 +98,12 @@ class Rules:
     replacements: tuple[Replacement, ...]
     attr_mappings: tuple[AttrMapping, ...]
     category_notes: Mapping[Category, str]
+    options_only: frozenset[str] = frozenset()  # Tensor.new_ones & co: self lends only dtype and device
+    options_evidence: str = ""
+
+    def options_only_of(self, op: str) -> str | None:
+        """The evidence when `op` takes only dtype and device from self (a dtype limit on self is not on the data)."""
+        return self.options_evidence if op in self.options_only else None
 
     def nature(self, op: str) -> Family | None:
         return next((f for f in self.families if op in f.ops), None)
@@ -181,6 +187,12 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
     host_ops, host_evidence = frozenset(host.strings("ops", ())), host.string("evidence", "")
     host.finish()
 
+    options = root.table("options_only", None)
+    options_only, options_evidence = frozenset(options.strings("ops", ())), options.string("evidence", "")
+    for name in options_only:
+        documented(options, "ops", name)
+    options.finish()
+
     families = []
     for item in root.tables("family"):
         nature = Category(item.choice("nature", CATEGORIES))
@@ -238,4 +250,5 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
         version=version, source=str(path), calls=calls, calls_evidence=calls_evidence,
         host_ops=host_ops, host_evidence=host_evidence, families=tuple(families), composites=tuple(composites),
         everywhere=frozenset(everywhere_ops), everywhere_evidence=everywhere_evidence, third_party=third_party,
-        replacements=tuple(replacements), attr_mappings=tuple(mappings), category_notes=notes)
+        replacements=tuple(replacements), attr_mappings=tuple(mappings), category_notes=notes,
+        options_only=options_only, options_evidence=options_evidence)

@@ -26,6 +26,8 @@ from .facts import (
     kernel_facts,
     limitation_from_json,
 )
+from .products import Product, Products, load_products
+from .products import shipped as shipped_products
 from .rules import AttrMapping, Replacement, Rules, load_rules
 from .versions import Version, format_version, parse_version
 
@@ -82,15 +84,26 @@ class KnowledgeBase:
         date = self.provenance["generated_at"][:10].replace("-", "")
         return f"{self.provenance['generator_version']}+{date}.rules{self.rules.version}"
 
+    @cached_property
+    def product_list(self) -> Products:
+        """The one product vocabulary (products.toml in the KB folder, else the shipped one)."""
+        own = self.directory / "products.toml"
+        return load_products(own) if own.is_file() else shipped_products()
+
     @property
     def products(self) -> tuple[str, ...]:
-        """The Ascend products (the `--target` names), in the support list's column order."""
+        """The Ascend products (the `--target` names), the default first."""
+        return self.product_list.names
+
+    @property
+    def api_page_products(self) -> tuple[str, ...]:
+        """The torch_npu API pages' product columns, in the support list's column order."""
         return tuple(self.provenance["products"])
 
     @property
     def default_product(self) -> str:
-        """The product assessed against unless told otherwise: the support list's first column (Atlas A2)."""
-        return self.products[0]
+        """The product assessed against unless told otherwise (Atlas A2)."""
+        return self.product_list.default.name
 
     @cached_property
     def api_doc_versions(self) -> tuple[str, ...]:
@@ -137,10 +150,12 @@ class KnowledgeBase:
         return version
 
     def resolve_product(self, product: str) -> str:
-        for known in self.products:
-            if product.strip().lower() == known.lower():
-                return known
-        raise KnowledgeBaseError(f"unknown target product {product!r} (known: {', '.join(self.products)})")
+        """A product name or alias ('910B', 'a2') -> its report name ('Atlas A2'); unknown names list the known."""
+        return self.product(product).name
+
+    def product(self, name: str) -> Product:
+        """The Product for a name or alias (UnknownProductError, a KnowledgeBaseError, when none matches)."""
+        return self.product_list.resolve(name)
 
     # -------------------------------------------------------------- kernels
 
@@ -223,7 +238,7 @@ class KnowledgeBase:
         if entry is None:
             return None
         version = parse_version(torch_version or self.default_torch_version)
-        return api_fact(name, entry, version, self.products, self.limitation)
+        return api_fact(name, entry, version, self.api_page_products, self.limitation)
 
     def api_names(self) -> tuple[str, ...]:
         return tuple(self._table("apis"))

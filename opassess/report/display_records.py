@@ -138,6 +138,7 @@ class OperatorRow(Record):
     performance_text: str = ""
     ecosystem_text: str = ""
     subscores: tuple[SubscoreRow, ...] = ()
+    confidence: str = ""  # "high" | "medium" | "low" ("" when not classified)
     likely: float = -1
     likely_text: str = ""
     range_text: str = ""
@@ -150,6 +151,8 @@ class OperatorRow(Record):
     risk_signals: tuple[str, ...] = ()
     heat: str = "none"
     pareto: bool = False
+    replacement_deprecated: bool = False  # the facts mark the replacement deprecated
+    replacement_successor: str | None = None  # its successor; None: no successor
 
 
 @dataclass(frozen=True)
@@ -313,6 +316,7 @@ class Display(Record):
     unknown: tuple[OperatorRow, ...]
     suggested_html: str
     effort_ranges: tuple[RuleRange, ...] = ()  # per category, from the weights the assessment used
+    pareto_marked: bool = False  # badge the 20/80 operators: only when they are few (display.PARETO_MARK_SHARE)
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)

@@ -139,7 +139,8 @@ def entry_op(fn: Any) -> str | None:
     name = {"__getitem__": "index", "__setitem__": "index_put"}.get(name, name)
     if name in NOT_OPERATORS:
         return None
-    return f"aten::{name}" if name and not name.startswith("_") and _aten_exists(name) else None
+    # torch._weight_norm names aten::_weight_norm; dunders and private helpers without an ATen op name none
+    return f"aten::{name}" if name and not name.startswith("__") and _aten_exists(name) else None
 
 
 def is_operator_property(getter: Any) -> bool:

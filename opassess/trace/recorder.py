@@ -73,27 +73,26 @@ class AtenRecorder:
 
 def _flop_formula(packet: Any, registry: dict) -> Callable | None:
     """torch's FLOP formula for an op, unwrapped to take shapes (its own wrapper maps tensors to shapes with
-    pytree, which cost as much as the rest of the capture on a 70B-shaped model); else opassess's own."""
+    pytree, which cost as much as the rest of the capture on a 70B-shaped model); else opassess's own (_FORMULAS)."""
     formula = registry.get(packet)
     if formula is None:
-        return _OWN_FLOP_FORMULAS.get(str(packet))
+        return _FORMULAS.get(getattr(packet, "__name__", ""))
     return getattr(formula, "__wrapped__", None)
 
 
 def _grouped_mm_flops(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
-    """FLOPs of aten::_grouped_mm(mat_a, mat_b, offs): every output element is a dot product over K, K being
-    mat_a's last dimension, except that two 2-D operands split K into the groups of the output's first dimension.
-    Worked example (an MoE layer, 2-D tokens x 3-D experts): a (S=32, K=64) sorted by expert, b (E=4, 64, N=256)
-    -> out (32, 256): each token goes through one expert's (64 x 256) matrix, 2 x 32 x 64 x 256 = 1,048,576."""
-    k = a_shape[-1]
-    total = 1
+    """aten::_grouped_mm (MoE experts): 2 * M * K * N summed over the groups. 2-D x 3-D (tokens grouped by offs):
+    2 * tokens * K * N; 3-D x 3-D: 2 * G * M * K * N; 2-D x 2-D (K grouped by offs): 2 * M * K_total * N."""
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        return 2 * a_shape[0] * a_shape[1] * b_shape[1]
+    out = 1
     for size in out_shape:
-        total *= size
-    groups = out_shape[0] if len(a_shape) == 2 and len(b_shape) == 2 else 1
-    return 2 * total * k // groups
+        out *= size
+    return 2 * out * a_shape[-1]
 
 
-_OWN_FLOP_FORMULAS: dict[str, Callable] = {"aten._grouped_mm": _grouped_mm_flops}  # torch's registry has none
+# FLOP formulas torch.utils.flop_counter does not have, by op packet name (shapes in, FLOPs out)
+_FORMULAS: dict[str, Callable] = {"_grouped_mm": _grouped_mm_flops}
 
 
 def _shapes_of(value: Any) -> Any:

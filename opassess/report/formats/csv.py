@@ -45,6 +45,7 @@ def _row(op: dict[str, Any]) -> dict[str, Any]:
         "modules": SEPARATOR.join(op["modules"]),
         "source": SEPARATOR.join(op["source"]),
         "reasons": SEPARATOR.join(f"{r['code']}: {r['message']}" for r in op["reasons"]),
+        "confidence": op.get("confidence"),
     }
 
 

@@ -27,7 +27,8 @@ def _details(op: dict[str, Any]) -> str:
     days = op.get("person_days")
     risk = op.get("risk")
     lines = [f"category: {op.get('category') or 'unclassified'}"
-             + (" (unknown to the knowledge base)" if op.get("known") is False else ""),
+             + (" (unknown to the knowledge base)" if op.get("known") is False else "")
+             + (f", confidence {op['confidence']}" if op.get("confidence") else ""),
              f"calls: {op['count']}"]
     if days:
         lines.append(f"person-days: {days_detail(days['likely'], days['low'], days['high'])}")

@@ -94,6 +94,7 @@ def _result(op: dict[str, Any], source: str | None, model_source: str, breached:
             "kind": op["kind"],
             "category": category,
             "known": op.get("known"),
+            "confidence": op.get("confidence"),
             "calls": op["count"],
             "aten": list(op.get("aten") or ()),
             "personDays": op.get("person_days"),

@@ -1,0 +1,135 @@
+"""The evidence hierarchy for one dtype of one signature: the kernel facts for the target product first (ATen op ->
+aclnn API -> its dtypes and per-product exclusions), then the torch_npu API page's dtype list, then nothing.
+
+When the two disagree the kernel facts decide and the message says so ("the API page lists float16, float32;
+aclnnAddmm's doc lists bfloat16 on Atlas A2"). The kernel facts count against a dtype only where a doc
+excludes it on the product explicitly: an API-level ✘ (older products run such ops through the aclop path) or a
+dtype no row lists decides nothing. A remedy's cast target is always inside the allowed set and of the same kind
+(a float stays a float).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..dtypes import FLOAT_DTYPES
+from . import kernels
+from .products import Product
+
+CONFIDENCES = ("low", "medium", "high")
+_PREFERENCE = ("float32", "float16", "bfloat16", "int32", "int64", "int16", "int8", "uint8", "bool")
+
+
+@dataclass(frozen=True)
+class DtypeCheck:
+    """What the evidence says about one input dtype of one signature on one product."""
+
+    dtype: str
+    ok: bool  # the verdict: the NPU takes this dtype as it is
+    decided_by: str  # "kernel" | "api-page" | "none"
+    page_allowed: tuple[str, ...] | None  # the API page's list for the product (None: the page states none)
+    kernel_ok: bool | None  # True: every documented main API takes it; False: one excludes it; None: silent
+    kernel_apis: tuple[str, ...]  # the aclnn APIs whose docs spoke
+    allowed: tuple[str, ...]  # the deciding source's allowed dtypes (cast targets)
+    confidence: str
+    evidence: tuple[str, ...]
+
+    @property
+    def disagree(self) -> bool:
+        page_ok = None if self.page_allowed is None else self.dtype in self.page_allowed
+        return page_ok is not None and self.kernel_ok is not None and page_ok != self.kernel_ok
+
+    def disagreement(self, product: str) -> str:
+        """'the API page lists float16, float32; aclnnAddmm's doc lists bfloat16 on Atlas A2'."""
+        page = ", ".join(self.page_allowed or ())
+        said = "lists" if self.kernel_ok else "excludes"
+        docs = (f"{self.kernel_apis[0]}'s doc {said}" if len(self.kernel_apis) == 1 else
+                f"the docs of {', '.join(self.kernel_apis)} {said.removesuffix('s')}")
+        return f"the API page lists {page}; {docs} {self.dtype} on {product}"
+
+
+def cast_target(dtype: str, allowed: Iterable[str]) -> str | None:
+    """A dtype of the same kind inside `allowed` to cast `dtype` to (float64 -> float32, int64 -> int32), or None."""
+    allowed = tuple(allowed)
+    floating = dtype in FLOAT_DTYPES
+    same_kind = [d for d in allowed if (d in FLOAT_DTYPES) == floating and d != dtype]
+    for preferred in _PREFERENCE:
+        if preferred in same_kind:
+            return preferred
+    return same_kind[0] if same_kind else None
+
+
+def remedy(dtype: str, allowed: Iterable[str]) -> str:
+    """Advice that fits the chip: bf16 where only fp16/fp32 run is 'fp16 with loss scaling, or fp32'."""
+    allowed = tuple(allowed)
+    if dtype == "bfloat16" and "float16" in allowed and "float32" in allowed:
+        return "run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"
+    target = cast_target(dtype, allowed)
+    if target is None:
+        return "no dtype of the same kind is supported: compute it in another op or on the CPU"
+    return f"cast to {target}"
+
+
+def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
+                  facts: kernels.KernelFacts) -> tuple[bool | None, tuple[str, ...], tuple[str, ...], list[str], str]:
+    """(takes it?, deciding APIs, their allowed dtypes, evidence, confidence) from the kernel facts."""
+    takes, denies, allowed, evidence, confidences = [], [], None, [], []
+    for aten in dict.fromkeys(aten_ops):
+        verdict = facts.judge(aten, product.kernel, (dtype,))
+        head = verdict.main_api if verdict else None
+        if head is None or not head.documented or head.product_support is None:
+            continue
+        if dtype in {d for d, _ in head.excluded}:
+            denies.append(head.api)
+        elif dtype in head.native:
+            takes.append(head.api)
+        else:
+            continue
+        confidences.append(verdict.confidence)
+        allowed = head.allowed if allowed is None else tuple(d for d in allowed if d in head.allowed)
+        evidence.append(next((e for e in verdict.evidence if f"{head.api}." in e and dtype in e), verdict.evidence[0]))
+    confidence = min(confidences, key=CONFIDENCES.index, default="low")
+    denies, takes = list(dict.fromkeys(denies)), list(dict.fromkeys(takes))
+    if denies:
+        return False, tuple(denies), allowed or (), evidence, confidence
+    if takes:
+        return True, tuple(takes), allowed or (), evidence, confidence
+    return None, (), (), evidence, "low"
+
+
+def check_dtype(dtype: str, product: Product, page_allowed: tuple[str, ...] | None, aten_ops: Iterable[str],
+                facts: kernels.KernelFacts, page_unparsed: bool = False) -> DtypeCheck:
+    """The hierarchy for one dtype: kernel facts, then the API page (its list for the product), then nothing."""
+    kernel_ok, apis, kernel_allowed, evidence, kernel_confidence = kernel_speaks(aten_ops, product, dtype, facts)
+    page_ok = None if page_allowed is None else dtype in page_allowed
+    if kernel_ok is not None:
+        ok, by, allowed = kernel_ok, "kernel", kernel_allowed
+    elif page_ok is not None:
+        ok, by, allowed = page_ok, "api-page", page_allowed
+    else:
+        ok, by, allowed = True, "none", ()
+    if kernel_ok is not None and page_ok is not None:
+        confidence = min(kernel_confidence, "high" if kernel_ok == page_ok else "medium", key=CONFIDENCES.index)
+    elif kernel_ok is not None or page_ok is not None:
+        confidence = "medium"
+    else:
+        confidence = "low"
+    if page_unparsed and by != "kernel":
+        confidence = "low"  # a conditional clause of the page the facts do not parse may decide this dtype
+    return DtypeCheck(dtype, ok, by, page_allowed, kernel_ok, apis, tuple(allowed), confidence, tuple(evidence))
+
+
+EXCLUSION_CODES = frozenset({"view-op", "host-op", "composite", "cpu-only-decomposition", "taken-whole", "decomposes",
+                             "options-only", "kernel-dtype", "replacement"})  # reason codes of the exclusion trail
+
+
+def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, ...], documented: bool) -> str:
+    """One signature's confidence from its dtype checks' (`checks`), else from what decided it: high when the
+    sources that speak agree (or only view/metadata ops ran); medium when one source speaks or they disagree."""
+    if checks:
+        return min(checks, key=CONFIDENCES.index)
+    if codes & {"custom-op", "extension", "autograd-function", "api-unsupported", "no-kernel", "replacement"}:
+        return "medium"
+    if (statuses and all(s == "everywhere" for s in statuses)) or "host-op" in codes:
+        return "high"
+    return "high" if documented and "kernel" in statuses else "medium"
