@@ -13,7 +13,10 @@ Each signature (one distinct attribute/shape/dtype combination) is judged on its
      their own kernel; the CPU/meta decomposition seen while tracing is not judged. An ATen op with none of
      these is custom-dev (it would fall back to the CPU), unless a replacement exists;
   4. kernel argument checks add float64 / int64 cast findings for the dtypes this signature carries;
-  5. an operator nothing in the knowledge base speaks for is custom-dev, "not in the knowledge base".
+  5. an operator nothing in the knowledge base speaks for is custom-dev, "not in the knowledge base";
+  6. a training step (--train): the ATen ops its backward dispatched are judged the same way (one without an NPU
+     kernel is custom-dev, or param-converted when the operator's NPU replacement brings its own backward), and an
+     optimizer step that the NPU also runs as one fused kernel says how to ask for it (rules.toml: fused_step).
 The operator's category is the worst of its signatures.
 """
 from __future__ import annotations
@@ -90,12 +93,13 @@ class _Judgement:
 
 
 class _Classifier:
-    def __init__(self, kb: KnowledgeBase, product: Product, version: Version) -> None:
+    def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
         self.kb = kb
         self.target = product
         self.product = product.name  # as reports print it
         self.page = product.api_page or product.name  # the API pages' and their limitations' product name
         self.facts = kernels.load(kb.directory)
+        self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
         self.version = version
         self.version_text = format_version(version)
 
@@ -174,6 +178,11 @@ class _Classifier:
             else:
                 self._native(op, None, j, api, verdicts, required)
             judgements.append(j)
+        backward_support = self._backward(op, judgements, composite, required) if op.backward_aten else {}
+        fused = kb.rules.fused_step(op.key) if op.kind == "optimizer" else None
+        if fused and fused.aten not in op.aten:
+            shared.append(Reason("fused-step", f"optional: {fused.setting} runs this step as one NPU kernel "
+                                 f"({fused.aten}) instead of one kernel per _foreach_ operation", fused.evidence))
 
         if not known:
             for j in judgements:
@@ -205,8 +214,9 @@ class _Classifier:
         signature_categories = tuple(j.category for j in judgements[: len(op.signatures)])
         return ClassifiedOp(
             operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
-            replacement=replacement.api if replacement else None, cann_op=self._cann_op(op, verdicts),
-            known=known, aten_support=aten_support, confidence=confidence,
+            replacement=replacement.api if replacement else (_fused_route(fused) if fused else None),
+            cann_op=self._cann_op(op, verdicts), known=known, aten_support=aten_support,
+            backward_support=backward_support, confidence=confidence,
             exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES),
             **self._deprecation(replacement))
 
@@ -233,6 +243,29 @@ class _Classifier:
         successor = fact.deprecated.strip()
         return {"replacement_deprecated": True,
                 "replacement_successor": None if successor.startswith("(") or not successor else successor}
+
+    def _backward(self, op: Operator, judgements: list[_Judgement], composite, required) -> dict[str, bool]:
+        """Judge the ATen ops op's backward dispatched; returns op -> runs on the NPU."""
+        verdicts = {a: self.aten_verdict(a) for a in op.backward_aten}
+        missing = [v.op for v in verdicts.values() if not v.supported]
+        evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
+        for j in judgements:
+            if not missing:
+                j.add("backward", f"its backward dispatches only ops the NPU runs ({', '.join(verdicts)})",
+                      "trace: backward ATen ops; npu_aten_ops", None, per_signature=False)
+            elif composite:
+                j.add("backward", f"torch_npu runs {composite.aten} whole, its backward included; the backward traced "
+                      f"here ({', '.join(missing)}) is not judged", f"rules.toml: composite {composite.aten}", None,
+                      per_signature=False)
+            elif required is not None:
+                j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, which has no NPU kernel; "
+                      f"{required.api} replaces the operator with its own backward", evidence,
+                      Category.PARAM_CONVERTED, per_signature=False)
+            else:
+                j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, with no NPU kernel for "
+                      f"torch {self.version_text} and no decomposition: training would fall back to the CPU", evidence,
+                      Category.CUSTOM_DEV, per_signature=False)
+        return {a: v.supported for a, v in verdicts.items()}
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
         name = self.kb.cann_op(op.key)
@@ -276,7 +309,12 @@ class _Classifier:
                   Category.CUSTOM_DEV)
             return
         missing = [v for v in verdicts.values() if not v.supported]
-        if verdicts and not missing:
+        if verdicts and not missing and self.trained:
+            j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
+                  f"with NPU kernels ({', '.join(verdicts)}); its hand-written backward was traced and is judged as "
+                  f"its backward ATen ops",
+                  "trace: autograd.Function forward and backward ATen ops; npu_aten_ops", Category.DIRECT)
+        elif verdicts and not missing:
             j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
                   f"with NPU kernels ({', '.join(verdicts)}), but its hand-written backward was not traced and must "
                   f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops",
@@ -432,6 +470,11 @@ class _Classifier:
                           f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
 
 
+def _fused_route(fused) -> str:
+    """'torch.optim.AdamW(fused=True)' for the fused step 'torch.optim.AdamW.step'."""
+    return f"{fused.step.removesuffix('.step')}({fused.setting})"
+
+
 def _nodes_of(op: Operator, sig: Signature):
     return [n for n in op.nodes if dict(n.attrs) == dict(sig.attrs) and tuple(n.input_shapes) == tuple(sig.input_shapes)
             and tuple(n.input_dtypes) == tuple(sig.input_dtypes)]
@@ -451,7 +494,8 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
              torch_version: str | None = None) -> tuple[ClassifiedOp, ...]:
     """Classify every operator of the inventory against `target` and the torch version (defaults: the KB's)."""
     product = kb.product(kb.default_product if target is None else target)
-    classifier = _Classifier(kb, product, kb.resolve_version(torch_version))
+    classifier = _Classifier(kb, product, kb.resolve_version(torch_version),
+                             trained=inventory.capture.step == "train")
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..records import Assessment, ClassifiedOp, Effort
+from ..records import Assessment, Capture, ClassifiedOp, Effort
 from ..vocabulary import CATEGORIES, Category
 from .display_records import (
     AtenRow,
@@ -122,16 +122,31 @@ def _nice_step(maximum: float, ticks: int = 4) -> float:
     return 10 * magnitude  # pragma: no cover - the loop always returns
 
 
-def _support_text(classified: ClassifiedOp | None, aten: str) -> str:
-    if classified is None or aten not in classified.aten_support:
+def _support_text(classified: ClassifiedOp | None, aten: str, backward: bool = False) -> str:
+    support = (classified.backward_support if backward else classified.aten_support) if classified else {}
+    if aten not in support:
         return "not checked"
-    return "NPU kernel" if classified.aten_support[aten] else "no NPU kernel"
+    return "NPU kernel" if support[aten] else "no NPU kernel"
+
+
+def _capture_step_text(capture: Capture) -> str:
+    """'forward pass only', or 'training step (forward, backward, optimizer): <what it ran>'."""
+    if capture.step != "train":
+        return "forward pass only (eval mode; --train captures a training step)"
+    return "training step (forward, backward, optimizer)" + (f": {capture.step_note}" if capture.step_note else "")
+
+
+def _step_text(kind: str, backward: tuple[str, ...], training: bool) -> str:
+    """Which part of the step an operator belongs to: forward, forward + backward, or optimizer."""
+    if kind == "optimizer":
+        return "optimizer"
+    return "forward + backward" if training and backward else "forward"
 
 
 # ------------------------------------------------------------------ builders
 
 
-def _operator_row(row: Row, total_likely: float) -> OperatorRow:
+def _operator_row(row: Row, total_likely: float, training: bool = False) -> OperatorRow:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
@@ -163,6 +178,9 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
                                          count=s.count, category=categories[i] if i < len(categories) else "")
                             for i, s in enumerate(operator.signatures)),
         "estimated": estimate is not None,
+        "step_text": _step_text(operator.kind, operator.backward_aten, training),
+        "backward_rows": tuple(AtenRow(a, _support_text(classified, a, backward=True))
+                               for a in operator.backward_aten),
         "search": " ".join([operator.key, operator.kind, category, *operator.modules]).lower(),
     }
     if estimate is None:
@@ -339,7 +357,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     model, capture, est = assessment.model, assessment.capture, assessment.estimate
     total = est.total if est else None
     total_likely = total.likely if total else 0.0
-    ops = tuple(_operator_row(r, total_likely) for r in rows)
+    ops = tuple(_operator_row(r, total_likely, capture.step == "train") for r in rows)
     summary = document["summary"]
     unknown = tuple(op for op in ops if not op.known)
 
@@ -402,7 +420,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         model=ModelHeader(class_name=model.class_name, source=model.source, entry=model.entry,
                           parameters_text=number(model.parameters, language), dtype=model.dtype,
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
-                          device_note=capture.device_note or "", attempts=attempts),
+                          device_note=capture.device_note or "", attempts=attempts,
+                          step_text=_capture_step_text(capture), training=capture.step == "train"),
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,
