@@ -4,8 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The CPU build of torch must be installed before the package: a bare "torch" requirement pulls a CUDA build.
 TORCH_SPEC ?= torch==2.13.0
+# The newest torch the package admits, with its matching torchvision, in a venv of its own: the suite runs there
+# again with the integration tests on real torchvision and transformers models (`make test-torch214`).
+VENV214 ?= .venv-torch214
+TORCH214_SPEC ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install demo test bench kb messages clean
+.PHONY: install install-torch214 demo test test-torch214 bench kb messages clean
 
 install: $(VENV)/.installed
 
@@ -16,12 +20,24 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test,ray]"
 	touch $@
 
+install-torch214: $(VENV214)/.installed
+
+$(VENV214)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV214)
+	$(VENV214)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV214)/bin/python -m pip install --quiet $(TORCH214_SPEC)
+	$(VENV214)/bin/python -m pip install --quiet -e ".[test,integration]"
+	touch $@
+
 demo: install
 	$(BIN)/opassess scan examples/resnet_like.py
 
 test: install
 	$(BIN)/ruff check opassess tools benchmarks tests
 	$(BIN)/python -m pytest
+
+test-torch214: install-torch214
+	$(VENV214)/bin/python -m pytest
 
 bench: install
 	$(BIN)/python benchmarks/bench_scan.py
@@ -37,4 +53,4 @@ messages: install
 	$(BIN)/pybabel update -i build/opassess.pot -d opassess/locale -D opassess --width 120 --ignore-obsolete
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache test-artifacts
+	rm -rf $(VENV) $(VENV214) build dist *.egg-info .pytest_cache test-artifacts

@@ -21,6 +21,10 @@ class TraceError(OpassessError):
     """The model could not be run or captured by any method."""
 
 
+class InternalError(OpassessError):
+    """A bug in opassess itself, caught where it happened (one of its capture hooks raised): not the model's fault."""
+
+
 class KnowledgeBaseError(OpassessError):
     """A knowledge-base or rule file is missing, malformed, or refers to something unknown."""
 

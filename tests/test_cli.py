@@ -190,6 +190,22 @@ def test_output_extensions_come_from_the_reporter_registry():
     assert pick_format(None, "r.unknown") == "terminal"
 
 
+def test_a_bug_in_opassess_is_an_internal_error_with_its_traceback_behind_debug(monkeypatch):
+    # every capture method's hooks broken: opassess's own line raises while the model runs
+    import opassess.trace.dispatch as dispatch
+    import opassess.trace.fx as fx
+
+    monkeypatch.setattr(dispatch, "call_attrs", None)
+    monkeypatch.setattr(fx, "call_attrs", None)
+    result = scan(EXAMPLES / "lstm_tagger.py", "--capture", "fx,dispatch", "-q")
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1 and "Traceback" not in result.output
+    assert lines[0].startswith("opassess: internal error: ") and "a bug in opassess, not in the model" in lines[0]
+    assert lines[0].endswith("(run with --debug for the traceback)")
+    debug = scan(EXAMPLES / "lstm_tagger.py", "--capture", "fx,dispatch", "--debug", "-q")
+    assert debug.exit_code == 1 and "Traceback" in debug.output and "opassess/trace/" in debug.output
+
+
 def test_terminal_header_says_forward_pass_only_without_train():
     result = scan(MODELS / "lgamma.py", "-q")
     assert result.exit_code == 0 and "Forward pass only" in result.output

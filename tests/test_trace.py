@@ -250,7 +250,10 @@ def test_inputs_of_the_wrong_shape_are_reported(model_file):
         def build_model(): return nn.Sequential(nn.Linear(10, 5))
         def example_inputs(): return (torch.randn(2, 7),)
     ''')
-    with pytest.raises(TraceError, match=r"forward\(\) of Sequential raised RuntimeError: .*\[2, 7\] X \[10, 5\]"):
+    # the meta kernel's refusal is retried on the CPU (the meta backend may be the one at fault), whose kernel
+    # refuses too: its message is the one reported, as the model's error
+    with pytest.raises(TraceError, match=r"forward\(\) of Sequential raised RuntimeError: mat1 and mat2 shapes "
+                                         r"cannot be multiplied \(2x7 and 10x5\)"):
         capture_of(path)
 
 
@@ -509,3 +512,33 @@ def test_a_call_inside_an_installed_library_keeps_the_nearest_project_frame(mode
     relu = next(n for n in cap.nodes if n.key == "torch.relu")
     assert "site-packages/fakelib/__init__.py:5" in relu.source
     assert relu.project_source == f"{path}:8"  # fx from the recorded stack trace, dispatch from the live frames
+
+
+GROUPED_MM = '''
+    import torch, torch.nn as nn
+    class Experts(nn.Module):  # an MoE layer's experts: tokens sorted by expert, one matrix per expert
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4, 64, 256))
+        def forward(self, x):
+            offs = torch.tensor([8, 16, 24, 32], dtype=torch.int32)
+            return torch._grouped_mm(x, self.w, offs=offs)
+    def build_model(): return Experts()
+    def example_inputs(): return (torch.randn(32, 64),)
+'''
+
+
+@pytest.mark.parametrize("dtype", [None, "bfloat16"])
+@pytest.mark.parametrize("method", ["fx", "dispatch"])
+def test_grouped_mm_runs_on_meta_in_every_dtype_with_its_flops(model_file, method, dtype):
+    # _grouped_mm's meta kernel accepts bfloat16 only; the CPU kernel (and torch_npu's npu_grouped_matmul) take
+    # float32 too: the stand-in gives the CPU kernel's output on meta, so the scan stays on meta
+    cap = capture_of(model_file(GROUPED_MM), (method,), dtype=dtype)
+    assert cap.device == "meta" and cap.device_note is None
+    [node] = [n for n in cap.nodes if n.key == "torch._grouped_mm"]
+    assert [c.op for c in node.aten] == ["aten::_grouped_mm"]
+    expected = dtype or "float32"
+    assert node.output_shapes == ((32, 256),) or list(map(list, node.output_shapes)) == [[32, 256]]
+    assert node.output_dtypes[0] == expected and node.aten[0].output_dtypes[0] == expected
+    # 32 tokens x (64 -> 256) through one expert each: 2 x 32 x 64 x 256
+    assert node.flops == 2 * 32 * 64 * 256 == 1_048_576

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import typer
 
-from ..errors import EXIT_ERROR, OpassessError, PolicyBreach
+from ..errors import EXIT_ERROR, InternalError, OpassessError, PolicyBreach
 
 EXIT_INTERRUPTED = 130
 
@@ -23,6 +23,11 @@ def reporting_errors(debug: bool) -> Iterator[None]:
         yield
     except (typer.Exit, typer.Abort, typer.TyperException):  # usage errors keep their message and exit code 2
         raise
+    except InternalError as exc:
+        if debug:
+            traceback.print_exc()
+        typer.echo(f"opassess: internal error: {exc} (run with --debug for the traceback)", err=True)
+        raise typer.Exit(exc.exit_code) from None
     except OpassessError as exc:
         if debug:
             traceback.print_exc()

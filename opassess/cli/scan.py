@@ -116,8 +116,8 @@ def scan(
     timeout: Annotated[float | None, typer.Option(
         min=0.1, help="Seconds one model may take before its worker is killed (default 600).")] = None,
     memory_limit: Annotated[float | None, typer.Option(
-        "--memory-limit", min=0, help="GiB of address space per worker, 0 for none (default: physical memory / "
-                                      "jobs).")] = None,
+        "--memory-limit", min=0, help="GiB of address space a worker may add to what torch and opassess "
+                                      "map at start, 0 for none (default: physical memory / jobs).")] = None,
     resume: Annotated[bool, typer.Option(
         help="Continue an interrupted run in -o DIR without rescanning finished models.")] = False,
     executor: Annotated[str, typer.Option(

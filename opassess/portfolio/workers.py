@@ -1,9 +1,10 @@
 """Local worker processes: one model per fresh process, with a deadline, an address-space cap and crash isolation.
 
 Every model is scanned in a fresh worker process (forkserver where the platform has it, else spawn) with a
-per-model timeout and an address-space cap (resource.setrlimit(RLIMIT_AS)). A worker that hangs is killed at its
-deadline; one that aborts, segfaults or runs out of memory is reported as failed with its cause; every other
-model's result is still written.
+per-model timeout (counted from the moment the worker begins the scan, not from its start-up) and a cap on the
+address space it may add (resource.setrlimit(RLIMIT_AS)). A worker that hangs is killed at its deadline; one
+that aborts, segfaults or runs out of memory is reported as failed with its cause; every other model's result is
+still written.
 
 `LocalWorkers` is one Executor: the portfolio hands it the pending models and a `finish` callback and does not care
 where they run, so an executor on other machines can take its place.
@@ -29,6 +30,9 @@ from .targets import ModelTarget
 
 _KILL_GRACE = 5.0  # seconds a worker that has sent its result gets to exit before it is killed
 _POLL = 0.5  # seconds between deadline checks while waiting on workers
+# Seconds a worker may take to start (the forkserver imports torch once, 6-8 s on a loaded 2-core machine) before
+# its --timeout, which counts from the moment it reports that it has begun the scan, starts to run.
+_START_GRACE = 120.0
 
 Finish = Callable[[ModelTarget, ModelResult, Mapping[str, str] | None], None]
 
@@ -64,10 +68,25 @@ def worker_setup(options: PortfolioOptions, memory_cap: int, *, cwd: str | None 
                         policy=options.policy)
 
 
+def _mapped_bytes() -> int:
+    """The address space this process has mapped now (0 where /proc does not say)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _cap_memory(cap: int) -> None:
+    """Let the model allocate at most `cap` bytes of address space beyond what the worker has mapped already.
+
+    The cap is on top of torch's own mappings: a CUDA build of torch maps about 3 GiB of address space at import
+    (its GPU libraries, on a machine without a GPU too) against about 0.6 GiB for a CPU build, so an absolute cap
+    of 2 GiB would leave one build nothing to allocate with and the other 1.4 GiB."""
     if cap > 0:
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = cap if hard == resource.RLIM_INFINITY else min(cap, hard)
+        limit = _mapped_bytes() + cap
+        limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
@@ -94,8 +113,13 @@ def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connect
     os.environ.clear()
     os.environ.update(setup.environ)
     sys.path[:] = list(setup.sys_path)
+    import torch  # noqa: F401 - mapped before the cap is measured (preloaded already under forkserver)
+
+    from .. import pipeline, report  # noqa: F401 - likewise: the cap is for the model, not for opassess
+
     _cap_memory(setup.memory_cap)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
+    conn.send(("begun", None))  # the timeout counts from here, not from the worker's start-up
     message: tuple[str, Any]
     try:
         from ..ci.snapshot import read_snapshot
@@ -180,7 +204,8 @@ class LocalWorkers:
                     started = time.monotonic()
                     process.start()
                     sender.close()  # the parent keeps only the reading end: EOF when the worker dies
-                    running.append(_Running(model, process, receiver, started, started + options.timeout))
+                    running.append(_Running(model, process, receiver, started,
+                                            started + _START_GRACE + options.timeout))
                     notify(PortfolioEvent("start", model.name, done, total))
                 now = time.monotonic()
                 wait_for = min(max(0.0, min(r.deadline for r in running) - now), _POLL)
@@ -214,6 +239,10 @@ def _collect(job: _Running, timeout: float) -> tuple[str, Any] | None:
             job.process.join(_KILL_GRACE)
             job.conn.close()
             return "failed", _crash_cause(job.process.exitcode)
+        if status == "begun":  # set up and about to scan: the model's own time starts now
+            job.started = time.monotonic()
+            job.deadline = job.started + timeout
+            return None
         job.process.join(_KILL_GRACE)
         if job.process.is_alive():
             _stop(job.process)
@@ -247,7 +276,7 @@ def scan_in_worker(options: ScanOptions, setup: _WorkerSetup, timeout: float) ->
     process.start()
     sender.close()
     job = _Running(ModelTarget(options.target, Path(options.target).stem), process, receiver, started,
-                   started + timeout)
+                   started + _START_GRACE + timeout)
     try:
         while True:
             mp_connection.wait([job.conn, process.sentinel], max(0.0, min(job.deadline - time.monotonic(), _POLL)))

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..load import LoadedModel
 from ..records import AtenCall
+from .blame import call_out
 from .keys import NOT_OPERATORS, entry_op, function_key, is_leaf_module, is_operator_property, module_op
 from .nodes import NodeBuild
 from .patches import autograd_call, compiling, patched_extensions, patched_function_apply
@@ -173,31 +174,32 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
                 entry = entry_op(func)  # F.conv2d inside nn.Conv2d, _VF.lstm inside nn.LSTM
                 if entry:
                     leaf_entries[-1].append(entry)
-                return func(*args, **kwargs)
+                return call_out(func, *args, **kwargs)
             if depth["leaf"] or depth["fn"]:
-                return func(*args, **kwargs)
+                return call_out(func, *args, **kwargs)
             name = getattr(func, "__name__", "")
             if name in NOT_OPERATORS and not (name == "__get__" and is_operator_property(func)):
-                return func(*args, **kwargs)
+                return call_out(func, *args, **kwargs)
             op, kind = function_key(func)
             attrs = {} if name == "__get__" else call_attrs(func, args, kwargs, skip_first=(kind == "method"))
             entry = entry_op(func)
             substitute = meta_substitute(func, args, kwargs)
-            run = (lambda: substitute(recorder, *args, **kwargs)) if substitute else (lambda: func(*args, **kwargs))
+            run = (lambda: substitute(recorder, *args, **kwargs)) if substitute else \
+                (lambda: call_out(func, *args, **kwargs))
             return record_call(op, kind, attrs, args, kwargs, run, (entry,) if entry else ())
 
     def on_apply(cls, original, args, kwargs):
         if depth["leaf"] or depth["fn"]:
-            return original(*args, **kwargs)
+            return call_out(original, *args, **kwargs)
         call = autograd_call(cls)
         return record_call(call.key, "custom", call_attrs(cls.forward, (None,) + args, kwargs, skip_first=True),
-                           args, kwargs, lambda: original(*args, **kwargs))
+                           args, kwargs, lambda: call_out(original, *args, **kwargs))
 
     def on_extension(call, *args, **kwargs):
         if depth["leaf"] or depth["fn"]:
-            return call(*args, **kwargs)
+            return call_out(call, *args, **kwargs)
         return record_call(call.key, "extension", call_attrs(call.fn, args, kwargs), args, kwargs,
-                           lambda: call(*args, **kwargs))
+                           lambda: call_out(call, *args, **kwargs))
 
     # Custom ops called outside any recorded function (torch.ops.ns.op does not always pass through the
     # torch-function mode) are caught at the dispatch level by the sink below.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..errors import TraceError
+from ..errors import InternalError, TraceError
 from ..load import LoadedModel, describe_error, on_device
 from ..records import Capture, CaptureAttempt
+from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_order, check_methods, method_named
 from .nodes import NodeFailure
 from .registry import Skipped, no_progress
@@ -16,14 +17,6 @@ from .train import TrainCapture, TrainOptions
 # The CPU fallback allocates real weights: it is refused when they would take more than this share of the
 # machine's memory (activations and the interpreter need the rest).
 CPU_FALLBACK_MEMORY_SHARE = 0.5
-
-
-def _is_meta_problem(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}".lower()
-    cause = getattr(exc, "cause", None)
-    if cause is not None:
-        text += f" {type(cause).__name__}: {cause}".lower()
-    return "meta" in text or "data-dependent" in text or "item()" in text or "cannot copy out" in text
 
 
 def _check_fits_in_memory(loaded: LoadedModel, why: BaseException | None) -> None:
@@ -39,7 +32,7 @@ def _check_fits_in_memory(loaded: LoadedModel, why: BaseException | None) -> Non
     if needed > CPU_FALLBACK_MEMORY_SHARE * available:
         raise TraceError(
             f"{loaded.info.source}: forward() of {loaded.info.class_name} does not run on the meta device "
-            f"({_first_line(why)}), and the CPU fallback would need {needed / 2**30:.1f} GiB of real weights on a "
+            f"({_meta_reason(why)}), and the CPU fallback would need {needed / 2**30:.1f} GiB of real weights on a "
             f"machine with {available / 2**30:.1f} GiB: make forward() run on meta (no .item(), no data-dependent "
             "Python control flow) or scan a smaller configuration")
 
@@ -60,10 +53,11 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     device_note = None
     current = loaded
     forward_error: BaseException | None = None
+    internal_error: Exception | None = None
     for device in (loaded.device, "cpu") if loaded.device != "cpu" else ("cpu",):
         if device != current.device:
             _check_fits_in_memory(loaded, forward_error)
-            device_note = f"the model does not run on the {loaded.device} device ({_first_line(forward_error)}); " \
+            device_note = f"the model does not run on the {loaded.device} device ({_meta_reason(forward_error)}); " \
                           "it was built and run on the CPU with real weights"
             current = on_device(loaded, device)
         forward_error = None
@@ -78,13 +72,18 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
                 continue
             except (Exception, SystemExit) as exc:  # every failure is recorded; the next method gets its chance
+                internal = isinstance(exc, Exception) and is_internal(exc)
                 attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method,
-                                               _first_line(exc), time.perf_counter() - started))
+                                               ("internal error: " if internal else "") + _first_line(exc),
+                                               time.perf_counter() - started))
+                if internal:  # opassess's own hook failed: the model is not to blame, another method may work
+                    internal_error = internal_error or exc
+                    continue
                 # the plain eager forward's error explains best why a model does not run on this device
                 if method in ("dispatch", "train") or (forward_error is None and
                                             (method.startswith("dispatch") or isinstance(exc, NodeFailure))):
                     forward_error = exc
-                if method in ("dispatch", "train") and not _is_meta_problem(exc):
+                if method in ("dispatch", "train") and not is_meta_problem(exc):
                     break  # the eager forward itself fails: no other capture can succeed on this device
                 continue
             attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method, None,
@@ -96,10 +95,15 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step="train" if training is not None else "forward",
                            step_note=training.note if training is not None else None)
-        if forward_error is None or not _is_meta_problem(forward_error):
+        if forward_error is None or not is_meta_problem(forward_error):
             break
-    cause = forward_error or (attempts[-1].error if attempts else "no capture method")
     where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"
+    if internal_error is not None and (forward_error is None or is_meta_problem(forward_error)):
+        text = (str(internal_error).strip().splitlines() or [""])[0]  # torch.fx appends its own traceback
+        raise InternalError(f"{where} could not be captured: a capture hook of opassess raised "
+                            f"{type(internal_error).__name__}: {text} (a bug in opassess, not in the model)"
+                            ) from internal_error
+    cause = forward_error or (attempts[-1].error if attempts else "no capture method")
     if isinstance(cause, BaseException):
         raise TraceError(f"{where} raised {_first_line(cause)}") from cause
     raise TraceError(f"{where} could not be captured: {cause}")
@@ -111,3 +115,12 @@ def _first_line(exc: BaseException | None) -> str:
     if isinstance(exc, NodeFailure):
         return str(exc).splitlines()[0]
     return describe_error(exc)
+
+
+def _meta_reason(exc: BaseException | None) -> str:
+    """Why the model did not run on meta, naming the ATen op whose meta kernel refused it when one did."""
+    found = meta_failure(exc)
+    if found is None:
+        return _first_line(exc)
+    op, raised = found
+    return f"the meta kernel of {op} raised {_first_line(raised)}; the CPU kernel is the judge"

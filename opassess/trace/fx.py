@@ -14,6 +14,7 @@ import contextlib
 from typing import Any
 
 from ..load import LoadedModel
+from .blame import call_out
 from .keys import OPERATOR_PROPERTIES, entry_op, function_key, is_leaf_module, method_key, module_op
 from .nodes import NodeBuild, NodeFailure
 from .patches import autograd_call, patched_extensions, patched_function_apply
@@ -50,14 +51,14 @@ def capture_fx(loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
 
         if any(isinstance(a, fx.Proxy) for a in pytree.tree_leaves((args, kwargs))):
             return tracer.create_proxy("call_function", autograd_call(cls), args, kwargs)
-        return original(*args, **kwargs)
+        return call_out(original, *args, **kwargs)
 
     def on_extension(call, *args, **kwargs):
         from torch.utils import _pytree as pytree
 
         if any(isinstance(a, fx.Proxy) for a in pytree.tree_leaves((args, kwargs))):
             return tracer.create_proxy("call_function", call, args, kwargs)
-        return call(*args, **kwargs)
+        return call_out(call, *args, **kwargs)
 
     concrete = _concrete_kwargs(model, loaded.kwargs)
     with patched_function_apply(on_apply), patched_extensions(model, on_extension):
@@ -141,7 +142,7 @@ def _EntryRecorder(sink: list[str]):  # noqa: N802 - a mode factory, used like a
             entry = entry_op(func)
             if entry:
                 sink.append(entry)
-            return func(*args, **(kwargs or {}))
+            return call_out(func, *args, **(kwargs or {}))
 
     return Mode()
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..load import display_module, is_library_file
+from .blame import call_out
 
 # ------------------------------------------------------- autograd Functions
 
@@ -29,7 +30,7 @@ class AutogradFunctionCall:
         self.__module__ = __name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.cls.apply(*args, **kwargs)
+        return call_out(self.cls.apply, *args, **kwargs)
 
 
 @functools.cache
@@ -43,10 +44,12 @@ def patched_function_apply(on_apply: Callable[[type, Callable, tuple, dict], Any
     """Route every autograd.Function.apply through on_apply(cls, original_apply, args, kwargs)."""
     import torch
 
+    # A classmethod on torch 2.13, a C classmethod_descriptor on 2.14: both bind to a class through the descriptor
+    # protocol's __get__(None, cls), which neither version's own attribute (__func__) offers to both.
     original = torch.autograd.Function.__dict__["apply"]
 
     def apply(cls, *args, **kwargs):
-        return on_apply(cls, functools.partial(original.__func__, cls), args, kwargs)
+        return on_apply(cls, original.__get__(None, cls), args, kwargs)
 
     torch.autograd.Function.apply = classmethod(apply)
     try:
@@ -70,7 +73,7 @@ class ExtensionCall:
         self.__module__ = __name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
+        return call_out(self.fn, *args, **kwargs)
 
 
 def _is_extension_module(module: Any) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..records import AtenCall
+from .blame import call_out, mark_meta_failure
 from .values import describe, describe_tensors, tensor_type, tensors_in
 
 
@@ -19,6 +20,7 @@ class AtenRecorder:
         from torch.utils.flop_counter import flop_registry
 
         recorder = self
+        stand_ins = meta_stand_ins()
         self.sink: list | None = None  # the current operator's ATen calls
         self.loose: list | None = None  # ATen calls made outside any recorded operator (dispatch capture)
         self.flops = 0
@@ -28,7 +30,13 @@ class AtenRecorder:
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                out = func(*args, **kwargs)
+                stand_in = stand_ins.get(func._overloadpacket)
+                try:
+                    out = stand_in(func, args, kwargs) if stand_in is not None else call_out(func, *args, **kwargs)
+                except Exception as exc:
+                    if any(t.device.type == "meta" for t in tensors_in((args, kwargs))):
+                        mark_meta_failure(exc, _op_name(func)[0])
+                    raise
                 if recorder.sink is not None:
                     ins, outs = tensors_in((args, kwargs)), tensors_in(out)
                     recorder.sink.append(aten_call(func, ins, outs))
@@ -65,7 +73,7 @@ class AtenRecorder:
 
 def _flop_formula(packet: Any, registry: dict) -> Callable | None:
     """torch's FLOP formula for an op, unwrapped to take shapes (its own wrapper maps tensors to shapes with
-    pytree, which cost as much as the rest of the capture on a 70B-shaped model)."""
+    pytree, which cost as much as the rest of the capture on a 70B-shaped model); else opassess's own (_FORMULAS)."""
     formula = registry.get(packet)
     if formula is None:
         return _FORMULAS.get(getattr(packet, "__name__", ""))
@@ -186,3 +194,32 @@ def meta_substitute(fn: Any, args: tuple, kwargs: dict) -> Callable | None:
     if not args or not isinstance(args[0], torch.Tensor) or args[0].device.type != "meta":
         return None
     return _meta_sdpa
+
+
+def _meta_grouped_mm(func: Any, args: tuple, kwargs: dict) -> Any:
+    """aten::_grouped_mm on meta for any dtype. Its meta kernel accepts bfloat16 only ("Expected mat_a to be
+    BFloat16 ... got torch.float32"), while the CPU kernel takes float32 too and torch_npu's npu_grouped_matmul float16,
+    bfloat16 and float32: the shapes come from the meta kernel run on bfloat16 stand-ins, the dtype from the CPU
+    kernel's rule (out_dtype, else mat_a's)."""
+    import torch
+
+    mat_a, mat_b = args[0], args[1]
+    if mat_a.device.type != "meta" or (mat_a.dtype == torch.bfloat16 and mat_b.dtype == torch.bfloat16):
+        return func(*args, **kwargs)
+    # _grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None)
+    out_dtype = kwargs.get("out_dtype", args[4] if len(args) > 4 else None) or mat_a.dtype
+    rest = {k: v for k, v in kwargs.items() if k != "out_dtype"}
+    shaped = func(mat_a.to(torch.bfloat16), mat_b.to(torch.bfloat16), *args[2:4], **rest)
+    return torch.empty(shaped.shape, dtype=out_dtype, device="meta")
+
+
+@functools.cache
+def meta_stand_ins() -> dict:
+    """ATen op packet -> stand-in(func, args, kwargs), for ops whose meta kernel refuses what the CPU kernel runs."""
+    import torch
+
+    found = {}
+    packet = getattr(torch.ops.aten, "_grouped_mm", None)  # torch 2.8 and newer
+    if packet is not None:
+        found[packet] = _meta_grouped_mm
+    return found

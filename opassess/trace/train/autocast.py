@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..blame import call_out
 from ..keys import function_key
 
 LOWER_PRECISION = frozenset({
@@ -55,7 +56,7 @@ def autocast_mode(amp: str) -> Any:
             elif name in FLOAT32:
                 dtype = torch.float32
             else:
-                return func(*args, **kwargs)
-            return func(*cast(args, dtype), **{k: cast(v, dtype) for k, v in kwargs.items()})
+                return call_out(func, *args, **kwargs)
+            return call_out(func, *cast(args, dtype), **{k: cast(v, dtype) for k, v in kwargs.items()})
 
     return Autocast()
