@@ -1,13 +1,17 @@
 """The text `opassess kb`, `kb show`, `kb import` and `explain` print, built from the knowledge base."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from opassess.errors import KnowledgeBaseError
 
+from . import kernels
 from .facts import ApiFact, Limitation
 from .store import KnowledgeBase
+
+_MARK = {"y": "✔", "n": "✘"}
 
 
 def format_summary(kb: KnowledgeBase) -> str:
@@ -90,7 +94,10 @@ def _api_lines(kb: KnowledgeBase, fact: ApiFact) -> list[str]:
         marks = "  ".join(f"{p}: {'✔' if v else '✘' if v is False else '-'}" for p, v in f.support.items())
         lines.append(f"  torch {doc}: {marks}")
     if fact.limitation:
-        lines.append(f"  limitation {fact.limitation.id} (torch {fact.doc_version}):")
+        lines.append(f"  limitation {fact.limitation.id} (torch {fact.doc_version}), in English from its parsed facts:")
+        lines.append(f"    original (Chinese) clause: Ascend/pytorch docs/zh/api/native_api/pytorch_"
+                     f"{fact.doc_version.replace('.', '-')}, page {fact.doc_module}, row {fact.api} "
+                     "(npu_native_api_support.tsv limitations_zh; the prose itself is not shipped)")
         lines += _limitation_lines(fact.limitation, kb.default_product)
     called = kb.rules.calls.get(fact.api)
     if called:
@@ -115,6 +122,59 @@ def _api_lines(kb: KnowledgeBase, fact: ApiFact) -> list[str]:
     composite = kb.rules.composite_for_api(fact.api)
     if composite:
         lines.append(f"  taken whole by torch_npu as {composite.aten}; CPU decompositions not judged")
+    return lines
+
+
+def aten_candidates(name: str) -> tuple[str, ...]:
+    """The ATen base names an API name may dispatch to: aten::mm -> mm; torch.nn.Linear -> linear;
+    torch.nn.SiLU -> silu, si_lu; torch.nn.functional.silu / Tensor.neg / torch.matmul -> silu / neg / matmul."""
+    if name.startswith("aten::"):
+        return (name.removeprefix("aten::"),)
+    last = name.rsplit(".", 1)[-1]
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", last).lower()
+    return tuple(dict.fromkeys((snake, last.lower())))
+
+
+def _kernel_lines(kb: KnowledgeBase, name: str) -> list[str]:
+    """The aclnn APIs the op's NPU kernel calls and their dtype rows per product (kernel facts, aclnn.json)."""
+    facts = kernels.load(kb.directory)
+    products = kb.product_list.items
+    lines: list[str] = []
+    for base in aten_candidates(name):
+        found = facts.lookup(base)
+        if found is None:
+            continue
+        row, _how = found
+        entry = facts.aten_entry(row)
+        verdict = facts.judge(row, kb.product(kb.default_product).kernel, ())
+        main = verdict.main_api.api if verdict and verdict.main_api else None
+        paths = "; falls back to aclop when CANN lacks the API" if entry.get("fallback") else ""
+        lines.append(f"Kernel facts: aten::{row} calls {', '.join(entry['apis'])} "
+                     f"(main {main or 'none documented'}{paths})")
+        for api in entry["apis"]:
+            doc = facts.api_entry(api)
+            if doc is None:
+                lines.append(f"  {api}: no CANN doc read")
+                continue
+            repo, path, _commit, date = doc["doc"]
+            lines.append(f"  {api} ({repo} {path}, {date})")
+            inputs = [p for p in doc["params"] if p.get("dtypes") and p["io"].startswith(("input", "inout"))]
+            for param in inputs:
+                lines.append(f"    {param['name']}: {', '.join(param['dtypes'])}")
+            for product in products:
+                column = kernels.PRODUCTS.index(product.kernel)
+                mark = _MARK.get(doc["support"][column], "-")
+                if mark == "✘" or not inputs:
+                    lines.append(f"    {product.name}: {mark}")
+                    continue
+                excluded = inputs[0].get("excluded", {}).get(product.kernel, [])
+                taken = [d for d in inputs[0]["dtypes"] if d not in excluded]
+                without = f" (not {', '.join(excluded)})" if excluded else ""
+                lines.append(f"    {product.name}: {mark} {inputs[0]['name']} {', '.join(taken)}{without}")
+        break
+    if not lines:
+        lines.append(f"Kernel facts: no op-plugin kernel named {' or '.join(aten_candidates(name))}; a composite "
+                     "op is judged through the ops it decomposes into (a scan shows them)")
     return lines
 
 
@@ -156,6 +216,8 @@ def format_entry(kb: KnowledgeBase, name: str, torch_version: str | None = None)
             lines.append(f"  deprecated, use {custom.deprecated}")
         if custom.replaces:
             lines.append(f"  replaces: {', '.join(custom.replaces)}")
+    if lines and (fact is not None or name.startswith("aten::")):
+        lines += _kernel_lines(kb, name)
     third = kb.rules.third_party.get(name)
     if third is not None:
         lines.append(f"Third-party op {third.op}: {third.schema or '(pattern)'}")
