@@ -12,7 +12,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..records import Assessment, ClassifiedOp, Effort
+from ..kb.evidence import evidence_order
+from ..records import Assessment, ClassifiedOp, Effort, Reason
 from ..vocabulary import CATEGORIES, Category
 from .display_records import (
     AtenRow,
@@ -48,6 +49,7 @@ PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into on
 PARETO_LABEL = 30  # characters of a bar label: what fits in the 120 px under the axis, rotated by 40 degrees
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
 MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
+SIGNATURES_PER_REASON = 3  # signature texts shown beside a reason that covers some of them
 CELL_OPS = 30  # operators named in one risk-matrix cell of the HTML/Markdown grid (all of them are in the JSON)
 CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}  # sort order: direct < custom-dev
 MODULE_MIN_SHARE = 0.01  # modules carrying less than 1% of the effort are left to the JSON
@@ -124,6 +126,31 @@ def _support_text(classified: ClassifiedOp | None, aten: str) -> str:
     return "NPU kernel" if classified.aten_support[aten] else "no NPU kernel"
 
 
+def _reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...]) -> tuple[ReasonRow, ...]:
+    """Each distinct reason once, in first-seen order, with the signatures it covers (a reason given once for
+    the operator, without a signature index, covers the operator)."""
+    groups: dict[tuple[str, str, str], list[int | None]] = {}
+    for r in reasons:
+        groups.setdefault((r.code, r.message, r.evidence), []).append(r.signature)
+    rows = []
+    for (code, message, evidence), indexes in groups.items():
+        covered = () if None in indexes else tuple(sorted(set(indexes)))  # type: ignore[type-var]
+        rows.append(ReasonRow(code, message, evidence, covered, _covers_text(covered, signatures)))
+    return tuple(rows)
+
+
+def _covers_text(covered: tuple[int, ...], signatures: tuple[SignatureRow, ...]) -> str:
+    total = len(signatures)
+    if not covered or total <= 1:
+        return ""
+    if len(covered) == total:
+        return f"all {total} signatures"
+    shown = "; ".join(signatures[i].text for i in covered[:SIGNATURES_PER_REASON] if i < total)
+    more = f"; +{len(covered) - SIGNATURES_PER_REASON} more" if len(covered) > SIGNATURES_PER_REASON else ""
+    return f"signature{'s' if len(covered) > 1 else ''} {', '.join(str(i + 1) for i in covered)} of {total}: " \
+           f"{shown}{more}"
+
+
 # ------------------------------------------------------------------ builders
 
 
@@ -131,6 +158,10 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
+    signatures = tuple(SignatureRow(text="; ".join(p for p in (_attrs_text(s.attrs),
+                                                               _inputs_text(s.input_shapes, s.input_dtypes)) if p),
+                                    count=s.count, category=categories[i] if i < len(categories) else "")
+                       for i, s in enumerate(operator.signatures))
     base: dict[str, Any] = {
         "rank": row.rank,
         "op": operator.key,
@@ -144,7 +175,7 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
         "aten": tuple(operator.aten),
         "aten_rows": tuple(AtenRow(a, _support_text(classified, a)) for a in operator.aten),
         "category_rank": CATEGORY_RANK.get(category, -1),
-        "reasons": tuple(ReasonRow(r.code, r.message, r.evidence) for r in classified.reasons) if classified else (),
+        "reasons": _reason_rows(classified.reasons, signatures) if classified else (),
         "replacement": classified.replacement if classified else None,
         "cann_op": classified.cann_op if classified else None,
         "sources": tuple(operator.sources),
@@ -152,10 +183,7 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
         "modules_text": ", ".join(m or "(model)" for m in operator.modules),
         "modules_shown": tuple(m or "(model)" for m in operator.modules[:MODULES_PER_OP]),
         "modules_more": max(0, len(operator.modules) - MODULES_PER_OP),
-        "signatures": tuple(SignatureRow(text="; ".join(p for p in (_attrs_text(s.attrs),
-                                                                   _inputs_text(s.input_shapes, s.input_dtypes)) if p),
-                                         count=s.count, category=categories[i] if i < len(categories) else "")
-                            for i, s in enumerate(operator.signatures)),
+        "signatures": signatures,
         "estimated": estimate is not None,
         "search": " ".join([operator.key, operator.kind, category, *operator.modules]).lower(),
     }
@@ -410,4 +438,6 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",
         effort_ranges=rule_ranges(assessment.effort_ranges),
+        evidence_order=evidence_order(assessment.target),
     )
+

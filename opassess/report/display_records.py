@@ -88,6 +88,8 @@ class ReasonRow(Record):
     code: str
     message: str
     evidence: str
+    signatures: tuple[int, ...] = ()  # 0-based indexes of the signatures this reason covers (empty: the operator)
+    covers: str = ""  # "signatures 1, 3 of 4: ..." ("" when it covers the operator or its only signature)
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,7 @@ class Display(Record):
     unknown: tuple[OperatorRow, ...]
     suggested_html: str
     effort_ranges: tuple[RuleRange, ...] = ()  # per category, from the weights the assessment used
+    evidence_order: str = ""  # "Verdicts from: kernel facts (CANN aclnn docs) for Atlas A2, then ..."
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)

@@ -44,7 +44,7 @@ def _row(op: dict[str, Any]) -> dict[str, Any]:
         "aten": SEPARATOR.join(op["aten"]),
         "modules": SEPARATOR.join(op["modules"]),
         "source": SEPARATOR.join(op["source"]),
-        "reasons": SEPARATOR.join(f"{r['code']}: {r['message']}" for r in op["reasons"]),
+        "reasons": SEPARATOR.join(dict.fromkeys(f"{r['code']}: {r['message']}" for r in op["reasons"])),
         "confidence": op.get("confidence"),
     }
 

@@ -37,6 +37,8 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     console.print(head)
     console.print(Text(f"Assessed against {d['target']}, torch_npu {d['torch_npu']}, knowledge base {d['kb_version']}",
                        style="dim"))
+    if d["evidence_order"]:
+        console.print(Text(d["evidence_order"], style="dim"))
     for attempt in model["attempts"]:
         if attempt["status"] == "failed":  # why an earlier capture method was not used
             console.print(Text(f"{attempt['method']} capture not used: {attempt['error']}", style="dim"))
