@@ -32,6 +32,7 @@ from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
 from .vocabulary import Category
 
 _NON_ATEN = ("aten", "prims")
+_PLAIN_OVERLOADS = ("input", "Tensor", "default", "self")  # an unnamed entry op's likely overload
 _PROJECT_KINDS = ("custom", "extension")  # a project's own ops: torch.library, autograd.Function, C++ extensions
 
 
@@ -217,9 +218,10 @@ class _Classifier:
             if self.kb.kernel_support(entry, self.version).supported:
                 out.append(entry)
                 continue
-            variant = next((f for f in self.kb.kernels_for_base(entry) if f.supports(self.version)), None)
-            if variant is not None and "." in variant.name and not variant.name.endswith(".out"):
-                out.append(f"aten::{variant.name}")
+            variants = [f.name for f in self.kb.kernels_for_base(entry) if f.supports(self.version)
+                        and "." in f.name and not f.name.endswith(".out")]
+            if variants:  # the entry op has no overload: prefer the plain-tensor one (lstm.input, not lstm.data)
+                out.append(f"aten::{min(variants, key=lambda n: (n.partition('.')[2] not in _PLAIN_OVERLOADS, n))}")
         return tuple(out)
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
