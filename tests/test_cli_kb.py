@@ -76,8 +76,11 @@ def test_kb_show_lists_the_aclnn_apis_and_their_dtype_rows_per_product():
     assert "Atlas training series: ✔ self float16, float32 (not bfloat16)" in mm
     silu = run("kb", "show", "torch.nn.functional.silu").output
     assert "aten::silu calls aclnnSilu" in silu and "Atlas A2: ✔ self float16, float32, bfloat16" in silu
-    linear = run("kb", "show", "torch.nn.Linear").output  # composite: no op-plugin kernel of its own
-    assert "no op-plugin kernel named linear" in linear
+    linear = run("kb", "show", "torch.nn.Linear").output  # composite: the kernels of the ops it dispatches
+    assert "aten::linear is composite" in linear and "dispatches aten::t, aten::addmm" in linear
+    assert "aten::addmm calls aclnnAddmmWeightNz, aclnnAddmm (main aclnnAddmm" in linear
+    conv = run("kb", "show", "torch.nn.functional.conv2d").output  # the 2-D example does not fit conv2d
+    assert "no op-plugin kernel named conv2d" in conv
 
 
 def test_kb_show_renders_the_limitation_in_english_and_points_to_the_chinese_clause():

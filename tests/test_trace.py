@@ -478,3 +478,13 @@ def test_code_that_reads_values_unless_compiling_takes_its_graph_safe_path_on_me
     assert [n.key for n in cap.nodes] == ["torch.nn.Linear", "Tensor.unsqueeze", "Tensor.mul"]
     import torch
     assert torch.compiler.is_compiling() is False  # restored
+
+
+def test_decomposition_of_a_composite_aten_op():
+    from opassess.trace.decompose import decomposition
+
+    assert decomposition("linear") == ("aten::t", "aten::addmm")  # with the optional bias given
+    assert decomposition("matmul") == ("aten::mm",)
+    assert decomposition("silu") is None  # has kernels of its own: not CompositeImplicitAutograd
+    assert decomposition("conv2d") is None  # the 2-D example does not fit: cannot tell
+    assert decomposition("no_such_op") is None
