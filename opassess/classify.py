@@ -20,15 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
+from typing import Any
 
 from .kb import kernels
 from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
 from .kb.products import Product
+from .kb.rules import Replacement
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
+from .trace.decompose import dispatch_kinds, torch_version_text
 from .vocabulary import Category
 
 _NON_ATEN = ("aten", "prims")
@@ -39,27 +41,6 @@ _PROJECT_KINDS = ("custom", "extension")  # a project's own ops: torch.library, 
 def worst(categories: Iterable[str]) -> Category:
     """The hardest category among `categories` ('direct' when there are none)."""
     return Category.worst(categories)
-
-
-@cache
-def dispatch_kinds(qualified: str) -> tuple[str, ...]:
-    """Composite dispatch keys PyTorch registers for an op ('aten::zeros' -> ('CompositeExplicitAutograd',))."""
-    import torch
-
-    kinds = []
-    for key in ("CompositeExplicitAutograd", "CompositeImplicitAutograd"):
-        try:
-            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
-                kinds.append(key)
-        except RuntimeError:  # the op is not registered in this process
-            return ()
-    return tuple(kinds)
-
-
-def _torch_version() -> str:
-    import torch
-
-    return torch.__version__.split("+")[0]
 
 
 @dataclass(frozen=True)
@@ -109,10 +90,10 @@ class _Classifier:
             return AtenVerdict(aten, "everywhere", evidence, True)
         kinds = dispatch_kinds(aten)
         if "CompositeExplicitAutograd" in kinds:
-            return AtenVerdict(aten, "everywhere", f"PyTorch {_torch_version()} dispatcher: {aten} has a "
+            return AtenVerdict(aten, "everywhere", f"PyTorch {torch_version_text()} dispatcher: {aten} has a "
                                                    f"CompositeExplicitAutograd kernel", True)
         if "CompositeImplicitAutograd" in kinds:
-            return AtenVerdict(aten, "decomposes", f"PyTorch {_torch_version()} dispatcher: {aten} has a "
+            return AtenVerdict(aten, "decomposes", f"PyTorch {torch_version_text()} dispatcher: {aten} has a "
                                                    f"CompositeImplicitAutograd kernel", True)
         return AtenVerdict(aten, "missing", support.evidence, False)
 
@@ -206,7 +187,8 @@ class _Classifier:
             operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
             replacement=replacement.api if replacement else None, cann_op=self._cann_op(op, verdicts),
             known=known, aten_support=aten_support, confidence=confidence,
-            exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES))
+            exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES),
+            **self._deprecation(replacement))
 
     def _taken_whole(self, op: Operator) -> tuple[str, ...]:
         """Entry ops (what the user called, before decomposition) that have an NPU kernel of their own but were
@@ -223,6 +205,15 @@ class _Classifier:
             if variants:  # the entry op has no overload: prefer the plain-tensor one (lstm.input, not lstm.data)
                 out.append(f"aten::{min(variants, key=lambda n: (n.partition('.')[2] not in _PLAIN_OVERLOADS, n))}")
         return tuple(out)
+
+    def _deprecation(self, replacement: Replacement | None) -> dict[str, Any]:
+        """Whether the facts mark the replacement deprecated, and its successor ('(no replacement)' -> None)."""
+        fact = self.kb.custom_op(replacement.npu_op) if replacement else None
+        if fact is None or not fact.deprecated:
+            return {}
+        successor = fact.deprecated.strip()
+        return {"replacement_deprecated": True,
+                "replacement_successor": None if successor.startswith("(") or not successor else successor}
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
         name = self.kb.cann_op(op.key)

@@ -37,3 +37,9 @@ class PolicyBreach(OpassessError):
     """A CI policy (--fail-on, --max-person-days, --max-risk) was breached."""
 
     exit_code = EXIT_POLICY
+
+
+class MissingExtra(OpassessError):
+    """An option needs an optional dependency that is not installed (`pip install 'opassess[EXTRA]'`)."""
+
+    exit_code = EXIT_USAGE

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import __version__
@@ -30,6 +30,8 @@ class ScanOptions:
     torch_npu: str | None = None  # None: the knowledge base's default version
     weights: Path | None = None  # None: the shipped weights.toml
     kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
+    label: str | None = None  # the model's name for baselines (--label); None: matched by entry and class
+    language: str = "en"  # language of the human report formats (--lang); the JSON contract stays English
 
 
 def _noop(_: str) -> None:
@@ -92,7 +94,7 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     seconds["estimate"] = time.perf_counter() - started
     return Assessment(
         tool_version=__version__,
-        model=inventory.model,
+        model=replace(inventory.model, label=options.label) if options.label else inventory.model,
         capture=inventory.capture,
         inventory=inventory,
         target=product,

@@ -86,6 +86,7 @@ class ModelInfo:
     parameters: int
     dtype: str  # dtype assessed ("float32", "float16", "bfloat16")
     inputs: tuple[str, ...]  # human-readable description of each example input
+    label: str | None = None  # a name the user gave the model (--label), which baselines match on
 
 
 # ------------------------------------------------------------ inventory stage
@@ -153,6 +154,8 @@ class ClassifiedOp:
     aten_support: Mapping[str, bool]  # qualified ATen op -> has an NPU kernel for the target
     confidence: str = "medium"  # "high" | "medium" | "low": how well the evidence pins the verdict down
     exclusions: tuple[Reason, ...] = ()  # what was checked and ruled out (view ops, composites taken whole, ...)
+    replacement_deprecated: bool = False  # the facts mark the replacement deprecated (npu_nms_v4)
+    replacement_successor: str | None = None  # what the facts say to use instead; None: no successor
 
 
 # ---------------------------------------------------------------- score stage

@@ -14,6 +14,11 @@ def shipped_path(name: str) -> Path:
     return _PACKAGE.parent / name
 
 
+def package_path(*parts: str) -> Path:
+    """Path of a file inside the opassess package: package_path("locale", "zh_CN", "LC_MESSAGES", "opassess.po")."""
+    return _PACKAGE.joinpath(*parts)
+
+
 def data_path(name: str) -> Path:
     """Path of a file under opassess/data (the generated knowledge base and curated rules)."""
     return _PACKAGE / "data" / name

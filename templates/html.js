@@ -47,7 +47,8 @@
       b.hidden = !match;
       if (match) { shown += 1; }
     });
-    count.textContent = shown + " of " + all.length + " operator types";
+    var format = count.getAttribute("data-format") || "{shown} of {all} operator types";
+    count.textContent = format.replace("{shown}", shown).replace("{all}", all.length);
   }
   if (filter) { filter.addEventListener("input", applyFilter); }
 

@@ -41,15 +41,16 @@ def op(name: str, category: str = "direct", *, days: tuple[float, float, float] 
 
 
 def report(source: str, operators: Sequence[dict], *, total: tuple[float, float, float] | None = None,
-           class_name: str = "Net") -> dict[str, Any]:
+           class_name: str = "Net", entry: str = "build_model", label: str | None = None) -> dict[str, Any]:
     """A report document; its total is the sum of its operators' person-days unless given."""
     if total is None:
         total = tuple(round(sum(o["person_days"][k] for o in operators), 2) for k in ("low", "likely", "high"))
     return {
         "format_version": 1,
         "tool": {"name": "opassess", "version": "0.0.test"},
-        "model": {"source": source, "entry": "build_model", "class": class_name, "parameters": 0, "dtype": "float32",
-                  "inputs": [], "capture": {"method": "fx", "device": "meta", "device_note": None, "attempts": []}},
+        "model": {"source": source, "entry": entry, "class": class_name, "parameters": 0, "dtype": "float32",
+                  "inputs": [], "label": label,
+                  "capture": {"method": "fx", "device": "meta", "device_note": None, "attempts": []}},
         "target": "Atlas A2", "torch_npu": "2.1.0", "kb_version": "test-kb", "weights_source": "weights.toml",
         "operators": list(operators),
         "summary": {"operator_types": len(operators), "occurrences": sum(o["count"] for o in operators),

@@ -65,6 +65,17 @@ def real_assessment(name: str) -> Assessment:
         os.chdir(cwd)
 
 
+@functools.cache
+def model_assessment(name: str) -> Assessment:
+    """assess() on tests/models/<name>.py, run from the repo root (cached)."""
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return assess(ScanOptions(target=f"tests/models/{name}.py"))
+    finally:
+        os.chdir(cwd)
+
+
 def synthetic_assessment(inventory: Inventory) -> Assessment:
     """An Assessment over a real inventory with categories, scores, efforts and risks taken from the tables above."""
     classified, estimates = [], []

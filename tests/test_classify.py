@@ -159,6 +159,15 @@ def test_deformable_convolution(scanned):
     assert ops["Tensor.__getitem__"].category == "direct" and "view-op" in codes(ops["Tensor.__getitem__"])
 
 
+def test_a_deprecated_replacement_carries_its_successor_or_none(scanned):
+    # npu_custom_ops: npu_nms_v4 deprecated->(no replacement); npu_deformable_conv2d is not deprecated.
+    nms = scanned("nms.py")["torchvision::nms"]
+    assert nms.replacement == "torch_npu.npu_nms_v4"
+    assert nms.replacement_deprecated and nms.replacement_successor is None
+    deform = scanned("deform_conv.py")["torchvision::deform_conv2d"]
+    assert not deform.replacement_deprecated and deform.replacement_successor is None
+
+
 # ------------------------------------------------------------------ hand-built records
 
 

@@ -144,6 +144,32 @@ def test_exit_2_for_several_models_without_an_output_directory(models):
     assert result.exit_code == 2 and "directory" in result.output
 
 
+def test_label_names_the_model_in_its_report(models, tmp_path):
+    _, files = models
+    out = tmp_path / "labelled.json"
+    assert scan(files["plain"], "-o", out, "-q", "--label", "detector").exit_code == 0
+    assert json.loads(out.read_text())["model"]["label"] == "detector"
+    several = scan(files["plain"], files["custom"], "-o", tmp_path / "reports", "--label", "x")
+    assert several.exit_code == 2 and "names one model" in several.output
+
+
+def test_lang_chooses_the_human_report_language(models, tmp_path):
+    root, files = models
+    summary = tmp_path / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary), "LANG": "zh_CN.UTF-8"}
+    result = runner.invoke(app, ["scan", str(files["plain"]), "-f", "md", "-q"], env=env)  # from the locale
+    assert result.exit_code == 0 and "## 概要" in result.stdout and "**" in summary.read_text()
+    assert "人天" in summary.read_text()
+    english = runner.invoke(app, ["scan", str(files["plain"]), "-f", "md", "-q", "--lang", "en"], env=env)
+    assert "## Summary" in english.stdout
+    same_json = [runner.invoke(app, ["scan", str(files["plain"]), "-f", "json", "-q", "--lang", lang]).stdout
+                 for lang in ("zh-CN", "en")]
+    assert '"format_version": 1' in same_json[0] and "人天" not in same_json[0]
+    assert scan(files["plain"], "--lang", "de").exit_code == 2
+    diff = runner.invoke(app, ["diff", str(root / "plain.json"), str(root / "custom.json"), "--lang", "zh-CN"])
+    assert diff.exit_code == 0 and "与基线的对比" in diff.stdout
+
+
 # ---------------------------------------------------------------- baseline
 
 

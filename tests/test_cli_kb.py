@@ -113,3 +113,25 @@ def test_explain():
     assert "invalid type" in run("explain", "ERR01002").output
     unknown = run("explain", "XYZ")
     assert unknown.exit_code == 1 and "unknown error code" in unknown.output
+
+
+def test_explain_answers_cann_e_codes_and_pasted_logs():
+    result = run("explain", "EZ9999")
+    assert result.exit_code == 0 and result.output.startswith("EZ9999: Inner Error in an operator")
+    log = "EZ9999: Inner Error!\ncall aclnnAdd failed, error code is 561003\n[ERROR] ERR99999 UNKNOWN\nEQ99"
+    pasted = runner.invoke(app, ["explain"], input=log)  # nothing on the command line: read standard input
+    assert pasted.exit_code == 0, pasted.output
+    blocks = pasted.output.split("\n\n")
+    assert [b.split(":")[0] for b in blocks] == ["EZ9999", "ACLNN_ERR_INNER_FIND_KERNEL_ERROR = 561003", "ERR99999"]
+    assert run("explain", "RuntimeError: error code is 999999 EQ0").exit_code == 1
+    assert "no error code found" in run("explain", "nothing to see here").output
+
+
+def test_explain_list_shows_every_concrete_code_and_the_families():
+    result = run("explain", "--list")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert any(line.startswith("EZ9999 ") for line in lines)
+    assert any(line.startswith("ACL_ERROR_INVALID_PARAM ") and "100000" in line for line in lines)
+    assert not any(line.startswith(("ERR**", "E**")) for line in lines)
+    assert "E-codes Emnnnn with m in 1, 3, E, I, Z" in result.output

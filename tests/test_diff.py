@@ -75,9 +75,31 @@ def test_a_baseline_of_another_model_is_said_so(diff):
     assert diff.other_model is None and "another model" not in render_diff(diff)
     other = diff_snapshots(read_snapshot(report("old/net.py", BASE, class_name="OldNet")),
                            read_snapshot(report("m.py", NEW)))
-    assert other.other_model == "old/net.py (OldNet)"
-    assert "the baseline is a report of another model, `old/net.py (OldNet)`" in render_diff(other)
-    assert json.loads(render_diff(other, "json"))["baseline_model"] == "old/net.py (OldNet)"
+    assert other.other_model == "old/net.py:build_model (OldNet)"
+    assert "the baseline is a report of another model, `old/net.py:build_model (OldNet)`" in render_diff(other)
+    assert json.loads(render_diff(other, "json"))["baseline_model"] == "old/net.py:build_model (OldNet)"
+    another_factory = diff_snapshots(read_snapshot(report("m.py", BASE, entry="build_small")),
+                                     read_snapshot(report("m.py", NEW)))
+    assert another_factory.other_model == "m.py:build_small (Net)"
+
+
+def test_models_match_by_entry_and_class_not_by_path():
+    # The base revision checked out in a worktree: another path, the same factory and class.
+    moved = diff_snapshots(read_snapshot(report("/tmp/base/models/net.py", BASE)),
+                           read_snapshot(report("models/net.py", BASE)))
+    assert moved.other_model is None and "another model" not in render_diff(moved)
+
+
+def test_labels_name_models_explicitly_when_both_reports_carry_one():
+    renamed = diff_snapshots(read_snapshot(report("a.py", BASE, class_name="NetV1", label="detector")),
+                             read_snapshot(report("b.py", BASE, class_name="NetV2", label="detector")))
+    assert renamed.other_model is None  # same label: the same model, whatever its class became
+    other = diff_snapshots(read_snapshot(report("m.py", BASE, label="encoder")),
+                           read_snapshot(report("m.py", BASE, label="decoder")))
+    assert other.other_model == "encoder (Net)"
+    # one side without a label (a baseline written before --label): factory and class decide
+    half = diff_snapshots(read_snapshot(report("x.py", BASE)), read_snapshot(report("m.py", BASE, label="net")))
+    assert half.other_model is None
 
 
 def test_markdown_escapes_model_supplied_names():

@@ -131,6 +131,15 @@ def test_attention_layout_is_bnsd_when_the_query_is_not_a_plain_transpose(kb):
 
 
 @pytest.mark.parametrize("method", ALL_METHODS)
+def test_gqa_hint_compares_head_counts_not_the_masks_expand(method, kb):
+    # Whisper-like: the additive mask is expanded (1, 1, 8, 8) -> (2, 1, 8, 8) into SDPA; q, k, v have 4 heads.
+    _, findings = findings_of(MODELS / "findings_attention_expanded_mask.py", method, kb)
+    sdpa = one(findings, "attention", "F.scaled_dot_product_attention")
+    assert "head_num 4" in sdpa.title and "additive float mask" in sdpa.title
+    assert "GQA" not in sdpa.title
+
+
+@pytest.mark.parametrize("method", ALL_METHODS)
 def test_attention_does_not_fire_without_scores_softmax_and_values(method, kb):
     # q @ k^T -> softmax -> sum; Linear -> softmax -> topk; matmul -> relu -> matmul.
     _, findings = findings_of(MODELS / "findings_attention_none.py", method, kb)

@@ -243,7 +243,8 @@ def test_error_codes(kb):
     composed = kb.error_code("ERR01002")
     assert composed.meaning == "operators (op-plugin kernels): invalid type" and "dtype" in composed.cause
     assert kb.error_code("ERR02100").meaning.startswith("distributed")
-    assert kb.error_code("ERR99999") is None and kb.error_code("nonsense") is None
+    assert kb.error_code("ERR99999").meaning.startswith("UNKNOWN application exception")
+    assert kb.error_code("ERR01999") is None and kb.error_code("nonsense") is None
     values = [c.value for c in kb.error_codes.values() if c.value is not None]
     assert len(values) == len(set(values))
 
@@ -367,3 +368,21 @@ def test_full_kb_folder_override(tmp_path):
     (copy / "kernels.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(KnowledgeBaseError, match="kernels.json: not valid JSON"):
         load_kb(copy)
+
+
+def test_cann_e_codes_listed_or_composed_from_module_and_class(kb):
+    assert kb.error_code("EZ9999").meaning == "Inner Error in an operator"
+    assert kb.error_code("ee1001").meaning.startswith("The argument is invalid")
+    assert kb.error_code("E39999").code == "E39999"
+    composed = kb.error_code("EZ1234")  # not listed: module Z, user class (0000-8999)
+    assert composed.meaning.startswith("operators") and composed.meaning.endswith("user-class error")
+    assert kb.error_code("EI9100").meaning.endswith("internal error")  # 9000-9999 internal
+    assert kb.error_code("EQ0001").meaning == "module Q: user-class error"  # a module the facts do not name
+
+
+def test_codes_in_text_picks_codes_out_of_a_log_block():
+    from opassess.kb.error_codes import codes_in_text
+    log = ("[ERROR] 2026-01-01 EZ9999: Inner Error!\nEZ9999 The error from device(chipId:0)\n"
+           "RuntimeError: call aclnnAdd failed, error code is 561003\n[ERROR] ERR99999 UNKNOWN application exception"
+           "\nACL_ERROR_RT_AICORE_EXCEPTION ret=507015 0xE12345 HEE1001")
+    assert codes_in_text(log) == ["EZ9999", "561003", "ERR99999", "ACL_ERROR_RT_AICORE_EXCEPTION", "507015"]

@@ -237,3 +237,43 @@ def test_examples_interrupted_then_resumed_with_shared_conv2d_counted_once(tmp_p
     document = json.loads(render_portfolio(portfolio, "json"))
     assert document["custom_dev"][0]["op"] == "opassess_examples::fused_bias_gelu"
     assert document["custom_dev"][0]["models"] == ["custom_op_model"]
+
+
+def test_a_manifest_gives_each_model_its_own_settings(tmp_path):
+    (tmp_path / "nets").mkdir()
+    (tmp_path / "nets" / "a.py").write_text("def build_model(): ...\n")
+    manifest = tmp_path / "portfolio.toml"
+    manifest.write_text('[[model]]\ntarget = "nets/a.py"\nname = "half"\ndtype = "float16"\n'
+                        'input_shape = ["1,3,8,8"]\nlabel = "a-half"\n\n'
+                        '[[model]]\ntarget = "nets/a.py"\nentry = "build_small"\n\n'  # the same file twice: once
+                        '[[model]]\ntarget = "pkg.zoo:build_vit"\ninput_dtype = "int64"\n')
+    models, skipped = expand_targets([str(manifest)])
+    assert skipped == () and [m.name for m in models] == ["half", "build_vit"]
+    half = models[0].scan_options(ScanOptions(target="", dtype="bfloat16"))
+    assert (half.target, half.dtype, half.input_shapes, half.label) == (
+        str(tmp_path / "nets" / "a.py"), "float16", ((1, 3, 8, 8),), "a-half")
+    assert models[1].scan_options(ScanOptions(target="")).input_dtype == "int64"
+    manifest.write_text('[[model]]\ntarget = "nets/a.py"\ntrain = true\n')
+    with pytest.raises(Exception, match=r"portfolio.toml.*train"):
+        expand_targets([str(manifest)])
+
+
+def test_a_manifest_portfolio_writes_portfolio_html_and_says_a_cause_once(tmp_path):
+    from typer.testing import CliRunner
+
+    from opassess.cli import app
+
+    (tmp_path / "pf2").mkdir()
+    (tmp_path / "pf2" / "x.py").write_text("def build_model():\n    raise ValueError('no weights here')\n")
+    manifest = tmp_path / "models.toml"
+    manifest.write_text(f'[[model]]\ntarget = "{ROOT / "examples" / "resnet_like.py"}"\ndtype = "float16"\n\n'
+                        '[[model]]\ntarget = "pf2/x.py"\n')
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["scan", str(manifest), "-o", str(out), "-q", "--jobs", "1", "--lang", "zh-CN"])
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("opassess: error:")]
+    assert len(errors) == 1 and errors[0].count("x.py: ") == 1, errors  # not 'pf2/x.py: pf2/x.py: ...'
+    assert json.loads((out / "resnet_like.json").read_text())["model"]["dtype"] == "float16"
+    page = (out / "portfolio.html").read_text()
+    assert '<html lang="zh-CN">' in page and "迁移顺序" in page and 'href="resnet_like.md"' in page
+    assert "no weights here" in page

@@ -5,7 +5,15 @@ import html.parser
 import re
 
 import pytest
-from report_support import check_golden, example_files, hostile_assessment, real_assessment, scrubbed, synthetic_example
+from report_support import (
+    check_golden,
+    example_files,
+    hostile_assessment,
+    model_assessment,
+    real_assessment,
+    scrubbed,
+    synthetic_example,
+)
 
 from opassess.report import render
 
@@ -72,3 +80,35 @@ def test_hostile_names_are_escaped(tmp_path):
     assert "<title>Ascend NPU migration assessment: &lt;script&gt;alert(1)&lt;/script&gt;</title>" in text
     assert "&lt;img src=x onerror=alert(2)&gt;" in text
     assert re.search(r'data-search="[^"]*&lt;script&gt;alert\(1\)&lt;/script&gt;', text)  # attribute values too
+
+
+def test_a_deprecated_replacement_is_badged_in_the_operator_row_and_said_in_the_summary():
+    text = render(model_assessment("nms"), "html")
+    summary = text[text.index('<section id="summary"'):text.index("</section>", text.index('<section id="summary"'))]
+    assert "<code>torch_npu.npu_nms_v4</code> is deprecated in the facts, no successor." in summary
+    row = re.search(r'<tr class="main">(?:(?!</tr>).)*torchvision::nms(?:(?!</tr>).)*</tr>', text, re.S).group(0)
+    assert 'class="badge deprecated"' in row and "no successor" in row
+
+
+def test_compute_shares_are_kept_apart_from_the_findings_to_act_on():
+    text = render(real_assessment("transformer_lm"), "html")
+    findings = text[text.index('<section id="findings"'):text.index("</section>", text.index('<section id="findings"'))]
+    actions = findings[:findings.index('<details class="compute-shares">')]
+    shares = findings[findings.index('<details class="compute-shares">'):]
+    assert "npu_fusion_attention" in actions and "of the FLOPs" not in actions
+    assert shares.count("<tr><td>") == 6 and "impact in the risk matrix only" in shares
+
+
+def test_the_20_80_badge_marks_only_a_few_operators():
+    # transformer_lm: most operator types carry the 80%: no badge; nms (3 types): the one or two that carry it
+    many = render(real_assessment("transformer_lm"), "html")
+    assert 'class="badge pareto"' not in many
+    few = render(model_assessment("nms"), "html")
+    assert 'class="badge pareto"' in few
+
+
+def test_details_open_without_javascript_and_the_page_prints_on_a4():
+    text = render(synthetic_example("resnet_like"), "html")
+    noscript = re.search(r"<noscript><style>(.*?)</style></noscript>", text).group(1)
+    assert "#ops tr.detail[hidden] { display: table-row; }" in noscript
+    assert "@page { size: A4;" in text and "@media print" in text

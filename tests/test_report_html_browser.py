@@ -129,3 +129,38 @@ def test_the_request_check_sees_a_page_that_fetches(tmp_path):
     with Browser(CHROMIUM) as browser:
         browser.open(path.as_uri())
         assert browser.requests() == [path.as_uri(), "http://127.0.0.1:9/pixel.png"]
+
+
+@pytest.mark.parametrize(("language", "heading", "counted"), [
+    ("zh-CN", "风险矩阵", "显示 {n} / 8 种算子类型"),
+    ("en", "Risk matrix", "{n} of 8 operator types"),
+])
+def test_the_report_in_each_language(tmp_path, language, heading, counted):
+    # The DOM in Chromium: the page's language, translated headings and filter count (html.js reads its format
+    # from the page), operator names as written, and no header, column head or card text cut off by its box.
+    assessment = real_assessment("resnet_like")
+    path = tmp_path / f"report-{language}.html"
+    path.write_text(render(assessment, "html", language=language), encoding="utf-8")
+    with Browser(CHROMIUM) as browser:
+        browser.open(path.as_uri())
+        assert browser.evaluate("document.documentElement.lang") == language
+        assert heading in browser.evaluate("Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+        names = browser.evaluate(f"{OPS}.map(b => b.dataset.op)")
+        assert "torch.nn.Conv2d" in names and len(names) == 8  # identifiers are never translated
+        _type_filter(browser, "norm")
+        shown = browser.evaluate(f"{OPS}.filter(b => !b.hidden).length")
+        assert 1 <= shown < 8
+        assert browser.evaluate("document.getElementById('shown-count').textContent") == counted.format(n=shown)
+        clipped = browser.evaluate(
+            "Array.from(document.querySelectorAll('header *, th, .card-label, .card-value'))"
+            ".filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow !== 'visible')"
+            ".map(e => e.textContent)")
+        assert clipped == []
+        # the first Pareto label stays inside the chart; risk-matrix chips are one line (cut with an ellipsis,
+        # the full name in their title), never broken mid-word
+        assert browser.evaluate("document.querySelector('#pareto-chart .bar-label').getBoundingClientRect().left"
+                                " >= document.querySelector('#pareto-chart').getBoundingClientRect().left")
+        heights = browser.evaluate("Array.from(document.querySelectorAll('#risk-matrix .chip'))"
+                                   ".map(c => c.getBoundingClientRect().height)")
+        assert heights and max(heights) < 2 * min(heights)
+        browser.screenshot(ARTIFACTS / f"report-resnet_like-{language}.png")

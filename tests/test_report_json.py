@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from report_support import example_files, real_assessment, synthetic_example
+from report_support import example_files, model_assessment, real_assessment, synthetic_example
 
 import opassess.report
 from opassess.report import render
@@ -77,3 +77,34 @@ def test_schema_rejects_a_broken_report(validator):
 def test_top_level_key_order_is_the_documented_one():
     document = json.loads(render(synthetic_example("resnet_like"), "json"))
     assert list(document)[:6] == ["format_version", "tool", "model", "target", "torch_npu", "kb_version"]
+
+
+def test_a_deprecated_replacement_is_in_the_contract(validator):
+    document = json.loads(render(model_assessment("nms"), "json"))
+    assert not _errors(validator, document)
+    nms = next(op for op in document["operators"] if op["op"] == "torchvision::nms")
+    assert nms["replacement_deprecated"] == {"successor": None}
+    assert all(op["replacement_deprecated"] is None for op in document["operators"] if op is not nms)
+
+
+def _properties(node, path=""):
+    """Every (path, property schema) under a `properties` keyword, however deep (items, oneOf, $defs ...)."""
+    if isinstance(node, dict):
+        for key, value in (node.get("properties") or {}).items():
+            yield f"{path}/{key}", value
+        for key, value in node.items():
+            if key != "properties":
+                yield from _properties(value, f"{path}/{key}")
+        for key, value in (node.get("properties") or {}).items():
+            yield from _properties(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _properties(value, f"{path}[{i}]")
+
+
+def test_every_schema_property_has_a_description():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    properties = list(_properties(schema))
+    assert len(properties) > 100  # the walk reaches nested and $defs properties
+    missing = [path for path, prop in properties if not isinstance(prop, dict) or not prop.get("description")]
+    assert missing == []

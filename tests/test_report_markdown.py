@@ -9,6 +9,7 @@ from report_support import (
     empty_assessment,
     example_files,
     hostile_assessment,
+    model_assessment,
     real_assessment,
     scrubbed,
     synthetic_example,
@@ -70,3 +71,11 @@ def test_a_model_without_operators_reads_cleanly():
     assert "20/80" not in text
     assert "```mermaid" not in text
     assert "| Highest risk | **none** (no operator to port) |" in text
+
+
+def test_a_deprecated_replacement_is_said_in_the_summary_and_the_evidence():
+    text = render(model_assessment("nms"), "md")
+    summary = text[:text.index("## Categories")]
+    assert ("> **Deprecated replacement:** `torchvision::nms` -> `torch_npu.npu_nms_v4` is deprecated in the facts, "
+            "no successor.") in summary
+    assert "- Replacement: `torch_npu.npu_nms_v4` (deprecated, no successor)" in text

@@ -1,7 +1,13 @@
 """Terminal summary: totals with the range, categories, top operators, risk grid, where the full report is."""
 from __future__ import annotations
 
-from report_support import empty_assessment, hostile_assessment, real_assessment, synthetic_example
+from report_support import (
+    empty_assessment,
+    hostile_assessment,
+    model_assessment,
+    real_assessment,
+    synthetic_example,
+)
 
 from opassess.report import render
 
@@ -36,3 +42,9 @@ def test_a_model_without_operators_has_no_pareto_sentence():
     text = render(empty_assessment(), "terminal")
     assert "Estimated effort: 0.0 person-days likely" in text
     assert "20/80" not in text  # "0 of 0 operator types (0%) carry 0% of the estimated effort" says nothing
+
+
+def test_a_deprecated_replacement_is_said():
+    text = " ".join(render(model_assessment("nms"), "terminal").split())  # rich wraps at the width
+    assert ("Deprecated replacement: torchvision::nms -> torch_npu.npu_nms_v4 is deprecated in the facts, "
+            "no successor") in text

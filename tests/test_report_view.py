@@ -208,25 +208,6 @@ def test_module_rows_past_the_cap_are_the_smallest_not_the_last_in_tree_order():
     assert "8 more modules, each smaller than every module shown" in render(assessment, "html")
 
 
-def test_each_reason_once_with_the_signatures_it_covers():
-    from opassess.records import Reason
-    from opassess.report.display import _reason_rows
-    from opassess.report.display_records import SignatureRow
-
-    sigs = tuple(SignatureRow(text=f"x: bfloat16[{n}]", count=1, category="direct") for n in (1, 2, 3, 4, 5))
-    bf16 = ("dtype", "input dtype bfloat16 is not supported", "cann_aclnn_dtypes.tsv")
-    reasons = (Reason(*bf16, signature=0), Reason("kernel", "aten::mm has an NPU kernel", "npu_aten_ops"),
-               Reason(*bf16, signature=2), Reason(*bf16, signature=0), Reason("view-op", "aten::t", "rules", 1),
-               Reason("view-op", "aten::t", "rules", 0), Reason("view-op", "aten::t", "rules", 2),
-               Reason("view-op", "aten::t", "rules", 3), Reason("view-op", "aten::t", "rules", 4))
-    rows = _reason_rows(reasons, sigs)
-    assert [r.code for r in rows] == ["dtype", "kernel", "view-op"]  # first-seen order, each once
-    assert rows[0].signatures == (0, 2) and rows[0].covers == "signatures 1, 3 of 5: x: bfloat16[1]; x: bfloat16[3]"
-    assert rows[1].signatures == () and rows[1].covers == ""  # given for the operator
-    assert rows[2].covers == "all 5 signatures"
-    assert _reason_rows(reasons[:1], sigs[:1])[0].covers == ""  # one signature: nothing to tell apart
-
-
 def test_the_header_says_which_evidence_decided(view):
     assert view["display"]["evidence_order"] == ("Verdicts from: kernel facts (CANN aclnn docs) for Atlas A2, then "
                                                  "the torch_npu API page, then the dispatcher.")

@@ -71,10 +71,15 @@ class Diff:
 
     @property
     def other_model(self) -> str | None:
-        """What the baseline describes when it is not the same model (another file or class), else None."""
-        if (self.before.source, self.before.class_name) == (self.after.source, self.after.class_name):
-            return None
-        return f"{self.before.source} ({self.before.class_name})"
+        """What the baseline describes when it is not the same model, else None.
+
+        Models match by --label when both reports carry one, else by factory and class: the path is not compared,
+        so a base revision checked out in another folder (a git worktree) is the same model."""
+        if self.before.label and self.after.label:
+            same = self.before.label == self.after.label
+        else:
+            same = (self.before.entry, self.before.class_name) == (self.after.entry, self.after.class_name)
+        return None if same else self.before.name
 
 
 def diff_snapshots(before: Snapshot, after: Snapshot) -> Diff:

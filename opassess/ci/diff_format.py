@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ReportError
 from ..records import Effort
+from ..report.i18n import N_
 from ..report.text import days_or, signed_days
 from ..vocabulary import Category
 from .diff import CHANGES, Diff, OpChange
@@ -42,6 +43,11 @@ def _change_row(change: OpChange) -> dict[str, Any]:
     }
 
 
+# Section headings of the Markdown diff, marked for the message catalog and translated in the template.
+SECTION_TITLES = {"added": N_("Added"), "reclassified": N_("Reclassified"), "changed": N_("Changed"),
+                  "removed": N_("Removed")}
+
+
 def new_custom_dev(diff: Diff) -> list[str]:
     """Operators the change made custom-dev (added as one, or moved up to it)."""
     return [c.op for c in diff.changes if c.worse and c.after and c.after.category == Category.CUSTOM_DEV]
@@ -63,8 +69,8 @@ def diff_view(diff: Diff, breaches: Sequence[Any] = ()) -> dict[str, Any]:
         "unchanged": not diff.changes,
         "other_model": diff.other_model,
         "new_custom": new_custom_dev(diff),
-        "sections": [{"name": name, "rows": [r for r in rows if r["change"] == name]} for name in CHANGES
-                     if counts[name]],
+        "sections": [{"name": name, "title": SECTION_TITLES[name], "rows": [r for r in rows if r["change"] == name]}
+                     for name in CHANGES if counts[name]],
         "breaches": [b.message for b in breaches],
     }
 
@@ -96,14 +102,15 @@ def diff_document(diff: Diff) -> dict[str, Any]:
     }
 
 
-def render_diff(diff: Diff, fmt: str = "md", *, breaches: Sequence[Any] = (), templates_dir: Path | None = None
-                ) -> str:
-    """The diff as Markdown (a pull-request comment, through templates/diff.md.j2) or JSON."""
+def render_diff(diff: Diff, fmt: str = "md", *, breaches: Sequence[Any] = (), templates_dir: Path | None = None,
+                language: str = "en") -> str:
+    """The diff as Markdown (a pull-request comment, through templates/diff.md.j2, in `language`) or JSON (English:
+    a machine format)."""
     if fmt == "json":
         return json.dumps(diff_document(diff), indent=2, ensure_ascii=False) + "\n"
     if fmt == "md":
         from ..report.templates import render_template
 
-        text = render_template("diff.md.j2", "markdown", diff_view(diff, breaches), templates_dir)
+        text = render_template("diff.md.j2", "markdown", diff_view(diff, breaches), templates_dir, language)
         return text if text.endswith("\n") else text + "\n"
     raise ReportError(f"a diff renders as {' or '.join(DIFF_FORMATS)}, not {fmt!r}")

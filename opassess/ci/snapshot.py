@@ -58,6 +58,13 @@ class Snapshot:
     total: Effort | None  # summary.person_days
     operators: tuple[OpState, ...]
     origin: str  # where it was read from: a file name, or "assessment"
+    entry: str = ""  # model.entry, the factory's name ("build_model")
+    label: str | None = None  # model.label (--label), absent in reports written before it existed
+
+    @property
+    def name(self) -> str:
+        """How a report names this model: 'net (Net)' with a label, else 'models/net.py:build_model (Net)'."""
+        return f"{self.label} ({self.class_name})" if self.label else f"{self.source}:{self.entry} ({self.class_name})"
 
     def operator(self, op: str) -> OpState | None:
         return next((o for o in self.operators if o.op == op), None)
@@ -131,7 +138,8 @@ def _from_document(document: Any, origin: str) -> Snapshot:
             ))
         return Snapshot(source=model["source"], class_name=model.get("class", ""),
                         total=_effort(summary.get("person_days"), f"{origin}: summary"),
-                        operators=tuple(operators), origin=origin)
+                        operators=tuple(operators), origin=origin, entry=str(model.get("entry") or ""),
+                        label=model.get("label"))
     except ReportError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

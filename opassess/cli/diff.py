@@ -8,7 +8,7 @@ import typer
 
 from ..ci.diff_format import DIFF_FORMATS
 from .errors import fail_on_breaches, reporting_errors
-from .options import Debug, FailOn, MaxPersonDays, MaxRisk, Templates, build_policy
+from .options import Debug, FailOn, Lang, MaxPersonDays, MaxRisk, Templates, build_policy, report_language
 
 
 def diff_command(
@@ -21,6 +21,7 @@ def diff_command(
     max_person_days: MaxPersonDays = None,
     max_risk: MaxRisk = None,
     templates: Templates = None,
+    lang: Lang = None,
     debug: Debug = False,
 ) -> None:
     """Compare two JSON reports: operators added, removed and re-classified, and the change in effort.
@@ -36,9 +37,11 @@ def diff_command(
 
     with reporting_errors(debug):
         policy = build_policy(fail_on, max_person_days, max_risk)
+        language = report_language(lang)
         if fmt not in DIFF_FORMATS:
             raise typer.BadParameter(f"{fmt!r}: expected {' or '.join(DIFF_FORMATS)}", param_hint="'--format'")
         difference = diff_snapshots(read_snapshot(before), read_snapshot(after))
         breaches = evaluate(difference, policy)
-        write_output(render_diff(difference, fmt, breaches=breaches, templates_dir=templates), output)
+        write_output(render_diff(difference, fmt, breaches=breaches, templates_dir=templates, language=language),
+                     output)
         fail_on_breaches([b.message for b in breaches])

@@ -1,13 +1,14 @@
 """`opassess kb ...` and `opassess explain CODE`: parse the arguments, ask the knowledge base, print its text."""
 from __future__ import annotations
 
+import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..kb.describe import format_entry, format_error_code, format_import, format_summary
+from ..kb.describe import format_entry, format_error_list, format_errors_in_text, format_import, format_summary
 from ..kb.store import load_kb, user_kb_dir
 from ..kb.wheel_import import import_wheel
 from ..trace.decompose import decomposition
@@ -67,8 +68,17 @@ def kb_import(
 
 
 def explain(
-    code: Annotated[str, typer.Argument(help="ACL_ERROR_* name, its number (107000), or torch_npu's ERRxxyyy.")],
+    code: Annotated[list[str] | None, typer.Argument(
+        help="ACL_ERROR_* name, its number (107000), torch_npu's ERRxxyyy, a CANN E-code (EZ9999), or a pasted log "
+             "line or block (quoted; `-` or nothing reads standard input).")] = None,
+    list_codes: Annotated[bool, typer.Option("--list", help="List every known code and the code families.")] = False,
 ) -> None:
-    """Explain an Ascend error code: cause and remedy."""
+    """Explain Ascend error codes (cause and remedy), alone or picked out of a pasted log."""
     with _errors():
-        typer.echo(format_error_code(load_kb(), code))
+        if list_codes:
+            typer.echo(format_error_list(load_kb()))
+            return
+        text = " ".join(code or [])
+        if not text.strip() or text.strip() == "-":
+            text = sys.stdin.read()
+        typer.echo(format_errors_in_text(load_kb(), text))

@@ -18,6 +18,21 @@ MaxRisk = Annotated[int | None, typer.Option(
     "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
 Templates = Annotated[Path | None, typer.Option(help="A directory of report templates overriding the shipped ones.")]
 Debug = Annotated[bool, typer.Option(help="Show tracebacks.")]
+Lang = Annotated[str | None, typer.Option(
+    "--lang", help="Language of the human formats (terminal, md, html, step summary): zh-CN or en (default: from "
+                   "LANGUAGE / LC_ALL / LC_MESSAGES / LANG, English when unknown). JSON, CSV, SARIF, JUnit stay "
+                   "English.")]
+
+
+def report_language(value: str | None) -> str:
+    """--lang resolved (or the locale's language when not given); an unknown language is a usage error."""
+    from ..errors import ReportError
+    from ..report.i18n import resolve_language
+
+    try:
+        return resolve_language(value)
+    except ReportError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--lang'") from exc
 
 
 def build_policy(fail_on: list[str] | None, max_person_days: float | None, max_risk: int | None) -> Policy:

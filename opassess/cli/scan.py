@@ -12,7 +12,7 @@ import typer
 from ..errors import EXIT_ERROR
 from ..report.registry import REPORTERS, format_for_suffix
 from .errors import fail_on_breaches, reporting_errors
-from .options import Debug, FailOn, MaxPersonDays, MaxRisk, Templates, build_policy
+from .options import Debug, FailOn, Lang, MaxPersonDays, MaxRisk, Templates, build_policy, report_language
 
 DEFAULT_FORMAT = "terminal"
 PORTFOLIO_FORMAT = "md"  # per-model reports of a portfolio, besides JSON
@@ -103,7 +103,17 @@ def scan(
                                       "jobs).")] = None,
     resume: Annotated[bool, typer.Option(
         help="Continue an interrupted run in -o DIR without rescanning finished models.")] = False,
+    executor: Annotated[str, typer.Option(
+        help="Where a portfolio's models run: local (worker processes on this machine) or ray (one Ray task each, "
+             "on a Ray cluster; pip install 'opassess[ray]').")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="With --executor ray: the cluster to join (HOST:PORT, ray://HOST:PORT, or auto for "
+                              "RAY_ADDRESS); without it a Ray instance is started on this machine.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    lang: Lang = None,
+    label: Annotated[str | None, typer.Option(
+        help="A name for the model, written in its JSON report: a --baseline or `opassess diff` matches models by "
+             "it when both reports carry one (otherwise by factory and class, never by path).")] = None,
     debug: Debug = False,
 ) -> None:
     """Scan models: trace each, classify every operator, estimate the porting effort, write reports, apply CI gates.
@@ -119,6 +129,10 @@ def scan(
         if fail_on_new and baseline is None:
             raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
                                      param_hint="'--fail-on-new'")
+        if executor not in ("local", "ray"):
+            raise typer.BadParameter("expected local or ray", param_hint="'--executor'")
+        if ray_address is not None and executor != "ray":
+            raise typer.BadParameter("needs --executor ray", param_hint="'--ray-address'")
         if device not in ("meta", "cpu"):
             raise typer.BadParameter("expected meta or cpu", param_hint="'--device'")
         if dtype:
@@ -129,17 +143,22 @@ def scan(
             target=targets[0], entry=entry, input_shapes=tuple(parse_shape(s) for s in input_shape or ()),
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
-            torch_npu=torch_npu, weights=weights, kb_dir=kb,
+            torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
         )
-        if len(targets) > 1 or any(Path(t).is_dir() for t in targets):
+        if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:
                 raise typer.BadParameter("compares one model; with several, run `opassess diff` on each model's "
                                          "JSON report", param_hint="'--baseline'")
+            if label is not None:
+                raise typer.BadParameter("names one model; a portfolio names each model by its file",
+                                         param_hint="'--label'")
             _scan_portfolio(targets, options, fmt=fmt, output=output, templates=templates, policy=policy,
-                            jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet)
+                            jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet,
+                            executor=executor, ray_address=ray_address)
         else:
             given = [name for name, value in (("--jobs", jobs), ("--timeout", timeout),
-                                              ("--memory-limit", memory_limit), ("--resume", resume or None))
+                                              ("--memory-limit", memory_limit), ("--resume", resume or None),
+                                              ("--executor", None if executor == "local" else executor))
                      if value is not None]
             if given:
                 raise typer.BadParameter(_SEVERAL, param_hint=f"'{given[0]}'")
@@ -163,12 +182,12 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     # The model's own code runs inside assess(): whatever it prints goes to stderr, so stdout carries the report only.
     with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
         assessment = assess(options, progress)
-    view = build_view(assessment)  # the one JSON document: the report, the snapshot and the gates all read it
+    view = build_view(assessment, options.language)  # the one JSON document: report, snapshot and gates read it
     after = read_snapshot(view.document)
     diff = diff_snapshots(before, after) if before is not None else None
     breaches = evaluate(diff if fail_on_new else after, policy)
     _write_report(view, chosen, output=output, templates=templates, breaches=breaches, quiet=quiet)
-    _finish_ci(after, diff, baseline=baseline, templates=templates, breaches=breaches)
+    _finish_ci(after, diff, baseline=baseline, templates=templates, breaches=breaches, language=options.language)
 
 
 def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
@@ -179,7 +198,7 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
     to_terminal = chosen == DEFAULT_FORMAT and (output is None or output == "-") and sys.stdout.isatty()
     width = shutil.get_terminal_size((100, 24)).columns if to_terminal else 100
     text = render_view(view, chosen, RenderContext(templates_dir=templates, breaches=tuple(breaches), width=width,
-                                                   color=to_terminal))
+                                                   color=to_terminal, language=view.language))
     if chosen == DEFAULT_FORMAT and (output is None or output == "-"):
         typer.echo(text, nl=False)
     else:
@@ -188,7 +207,7 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
             typer.echo(f"opassess: wrote {chosen} report to {output}", err=True)
 
 
-def _finish_ci(after, diff, *, baseline, templates, breaches) -> None:
+def _finish_ci(after, diff, *, baseline, templates, breaches, language) -> None:
     """The baseline diff's one-line account, the step summary, then the gates."""
     from ..ci.diff_format import new_custom_dev, render_diff
     from ..report.summary import append_step_summary, render_summary
@@ -196,35 +215,55 @@ def _finish_ci(after, diff, *, baseline, templates, breaches) -> None:
 
     diff_markdown = None
     if diff is not None:
-        diff_markdown = render_diff(diff, "md", templates_dir=templates)  # the summary lists the breaches
+        diff_markdown = render_diff(diff, "md", templates_dir=templates, language=language)  # breaches: below
         counts = {name: len(diff.of(name)) for name in ("added", "removed", "reclassified")}
         typer.echo(f"opassess: against {baseline}: {counts['added']} added ({len(new_custom_dev(diff))} custom-dev), "
                    f"{counts['removed']} removed, {counts['reclassified']} re-classified operator types; effort "
                    f"{signed_days(diff.effort.likely, zero_sign=True)} person-days", err=True)
     append_step_summary(render_summary(after, diff_markdown=diff_markdown, breaches=breaches,
-                                       templates_dir=templates))
+                                       templates_dir=templates, language=language))
     fail_on_breaches([b.message for b in breaches])
 
 
 def _portfolio_progress(quiet: bool):
-    """A rich progress bar across models on a terminal's stderr; nothing otherwise."""
-    if quiet or not sys.stderr.isatty():
+    """Progress across models: a rich bar (done, running, failed) on a terminal's stderr, else nothing; the line
+    saying where a cluster's dashboard is either way (unless --quiet)."""
+    if quiet:
         return contextlib.nullcontext(None)
+
+    def dashboard(event) -> None:
+        if event.kind == "dashboard":
+            typer.echo(f"opassess: Ray dashboard at {event.name}", err=True)
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(dashboard)
 
     @contextlib.contextmanager
     def bar():
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        console = Console(stderr=True)
         with Progress(TextColumn("opassess"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as progress:
+                      TextColumn("{task.description}"), console=console, transient=True) as progress:
             task = progress.add_task("", total=None)
+            running: set[str] = set()
+            failed = 0
 
             def update(event) -> None:
+                nonlocal failed
+                if event.kind == "dashboard":
+                    console.print(f"opassess: Ray dashboard at {event.name}", highlight=False)
+                    return
+                if event.kind == "start":
+                    running.add(event.name)
+                else:
+                    running.discard(event.name)
+                failed += bool(event.result and event.result.status != "ok")
                 verb = {"start": "scanning", "resumed": "resumed", "done": "finished"}.get(event.kind, event.kind)
-                failed = f" (failed: {event.result.cause})" if event.result and event.result.status != "ok" else ""
+                cause = f" (failed: {event.result.cause})" if event.result and event.result.status != "ok" else ""
                 progress.update(task, total=event.total, completed=event.done,
-                                description=f"{verb} {event.name}{failed}")
+                                description=f"{len(running)} running, {failed} failed; {verb} {event.name}{cause}")
 
             yield update
 
@@ -232,7 +271,7 @@ def _portfolio_progress(quiet: bool):
 
 
 def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, timeout, memory_limit, resume,
-                    quiet) -> None:
+                    quiet, executor="local", ray_address=None) -> None:
     """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR."""
     from ..portfolio import PortfolioOptions, default_jobs, scan_portfolio
     from ..report.portfolio import render_portfolio
@@ -247,6 +286,11 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
     if per_model not in REPORTERS or per_model == DEFAULT_FORMAT:
         raise typer.BadParameter(f"unknown per-model format {per_model!r}; expected one of "
                                  f"{_format_names(exclude=(DEFAULT_FORMAT,))}", param_hint="'--format'")
+    runner = None
+    if executor == "ray":
+        from ..portfolio.ray_executor import RayExecutor
+
+        runner = RayExecutor(ray_address, jobs)  # without Ray installed: one line, exit 2
     out_dir = Path(output)
     portfolio_options = PortfolioOptions(
         targets=tuple(targets), scan=options, out_dir=out_dir,
@@ -254,10 +298,12 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         timeout=timeout if timeout is not None else 600.0,
         memory_limit=None if memory_limit is None else int(memory_limit * 2**30), resume=resume, policy=policy)
     with _portfolio_progress(quiet) as on_event:
-        portfolio = scan_portfolio(portfolio_options, on_event)
-    markdown = render_portfolio(portfolio, "md", templates_dir=templates)
+        portfolio = scan_portfolio(portfolio_options, on_event, executor=runner)
+    markdown = render_portfolio(portfolio, "md", templates_dir=templates, language=options.language)
     write_output(render_portfolio(portfolio, "json"), out_dir / "portfolio.json")
     write_output(markdown, out_dir / "portfolio.md")
+    write_output(render_portfolio(portfolio, "html", templates_dir=templates, language=options.language),
+                 out_dir / "portfolio.html")
     append_step_summary(markdown)
     if not quiet:
         resumed = sum(1 for r in portfolio.results if r.resumed)
@@ -266,8 +312,10 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
                    f"{days(portfolio.shared_total.likely)} person-days with operators shared "
                    f"({days(portfolio.standalone_total.likely)} one by one); wrote {out_dir / 'portfolio.md'}",
                    err=True)
-    for result in portfolio.failed:
-        typer.echo(f"opassess: error: {result.target}: {result.cause}", err=True)
+    for result in portfolio.failed:  # a scan error names its file already: 'pf2/x.py: ...' is said once
+        cause = result.cause or ""
+        typer.echo(f"opassess: error: {cause if cause.startswith(result.target) else f'{result.target}: {cause}'}",
+                   err=True)
     if portfolio.failed:
         for name, breach in portfolio.breaches:
             typer.echo(f"opassess: policy: {name}: {breach.message}", err=True)

@@ -21,8 +21,8 @@ def attention_layout(graph: Graph, chain: Sequence[str]) -> dict[str, Any]:
     A 3-D query (batch * heads, seq, dim) is BSH with head_num 1."""
     first = chain[0]
     node = graph.node[first]
-    facts = {"mask": _attention_mask(graph, chain), "gqa": _repeated_kv(graph, first)}
     q = node.input_shapes[0] if node.input_shapes else None
+    facts = {"mask": _attention_mask(graph, chain), "gqa": _repeated_kv(graph, first, q)}
     if q is None or len(q) not in (3, 4):
         return {"layout": "BNSD", "heads": "?", **facts}
     if len(q) == 3:
@@ -36,9 +36,16 @@ def attention_layout(graph: Graph, chain: Sequence[str]) -> dict[str, Any]:
     return {"layout": "BNSD", "heads": q[1], **facts}
 
 
-def _repeated_kv(graph: Graph, name: str) -> str:
+def _repeated_kv(graph: Graph, name: str, q: tuple[int, ...] | None) -> str:
     """Grouped-query attention written with repeat_kv (expand + reshape of k and v) shortly before the attention:
-    npu_fusion_attention takes fewer key/value heads than query heads, so the repeat (a copy) can go."""
+    npu_fusion_attention takes fewer key/value heads than query heads, so the repeat (a copy) can go.
+
+    Decided by head counts, not by the presence of an expand: a mask expanded to the batch (Whisper's
+    (1, 1, T, S) -> (B, 1, T, S)) is a repeat too. It is GQA only when the repeated tensor has fewer heads than
+    the query and the repeat brings them to the query's count, with the query's head size: for q (1, 8, 128, 32),
+    k (1, 2, 128, 32) expanded to (1, 2, 4, 128, 32) is 2 kv heads repeated to 2 * 4 = 8."""
+    if q is None or len(q) != 4:
+        return ""
     frontier, seen = [name], {name}
     for _ in range(4):  # the reshape, the expand, the unsqueeze and a transpose at most
         nxt = []
@@ -47,12 +54,24 @@ def _repeated_kv(graph: Graph, name: str) -> str:
                 if p in seen:
                     continue
                 seen.add(p)
-                if graph.plays(p, ("repeat",)):
+                if graph.plays(p, ("repeat",)) and _repeats_heads(graph, p, q):
                     return ", GQA: drop repeat_kv, npu_fusion_attention takes the kv heads as they are"
                 if graph.plays(p, ("view", "transpose", "slice", "cast")):
                     nxt.append(p)
         frontier = nxt
     return ""
+
+
+def _repeats_heads(graph: Graph, name: str, q: tuple[int, ...]) -> bool:
+    """Whether this repeat turns fewer kv heads into the query's heads (see _repeated_kv)."""
+    node = graph.node[name]
+    if not node.input_shapes or not node.output_shapes:
+        return False
+    before, after = node.input_shapes[0], node.output_shapes[0]
+    if before is None or after is None or len(before) < 4 or len(after) not in (4, 5) or after[-1] != q[-1]:
+        return False
+    repeated = after[1] * after[2] if len(after) == 5 else after[1]
+    return before[1] < q[1] and repeated == q[1]
 
 
 def _attention_mask(graph: Graph, chain: Sequence[str]) -> str:

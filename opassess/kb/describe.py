@@ -8,6 +8,7 @@ from typing import Any
 from opassess.errors import KnowledgeBaseError
 
 from . import kernels
+from .error_codes import codes_in_text, listed_codes
 from .facts import ApiFact, Limitation
 from .store import KnowledgeBase
 
@@ -246,10 +247,41 @@ def format_error_code(kb: KnowledgeBase, code: str) -> str:
     """What `opassess explain CODE` prints: meaning, cause, remedy and source."""
     entry = kb.error_code(code)
     if entry is None:
-        raise KnowledgeBaseError(f"unknown error code {code!r} (try an ACL_ERROR_* name, its number, or ERRxxyyy)")
+        raise KnowledgeBaseError(f"unknown error code {code!r} (try an ACL_ERROR_* name, its number, ERRxxyyy, "
+                                 f"an E-code such as EZ9999, or --list)")
     value = f" = {entry.value}" if entry.value is not None else ""
     return "\n".join([f"{entry.code}{value}: {entry.meaning}", f"  cause:  {entry.cause}",
                       f"  remedy: {entry.remedy}", f"  source: {entry.evidence}"])
+
+
+def format_errors_in_text(kb: KnowledgeBase, text: str) -> str:
+    """`opassess explain` on a pasted log line or block: every code found in it, explained or said unknown."""
+    single = text.strip()
+    if single and not any(ch.isspace() for ch in single) and kb.error_code(single) is not None:
+        return format_error_code(kb, single)
+    found = codes_in_text(text)
+    if not found:
+        if single and not any(ch.isspace() for ch in single):
+            return format_error_code(kb, single)  # raises: one word that is not a known code
+        raise KnowledgeBaseError("no error code found in the text (looked for ACL_ERROR_*, ERRxxyyy, E-codes such "
+                                 "as EZ9999, and the number after 'error code')")
+    known = [kb.error_code(code) for code in found]
+    if all(entry is None for entry in known):
+        raise KnowledgeBaseError(f"unknown error code(s) {', '.join(found)} (try `opassess explain --list`)")
+    blocks = [format_error_code(kb, code) if entry is not None else f"{code}: not in opassess's error-code facts"
+              for code, entry in zip(found, known, strict=True)]
+    return "\n\n".join(blocks)
+
+
+def format_error_list(kb: KnowledgeBase) -> str:
+    """`opassess explain --list`: every concrete code with its meaning, then the families composed on lookup."""
+    codes = kb.error_codes
+    lines = [f"{c.code:<40} {c.value if c.value is not None else '':>7}  {c.meaning}" for c in listed_codes(codes)]
+    families = sorted(c.code for c in codes.values() if c.module is not None)
+    lines += ["", "Families (any code of the form is explained from its module and kind): "
+              "ERRxxyyy with xx in " + ", ".join(f[3:] for f in families if f.startswith("ERR"))
+              + "; E-codes Emnnnn with m in " + ", ".join(f[1:] for f in families if not f.startswith("ERR"))]
+    return "\n".join(lines)
 
 
 def format_import(summary: Mapping[str, Any]) -> str:

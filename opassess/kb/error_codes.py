@@ -9,14 +9,18 @@ from pathlib import Path
 from opassess.datafile import TomlTable
 from opassess.errors import KnowledgeBaseError
 
-SECTIONS = ("acl", "torch_npu_module", "torch_npu_code")
+SECTIONS = ("acl", "torch_npu_module", "torch_npu_code", "cann_module", "cann_code")
+# A code as it appears in a log: an ACL/aclnn name, torch_npu's ERRxxyyy, CANN's E-codes (EZ9999), or the number
+# after "error code" / "ret" (507015).
+_IN_TEXT = re.compile(r"\b(ACL_ERROR_[A-Z_]+|ACLNN_ERR_[A-Z_]+|ERR\d{5}|E[0-9A-Z]\d{4})\b"
+                      r"|(?:error ?code|ret)\s*(?:is|=|:)?\s*\[?(\d{6})\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class ErrorCode:
     """One error code with its meaning, cause and remedy in our own words."""
 
-    code: str  # "ACL_ERROR_INVALID_PARAM" or "ERR01003" or "ERR01" (a family)
+    code: str  # "ACL_ERROR_INVALID_PARAM", "ERR01003", "ERR01" (a family), "EZ9999" or "EZ" (a module)
     value: int | None
     module: str | None
     meaning: str
@@ -55,6 +59,9 @@ def find_error_code(codes: Mapping[str, ErrorCode], code: str) -> ErrorCode | No
         return codes[key]
     if key.isdigit():
         return next((c for c in codes.values() if c.value == int(key)), None)
+    m = re.fullmatch(r"E([0-9A-Z])(\d{4})", key)
+    if m:
+        return _cann_code(codes, key, m.group(1), int(m.group(2)))
     m = re.fullmatch(r"ERR(\d{2})(\d{3})", key)
     if m:
         generic = codes.get(f"ERR**{m.group(2)}")
@@ -64,3 +71,33 @@ def find_error_code(codes: Mapping[str, ErrorCode], code: str) -> ErrorCode | No
             return ErrorCode(key, None, module_name, f"{module_name}: {generic.meaning}", generic.cause,
                              generic.remedy, generic.evidence)
     return None
+
+
+def _cann_code(codes: Mapping[str, ErrorCode], key: str, module_char: str, number: int) -> ErrorCode | None:
+    """A CANN E-code not listed itself, composed from its module (EZ) and its class (user or internal)."""
+    module = codes.get(f"E{module_char}")
+    generic = codes.get("E**9000-9999" if number >= 9000 else "E**0000-8999")
+    if generic is None:
+        return None
+    module_name = module.meaning if module else f"module {module_char}"
+    evidence = f"{module.evidence}; {generic.evidence}" if module else generic.evidence
+    return ErrorCode(key, None, module_name, f"{module_name}: {generic.meaning}",
+                     f"{module.cause} {generic.cause}" if module else generic.cause,
+                     f"{generic.remedy} {module.remedy}" if module else generic.remedy, evidence)
+
+
+def codes_in_text(text: str) -> list[str]:
+    """The error codes in a pasted log line or block, in order of appearance, each once (upper-cased).
+
+    'EZ9999: Inner Error! ... [ERROR] ... ERR99999 UNKNOWN application exception' -> ['EZ9999', 'ERR99999'];
+    'call aclnnAdd failed, error code is 561103' -> ['561103'].
+    """
+    found: dict[str, None] = {}
+    for m in _IN_TEXT.finditer(text):
+        found.setdefault((m.group(1) or m.group(2)).upper(), None)
+    return list(found)
+
+
+def listed_codes(codes: Mapping[str, ErrorCode]) -> list[ErrorCode]:
+    """The codes `explain --list` shows: every concrete code (not the module and class entries), sorted."""
+    return sorted((c for c in codes.values() if "*" not in c.code and c.module is None), key=lambda c: c.code)

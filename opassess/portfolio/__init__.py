@@ -1,6 +1,7 @@
 """Portfolio: scan many models, each in its own worker, and plan their migration with effort shared.
 
 targets.py finds the models, workers.py runs each in an isolated process (timeout, memory cap, crash isolation),
+ray_executor.py runs each as a Ray task on a cluster instead (shipping.py carries the model folders there),
 state.py lets an interrupted run resume, plan.py orders the models by marginal effort with operators paid once.
 """
 from __future__ import annotations
@@ -61,7 +62,8 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
     except OSError as exc:
         raise ReportError(f"cannot create the output directory {out_dir}: {exc.strerror or exc}") from exc
 
-    fingerprints = {m.target: fingerprint(options, m.target) for m in models}
+    fingerprints = {m.target: fingerprint(replace(options, scan=m.scan_options(options.scan)), m.target)
+                    for m in models}
     state: dict[str, Any] = read_state(out_dir) if options.resume else {}
     results: dict[str, ModelResult] = {}
     done = 0

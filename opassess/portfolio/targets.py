@@ -4,8 +4,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
+
+from ..pipeline import ScanOptions
 
 STATE_FILE = "portfolio.state.json"
 PORTFOLIO_NAME = "portfolio"  # portfolio.json, portfolio.md
@@ -17,6 +20,11 @@ class ModelTarget:
 
     target: str
     name: str  # "resnet_like" -> resnet_like.json, resnet_like.md
+    settings: tuple[tuple[str, Any], ...] = ()  # scan options of this model alone (a manifest's dtype, entry, ...)
+
+    def scan_options(self, base: ScanOptions) -> ScanOptions:
+        """The portfolio's scan options with this model's target and its own settings."""
+        return replace(base, target=self.target, **dict(self.settings))
 
 
 @dataclass(frozen=True)
@@ -40,12 +48,20 @@ def expand_targets(targets: Sequence[str], entry: str | None = None
                    ) -> tuple[tuple[ModelTarget, ...], tuple[Skipped, ...]]:
     """Files as given, directories as the model files in them (recursively, defining the factory), module:factory
     targets as given; each named after its file stem (or factory), disambiguated when two stems clash."""
+    from .manifest import is_manifest, read_manifest
+
     factory = (entry or "build_model").rsplit(":", 1)[-1]
     found: list[str] = []
     skipped: list[Skipped] = []
+    given: dict[str, ModelTarget] = {}  # models of a manifest: their names and settings
     for target in targets:
         path = Path(target)
-        if path.is_dir():
+        if is_manifest(target):
+            for model_target, name, settings in read_manifest(path):
+                found.append(model_target)
+                # a file named twice is scanned once, with the settings it was first given
+                given.setdefault(model_target, ModelTarget(model_target, name or "", tuple(sorted(settings.items()))))
+        elif path.is_dir():
             for candidate in sorted(path.rglob("*.py")):
                 if any(part.startswith(".") or part == "__pycache__" for part in candidate.relative_to(path).parts):
                     continue
@@ -56,13 +72,14 @@ def expand_targets(targets: Sequence[str], entry: str | None = None
         else:
             found.append(target)
     unique = list(dict.fromkeys(found))  # a file named twice is scanned once
-    stems = [_stem(t) for t in unique]
+    stems = [given[t].name if t in given and given[t].name else _stem(t) for t in unique]
     names = []
     for target, stem in zip(unique, stems, strict=False):
         # Two files with one stem, or a stem whose report would overwrite the portfolio's own files.
         clash = stems.count(stem) > 1 or stem == PORTFOLIO_NAME or f"{stem}.json" == STATE_FILE
         names.append(f"{stem}-{hashlib.sha1(target.encode()).hexdigest()[:6]}" if clash else stem)
-    return tuple(ModelTarget(t, n) for t, n in zip(unique, names, strict=False)), tuple(skipped)
+    models = (ModelTarget(t, n, given[t].settings if t in given else ()) for t, n in zip(unique, names, strict=False))
+    return tuple(models), tuple(skipped)
 
 
 def _stem(target: str) -> str:

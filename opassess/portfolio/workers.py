@@ -16,8 +16,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing import connection as mp_connection
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..ci.policy import Policy, evaluate
@@ -51,6 +52,16 @@ class _WorkerSetup:
     memory_cap: int
     formats: tuple[str, ...]
     policy: Policy
+
+
+def worker_setup(options: PortfolioOptions, memory_cap: int, *, cwd: str | None = None,
+                 drop_path: str | None = None) -> _WorkerSetup:
+    """What a worker started from this process needs: its current directory (this one unless given), environment
+    and sys.path (less `drop_path`), the memory cap and what to render."""
+    return _WorkerSetup(cwd=cwd or os.getcwd(), environ=dict(os.environ),
+                        sys_path=tuple(p for p in sys.path if drop_path is None or p != drop_path),
+                        memory_cap=memory_cap, formats=tuple(f for f in options.formats if f != "json"),
+                        policy=options.policy)
 
 
 def _cap_memory(cap: int) -> None:
@@ -92,8 +103,9 @@ def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connect
         from ..report import RenderContext, build_view, render_view
 
         assessment = assess(options)
-        view = build_view(assessment)  # built once for the JSON report, the gates and every per-model format
-        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy))
+        view = build_view(assessment, options.language)  # built once: the JSON report, the gates, every format
+        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy),
+                                language=options.language)
         texts = {fmt: render_view(view, fmt, context) for fmt in ("json", *setup.formats)}
         message = ("ok", texts)
     except OpassessError as exc:
@@ -154,9 +166,7 @@ class LocalWorkers:
             notify: Callable[[PortfolioEvent], None], done: int, total: int) -> None:
         """Start, watch and collect the workers; an interruption leaves no worker behind."""
         context = _context()
-        setup = _WorkerSetup(cwd=os.getcwd(), environ=dict(os.environ), sys_path=tuple(sys.path),
-                             memory_cap=options.memory_cap(),
-                             formats=tuple(f for f in options.formats if f != "json"), policy=options.policy)
+        setup = worker_setup(options, options.memory_cap())
         queue = list(pending)
         running: list[_Running] = []
         try:
@@ -165,7 +175,7 @@ class LocalWorkers:
                     model = queue.pop(0)
                     receiver, sender = context.Pipe(duplex=False)
                     process = context.Process(target=_work, name=f"opassess-{model.name}",
-                                              args=(replace(options.scan, target=model.target), setup, sender),
+                                              args=(model.scan_options(options.scan), setup, sender),
                                               daemon=True)
                     started = time.monotonic()
                     process.start()
@@ -225,3 +235,24 @@ def _stop(process: Any) -> None:
         process.kill()  # SIGKILL: a worker stuck in C code does not answer SIGTERM
     process.join(_KILL_GRACE)
 
+
+def scan_in_worker(options: ScanOptions, setup: _WorkerSetup, timeout: float) -> tuple[str, Any, float]:
+    """Scan one model in a fresh worker process of this one and wait for it: ('ok', {format: text}, seconds) or
+    ('failed', cause, seconds), its crash or its timeout included (what a remote executor runs on its node)."""
+    context = _context()
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_work, name=f"opassess-{Path(options.target).stem}",
+                              args=(options, setup, sender), daemon=True)
+    started = time.monotonic()
+    process.start()
+    sender.close()
+    job = _Running(ModelTarget(options.target, Path(options.target).stem), process, receiver, started,
+                   started + timeout)
+    try:
+        while True:
+            mp_connection.wait([job.conn, process.sentinel], max(0.0, min(job.deadline - time.monotonic(), _POLL)))
+            outcome = _collect(job, timeout)
+            if outcome is not None:
+                return outcome[0], outcome[1], time.monotonic() - started
+    finally:
+        _stop(process)  # cancelled or interrupted: leave no worker behind

@@ -31,11 +31,12 @@ def formats() -> tuple[str, ...]:
 
 
 def render(assessment: Assessment, fmt: str, *, templates_dir: Path | None = None, width: int = 100,
-           color: bool = False, breaches: Iterable[Any] = ()) -> str:
+           color: bool = False, breaches: Iterable[Any] = (), language: str = "en") -> str:
     """Render `assessment` as `fmt` ('json', 'md', 'html', 'csv', 'terminal', 'sarif', 'junit', ...) and return the
     text; `breaches` (opassess.ci.policy.Breach) mark the operators a CI policy failed on."""
-    return render_view(build_view(assessment), fmt, RenderContext(templates_dir=templates_dir, width=width,
-                                                                  color=color, breaches=tuple(breaches)))
+    return render_view(build_view(assessment, language), fmt, RenderContext(templates_dir=templates_dir, width=width,
+                                                                  color=color, breaches=tuple(breaches),
+                                                                  language=language))
 
 
 def render_view(view: View, fmt: str, context: RenderContext | None = None) -> str:

@@ -9,11 +9,11 @@ them, the Markdown one escapes them. Records read by attribute (`op.likely_text`
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..kb.evidence import evidence_order
-from ..records import Assessment, ClassifiedOp, Effort, Reason
+from ..records import Assessment, ClassifiedOp, Effort
 from ..vocabulary import CATEGORIES, Category
 from .display_records import (
     AtenRow,
@@ -30,7 +30,6 @@ from .display_records import (
     ParetoChart,
     ParetoSummary,
     PieSlice,
-    ReasonRow,
     RiskCell,
     RiskGrid,
     RiskRow,
@@ -42,6 +41,8 @@ from .display_records import (
     Totals,
 )
 from .document import Row, jsonable
+from .i18n import DEFAULT, N_, number, translations
+from .reasons import reason_rows
 from .text import bound, bounds_range, days, days_range, percent, share
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
@@ -49,13 +50,15 @@ PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into on
 PARETO_LABEL = 30  # characters of a bar label: what fits in the 120 px under the axis, rotated by 40 degrees
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
 MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
-SIGNATURES_PER_REASON = 3  # signature texts shown beside a reason that covers some of them
 CELL_OPS = 30  # operators named in one risk-matrix cell of the HTML/Markdown grid (all of them are in the JSON)
 CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}  # sort order: direct < custom-dev
+# The 20/80 badge marks the operators carrying 80% of the effort only when they are few: at most a third of the
+# operator types (or 3): "22 of 31" marked says nothing.
+PARETO_MARK_SHARE, PARETO_MARK_MIN = 1 / 3, 3
 MODULE_MIN_SHARE = 0.01  # modules carrying less than 1% of the effort are left to the JSON
-LIKELIHOOD_LABELS = {1: "rare", 2: "unlikely", 3: "possible", 4: "likely", 5: "almost certain"}
+LIKELIHOOD_LABELS = {1: N_("rare"), 2: N_("unlikely"), 3: N_("possible"), 4: N_("likely"), 5: N_("almost certain")}
 HEAT_MARKS = {"low": "\U0001F7E9", "moderate": "\U0001F7E8", "high": "\U0001F7E7", "critical": "\U0001F7E5"}  # squares
-IMPACT_LABELS = {1: "negligible", 2: "minor", 3: "moderate", 4: "major", 5: "severe"}
+IMPACT_LABELS = {1: N_("negligible"), 2: N_("minor"), 3: N_("moderate"), 4: N_("major"), 5: N_("severe")}
 
 
 # ------------------------------------------------------------------ small formatters
@@ -126,31 +129,6 @@ def _support_text(classified: ClassifiedOp | None, aten: str) -> str:
     return "NPU kernel" if classified.aten_support[aten] else "no NPU kernel"
 
 
-def _reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...]) -> tuple[ReasonRow, ...]:
-    """Each distinct reason once, in first-seen order, with the signatures it covers (a reason given once for
-    the operator, without a signature index, covers the operator)."""
-    groups: dict[tuple[str, str, str], list[int | None]] = {}
-    for r in reasons:
-        groups.setdefault((r.code, r.message, r.evidence), []).append(r.signature)
-    rows = []
-    for (code, message, evidence), indexes in groups.items():
-        covered = () if None in indexes else tuple(sorted(set(indexes)))  # type: ignore[type-var]
-        rows.append(ReasonRow(code, message, evidence, covered, _covers_text(covered, signatures)))
-    return tuple(rows)
-
-
-def _covers_text(covered: tuple[int, ...], signatures: tuple[SignatureRow, ...]) -> str:
-    total = len(signatures)
-    if not covered or total <= 1:
-        return ""
-    if len(covered) == total:
-        return f"all {total} signatures"
-    shown = "; ".join(signatures[i].text for i in covered[:SIGNATURES_PER_REASON] if i < total)
-    more = f"; +{len(covered) - SIGNATURES_PER_REASON} more" if len(covered) > SIGNATURES_PER_REASON else ""
-    return f"signature{'s' if len(covered) > 1 else ''} {', '.join(str(i + 1) for i in covered)} of {total}: " \
-           f"{shown}{more}"
-
-
 # ------------------------------------------------------------------ builders
 
 
@@ -175,8 +153,10 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
         "aten": tuple(operator.aten),
         "aten_rows": tuple(AtenRow(a, _support_text(classified, a)) for a in operator.aten),
         "category_rank": CATEGORY_RANK.get(category, -1),
-        "reasons": _reason_rows(classified.reasons, signatures) if classified else (),
+        "reasons": reason_rows(classified.reasons, signatures) if classified else (),
         "replacement": classified.replacement if classified else None,
+        "replacement_deprecated": classified.replacement_deprecated if classified else False,
+        "replacement_successor": classified.replacement_successor if classified else None,
         "cann_op": classified.cann_op if classified else None,
         "sources": tuple(operator.sources),
         "modules": tuple(operator.modules),
@@ -214,8 +194,9 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
     )
 
 
-def _risk_grid(matrix: tuple[tuple[tuple[str, ...], ...], ...]) -> RiskGrid:
-    """Rows from likelihood 5 (top) down to 1, columns impact 1..5, as on a printed risk matrix."""
+def _risk_grid(matrix: tuple[tuple[tuple[str, ...], ...], ...], _: Callable[[str], str] = str) -> RiskGrid:
+    """Rows from likelihood 5 (top) down to 1, columns impact 1..5, as on a printed risk matrix (labels through
+    the report language's gettext `_`)."""
     rows = []
     for likelihood in range(5, 0, -1):
         cells = []
@@ -227,11 +208,12 @@ def _risk_grid(matrix: tuple[tuple[tuple[str, ...], ...], ...]) -> RiskGrid:
                 shown=tuple(ShownOp(op, short_name(op)) for op in ops[:CELL_OPS]),
                 more=max(0, len(ops) - CELL_OPS), more_title=", ".join(ops[CELL_OPS:]), count=len(ops),
                 heat=band, mark=HEAT_MARKS[band],
-                title=f"likelihood {likelihood} ({LIKELIHOOD_LABELS[likelihood]}), "
-                      f"impact {impact} ({IMPACT_LABELS[impact]}): {len(ops)} operator(s)",
+                title=_("likelihood %(l)d (%(l_label)s), impact %(i)d (%(i_label)s): %(n)d operator(s)")
+                % {"l": likelihood, "l_label": _(LIKELIHOOD_LABELS[likelihood]), "i": impact,
+                   "i_label": _(IMPACT_LABELS[impact]), "n": len(ops)},
             ))
-        rows.append(RiskRow(likelihood, LIKELIHOOD_LABELS[likelihood], tuple(cells)))
-    return RiskGrid(tuple(rows), tuple(ImpactLabel(i, IMPACT_LABELS[i]) for i in range(1, 6)))
+        rows.append(RiskRow(likelihood, _(LIKELIHOOD_LABELS[likelihood]), tuple(cells)))
+    return RiskGrid(tuple(rows), tuple(ImpactLabel(i, _(IMPACT_LABELS[i])) for i in range(1, 6)))
 
 
 def _pareto_chart(ops: Sequence[Any], total_likely: float) -> ParetoChart | None:
@@ -252,6 +234,12 @@ def _pareto_chart(ops: Sequence[Any], total_likely: float) -> ParetoChart | None
     width, height = 760.0, 330.0
     left, right, top, bottom = 56.0, 56.0, 16.0, 120.0
     plot_w, plot_h = width - left - right, height - top - bottom
+    # The labels hang down-left of their bar (rotated 40 degrees, anchored at the end): the first one needs about
+    # 4.8 px per character (11 px text, cos 40) left of its bar's centre; widen the chart on the left when the
+    # margin and half a slot are less, so it is not cut at the edge: 30 characters need 150 px, not 56 + 40.
+    room = left + plot_w / len(bars) / 2
+    extra = max(0.0, min(len(bars[0][0]), PARETO_LABEL) * 4.8 + 6 - room)
+    width, left = width + extra, left + extra
     step = _nice_step(max(b[2] for b in bars))
     axis_max = step * math.ceil(max(b[2] for b in bars) / step)
     slot = plot_w / len(bars)
@@ -345,8 +333,11 @@ def rule_ranges(ranges: Mapping[str, tuple[float, float]] | None) -> tuple[RuleR
                  for c in CATEGORIES if c in ranges)
 
 
-def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping[str, Any]) -> Display:
-    """The display of an assessment, from its joined rows and its JSON document (built once, beside it)."""
+def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping[str, Any],
+                  language: str = DEFAULT) -> Display:
+    """The display of an assessment in `language`, from its joined rows and its JSON document (built once, beside
+    it). Operator names, APIs and paths are placed into the translated sentences as they are."""
+    _ = translations(language).gettext
     model, capture, est = assessment.model, assessment.capture, assessment.estimate
     total = est.total if est else None
     total_likely = total.likely if total else 0.0
@@ -376,27 +367,30 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         pareto = ParetoSummary(ops=names, count=len(names), share_types_text=percent(share_types),
                                share_effort_text=percent(share_effort), shown=names[:TOP_OPERATORS],
                                more=max(0, len(names) - TOP_OPERATORS))
-        pareto_statement = (f"{len(names)} of {len(ops)} operator types ({percent(share_types)}) carry "
-                            f"{percent(share_effort)} of the estimated effort")
+        pareto_statement = _("%(n)d of %(total)d operator types (%(types)s) carry %(effort)s of the estimated "
+                             "effort") % {"n": len(names), "total": len(ops), "types": percent(share_types),
+                                          "effort": percent(share_effort)}
 
     counts = summary["categories"]
     worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
     cards = (
-        Card("Estimated effort", f"{days(total.likely)} person-days" if total else "not estimated",
-             f"range {days_range(total)}; P50 {days(est.p50)}, P90 {days(est.p90)}" if est and total else ""),
-        Card("Operator types", str(len(ops)), f"{summary['occurrences']} calls in the forward pass"),
-        Card("Custom development", str(counts[Category.CUSTOM_DEV]),
-             f"{counts[Category.PARAM_CONVERTED]} param-converted, {counts[Category.DIRECT]} direct"),
-        Card("Unknown to the knowledge base", str(len(unknown)),
+        Card(_("Estimated effort"), _("%s person-days") % days(total.likely) if total else _("not estimated"),
+             _("range %(range)s; P50 %(p50)s, P90 %(p90)s") % {"range": days_range(total), "p50": days(est.p50),
+                                                               "p90": days(est.p90)} if est and total else ""),
+        Card(_("Operator types"), str(len(ops)), _("%d calls in the forward pass") % summary["occurrences"]),
+        Card(_("Custom development"), str(counts[Category.CUSTOM_DEV]),
+             _("%(pc)d param-converted, %(d)d direct") % {"pc": counts[Category.PARAM_CONVERTED],
+                                                          "d": counts[Category.DIRECT]}),
+        Card(_("Unknown to the knowledge base"), str(len(unknown)),
              ", ".join(op.op for op in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
-             if unknown else "every operator has a known fact"),
-        Card("Highest risk", worst.stars_text if worst else ("none" if est is not None else "not estimated"),
-             worst.op if worst else ("no operator to port" if est is not None else "")),
+             if unknown else _("every operator has a known fact")),
+        Card(_("Highest risk"), worst.stars_text if worst else (_("none") if est is not None else _("not estimated")),
+             worst.op if worst else (_("no operator to port") if est is not None else "")),
     )
 
     attempts = tuple(Attempt(method=a.method,
-                             status="used" if a.method == capture.method and a.error is None
-                             else ("ok" if a.error is None else "failed"),
+                             status=N_("used") if a.method == capture.method and a.error is None
+                             else (N_("ok") if a.error is None else N_("failed")),
                              error=a.error or "", seconds_text=f"{a.seconds:.2f} s") for a in capture.attempts)
     modules: list[ModuleRow] = []
     modules_small = modules_cut = 0
@@ -405,10 +399,10 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                                                            total_likely)
 
     return Display(
-        title=f"Ascend NPU migration assessment: {model.class_name}",
+        title=_("Ascend NPU migration assessment: %s") % model.class_name,
         tool_version=assessment.tool_version,
         model=ModelHeader(class_name=model.class_name, source=model.source, entry=model.entry,
-                          parameters_text=f"{model.parameters:,}", dtype=model.dtype,
+                          parameters_text=number(model.parameters, language), dtype=model.dtype,
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
                           device_note=capture.device_note or "", attempts=attempts),
         target=assessment.target,
@@ -424,8 +418,9 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         pie=tuple(PieSlice(c.name, c.types) for c in categories if c.types),
         pareto=pareto,
         pareto_statement=pareto_statement,
+        pareto_marked=pareto is not None and pareto.count <= max(PARETO_MARK_MIN, len(ops) * PARETO_MARK_SHARE),
         pareto_chart=_pareto_chart(ops, total_likely),
-        risk_grid=_risk_grid(est.risk_matrix) if est else None,
+        risk_grid=_risk_grid(est.risk_matrix, _) if est else None,
         operators=ops,
         top_operators=ops[:TOP_OPERATORS],
         modules=tuple(modules),

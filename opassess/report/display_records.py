@@ -153,6 +153,8 @@ class OperatorRow(Record):
     risk_signals: tuple[str, ...] = ()
     heat: str = "none"
     pareto: bool = False
+    replacement_deprecated: bool = False  # the facts mark the replacement deprecated
+    replacement_successor: str | None = None  # its successor; None: no successor
 
 
 @dataclass(frozen=True)
@@ -317,6 +319,7 @@ class Display(Record):
     suggested_html: str
     effort_ranges: tuple[RuleRange, ...] = ()  # per category, from the weights the assessment used
     evidence_order: str = ""  # "Verdicts from: kernel facts (CANN aclnn docs) for Atlas A2, then ..."
+    pareto_marked: bool = False  # badge the 20/80 operators: only when they are few (display.PARETO_MARK_SHARE)
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)

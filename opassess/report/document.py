@@ -98,6 +98,8 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "reasons": [{"code": r.code, "message": r.message, "evidence": r.evidence, "signature": r.signature}
                     for r in classified.reasons] if classified else [],
         "replacement": classified.replacement if classified else None,
+        "replacement_deprecated": ({"successor": classified.replacement_successor}
+                                   if classified and classified.replacement_deprecated else None),
         "cann_op": classified.cann_op if classified else None,
         "aten_support": dict(classified.aten_support) if classified else {},
         "confidence": classified.confidence if classified else None,
@@ -164,6 +166,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
             "parameters": model.parameters,
             "dtype": model.dtype,
             "inputs": list(model.inputs),
+            "label": model.label,
             "capture": {
                 "method": capture.method,
                 "device": capture.device,

@@ -17,7 +17,7 @@ from .templates import escape_markdown
 from .text import days, days_range, percent, share
 
 PORTFOLIO_FORMAT_VERSION = 1
-PORTFOLIO_FORMATS = ("json", "md")
+PORTFOLIO_FORMATS = ("json", "md", "html")
 
 
 def _range(effort: Effort) -> str:
@@ -73,7 +73,7 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
         "saved_text": days(saved),
         "saved_share": percent(saved_share),
         "plan": [{"order": i + 1, "name": p.name, "target": p.target,
-                  "link": _link(p.name, reports.get(p.name, ())),
+                  "link": _link(p.name, reports.get(p.name, ())), "report": _page(reports.get(p.name, ())),
                   "standalone_text": days(p.standalone.likely), "marginal_text": days(p.marginal.likely),
                   "cumulative_text": days(p.cumulative.likely), "new": len(p.new_ops),
                   "extended": len(p.extended_ops), "shared": len(p.shared_ops), "custom_dev": list(p.custom_dev)}
@@ -85,13 +85,27 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
     }
 
 
-def render_portfolio(portfolio: Portfolio, fmt: str, *, templates_dir: Path | None = None) -> str:
-    """The portfolio report as 'json' or 'md'."""
+def _page(reports: tuple[str, ...]) -> str:
+    """The per-model report a web page links to: its HTML report, else Markdown, else JSON ('' when none)."""
+    for suffix in (".html", ".md", ".json"):
+        found = next((r for r in reports if r.endswith(suffix)), None)
+        if found:
+            return quote(found)
+    return ""
+
+
+def render_portfolio(portfolio: Portfolio, fmt: str, *, templates_dir: Path | None = None,
+                     language: str = "en") -> str:
+    """The portfolio report as 'json', 'md' or 'html' (the page for management, in `language`)."""
     if fmt == "json":
         return json.dumps(portfolio_document(portfolio), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if fmt == "md":
         from .templates import render_template
 
-        text = render_template("portfolio.md.j2", "markdown", portfolio_view(portfolio), templates_dir)
+        text = render_template("portfolio.md.j2", "markdown", portfolio_view(portfolio), templates_dir, language)
         return text if text.endswith("\n") else text + "\n"
+    if fmt == "html":
+        from .templates import render_template
+
+        return render_template("portfolio.html.j2", "html", portfolio_view(portfolio), templates_dir, language)
     raise ReportError(f"a portfolio report is {' or '.join(PORTFOLIO_FORMATS)}, not {fmt!r}")

@@ -39,12 +39,12 @@ def summary_view(snapshot: Snapshot, diff_markdown: str | None = None, breaches:
 
 
 def render_summary(snapshot: Snapshot, *, diff_markdown: str | None = None, breaches: Sequence[Any] = (),
-                   templates_dir: Path | None = None) -> str:
-    """The Markdown digest of one scan."""
+                   templates_dir: Path | None = None, language: str = "en") -> str:
+    """The Markdown digest of one scan, in `language`."""
     from .templates import render_template
 
     text = render_template("summary.md.j2", "markdown", summary_view(snapshot, diff_markdown, breaches),
-                           templates_dir)
+                           templates_dir, language)
     return text if text.endswith("\n") else text + "\n"
 
 

@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from ..errors import ReportError
 from ..resources import shipped_path
+from .i18n import DEFAULT, translations
 
 # Markdown: characters that would change the structure of a table or inline formatting, or open raw HTML.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|])")
@@ -52,8 +53,33 @@ def _finalize_plain(value: Any) -> Any:
     return "" if value is None else value
 
 
-def environment(flavour: str, templates_dir: Path | None = None) -> jinja2.Environment:
-    """A Jinja environment for 'html' (autoescaped) or 'markdown' (model strings escaped for Markdown)."""
+class MarkdownText(Markup):
+    """A translated message in a Markdown template: trusted text whose %-placeholders escape their values for
+    Markdown (a code span or another MarkdownText is placed as is), as Markup does for HTML."""
+
+    __slots__ = ()
+
+    @classmethod
+    def escape(cls, s: Any) -> MarkdownText:
+        if hasattr(s, "__html__"):
+            return cls(s.__html__())
+        return cls(escape_markdown(s) if isinstance(s, str) else s)
+
+
+def _install_messages(env: jinja2.Environment, flavour: str, language: str) -> None:
+    """Jinja's i18n extension with the catalog of `language` (newstyle: `_("... %(n)s", n=x)` escapes x)."""
+    messages = translations(language)
+    if flavour == "markdown":
+        env.install_gettext_callables(lambda s: MarkdownText(messages.gettext(s)),
+                                      lambda s, p, n: MarkdownText(messages.ngettext(s, p, n)), newstyle=True)
+    else:
+        env.install_gettext_translations(messages, newstyle=True)
+    env.globals["lang"] = language
+
+
+def environment(flavour: str, templates_dir: Path | None = None, language: str = DEFAULT) -> jinja2.Environment:
+    """A Jinja environment for 'html' (autoescaped) or 'markdown' (model strings escaped for Markdown), with the
+    messages of `language`."""
     shipped = shipped_path("templates")
     loaders: list[jinja2.BaseLoader] = []
     if templates_dir is not None:
@@ -64,21 +90,25 @@ def environment(flavour: str, templates_dir: Path | None = None) -> jinja2.Envir
     loaders.append(jinja2.FileSystemLoader(str(shipped)))
     if flavour == "html":
         env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=True, finalize=_finalize_plain,
+                                 extensions=["jinja2.ext.i18n"],
                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                  keep_trailing_newline=True)
     elif flavour == "markdown":
-        env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=False,
+        env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=False, extensions=["jinja2.ext.i18n"],
                                  finalize=_finalize_markdown, undefined=jinja2.StrictUndefined,
                                  trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
         env.filters["code"] = code_span
     else:
         raise ValueError(f"unknown template flavour {flavour!r}")
+    _install_messages(env, flavour, language)
     return env
 
 
-def render_template(name: str, flavour: str, context: dict[str, Any], templates_dir: Path | None = None) -> str:
-    """Render template `name` (e.g. 'md.j2'); any Jinja failure becomes a ReportError naming the template."""
-    env = environment(flavour, templates_dir)
+def render_template(name: str, flavour: str, context: dict[str, Any], templates_dir: Path | None = None,
+                    language: str = DEFAULT) -> str:
+    """Render template `name` (e.g. 'md.j2') in `language`; any Jinja failure becomes a ReportError naming the
+    template."""
+    env = environment(flavour, templates_dir, language)
     try:
         template = env.get_template(name)
         return template.render(**context)

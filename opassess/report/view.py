@@ -27,6 +27,7 @@ class View:
 
     document: dict[str, Any]
     display: Display
+    language: str = "en"  # the display's language
 
     def __getitem__(self, key: str) -> Any:
         if key == "document":
@@ -36,8 +37,9 @@ class View:
         raise KeyError(key)
 
 
-def build_view(assessment: Assessment) -> View:
-    """The document and the display of `assessment`, each built once."""
+def build_view(assessment: Assessment, language: str = "en") -> View:
+    """The document and the display of `assessment`, each built once; the display in `language` (the human
+    formats), the document in English (the JSON contract)."""
     rows = join_rows(assessment)
     document = document_of(assessment, rows)
-    return View(document=document, display=build_display(assessment, rows, document))
+    return View(document=document, display=build_display(assessment, rows, document, language), language=language)

@@ -4,10 +4,32 @@ Used by `opassess kb show` for an API with no NPU kernel of its own (`torch.nn.L
 NPU never sees): the ops it dispatches are where the kernel facts apply. The example is one float32 [4, 4] tensor
 per tensor argument, optional tensors included (Linear with a bias: aten::t, aten::addmm); an op whose required
 arguments are not all tensors, or that refuses that example (conv2d wants 4-D input), gives None.
+Also the dispatcher questions the classifier asks: which composite keys an op registers, and the torch version.
 """
 from __future__ import annotations
 
 from functools import cache
+
+
+@cache
+def dispatch_kinds(qualified: str) -> tuple[str, ...]:
+    """Composite dispatch keys PyTorch registers for an op ('aten::zeros' -> ('CompositeExplicitAutograd',))."""
+    import torch
+
+    kinds = []
+    for key in ("CompositeExplicitAutograd", "CompositeImplicitAutograd"):
+        try:
+            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
+                kinds.append(key)
+        except RuntimeError:  # the op is not registered in this process
+            return ()
+    return tuple(kinds)
+
+
+def torch_version_text() -> str:
+    import torch
+
+    return torch.__version__.split("+")[0]
 
 
 @cache

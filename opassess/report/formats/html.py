@@ -15,4 +15,4 @@ TEMPLATE = "html.j2"
                       "operator table with evidence")
 def render_html(view: dict[str, Any], context: RenderContext) -> str:
     """The display part of the view through html.j2 (autoescaped)."""
-    return render_template(TEMPLATE, "html", view["display"].context(), context.templates_dir)
+    return render_template(TEMPLATE, "html", view["display"].context(), context.templates_dir, context.language)

@@ -13,7 +13,7 @@ TEMPLATE = "md.j2"
           description="GitHub Markdown: summary, Mermaid pie, risk grid, collapsible lists")
 def render_markdown(view: dict[str, Any], context: RenderContext) -> str:
     """The display part of the view through md.j2; runs of blank lines left by template tags collapse to one."""
-    text = render_template(TEMPLATE, "markdown", view["display"].context(), context.templates_dir)
+    text = render_template(TEMPLATE, "markdown", view["display"].context(), context.templates_dir, context.language)
     return _tidy(text)
 
 

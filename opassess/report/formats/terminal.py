@@ -5,6 +5,7 @@ import io
 from typing import Any
 
 from ...vocabulary import Category
+from ..i18n import translations
 from ..registry import RenderContext, register
 
 # Styles only; model strings always go in as rich Text objects, so '[bold]' in a module name is shown, not applied.
@@ -25,6 +26,7 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
 
     d = view["display"]
     model = d["model"]
+    _ = translations(context.language).gettext
     out = io.StringIO()
     console = Console(file=out, width=context.width, force_terminal=context.color, no_color=not context.color,
                       color_system="standard" if context.color else None, highlight=False, emoji=False,
@@ -32,35 +34,38 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
 
     head = Text()
     head.append(model["class_name"], style="bold")
-    head.append(f"  {model['source']} · {model['parameters_text']} parameters · {model['dtype']} · "
-                f"captured with {model['capture_method']} on {model['device']}")
+    head.append("  " + _("%(source)s · %(parameters)s parameters · %(dtype)s · captured with %(method)s on %(device)s")
+                % {"source": model["source"], "parameters": model["parameters_text"], "dtype": model["dtype"],
+                   "method": model["capture_method"], "device": model["device"]})
     console.print(head)
-    console.print(Text(f"Assessed against {d['target']}, torch_npu {d['torch_npu']}, knowledge base {d['kb_version']}",
-                       style="dim"))
+    console.print(Text(_("Assessed against %(target)s, torch_npu %(torch_npu)s, knowledge base %(kb)s")
+                       % {"target": d["target"], "torch_npu": d["torch_npu"], "kb": d["kb_version"]}, style="dim"))
     if d["evidence_order"]:
         console.print(Text(d["evidence_order"], style="dim"))
     for attempt in model["attempts"]:
         if attempt["status"] == "failed":  # why an earlier capture method was not used
-            console.print(Text(f"{attempt['method']} capture not used: {attempt['error']}", style="dim"))
+            console.print(Text(_("%(method)s capture not used: %(error)s")
+                               % {"method": attempt["method"], "error": attempt["error"]}, style="dim"))
     if model["device_note"]:
         console.print(Text(model["device_note"], style="yellow"))
     console.print()
 
     if d["estimated"]:
         totals = d["totals"]
-        line = Text("Estimated effort: ")
-        line.append(f"{totals['likely_text']} person-days", style="bold")
-        line.append(f" likely (range {totals['range_text']}; P50 {totals['p50_text']}, P90 {totals['p90_text']})")
+        line = Text(_("Estimated effort: "))
+        line.append(_("%s person-days") % totals["likely_text"], style="bold")
+        line.append(_(" likely (range %(range)s; P50 %(p50)s, P90 %(p90)s)")
+                    % {"range": totals["range_text"], "p50": totals["p50_text"], "p90": totals["p90_text"]})
         console.print(line)
         if d["pareto_statement"]:
-            console.print(Text(f"20/80: {d['pareto_statement']}."))
+            console.print(Text(_("20/80: %s.") % d["pareto_statement"]))
     else:
-        console.print(Text("Not estimated: the classification and estimate stages did not run.", style="yellow"))
+        console.print(Text(_("Not estimated: the classification and estimate stages did not run."), style="yellow"))
     console.print()
 
-    categories = Table(title="Categories", title_justify="left", show_edge=False, pad_edge=False)
-    for name, justify in (("Category", "left"), ("Types", "right"), ("Calls", "right"), ("Person-days", "right"),
-                          ("Range", "right"), ("Share", "right")):
+    categories = Table(title=_("Categories"), title_justify="left", show_edge=False, pad_edge=False)
+    for name, justify in ((_("Category"), "left"), (_("Types"), "right"), (_("Calls"), "right"),
+                          (_("Person-days"), "right"), (_("Range"), "right"), (_("Share"), "right")):
         categories.add_column(name, justify=justify)
     for c in d["categories"]:
         categories.add_row(Text(c["name"], style=CATEGORY_STYLE.get(c["name"], "")), str(c["types"]),
@@ -69,15 +74,15 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     console.print()
 
     if d["top_operators"]:
-        title = "Top operators by effort" if d["estimated"] else "Operators (not estimated)"
+        title = _("Top operators by effort") if d["estimated"] else _("Operators (not estimated)")
         top = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-        for name, justify in (("#", "right"), ("Operator", "left"), ("Category", "left"), ("Calls", "right"),
-                              ("Person-days", "right"), ("Range", "right"), ("Risk", "left")):
+        for name, justify in (("#", "right"), (_("Operator"), "left"), (_("Category"), "left"), (_("Calls"), "right"),
+                              (_("Person-days"), "right"), (_("Range"), "right"), (_("Risk"), "left")):
             top.add_column(name, justify=justify, overflow="fold")
         for op in d["top_operators"]:
             category = Text(op["category"], style=CATEGORY_STYLE.get(op["category"], ""))
             if not op["known"]:
-                category.append(" (unknown)", style="dim")
+                category.append(" " + _("(unknown)"), style="dim")
             if op["confidence"]:
                 category.append(f" · {op['confidence']}", style="dim")
             top.add_row(str(op["rank"]), Text(op["op"]), category, str(op["count"]), op["likely_text"],
@@ -88,9 +93,10 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     if d["risk_grid"]:
         impacts = d["risk_grid"]["impacts"]
         rows = d["risk_grid"]["rows"]
-        caption = (f"rows: likelihood 1 {rows[-1]['label']} to 5 {rows[0]['label']}; "
-                   f"columns: impact 1 {impacts[0]['label']} to 5 {impacts[-1]['label']}")
-        grid = Table(title="Risk matrix (likelihood by impact)", title_justify="left", show_lines=True, expand=True,
+        caption = (_("rows: likelihood 1 %(l1)s to 5 %(l5)s; columns: impact 1 %(i1)s to 5 %(i5)s")
+                   % {"l1": rows[-1]["label"], "l5": rows[0]["label"], "i1": impacts[0]["label"],
+                      "i5": impacts[-1]["label"]})
+        grid = Table(title=_("Risk matrix (likelihood by impact)"), title_justify="left", show_lines=True, expand=True,
                      caption=caption, caption_justify="left")
         grid.add_column("L\\I", justify="center", no_wrap=True, width=3)
         for impact in impacts:
@@ -102,20 +108,28 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
                 shown = cell["shorts"][:CELL_NAMES]
                 text = Text("\n".join(shown) if shown else "·")
                 if cell["count"] > CELL_NAMES:
-                    text.append(f"\n+{cell['count'] - CELL_NAMES} more")
+                    text.append("\n" + _("+%d more") % (cell["count"] - CELL_NAMES))
                 cells.append(Padding(text, 0, style=HEAT_STYLE[cell["heat"]] if cell["count"] else ""))
             grid.add_row(Text(str(row["likelihood"])), *cells)
         console.print(grid)
         console.print()
 
+    for op in d["operators"]:
+        if op["replacement_deprecated"]:
+            line = Text(_("Deprecated replacement: "), style="yellow")
+            names = {"op": op["op"], "replacement": op["replacement"], "name": op["replacement_successor"]}
+            line.append((_("%(op)s -> %(replacement)s is deprecated in the facts, successor %(name)s.") % names)
+                        if op["replacement_successor"] else
+                        _("%(op)s -> %(replacement)s is deprecated in the facts, no successor.") % names)
+            console.print(line)
     if d["unknown"]:
-        unknown = Text("Unknown to the knowledge base: ", style="yellow")
+        unknown = Text(_("Unknown to the knowledge base: "), style="yellow")
         unknown.append(", ".join(op["op"] for op in d["unknown"]))
         console.print(unknown)
-    hint = Text("Full report: ", style="dim")
+    hint = Text(_("Full report: "), style="dim")
     hint.append(f"opassess scan {model['source']} -f html -o {d['suggested_html']}")
     console.print(hint, soft_wrap=True)
-    console.print(Text("(also -f md, -f json, -f csv)", style="dim"))
+    console.print(Text(_("(also -f md, -f json, -f csv)"), style="dim"))
     text = out.getvalue()
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
         text = "\n".join(line.rstrip() for line in text.split("\n"))
