@@ -13,7 +13,10 @@ Each signature (one distinct attribute/shape/dtype combination) is judged on its
      their own kernel; the CPU/meta decomposition seen while tracing is not judged. An ATen op with none of
      these is custom-dev (it would fall back to the CPU), unless a replacement exists;
   4. kernel argument checks add float64 / int64 cast findings for the dtypes this signature carries;
-  5. an operator nothing in the knowledge base speaks for is custom-dev, "not in the knowledge base".
+  5. an operator nothing in the knowledge base speaks for is custom-dev, "not in the knowledge base";
+  6. a training step (--train): the ATen ops its backward dispatched are judged the same way (one without an NPU
+     kernel is custom-dev, or param-converted when the operator's NPU replacement brings its own backward), and an
+     optimizer step that the NPU also runs as one fused kernel says how to ask for it (rules.toml: fused_step).
 The operator's category is the worst of its signatures.
 """
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .classify_project import judge_project_op
 from .kb import kernels
 from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
@@ -70,12 +74,13 @@ class _Judgement:
 
 
 class _Classifier:
-    def __init__(self, kb: KnowledgeBase, product: Product, version: Version) -> None:
+    def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
         self.kb = kb
         self.target = product
         self.product = product.name  # as reports print it
         self.page = product.api_page or product.name  # the API pages' and their limitations' product name
         self.facts = kernels.load(kb.directory)
+        self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
         self.version = version
         self.version_text = format_version(version)
 
@@ -142,7 +147,7 @@ class _Classifier:
         for index, sig in enumerate(op.signatures):
             j = _Judgement(index)
             if op.kind in _PROJECT_KINDS:
-                self._custom(op, j, verdicts, required, optional)
+                judge_project_op(op, j, verdicts, required, self.trained)
             else:
                 self._native(op, sig, j, api, verdicts, required)
             self._kernel_checks(op, sig, j, verdicts)
@@ -150,10 +155,15 @@ class _Classifier:
         if not op.signatures:  # an operator with no signature still gets judged once
             j = _Judgement(0)
             if op.kind in _PROJECT_KINDS:
-                self._custom(op, j, verdicts, required, optional)
+                judge_project_op(op, j, verdicts, required, self.trained)
             else:
                 self._native(op, None, j, api, verdicts, required)
             judgements.append(j)
+        backward_support = self._backward(op, judgements, composite, required) if op.backward_aten else {}
+        fused = kb.rules.fused_step(op.key) if op.kind == "optimizer" else None
+        if fused and fused.aten not in op.aten:
+            shared.append(Reason("fused-step", f"optional: {fused.setting} runs this step as one NPU kernel "
+                                 f"({fused.aten}) instead of one kernel per _foreach_ operation", fused.evidence))
 
         if not known:
             for j in judgements:
@@ -185,8 +195,9 @@ class _Classifier:
         signature_categories = tuple(j.category for j in judgements[: len(op.signatures)])
         return ClassifiedOp(
             operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
-            replacement=replacement.api if replacement else None, cann_op=self._cann_op(op, verdicts),
-            known=known, aten_support=aten_support, confidence=confidence,
+            replacement=replacement.api if replacement else (_fused_route(fused) if fused else None),
+            cann_op=self._cann_op(op, verdicts), known=known, aten_support=aten_support,
+            backward_support=backward_support, confidence=confidence,
             exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES),
             **self._deprecation(replacement))
 
@@ -215,6 +226,29 @@ class _Classifier:
         return {"replacement_deprecated": True,
                 "replacement_successor": None if successor.startswith("(") or not successor else successor}
 
+    def _backward(self, op: Operator, judgements: list[_Judgement], composite, required) -> dict[str, bool]:
+        """Judge the ATen ops op's backward dispatched; returns op -> runs on the NPU."""
+        verdicts = {a: self.aten_verdict(a) for a in op.backward_aten}
+        missing = [v.op for v in verdicts.values() if not v.supported]
+        evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
+        for j in judgements:
+            if not missing:
+                j.add("backward", f"its backward dispatches only ops the NPU runs ({', '.join(verdicts)})",
+                      "trace: backward ATen ops; npu_aten_ops", None, per_signature=False)
+            elif composite:
+                j.add("backward", f"torch_npu runs {composite.aten} whole, its backward included; the backward traced "
+                      f"here ({', '.join(missing)}) is not judged", f"rules.toml: composite {composite.aten}", None,
+                      per_signature=False)
+            elif required is not None:
+                j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, which has no NPU kernel; "
+                      f"{required.api} replaces the operator with its own backward", evidence,
+                      Category.PARAM_CONVERTED, per_signature=False)
+            else:
+                j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, with no NPU kernel for "
+                      f"torch {self.version_text} and no decomposition: training would fall back to the CPU", evidence,
+                      Category.CUSTOM_DEV, per_signature=False)
+        return {a: v.supported for a, v in verdicts.items()}
+
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
         name = self.kb.cann_op(op.key)
         if name:
@@ -226,46 +260,6 @@ class _Classifier:
         return None
 
     # -------------------------------------------------------------- project-defined ops
-
-    def _custom(self, op: Operator, j: _Judgement, verdicts, required, optional) -> None:
-        if required is not None:
-            j.add("replacement", f"{op.key} has no NPU kernel; {required.api} replaces it with another signature "
-                  f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
-            return
-        if op.kind == "extension":
-            # Compiled code: even when it calls only ATen ops it must be rebuilt against torch_npu, and any
-            # device kernels inside it (CUDA) rewritten for the NPU (Ascend C).
-            inner = f" (it dispatched {', '.join(verdicts)})" if verdicts else ""
-            j.add("extension", f"{op.key} is a function of a compiled C++ extension{inner}; it must be rebuilt "
-                  f"against torch_npu and its device kernels rewritten in Ascend C", "trace: kind extension; "
-                  "no replacement in rules.toml", Category.CUSTOM_DEV)
-            return
-        if "::" in op.key:
-            kinds = dispatch_kinds(op.key)
-            others = [v for v in verdicts.values() if v.op != op.key]
-            if kinds and all(v.supported for v in others):
-                how = ("a composite of ATen ops" if "CompositeImplicitAutograd" in kinds else
-                       "for every backend (a torch.library op without device_types)")
-                inner = ("the ATen ops it runs all have NPU kernels" if others else
-                         "the ATen ops its Python body runs were not seen by the trace: check them on the NPU")
-                j.add("decomposes", f"{op.key} is registered {how}; {inner}",
-                      f"PyTorch dispatcher: {' and '.join(kinds)} kernel for {op.key}", Category.DIRECT)
-                return
-            j.add("custom-op", f"{op.key} is a project-defined operator with kernels for other devices only; "
-                  f"it needs an NPU kernel (Ascend C) or a rewrite in supported ops",
-                  f"trace: kind custom, namespace {op.key.split('::')[0]}; no replacement in rules.toml",
-                  Category.CUSTOM_DEV)
-            return
-        missing = [v for v in verdicts.values() if not v.supported]
-        if verdicts and not missing:
-            j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
-                  f"with NPU kernels ({', '.join(verdicts)}), but its hand-written backward was not traced and must "
-                  f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops",
-                  Category.PARAM_CONVERTED)
-        else:
-            ops = ", ".join(v.op for v in missing) or "no ATen op seen"
-            j.add("custom-op", f"{op.key} is a custom autograd.Function or extension whose kernels do not run on the "
-                  f"NPU ({ops})", "trace: kind custom; npu_aten_ops", Category.CUSTOM_DEV)
 
     # -------------------------------------------------------------- native APIs and ATen ops
 
@@ -413,6 +407,11 @@ class _Classifier:
                           f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
 
 
+def _fused_route(fused) -> str:
+    """'torch.optim.AdamW(fused=True)' for the fused step 'torch.optim.AdamW.step'."""
+    return f"{fused.step.removesuffix('.step')}({fused.setting})"
+
+
 def _nodes_of(op: Operator, sig: Signature):
     return [n for n in op.nodes if dict(n.attrs) == dict(sig.attrs) and tuple(n.input_shapes) == tuple(sig.input_shapes)
             and tuple(n.input_dtypes) == tuple(sig.input_dtypes)]
@@ -432,7 +431,8 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
              torch_version: str | None = None) -> tuple[ClassifiedOp, ...]:
     """Classify every operator of the inventory against `target` and the torch version (defaults: the KB's)."""
     product = kb.product(kb.default_product if target is None else target)
-    classifier = _Classifier(kb, product, kb.resolve_version(torch_version))
+    classifier = _Classifier(kb, product, kb.resolve_version(torch_version),
+                             trained=inventory.capture.step == "train")
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 

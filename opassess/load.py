@@ -56,6 +56,8 @@ class LoadedModel:
     info: ModelInfo
     device: str
     rebuild: Callable[[str], LoadedModel] = field(repr=False, compare=False)
+    # the imported model file (or module), where a training step finds loss_fn() and build_optimizer()
+    namespace: Any = field(default=None, repr=False, compare=False)
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -235,7 +237,7 @@ def load_model(req: LoadRequest) -> LoadedModel:
         dtype = assess_dtype or _dominant_dtype(model, args, kwargs)
         info = ModelInfo(source=source, entry=entry, class_name=type(model).__name__, parameters=params,
                          dtype=dtype, inputs=described)
-        return LoadedModel(model, args, kwargs, info, device, build)
+        return LoadedModel(model, args, kwargs, info, device, build, module)
 
     return build(req.device)
 

@@ -11,6 +11,7 @@ from .load import LoadRequest, load_model
 from .records import Assessment, Inventory
 from .trace.driver import trace_model
 from .trace.methods import check_methods
+from .trace.train import TrainOptions
 
 Progress = Callable[[str], None]
 
@@ -32,6 +33,8 @@ class ScanOptions:
     kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
     label: str | None = None  # the model's name for baselines (--label); None: matched by entry and class
     language: str = "en"  # language of the human report formats (--lang); the JSON contract stays English
+    train: bool = False  # capture one training step (forward, backward, optimizer) instead of a forward pass
+    amp: str | None = None  # with train: autocast "bf16" or "fp16" (with a GradScaler)
 
 
 def _noop(_: str) -> None:
@@ -54,7 +57,8 @@ def _scan_inventory(options: ScanOptions, progress: Progress, seconds: dict[str,
                                     input_dtype=options.input_dtype, dtype=options.dtype, device=options.device))
     seconds["load"] = time.perf_counter() - started
     started = time.perf_counter()
-    capture = trace_model(loaded, options.methods, progress)
+    train = TrainOptions(amp=options.amp) if options.train else None
+    capture = trace_model(loaded, options.methods, progress, train)
     seconds["trace"] = time.perf_counter() - started
     progress(f"captured {len(capture.nodes)} operator calls with {capture.method} on {capture.device}")
     inventory = build_inventory(loaded.info, capture)

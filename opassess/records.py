@@ -37,6 +37,7 @@ class OpNode:
     name: str  # unique node name inside the capture ("conv1", "add_3")
     key: str  # operator key: "torch.nn.Conv2d", "torch.nn.functional.gelu", "Tensor.view", "operator.add", "ns::op"
     # "module" | "function" | "method" | "custom" | "extension" (a compiled C++ extension's function) | "aten"
+    # | "optimizer" (a training step's optimizer step, gradient clipping or GradScaler call; --train only)
     kind: str
     module_path: str  # dotted path of the owning module ("" for the root); the module itself for kind="module"
     attrs: Mapping[str, Any]  # JSON-able attribute values: Conv2d stride, F.gelu approximate, ...
@@ -52,6 +53,8 @@ class OpNode:
     # "aten::lstm"): torch_npu registers kernels for some composite ops and takes them whole, so these come
     # first as evidence; `aten` holds what the meta/CPU backend dispatched after decomposition.
     entry: tuple[str, ...] = ()
+    # ATen ops the backward pass dispatched for the autograd nodes this call created (--train only, else empty)
+    backward: tuple[AtenCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ class Capture:
     nodes: tuple[OpNode, ...]
     edges: tuple[tuple[str, str], ...] = ()  # (producer node name, consumer node name), when the capture has a graph
     module_types: Mapping[str, str] = field(default_factory=dict)  # module path -> class name, for roll-ups
+    step: str = "forward"  # "forward" (one forward pass, eval mode) | "train" (forward, backward, optimizer step)
+    step_note: str | None = None  # what the training step ran: its loss, optimizer, clipping, autocast
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,7 @@ class Operator:
     flops: int = 0
     bytes_moved: int = 0
     entry: tuple[str, ...] = ()  # distinct OpNode.entry ops
+    backward_aten: tuple[str, ...] = ()  # distinct qualified ATen ops of the nodes' backward (--train)
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,7 @@ class ClassifiedOp:
     exclusions: tuple[Reason, ...] = ()  # what was checked and ruled out (view ops, composites taken whole, ...)
     replacement_deprecated: bool = False  # the facts mark the replacement deprecated (npu_nms_v4)
     replacement_successor: str | None = None  # what the facts say to use instead; None: no successor
+    backward_support: Mapping[str, bool] = field(default_factory=dict)  # the same for Operator.backward_aten
 
 
 # ---------------------------------------------------------------- score stage

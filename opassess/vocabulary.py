@@ -54,3 +54,9 @@ def category_rank(text: str | None) -> int:
         return Category(text).rank if text else -1
     except ValueError:
         return -1
+
+
+# What a capture ran: one forward pass (the default), or a whole training step (--train).
+CAPTURE_STEPS: tuple[str, ...] = ("forward", "train")
+# Operator kinds as the trace names them; "optimizer" only in a training step.
+OPERATOR_KINDS: tuple[str, ...] = ("module", "function", "method", "custom", "extension", "aten", "optimizer")

@@ -16,3 +16,13 @@ def test_benchmark_runs_at_reduced_size():
     # every measurement produced seconds and a peak memory figure (no '-' placeholders for failures)
     assert all(row[2] != "-" and float(row[3]) > 0 for row in rows)
     assert "2 layers" in done.stdout
+
+
+def test_train_benchmark_runs_at_reduced_size():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_train.py"), "--layers", "2",
+                           "--repeat", "1"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith("7b ")]
+    assert [row[1] for row in rows] == ["floor", "scan"]
+    assert all(row[2] != "-" and float(row[3]) > 0 for row in rows)
+    assert "backward ATen calls" in done.stdout and "2 layers" in done.stdout

@@ -282,3 +282,70 @@ def test_every_curated_composite_is_taken_whole_by_the_derived_rule(kb, tmp_path
                             entry=(composite.aten.partition(".")[0],))
         (stray,) = classify(_inventory(stray_op), derived_kb)
         assert stray.category == "direct" and "taken-whole" in codes(stray), (api, stray.reasons)
+
+
+# ------------------------------------------------------------------ a training step (--train)
+
+
+@pytest.fixture(scope="module")
+def trained(kb):
+    """Classify one training step of a model file (cached): {operator key: ClassifiedOp}."""
+    cache: dict[tuple, dict] = {}
+
+    def run(name: str, dtype: str | None = None) -> dict:
+        if (name, dtype) not in cache:
+            inventory = scan_inventory(ScanOptions(target=str(MODELS / name), train=True, dtype=dtype))
+            cache[(name, dtype)] = {c.operator.key: c for c in classify(inventory, kb)}
+        return cache[(name, dtype)]
+
+    return run
+
+
+def test_backward_without_npu_kernel_is_custom_dev(trained):
+    ops = trained("train_lgamma.py")
+    lgamma = ops["torch.lgamma"]
+    # npu_aten_ops has no row for digamma: lgamma's backward would fall back to the CPU
+    assert lgamma.category == "custom-dev" and lgamma.backward_support["aten::digamma"] is False
+    backward = [r for r in lgamma.reasons if r.code == "backward-no-kernel"]
+    assert len(backward) == 1 and "aten::digamma" in backward[0].message and "npu_aten_ops" in backward[0].evidence
+    # Linear's backward (mm, sum) runs on the NPU: stated, and no worse category
+    linear = ops["torch.nn.Linear"]
+    assert linear.category == "direct" and "backward" in codes(linear) and all(linear.backward_support.values())
+
+
+def test_backward_of_a_replaced_op_comes_with_its_replacement(trained):
+    deform = trained("deform_conv.py")["torchvision::deform_conv2d"]
+    # no NPU kernel for torchvision::_deform_conv2d_backward; npu_deformable_conv2d replaces forward and backward
+    assert deform.backward_support == {"torchvision::_deform_conv2d_backward": False}
+    assert deform.category == "param-converted" and codes(deform) == {"replacement", "backward-no-kernel"}
+    assert "torch_npu.npu_deformable_conv2d" in next(r.message for r in deform.reasons
+                                                     if r.code == "backward-no-kernel")
+
+
+def test_autograd_function_with_traced_backward_is_direct(trained):
+    ste = trained("train_lgamma.py")["train_lgamma.SoftplusSTE"]
+    # forward exp, log1p and backward sigmoid, mul all have NPU kernels; the backward was traced, so nothing is
+    # left to verify by hand (without --train the same Function is param-converted: "backward not traced")
+    assert ste.category == "direct" and codes(ste) == {"autograd-function", "backward"}
+    assert ste.backward_support == {"aten::sigmoid": True, "aten::mul.Tensor": True}
+
+
+def test_optimizer_step_is_judged_and_named_its_fused_route(trained):
+    ops = trained("train_lgamma.py")
+    adamw = ops["torch.optim.AdamW.step"]
+    # torch_npu documents torch.optim.AdamW.step as supported; its _foreach_ ops have kernels; rules.toml fused_step:
+    # AdamW(fused=True) dispatches aten::_fused_adamw_, which has an NPU kernel (aclnnFusedAdamw)
+    assert adamw.operator.kind == "optimizer" and adamw.category == "direct"
+    assert {"api-supported", "fused-step"} <= codes(adamw)
+    assert adamw.replacement == "torch.optim.AdamW(fused=True)"
+    assert ops["torch.nn.utils.clip_grad_norm_"].category == "direct"
+
+
+def test_optimizer_step_in_bfloat16_follows_the_kernel_facts_over_the_api_page(trained):
+    assert "dtype" not in codes(trained("train_lgamma.py")["torch.optim.AdamW.step"])  # float32 parameters
+    adamw = trained("train_lgamma.py", "bfloat16")["torch.optim.AdamW.step"]
+    # torch_npu's page documents AdamW.step params in float16 and float32 only, but the aclnn kernels its
+    # _foreach_ ops call (aclnnForeachMulScalarV2, ...) list bfloat16 on Atlas A2: the kernel facts decide
+    assert adamw.category == "direct" and "dtype" not in codes(adamw)
+    kernel = next(r for r in adamw.reasons if r.code == "kernel-dtype")
+    assert "bfloat16 runs natively" in kernel.message and "float16, float32" in kernel.message

@@ -80,6 +80,9 @@ def test_broken_weights_file_is_an_input_error(tmp_path):
     ["scan", "x.py", "--format", "pdf"],
     ["scan", "x.py", "--device", "cuda"],
     ["scan", "x.py", "--no-such-flag"],
+    ["scan", "x.py", "--amp", "bf16"],  # --amp needs --train
+    ["scan", "x.py", "--train", "--amp", "fp8"],
+    ["scan", "x.py", "--train", "--capture", "fx"],
 ])
 def test_usage_errors_exit_2(args):
     assert runner.invoke(app, args).exit_code == 2
@@ -165,3 +168,24 @@ def test_output_extensions_come_from_the_reporter_registry():
             assert pick_format(None, f"report{extension.upper()}") == reporter.name
     assert pick_format(None, "r.markdown") == "md" and pick_format(None, "r.htm") == "html"
     assert pick_format(None, "r.unknown") == "terminal"
+
+
+def test_terminal_header_says_forward_pass_only_without_train():
+    result = scan(MODELS / "lgamma.py", "-q")
+    assert result.exit_code == 0 and "Forward pass only" in result.output
+
+
+def test_train_flag_reports_the_step_in_every_human_format(tmp_path):
+    result = scan(MODELS / "train_lgamma.py", "--train", "-q")
+    assert result.exit_code == 0, result.output
+    assert "Training step (forward, backward, optimizer)" in result.output and "optimizer" in result.output
+    md, csv = tmp_path / "r.md", tmp_path / "r.csv"
+    assert scan(MODELS / "train_lgamma.py", "--train", "-o", md, "-q").exit_code == 0
+    text = md.read_text()
+    assert "device. Training step (forward, backward, optimizer)" in text
+    assert "Step: forward + backward; backward ATen ops: `aten::digamma` (no NPU kernel)" in text
+    assert "Step: optimizer" in text
+    assert scan(MODELS / "train_lgamma.py", "--train", "-o", csv, "-q").exit_code == 0
+    header, *rows = csv.read_text().splitlines()
+    assert "step" in header.split(",") and "backward_aten" in header.split(",")
+    assert any(row.startswith("torch.optim.AdamW.step,optimizer") and ",optimizer," in row for row in rows)

@@ -214,6 +214,9 @@ def test_broken_rule_names_file_and_key(tmp_path):
     kb = _rules_copy(tmp_path, 'aten = "aten::lstm.input"', 'aten = "aten::lstm_no_kernel"')
     with pytest.raises(KnowledgeBaseError, match=r"composite\[1\]\.aten"):
         _ = kb.rules
+    kb = _rules_copy(tmp_path, 'aten = "aten::_fused_adamw_"', 'aten = "aten::_fused_adam_"')
+    with pytest.raises(KnowledgeBaseError, match=r"fused_step\[0\]\.aten: 'aten::_fused_adam_' has no NPU kernel"):
+        _ = kb.rules
     kb = _rules_copy(tmp_path, "[meta]", "[meta\n")
     with pytest.raises(KnowledgeBaseError, match=r"rules\.toml: TOML syntax error"):
         _ = kb.rules

@@ -165,6 +165,7 @@ def test_a_portfolio_on_ray_reports_what_the_local_executor_reports(tmp_path, ra
     assert f"opassess: policy: breach: opassess_raytest::twice: custom-dev, 1 call(s) at {breach}:" in remote.output
     expected = _scrubbed(tmp_path / "work" / "local")
     assert set(expected) == {"good.json", "good.md", "breach.json", "breach.md", "portfolio.json", "portfolio.md",
+                             "portfolio.html",
                              "portfolio.state.json"}
     assert _scrubbed(tmp_path / "work" / "ray") == expected
     # paths read as on the driver, not as where the node unpacked the model folders

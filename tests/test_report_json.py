@@ -108,3 +108,33 @@ def test_every_schema_property_has_a_description():
     assert len(properties) > 100  # the walk reaches nested and $defs properties
     missing = [path for path, prop in properties if not isinstance(prop, dict) or not prop.get("description")]
     assert missing == []
+
+
+def test_training_step_report_validates_and_carries_backward_and_optimizer(validator):
+    from report_support import ROOT
+
+    from opassess.pipeline import ScanOptions, assess
+
+    assessment = assess(ScanOptions(target=str(ROOT / "tests" / "models" / "train_lgamma.py"), train=True))
+    document = json.loads(render(assessment, "json"))
+    assert _errors(validator, document) == []
+    assert document["model"]["capture"]["step"] == "train" and "AdamW" in document["model"]["capture"]["step_note"]
+    ops = {op["op"]: op for op in document["operators"]}
+    assert ops["torch.lgamma"]["backward_aten"][0] == "aten::digamma"
+    assert ops["torch.lgamma"]["backward_support"]["aten::digamma"] is False
+    assert sorted(op["op"] for op in document["operators"] if op["kind"] == "optimizer") == [
+        "torch.nn.utils.clip_grad_norm_", "torch.optim.AdamW.step"]
+    assert ops["torch.optim.AdamW.step"]["replacement"] == "torch.optim.AdamW(fused=True)"
+
+
+def test_forward_report_says_forward_step_with_empty_backward(validator):
+    document = json.loads(render(real_assessment("resnet_like"), "json"))
+    assert document["model"]["capture"]["step"] == "forward" and document["model"]["capture"]["step_note"] is None
+    assert all(op["backward_aten"] == [] and op["kind"] != "optimizer" for op in document["operators"])
+
+
+def test_schema_documents_backward_aten_and_the_optimizer_kind():
+    operator = json.loads(SCHEMA_PATH.read_text())["$defs"]["operator"]["properties"]
+    assert "optimizer" in operator["kind"]["enum"] and "optimizer" in operator["kind"]["description"]
+    assert "backward" in operator["backward_aten"]["description"]
+    assert operator["backward_support"]["description"]

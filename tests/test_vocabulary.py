@@ -9,7 +9,7 @@ import opassess.report
 from opassess.kb import load_kb
 from opassess.kb.evidence import CONFIDENCES
 from opassess.trace import METHODS
-from opassess.vocabulary import CATEGORIES, Category
+from opassess.vocabulary import CAPTURE_STEPS, CATEGORIES, OPERATOR_KINDS, Category
 
 SCHEMA = json.loads((Path(opassess.report.__file__).parent / "assessment.schema.json").read_text(encoding="utf-8"))
 
@@ -30,6 +30,14 @@ def test_schema_categories_are_the_category_vocabulary():
     assert SCHEMA["$defs"]["category"]["enum"] == list(CATEGORIES) == [c.value for c in Category]
 
 
+def test_schema_operator_kinds_and_capture_steps_are_their_vocabularies():
+    operator = SCHEMA["$defs"]["operator"]["properties"]
+    capture = SCHEMA["properties"]["model"]["properties"]["capture"]["properties"]
+    assert operator["kind"]["enum"] == list(OPERATOR_KINDS) and "optimizer" in OPERATOR_KINDS
+    assert capture["step"]["enum"] == list(CAPTURE_STEPS) == ["forward", "train"]
+    assert "backward_aten" in operator and operator["backward_aten"]["description"]
+
+
 def test_schema_capture_methods_are_the_capture_registry():
     capture = SCHEMA["properties"]["model"]["properties"]["capture"]["properties"]
     assert capture["method"]["enum"] == list(METHODS)
@@ -38,7 +46,7 @@ def test_schema_capture_methods_are_the_capture_registry():
 
 def test_every_schema_enum_is_a_known_vocabulary():
     """A new enum in the schema must be tied to a vocabulary here (and tested), not typed a second time."""
-    known = {tuple(CATEGORIES), tuple(METHODS), ("module", "function", "method", "custom", "extension", "aten"),
+    known = {tuple(CATEGORIES), tuple(METHODS), OPERATOR_KINDS, CAPTURE_STEPS,
              ("functional", "performance", "ecosystem"), (*CONFIDENCES, None)}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown

@@ -68,7 +68,16 @@ def scan(
                               "used instead of the file's example_inputs().")] = None,
     input_dtype: Annotated[str, typer.Option(help="dtype of the tensors built from --input-shape.")] = "float32",
     dtype: Annotated[str | None, typer.Option(
-        help="Assess the model as it would run in mixed precision: float16 or bfloat16.")] = None,
+        help="Cast the model (parameters and floating inputs) to float16 or bfloat16 and assess it in that dtype. "
+             "This is not mixed precision: for autocast, use --train --amp.")] = None,
+    train: Annotated[bool, typer.Option(
+        "--train", help="Capture one training step instead of a forward pass: forward in train mode, the loss "
+                        "(the file's loss_fn(output, inputs), else the output's mean), backward() and one optimizer "
+                        "step (the file's build_optimizer(model), else AdamW(foreach=True)), with gradient clipping "
+                        "at 1.0 unless the file sets max_grad_norm = None.")] = False,
+    amp: Annotated[str | None, typer.Option(
+        "--amp", help="With --train: run the forward and the loss under autocast, bf16 or fp16 (fp16 with a "
+                      "GradScaler).")] = None,
     device: Annotated[str, typer.Option(
         help="Device to build and run the model on: meta (no weights allocated) or cpu.")] = "meta",
     capture: Annotated[str | None, typer.Option(
@@ -139,11 +148,19 @@ def scan(
             dtype = normalise_dtype(dtype, option="--dtype")
             if dtype not in ("float16", "bfloat16", "float32"):
                 raise typer.BadParameter("expected float16 or bfloat16", param_hint="'--dtype'")
+        if amp is not None and amp not in ("bf16", "fp16"):
+            raise typer.BadParameter("expected bf16 or fp16", param_hint="'--amp'")
+        if train and capture:
+            raise typer.BadParameter("does not apply with --train (a training step is captured by one eager step "
+                                     "under the dispatch recorder)", param_hint="'--capture'")
+        if amp is not None and not train:
+            raise typer.BadParameter("needs --train (autocast is assessed on a training step)", param_hint="'--amp'")
         options = ScanOptions(
             target=targets[0], entry=entry, input_shapes=tuple(parse_shape(s) for s in input_shape or ()),
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
+            train=train, amp=amp,
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:

@@ -10,7 +10,9 @@ from opassess.errors import KnowledgeBaseError
 from .versions import Version, VersionRange, format_ranges, format_version, in_ranges, parse_version, version_ranges
 
 # Dtype rule parameter names that mean "the operator's main tensor input(s)".
-INPUT_PARAMS = ("input", "self", "tensor", "query", "key", "value", "x", "input1", "input2", "other")
+# "params": an optimizer step's parameters (torch.optim.AdamW.step allows float16 and float32), judged on the
+# optimizer operators of a training step (--train), whose input dtypes are the parameters' dtypes
+INPUT_PARAMS = ("input", "self", "tensor", "query", "key", "value", "x", "input1", "input2", "other", "params")
 
 
 @dataclass(frozen=True)

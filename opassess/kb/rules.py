@@ -81,6 +81,16 @@ class ThirdPartyOp:
 
 
 @dataclass(frozen=True)
+class FusedStep:
+    """An optimizer step whose fused form the NPU runs as one kernel: `step` with `setting` dispatches `aten`."""
+
+    step: str  # the documented API: "torch.optim.AdamW.step"
+    setting: str  # how to ask for it: "fused=True"
+    aten: str  # the fused ATen op with an NPU kernel: "aten::_fused_adamw_"
+    evidence: str
+
+
+@dataclass(frozen=True)
 class Rules:
     """The curated rule file, validated against the generated facts."""
 
@@ -104,6 +114,10 @@ class Rules:
     def options_only_of(self, op: str) -> str | None:
         """The evidence when `op` takes only dtype and device from self (a dtype limit on self is not on the data)."""
         return self.options_evidence if op in self.options_only else None
+    fused_steps: tuple[FusedStep, ...] = ()
+
+    def fused_step(self, op: str) -> FusedStep | None:
+        return next((f for f in self.fused_steps if f.step == op), None)
 
     def nature(self, op: str) -> Family | None:
         return next((f for f in self.families if op in f.ops), None)
@@ -241,6 +255,13 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
                                     item.string("evidence")))
         item.finish()
 
+    fused_steps = []
+    for item in root.tables("fused_step"):
+        step = documented(item, "step", item.string("step"))
+        fused_steps.append(FusedStep(step, item.string("setting"), aten_kernel(item, "aten", item.string("aten")),
+                                     item.string("evidence")))
+        item.finish()
+
     notes_table = root.table("category_notes", None)
     notes = {Category(name): notes_table.string(name) for name in notes_table.keys() if name in CATEGORIES}
     notes_table.finish()
@@ -251,4 +272,4 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
         host_ops=host_ops, host_evidence=host_evidence, families=tuple(families), composites=tuple(composites),
         everywhere=frozenset(everywhere_ops), everywhere_evidence=everywhere_evidence, third_party=third_party,
         replacements=tuple(replacements), attr_mappings=tuple(mappings), category_notes=notes,
-        options_only=options_only, options_evidence=options_evidence)
+        options_only=options_only, options_evidence=options_evidence, fused_steps=tuple(fused_steps))

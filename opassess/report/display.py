@@ -9,11 +9,11 @@ them, the Markdown one escapes them. Records read by attribute (`op.likely_text`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..kb.evidence import evidence_order
-from ..records import Assessment, ClassifiedOp, Effort
+from ..records import Assessment, Capture, ClassifiedOp, Effort
 from ..vocabulary import CATEGORIES, Category
 from .display_records import (
     AtenRow,
@@ -35,14 +35,13 @@ from .display_records import (
     RiskRow,
     RuleRange,
     ShownOp,
-    SignatureRow,
     SubscoreRow,
     Tick,
     Totals,
 )
-from .document import Row, jsonable
+from .document import Row
 from .i18n import DEFAULT, N_, number, translations
-from .reasons import reason_rows
+from .reasons import reason_rows, signature_rows
 from .text import bound, bounds_range, days, days_range, percent, share
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
@@ -77,20 +76,6 @@ def _score(value: float) -> str:
     return f"{value:.2f}"
 
 
-def _tensor_text(shape: tuple[int, ...] | None, dtype: str | None) -> str:
-    dims = ",".join(str(d) for d in shape) if shape is not None else ""
-    return f"{dtype or '?'}[{dims}]"
-
-
-def _inputs_text(shapes: Iterable, dtypes: Iterable) -> str:
-    parts = [_tensor_text(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=False) if shape is not None]
-    return ", ".join(parts) if parts else "no tensor inputs"
-
-
-def _attrs_text(attrs: Mapping[str, Any]) -> str:
-    return ", ".join(f"{key}={jsonable(value)}" for key, value in attrs.items())
-
-
 def short_name(op: str) -> str:
     """A compact label for charts: 'torch.nn.Conv2d' -> 'nn.Conv2d', 'torch.nn.functional.gelu' -> 'F.gelu'."""
     for prefix, replacement in (("torch.nn.functional.", "F."), ("torch.nn.", "nn.")):
@@ -123,23 +108,35 @@ def _nice_step(maximum: float, ticks: int = 4) -> float:
     return 10 * magnitude  # pragma: no cover - the loop always returns
 
 
-def _support_text(classified: ClassifiedOp | None, aten: str) -> str:
-    if classified is None or aten not in classified.aten_support:
+def _support_text(classified: ClassifiedOp | None, aten: str, backward: bool = False) -> str:
+    support = (classified.backward_support if backward else classified.aten_support) if classified else {}
+    if aten not in support:
         return "not checked"
-    return "NPU kernel" if classified.aten_support[aten] else "no NPU kernel"
+    return "NPU kernel" if support[aten] else "no NPU kernel"
+
+
+def _capture_step_text(capture: Capture) -> str:
+    """'forward pass only', or 'training step (forward, backward, optimizer): <what it ran>'."""
+    if capture.step != "train":
+        return "forward pass only (eval mode; --train captures a training step)"
+    return "training step (forward, backward, optimizer)" + (f": {capture.step_note}" if capture.step_note else "")
+
+
+def _step_text(kind: str, backward: tuple[str, ...], training: bool) -> str:
+    """Which part of the step an operator belongs to: forward, forward + backward, or optimizer."""
+    if kind == "optimizer":
+        return "optimizer"
+    return "forward + backward" if training and backward else "forward"
 
 
 # ------------------------------------------------------------------ builders
 
 
-def _operator_row(row: Row, total_likely: float) -> OperatorRow:
+def _operator_row(row: Row, total_likely: float, training: bool = False) -> OperatorRow:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
-    signatures = tuple(SignatureRow(text="; ".join(p for p in (_attrs_text(s.attrs),
-                                                               _inputs_text(s.input_shapes, s.input_dtypes)) if p),
-                                    count=s.count, category=categories[i] if i < len(categories) else "")
-                       for i, s in enumerate(operator.signatures))
+    signatures = signature_rows(operator.signatures, categories)
     base: dict[str, Any] = {
         "rank": row.rank,
         "op": operator.key,
@@ -165,6 +162,9 @@ def _operator_row(row: Row, total_likely: float) -> OperatorRow:
         "modules_more": max(0, len(operator.modules) - MODULES_PER_OP),
         "signatures": signatures,
         "estimated": estimate is not None,
+        "step_text": _step_text(operator.kind, operator.backward_aten, training),
+        "backward_rows": tuple(AtenRow(a, _support_text(classified, a, backward=True))
+                               for a in operator.backward_aten),
         "search": " ".join([operator.key, operator.kind, category, *operator.modules]).lower(),
     }
     if estimate is None:
@@ -341,7 +341,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     model, capture, est = assessment.model, assessment.capture, assessment.estimate
     total = est.total if est else None
     total_likely = total.likely if total else 0.0
-    ops = tuple(_operator_row(r, total_likely) for r in rows)
+    ops = tuple(_operator_row(r, total_likely, capture.step == "train") for r in rows)
     summary = document["summary"]
     unknown = tuple(op for op in ops if not op.known)
 
@@ -404,7 +404,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         model=ModelHeader(class_name=model.class_name, source=model.source, entry=model.entry,
                           parameters_text=number(model.parameters, language), dtype=model.dtype,
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
-                          device_note=capture.device_note or "", attempts=attempts),
+                          device_note=capture.device_note or "", attempts=attempts,
+                          step_text=_capture_step_text(capture), training=capture.step == "train"),
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,

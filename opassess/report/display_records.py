@@ -39,6 +39,8 @@ class ModelHeader(Record):
     device: str
     device_note: str
     attempts: tuple[Attempt, ...]
+    step_text: str = "forward pass only"  # what was captured: a forward pass, or a training step (--train)
+    training: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,8 @@ class OperatorRow(Record):
     pareto: bool = False
     replacement_deprecated: bool = False  # the facts mark the replacement deprecated
     replacement_successor: str | None = None  # its successor; None: no successor
+    step_text: str = "forward"  # "forward", "forward + backward" (--train) or "optimizer"
+    backward_rows: tuple[AtenRow, ...] = ()  # the ATen ops its backward dispatched (--train)
 
 
 @dataclass(frozen=True)

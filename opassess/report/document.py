@@ -105,6 +105,8 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "confidence": classified.confidence if classified else None,
         "exclusions": [{"code": r.code, "message": r.message, "evidence": r.evidence}
                        for r in classified.exclusions] if classified else [],
+        "backward_aten": list(operator.backward_aten),
+        "backward_support": dict(classified.backward_support) if classified else {},
         "scores": None,
         "person_days": None,
         "risk": None,
@@ -171,6 +173,8 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                 "method": capture.method,
                 "device": capture.device,
                 "device_note": capture.device_note,
+                "step": capture.step,
+                "step_note": capture.step_note,
                 "attempts": [{"method": a.method, "error": a.error, "seconds": _round(a.seconds, 3)}
                              for a in capture.attempts],
             },

@@ -7,6 +7,9 @@ Capture methods are registered classes (registry.py), one module per strategy, t
                       works for any model that runs.
   dispatch-compiling  dispatch.py: the same with torch.compiler.is_compiling() true (meta only).
   export              export.py: torch.export, the last resort; skipped on large models.
+With --train the one capture is the training step (train/): the dispatch capture's forward with gradients and the
+loss, then backward() with each ATen call filed under the operator that created its autograd node, and the
+optimizer, clipping and GradScaler calls as operators of kind "optimizer".
 The shared parts: operator naming (keys.py), values and attributes (values.py), the ATen recorder with FLOPs and
 meta-device stand-ins (recorder.py), interception where torch has no hook (patches.py), source lines (sources.py).
 Everything runs on the meta device unless the model cannot, in which case it is rebuilt on the CPU.

@@ -49,13 +49,32 @@ class DispatchCompilingCapture(CaptureMethod):
             return capture_dispatch(loaded, progress)
 
 
-def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
-    """Run loaded.module's forward once, one NodeBuild per user-level operator call."""
-    import torch
+class ForwardStep:
+    """What the dispatch capture runs inside its hooks and modes: by default one forward pass without gradients.
+    A training step (trace/train) runs the forward with gradients and its loss, and learns which operator
+    created each tensor."""
+
+    def context(self) -> Any:
+        """Entered outside the capture's modes for the run (torch.no_grad for a forward pass)."""
+        import torch
+
+        return torch.no_grad()
+
+    def created(self, name: str, outputs: list) -> None:
+        """Operator node `name` returned these tensors."""
+
+    def run(self, model: Any, args: tuple, kwargs: dict) -> Any:
+        """What runs under the capture: the model's forward."""
+        return model(*args, **kwargs)
+
+
+def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step: ForwardStep | None = None) -> Graph:
+    """Run loaded.module's forward once (or `step`), one NodeBuild per user-level operator call."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
     from torch.overrides import TorchFunctionMode
 
     model = loaded.module
+    step = step or ForwardStep()
     paths = {id(m): name for name, m in model.named_modules()}
     recorder = AtenRecorder()
     built: list[NodeBuild] = []
@@ -84,6 +103,7 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress) -> G
         for t in outs:
             producer[id(t)] = name
             keep.append(t)
+        step.created(name, outs)
 
     def before_module(module, args):
         if depth["leaf"] or depth["fn"]:
@@ -180,10 +200,10 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress) -> G
     hooks = [register_module_forward_pre_hook(before_module),
              register_module_forward_hook(after_module, with_kwargs=True, always_call=True)]
     try:
-        with torch.no_grad(), patched_function_apply(on_apply), patched_extensions(model, on_extension), \
+        with step.context(), patched_function_apply(on_apply), patched_extensions(model, on_extension), \
                 recorder.mode, FunctionMode():
             recorder.loose = loose
-            model(*loaded.args, **loaded.kwargs)
+            step.run(model, loaded.args, loaded.kwargs)
             recorder.loose = None
     finally:
         for hook in hooks:

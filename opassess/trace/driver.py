@@ -11,6 +11,7 @@ from ..records import Capture, CaptureAttempt
 from .methods import capture_order, check_methods, method_named
 from .nodes import NodeFailure
 from .registry import Skipped, no_progress
+from .train import TrainCapture, TrainOptions
 
 # The CPU fallback allocates real weights: it is refused when they would take more than this share of the
 # machine's memory (activations and the interpreter need the rest).
@@ -44,12 +45,17 @@ def _check_fits_in_memory(loaded: LoadedModel, why: BaseException | None) -> Non
 
 
 def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
-                progress: Callable[[str], None] | None = None) -> Capture:
+                progress: Callable[[str], None] | None = None, train: TrainOptions | None = None) -> Capture:
     """Capture the model's operators by the first method in `methods` that works (meta device first, then CPU).
 
-    methods=None picks the order by model size (capture_order)."""
-    methods = methods or capture_order(loaded.info.parameters)
-    check_methods(methods)
+    methods=None picks the order by model size (capture_order). With `train`, the one method is the training step
+    (trace/train): forward, backward and optimizer step."""
+    training = TrainCapture(train) if train is not None else None
+    if training is not None:
+        methods = (training.name,)
+    else:
+        methods = methods or capture_order(loaded.info.parameters)
+        check_methods(methods)
     attempts: list[CaptureAttempt] = []
     device_note = None
     current = loaded
@@ -66,7 +72,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 progress(f"capturing with {method} on {device}")
             started = time.perf_counter()
             try:
-                nodes, edges = method_named(method).capture(current, progress or no_progress)
+                capturer = training if training is not None else method_named(method)
+                nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
                 continue
@@ -74,17 +81,21 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method,
                                                _first_line(exc), time.perf_counter() - started))
                 # the plain eager forward's error explains best why a model does not run on this device
-                if method == "dispatch" or (forward_error is None and
+                if method in ("dispatch", "train") or (forward_error is None and
                                             (method.startswith("dispatch") or isinstance(exc, NodeFailure))):
                     forward_error = exc
-                if method == "dispatch" and not _is_meta_problem(exc):
+                if method in ("dispatch", "train") and not _is_meta_problem(exc):
                     break  # the eager forward itself fails: no other capture can succeed on this device
                 continue
             attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method, None,
                                            time.perf_counter() - started))
             types = {name: type(m).__name__ for name, m in current.module.named_modules()}
-            return Capture(method=method, device=device, device_note=device_note, attempts=tuple(attempts),
-                           nodes=tuple(nodes), edges=tuple(edges), module_types=types)
+            # the training step's forward is the dispatch capture: the method the report names
+            return Capture(method="dispatch" if training is not None else method, device=device,
+                           device_note=device_note, attempts=tuple(attempts),
+                           nodes=tuple(nodes), edges=tuple(edges), module_types=types,
+                           step="train" if training is not None else "forward",
+                           step_note=training.note if training is not None else None)
         if forward_error is None or not _is_meta_problem(forward_error):
             break
     cause = forward_error or (attempts[-1].error if attempts else "no capture method")

@@ -31,7 +31,7 @@ class AtenRecorder:
                 out = func(*args, **kwargs)
                 if recorder.sink is not None:
                     ins, outs = tensors_in((args, kwargs)), tensors_in(out)
-                    recorder.sink.append(_aten_call(func, ins, outs))
+                    recorder.sink.append(aten_call(func, ins, outs))
                     formula = _flop_formula(func._overloadpacket, flop_registry)
                     if formula is not None:
                         with contextlib.suppress(Exception):
@@ -39,7 +39,7 @@ class AtenRecorder:
                                                           **_shapes_of(kwargs)))
                     recorder.bytes += _nbytes(ins) + _nbytes(outs)
                 elif recorder.loose is not None:
-                    recorder.loose.append(_aten_call(func, tensors_in((args, kwargs)), tensors_in(out)))
+                    recorder.loose.append(aten_call(func, tensors_in((args, kwargs)), tensors_in(out)))
                 return out
 
         self.mode = Mode()
@@ -111,7 +111,7 @@ def _op_name(func: Any) -> tuple[str, str]:
     return f"{ns}::{name}", func._overloadname
 
 
-def _aten_call(func: Any, ins: list, outs: list) -> AtenCall:
+def aten_call(func: Any, ins: list, outs: list) -> AtenCall:
     op, overload = _op_name(func)
     in_shapes, in_dtypes = describe_tensors(ins)
     out_shapes, out_dtypes = describe_tensors(outs)
@@ -133,7 +133,9 @@ def _meta_sdpa(recorder: AtenRecorder, query, key, value, *args, **kwargs):
 
     # allocating the stand-in output is not the model's work: neither this call's ATen op nor a loose one
     sink, loose, recorder.sink, recorder.loose = recorder.sink, recorder.loose, None, None
-    if value.shape[-1] == query.shape[-1]:
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
+        out = _sdpa_stand_in().apply(query, key, value)  # a training step: gradients flow back to q, k, v
+    elif value.shape[-1] == query.shape[-1]:
         out = torch.empty_like(query)
     else:
         out = query.new_empty((*query.shape[:-1], value.shape[-1]))
@@ -146,6 +148,31 @@ def _meta_sdpa(recorder: AtenRecorder, query, key, value, *args, **kwargs):
             recorder.flops += int(sdpa_flop_count(query.shape, key.shape, value.shape))
         recorder.bytes += _nbytes(tensors) + _nbytes([out])
     return out
+
+
+@functools.cache
+def _sdpa_stand_in() -> Any:
+    """The meta stand-in of scaled_dot_product_attention as an autograd.Function, for a training step. torch_npu
+    takes the op whole, its backward included (rules.toml: composite), so neither direction records ATen work of
+    its own: allocations run with the dispatch modes set aside."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    class ScaledDotProductAttentionStandIn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, query, key, value):
+            ctx.save_for_backward(query, key, value)
+            with _disable_current_modes():
+                if value.shape[-1] == query.shape[-1]:
+                    return torch.empty_like(query)
+                return query.new_empty((*query.shape[:-1], value.shape[-1]))
+
+        @staticmethod
+        def backward(ctx, grad):
+            with _disable_current_modes():
+                return tuple(torch.empty_like(t) for t in ctx.saved_tensors)
+
+    return ScaledDotProductAttentionStandIn
 
 
 def meta_substitute(fn: Any, args: tuple, kwargs: dict) -> Callable | None:

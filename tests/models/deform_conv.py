@@ -9,8 +9,11 @@ What it exercises: an operator from another library's namespace that the NPU rep
                 SymInt offset_groups, bool use_mask) -> Tensor
 
 with a CPU implementation (bilinear sampling through F.grid_sample; with zero offsets and a mask of ones it equals
-F.conv2d) and a fake (meta) implementation giving the output shape. When torchvision is importable, or the op is
-already registered (this file imported twice), nothing is registered and the existing op is used.
+F.conv2d) and a fake (meta) implementation giving the output shape. Like torchvision, its autograd formula calls a
+second op, `torchvision::_deform_conv2d_backward` (same schema with the output gradient first, returning the
+gradients of input, weight, offset, mask and bias), so a training step's backward dispatches it.
+When torchvision is importable, or the op is already registered (this file imported twice), nothing is registered
+and the existing op is used.
 The model calls it as torch.ops.torchvision.deform_conv2d, as torchvision.ops.deform_conv2d does, so an FX graph
 holds one call_function node for it.
 
@@ -35,6 +38,11 @@ SCHEMA = (
     "deform_conv2d(Tensor input, Tensor weight, Tensor offset, Tensor mask, Tensor bias, SymInt stride_h, "
     "SymInt stride_w, SymInt pad_h, SymInt pad_w, SymInt dilation_h, SymInt dilation_w, SymInt groups, "
     "SymInt offset_groups, bool use_mask) -> Tensor"
+)
+BACKWARD_SCHEMA = (
+    "_deform_conv2d_backward(Tensor grad, Tensor input, Tensor weight, Tensor offset, Tensor mask, Tensor bias, "
+    "SymInt stride_h, SymInt stride_w, SymInt pad_h, SymInt pad_w, SymInt dilation_h, SymInt dilation_w, "
+    "SymInt groups, SymInt offset_groups, bool use_mask) -> (Tensor, Tensor, Tensor, Tensor, Tensor)"
 )
 
 
@@ -100,6 +108,28 @@ def _deform_conv2d_fake(
     return input.new_empty((n, c_out, h_out, w_out))
 
 
+def _deform_conv2d_backward_cpu(grad, input, weight, offset, mask, bias, *args):
+    """Gradients of the reference implementation, by autograd through it."""
+    tensors = [t.detach().requires_grad_() for t in (input, weight, offset, mask, bias)]
+    with torch.enable_grad():
+        out = _deform_conv2d_cpu(*tensors, *args)
+        return tuple(torch.autograd.grad(out, tensors, grad, allow_unused=True, materialize_grads=True))
+
+
+def _deform_conv2d_backward_fake(grad, input, weight, offset, mask, bias, *args):
+    return tuple(torch.empty_like(t) for t in (input, weight, offset, mask, bias))
+
+
+def _deform_setup_context(ctx, inputs, output) -> None:
+    ctx.save_for_backward(*inputs[:5])
+    ctx.args = inputs[5:]
+
+
+def _deform_backward(ctx, grad):
+    grads = torch.ops.torchvision._deform_conv2d_backward(grad, *ctx.saved_tensors, *ctx.args)
+    return (*grads, *(None,) * len(ctx.args))
+
+
 try:  # the real operator, when torchvision is installed
     import torchvision  # noqa: F401
 except ImportError:
@@ -111,6 +141,11 @@ if not _has_op("torchvision", "deform_conv2d"):
     _LIBRARY.define(SCHEMA)
     _LIBRARY.impl("deform_conv2d", _deform_conv2d_cpu, "CPU")
     torch.library.register_fake("torchvision::deform_conv2d", _deform_conv2d_fake, lib=_LIBRARY)
+    _LIBRARY.define(BACKWARD_SCHEMA)
+    _LIBRARY.impl("_deform_conv2d_backward", _deform_conv2d_backward_cpu, "CPU")
+    torch.library.register_fake("torchvision::_deform_conv2d_backward", _deform_conv2d_backward_fake, lib=_LIBRARY)
+    torch.library.register_autograd("torchvision::deform_conv2d", _deform_backward,
+                                    setup_context=_deform_setup_context, lib=_LIBRARY)
 
 
 class ModulatedDeformConv2d(nn.Module):

@@ -17,7 +17,14 @@ def _inert(value: Any) -> Any:
     return value
 
 
-def _row(op: dict[str, Any]) -> dict[str, Any]:
+def _step(op: dict[str, Any], training: bool) -> str:
+    """forward, forward + backward (--train) or optimizer: the part of the step the operator belongs to."""
+    if op["kind"] == "optimizer":
+        return "optimizer"
+    return "forward + backward" if training and op.get("backward_aten") else "forward"
+
+
+def _row(op: dict[str, Any], training: bool = False) -> dict[str, Any]:
     scores = op["scores"] or {}
     days = op["person_days"] or {}
     risk = op["risk"] or {}
@@ -42,6 +49,8 @@ def _row(op: dict[str, Any]) -> dict[str, Any]:
         "replacement": op["replacement"],
         "cann_op": op["cann_op"],
         "aten": SEPARATOR.join(op["aten"]),
+        "step": _step(op, training),
+        "backward_aten": SEPARATOR.join(op.get("backward_aten", ())),
         "modules": SEPARATOR.join(op["modules"]),
         "source": SEPARATOR.join(op["source"]),
         "reasons": SEPARATOR.join(dict.fromkeys(f"{r['code']}: {r['message']}" for r in op["reasons"])),
@@ -54,7 +63,9 @@ def render_csv(view: dict[str, Any], context: RenderContext) -> str:
     """Operators in report order (largest effort first); list cells joined with '; '."""
     import pandas as pd  # imported here: pandas costs ~0.5 s and only this format needs it
 
-    rows = [{key: _inert(value) for key, value in _row(op).items()} for op in view["document"]["operators"]]
+    document = view["document"]
+    training = document["model"]["capture"].get("step") == "train"
+    rows = [{key: _inert(value) for key, value in _row(op, training).items()} for op in document["operators"]]
     frame = pd.DataFrame(rows, columns=list(_row(_EMPTY).keys()))
     return frame.to_csv(index=False, lineterminator="\n")
 

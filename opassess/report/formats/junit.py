@@ -30,6 +30,10 @@ def _details(op: dict[str, Any]) -> str:
              + (" (unknown to the knowledge base)" if op.get("known") is False else "")
              + (f", confidence {op['confidence']}" if op.get("confidence") else ""),
              f"calls: {op['count']}"]
+    if op.get("kind") == "optimizer":
+        lines.append("step: optimizer")
+    elif op.get("backward_aten"):
+        lines.append("step: forward + backward; backward ATen ops: " + ", ".join(op["backward_aten"]))
     if days:
         lines.append(f"person-days: {days_detail(days['likely'], days['low'], days['high'])}")
     if risk:

@@ -69,6 +69,9 @@ def _message(op: dict[str, Any]) -> str:
         parts[0] += " (unknown to the knowledge base)"
     if op.get("reasons"):
         parts.append(op["reasons"][0]["message"].rstrip("."))
+    missing = [a for a, ok in (op.get("backward_support") or {}).items() if not ok]
+    if missing:  # --train: the backward is where a training job meets the gap
+        parts.append(f"its backward dispatches {', '.join(missing)} (no NPU kernel)")
     if op.get("replacement"):
         parts.append(f"use {op['replacement']}")
     if days:
@@ -97,6 +100,7 @@ def _result(op: dict[str, Any], source: str | None, model_source: str, breached:
             "confidence": op.get("confidence"),
             "calls": op["count"],
             "aten": list(op.get("aten") or ()),
+            "backwardAten": list(op.get("backward_aten") or ()),  # --train: what its backward dispatched
             "personDays": op.get("person_days"),
             "riskStars": (op.get("risk") or {}).get("stars"),
             "replacement": op.get("replacement"),

@@ -38,6 +38,8 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
                 % {"source": model["source"], "parameters": model["parameters_text"], "dtype": model["dtype"],
                    "method": model["capture_method"], "device": model["device"]})
     console.print(head)
+    step = model["step_text"]
+    console.print(Text(step[:1].upper() + step[1:], style="" if model["training"] else "dim"))
     console.print(Text(_("Assessed against %(target)s, torch_npu %(torch_npu)s, knowledge base %(kb)s")
                        % {"target": d["target"], "torch_npu": d["torch_npu"], "kb": d["kb_version"]}, style="dim"))
     if d["evidence_order"]:
@@ -76,8 +78,11 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     if d["top_operators"]:
         title = _("Top operators by effort") if d["estimated"] else _("Operators (not estimated)")
         top = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-        for name, justify in (("#", "right"), (_("Operator"), "left"), (_("Category"), "left"), (_("Calls"), "right"),
-                              (_("Person-days"), "right"), (_("Range"), "right"), (_("Risk"), "left")):
+        columns = [("#", "right"), (_("Operator"), "left"), (_("Category"), "left"), (_("Calls"), "right"),
+                   (_("Person-days"), "right"), (_("Range"), "right"), (_("Risk"), "left")]
+        if model["training"]:  # which part of the training step each operator belongs to
+            columns.insert(2, ("Step", "left"))
+        for name, justify in columns:
             top.add_column(name, justify=justify, overflow="fold")
         for op in d["top_operators"]:
             category = Text(op["category"], style=CATEGORY_STYLE.get(op["category"], ""))
@@ -85,7 +90,8 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
                 category.append(" " + _("(unknown)"), style="dim")
             if op["confidence"]:
                 category.append(f" · {op['confidence']}", style="dim")
-            top.add_row(str(op["rank"]), Text(op["op"]), category, str(op["count"]), op["likely_text"],
+            step = [Text(op["step_text"])] if model["training"] else []
+            top.add_row(str(op["rank"]), Text(op["op"]), *step, category, str(op["count"]), op["likely_text"],
                         op["range_text"], Text(op["stars_text"]))
         console.print(top)
         console.print()

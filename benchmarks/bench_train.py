@@ -1,0 +1,136 @@
+"""Benchmark: `opassess scan --train` end to end vs the floor (one recorded training step on meta).
+
+Each measurement runs in its own child process so that peak memory (ru_maxrss) belongs to it alone. The model is
+the Llama-2-shaped decoder of examples/llama_like.py, built on the meta device (no weights, no gradients and no
+optimizer state are allocated).
+
+    python benchmarks/bench_train.py                # 7B-shaped, full depth
+    python benchmarks/bench_train.py --layers 2     # reduced size, as CI runs it
+
+The floor is what any tool capturing a training step has to do: build the model, then run one forward in train
+mode, a scalar loss, backward() and one AdamW(foreach=True) step under a dispatch mode that counts the ATen calls.
+The scan does that plus what makes it an assessment: operator nodes with attributes and source lines, backward
+attribution per operator, gradient clipping (part of its default step), classification, findings and estimates.
+Prints one table: seconds and peak RSS per measurement and the ratio scan/floor, fastest of --repeat runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA = ROOT / "examples" / "llama_like.py"
+TARGET_RATIO = 2.0  # scan --train within 2x of the floor
+TARGET_PEAK_MB = 2048
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def _measure(kind: str, size: str, layers: int | None) -> dict:
+    """Run one measurement in this process and return its figures."""
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    os.environ["OPASSESS_LLAMA_CONFIG"] = size
+    if layers:
+        os.environ["OPASSESS_LLAMA_LAYERS"] = str(layers)
+    started = time.perf_counter()
+    if kind == "scan":
+        from opassess.pipeline import ScanOptions, assess
+
+        result = assess(ScanOptions(target=str(LLAMA), train=True))
+        nodes = result.inventory.capture.nodes
+        detail = f"{len(nodes)} calls, {sum(len(n.backward) for n in nodes)} backward ATen calls, " \
+                 f"{len(result.classified)} op types"
+    elif kind == "floor":
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        from opassess.load import LoadRequest, load_model
+
+        loaded = load_model(LoadRequest(target=str(LLAMA)))  # building on meta is part of every measurement
+        build_s = time.perf_counter() - started
+
+        class Recorder(TorchDispatchMode):
+            calls = 0
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                Recorder.calls += 1
+                return func(*args, **(kwargs or {}))
+
+        model = loaded.module.train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+        with Recorder():
+            model(*loaded.args, **loaded.kwargs).mean().backward()
+            optimizer.step()
+        detail = f"{Recorder.calls} ATen calls (build {build_s:.1f}s)"
+    else:
+        raise SystemExit(f"unknown measurement {kind}")
+    seconds = time.perf_counter() - started
+    return {"kind": kind, "size": size, "seconds": seconds, "peak_mb": _peak_mb(), "detail": detail}
+
+
+def _best_of(repeat: int, kind: str, size: str, layers: int | None, timeout: float) -> dict:
+    """The fastest of `repeat` runs (an error in any run is reported as the result)."""
+    runs = [_child(kind, size, layers, timeout) for _ in range(repeat)]
+    failed = [r for r in runs if "error" in r]
+    return failed[0] if failed else min(runs, key=lambda r: r["seconds"])
+
+
+def _child(kind: str, size: str, layers: int | None, timeout: float) -> dict:
+    cmd = [sys.executable, __file__, "--one", kind, "--size", size]
+    if layers:
+        cmd += ["--layers", str(layers)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"kind": kind, "size": size, "error": f"timed out after {timeout:.0f}s"}
+    if done.returncode != 0:
+        return {"kind": kind, "size": size, "error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="7b")
+    parser.add_argument("--layers", type=int, default=None, help="override the layer count (CI: 2)")
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is reported")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--size", default="7b", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(_measure(args.one, args.size, args.layers)))
+        return 0
+    kinds = ["floor", "scan"]
+    depth = f"{args.layers} layers" if args.layers else "full depth"
+    print(f"opassess scan --train benchmark ({depth}; meta device; fastest of {args.repeat} runs, each in its own "
+          f"process)")
+    header = f"{'model':6} {'measure':8} {'seconds':>8} {'peak MB':>8} {'x floor':>8}  detail"
+    print(header)
+    print("-" * len(header))
+    failed = False
+    for size in args.sizes.split(","):
+        results = {kind: _best_of(args.repeat, kind, size, args.layers, args.timeout) for kind in kinds}
+        floor = results["floor"].get("seconds")
+        for kind in kinds:
+            r = results[kind]
+            if "error" in r:
+                failed = True
+                print(f"{size:6} {kind:8} {'-':>8} {'-':>8} {'-':>8}  {r['error']}")
+                continue
+            x_floor = f"{r['seconds'] / floor:.2f}" if floor else "-"
+            print(f"{size:6} {kind:8} {r['seconds']:8.2f} {r['peak_mb']:8.0f} {x_floor:>8}  {r['detail']}")
+    print(f"targets: scan --train within {TARGET_RATIO:g}x of the floor, peak under {TARGET_PEAK_MB} MB")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
