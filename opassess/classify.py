@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
 from .kb import kernels
 from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
@@ -32,7 +33,7 @@ from .kb.products import Product
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
-from .trace.dispatch_keys import dispatch_kinds, torch_version
+from .trace.decompose import dispatch_kinds, torch_version_text
 from .vocabulary import Category
 
 _NON_ATEN = ("aten", "prims")
@@ -92,10 +93,10 @@ class _Classifier(EntryAndBackward):
             return AtenVerdict(aten, "everywhere", evidence, True)
         kinds = dispatch_kinds(aten)
         if "CompositeExplicitAutograd" in kinds:
-            return AtenVerdict(aten, "everywhere", f"PyTorch {torch_version()} dispatcher: {aten} has a "
+            return AtenVerdict(aten, "everywhere", f"PyTorch {torch_version_text()} dispatcher: {aten} has a "
                                                    f"CompositeExplicitAutograd kernel", True)
         if "CompositeImplicitAutograd" in kinds:
-            return AtenVerdict(aten, "decomposes", f"PyTorch {torch_version()} dispatcher: {aten} has a "
+            return AtenVerdict(aten, "decomposes", f"PyTorch {torch_version_text()} dispatcher: {aten} has a "
                                                    f"CompositeImplicitAutograd kernel", True)
         return AtenVerdict(aten, "missing", support.evidence, False)
 
@@ -144,7 +145,7 @@ class _Classifier(EntryAndBackward):
         for index, sig in enumerate(op.signatures):
             j = _Judgement(index)
             if op.kind in _PROJECT_KINDS:
-                self._custom(op, j, verdicts, required, optional)
+                judge_project_op(op, j, verdicts, required, self.trained)
             else:
                 self._native(op, sig, j, api, verdicts, required)
             self._kernel_checks(op, sig, j, verdicts)
@@ -152,7 +153,7 @@ class _Classifier(EntryAndBackward):
         if not op.signatures:  # an operator with no signature still gets judged once
             j = _Judgement(0)
             if op.kind in _PROJECT_KINDS:
-                self._custom(op, j, verdicts, required, optional)
+                judge_project_op(op, j, verdicts, required, self.trained)
             else:
                 self._native(op, None, j, api, verdicts, required)
             judgements.append(j)
@@ -209,51 +210,6 @@ class _Classifier(EntryAndBackward):
         return None
 
     # -------------------------------------------------------------- project-defined ops
-
-    def _custom(self, op: Operator, j: _Judgement, verdicts, required, optional) -> None:
-        if required is not None:
-            j.add("replacement", f"{op.key} has no NPU kernel; {required.api} replaces it with another signature "
-                  f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
-            return
-        if op.kind == "extension":
-            # Compiled code: even when it calls only ATen ops it must be rebuilt against torch_npu, and any
-            # device kernels inside it (CUDA) rewritten for the NPU (Ascend C).
-            inner = f" (it dispatched {', '.join(verdicts)})" if verdicts else ""
-            j.add("extension", f"{op.key} is a function of a compiled C++ extension{inner}; it must be rebuilt "
-                  f"against torch_npu and its device kernels rewritten in Ascend C", "trace: kind extension; "
-                  "no replacement in rules.toml", Category.CUSTOM_DEV)
-            return
-        if "::" in op.key:
-            kinds = dispatch_kinds(op.key)
-            others = [v for v in verdicts.values() if v.op != op.key]
-            if kinds and all(v.supported for v in others):
-                how = ("a composite of ATen ops" if "CompositeImplicitAutograd" in kinds else
-                       "for every backend (a torch.library op without device_types)")
-                inner = ("the ATen ops it runs all have NPU kernels" if others else
-                         "the ATen ops its Python body runs were not seen by the trace: check them on the NPU")
-                j.add("decomposes", f"{op.key} is registered {how}; {inner}",
-                      f"PyTorch dispatcher: {' and '.join(kinds)} kernel for {op.key}", Category.DIRECT)
-                return
-            j.add("custom-op", f"{op.key} is a project-defined operator with kernels for other devices only; "
-                  f"it needs an NPU kernel (Ascend C) or a rewrite in supported ops",
-                  f"trace: kind custom, namespace {op.key.split('::')[0]}; no replacement in rules.toml",
-                  Category.CUSTOM_DEV)
-            return
-        missing = [v for v in verdicts.values() if not v.supported]
-        if verdicts and not missing and self.trained:
-            j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
-                  f"with NPU kernels ({', '.join(verdicts)}); its hand-written backward was traced and is judged as "
-                  f"its backward ATen ops",
-                  "trace: autograd.Function forward and backward ATen ops; npu_aten_ops", Category.DIRECT)
-        elif verdicts and not missing:
-            j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
-                  f"with NPU kernels ({', '.join(verdicts)}), but its hand-written backward was not traced and must "
-                  f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops",
-                  Category.PARAM_CONVERTED)
-        else:
-            ops = ", ".join(v.op for v in missing) or "no ATen op seen"
-            j.add("custom-op", f"{op.key} is a custom autograd.Function or extension whose kernels do not run on the "
-                  f"NPU ({ops})", "trace: kind custom; npu_aten_ops", Category.CUSTOM_DEV)
 
     # -------------------------------------------------------------- native APIs and ATen ops
 

@@ -8,6 +8,8 @@ from .kb.rules import Replacement
 from .records import Operator
 from .vocabulary import Category
 
+_PLAIN_OVERLOADS = ("input", "Tensor", "default", "self")  # an unnamed entry op's likely overload
+
 
 class EntryAndBackward:
     """Mixed into the classifier (opassess/classify.py), whose state (kb, version, aten_verdict) these read."""
@@ -22,9 +24,10 @@ class EntryAndBackward:
             if self.kb.kernel_support(entry, self.version).supported:
                 out.append(entry)
                 continue
-            variant = next((f for f in self.kb.kernels_for_base(entry) if f.supports(self.version)), None)
-            if variant is not None and "." in variant.name and not variant.name.endswith(".out"):
-                out.append(f"aten::{variant.name}")
+            variants = [f.name for f in self.kb.kernels_for_base(entry) if f.supports(self.version)
+                        and "." in f.name and not f.name.endswith(".out")]
+            if variants:  # the entry op has no overload: prefer the plain-tensor one (lstm.input, not lstm.data)
+                out.append(f"aten::{min(variants, key=lambda n: (n.partition('.')[2] not in _PLAIN_OVERLOADS, n))}")
         return tuple(out)
 
     def _deprecation(self, replacement: Replacement | None) -> dict[str, Any]:

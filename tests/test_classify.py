@@ -5,6 +5,8 @@ the comment above each assertion names the fact.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -243,6 +245,43 @@ def test_cpu_only_decomposition_is_not_judged(kb):
 def test_worst():
     assert worst(["direct", "custom-dev", "param-converted"]) == "custom-dev"
     assert worst([]) == "direct"
+
+
+def _without_curated_composites(kb, tmp_path):
+    """The same knowledge base with rules.toml's [[composite]] tables removed: only the derived rule is left."""
+    text = Path(kb.rules_path).read_text(encoding="utf-8")
+    stripped = re.sub(r"\[\[composite\]\]\n(?:[^\n]+\n)+", "", text)
+    assert stripped != text
+    path = tmp_path / "rules.toml"
+    path.write_text(stripped, encoding="utf-8")
+    derived = dataclasses.replace(kb, rules_path=path, _cache={})
+    assert derived.rules.composites == ()
+    return derived
+
+
+def test_every_curated_composite_is_taken_whole_by_the_derived_rule(kb, tmp_path):
+    # rules.toml's [[composite]] list is a check of the derived rule (entry op with an NPU kernel -> judged whole,
+    # its decomposition not): each curated composite has a kernel, and the models using it get the same verdict
+    # with and without the list.
+    derived_kb = _without_curated_composites(kb, tmp_path)
+    models = {"torch.nn.functional.scaled_dot_product_attention": "sdpa.py", "torch.nn.LSTM": "rnn_whole.py",
+              "torch.nn.GRU": "rnn_whole.py"}
+    assert {api for c in kb.rules.composites for api in c.apis} == set(models)
+    for composite in kb.rules.composites:
+        assert kb.kernel_support(composite.aten).supported, composite.aten
+        (api,) = composite.apis
+        inventory = scan_inventory(ScanOptions(target=str(MODELS / models[api])))
+        curated = {c.operator.key: c for c in classify(inventory, kb)}[api]
+        derived = {c.operator.key: c for c in classify(inventory, derived_kb)}[api]
+        assert derived.category == curated.category == "direct", api
+        assert derived.aten_support.get(composite.aten) is True, (api, derived.aten_support)
+        assert not {"no-kernel", "not-in-kb"} & codes(derived)
+        # A CPU-only decomposition op under the entry op is not judged by the derived rule either.
+        sig = _sig(shapes=((1, 2, 4, 8),) * 3, dtypes=("float32",) * 3)
+        stray_op = Operator(api, "function", 1, ("",), (sig,), (composite.cpu_only[0],), (), (),
+                            entry=(composite.aten.partition(".")[0],))
+        (stray,) = classify(_inventory(stray_op), derived_kb)
+        assert stray.category == "direct" and "taken-whole" in codes(stray), (api, stray.reasons)
 
 
 # ------------------------------------------------------------------ a training step (--train)

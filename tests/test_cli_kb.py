@@ -69,6 +69,26 @@ def test_kb_show_aten_and_npu_ops():
     assert "torch.nn.functional.scaled_dot_product_attention" in fa.output
 
 
+def test_kb_show_lists_the_aclnn_apis_and_their_dtype_rows_per_product():
+    mm = run("kb", "show", "aten::mm").output
+    assert "aten::mm calls aclnnMatmulWeightNz, aclnnMm (main aclnnMm" in mm
+    assert "Atlas A2: ✔ self bfloat16, float16, float32" in mm
+    assert "Atlas training series: ✔ self float16, float32 (not bfloat16)" in mm
+    silu = run("kb", "show", "torch.nn.functional.silu").output
+    assert "aten::silu calls aclnnSilu" in silu and "Atlas A2: ✔ self float16, float32, bfloat16" in silu
+    linear = run("kb", "show", "torch.nn.Linear").output  # composite: the kernels of the ops it dispatches
+    assert "aten::linear is composite" in linear and "dispatches aten::t, aten::addmm" in linear
+    assert "aten::addmm calls aclnnAddmmWeightNz, aclnnAddmm (main aclnnAddmm" in linear
+    conv = run("kb", "show", "torch.nn.functional.conv2d").output  # the 2-D example does not fit conv2d
+    assert "no op-plugin kernel named conv2d" in conv
+
+
+def test_kb_show_renders_the_limitation_in_english_and_points_to_the_chinese_clause():
+    out = run("kb", "show", "torch.nn.functional.silu").output
+    assert "in English from its parsed facts" in out and "dtypes (Atlas A2): float16, float32" in out
+    assert "pytorch_2-13-0, page torch-nn-functional, row torch.nn.functional.silu" in out
+
+
 def test_kb_show_unknown_name_is_an_error():
     result = run("kb", "show", "mylib::nothing")
     assert result.exit_code == 1

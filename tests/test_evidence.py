@@ -122,3 +122,11 @@ def test_custom_op_verdict_does_not_depend_on_the_device(kb, device):
     inventory = scan_inventory(ScanOptions(target=str(MODELS / "custom_op.py"), device=device))
     op = {c.operator.key: c for c in classify(inventory, kb)}["opassess_tests::scale_shift"]
     assert op.category == "direct" and op.confidence == "low"
+
+
+def test_evidence_order_names_the_product_and_a_missing_api_page_column():
+    from opassess.kb.evidence import evidence_order
+
+    assert evidence_order("910A").startswith("Verdicts from: kernel facts (CANN aclnn docs) for Atlas training series")
+    assert "API page (which has no column for it)" in evidence_order("310P")
+    assert evidence_order("no such chip") == ""

@@ -13,6 +13,7 @@ import pytest
 import torch
 from conftest import EXAMPLES, MODELS
 
+from opassess.classify import classify
 from opassess.errors import KnowledgeBaseError
 from opassess.findings import find_findings, load_patterns
 from opassess.kb import load_kb
@@ -232,6 +233,17 @@ def test_dynamic_shapes_fire_on_host_syncs_and_shape_branches(kb):
     assert inventory.capture.device == "meta" and inventory.capture.attempts[0].method == "fx"
     branch = one(find_findings(inventory, kb), "dynamic-shape", "forward() branches on an input shape")
     assert branch.nodes == () and branch.source.startswith("tests/models/data_dependent_shape.py:")
+
+
+def test_an_aclop_only_kernel_fed_a_data_dependent_size_runs_slowly(kb):
+    # tests/models/findings_dynamic_aclop.py: x[mask] -> nn.LSTMCell; aten::lstm_cell has only the aclop path at
+    # torch 2.13 (npu_aten_ops: aclnn none), so each new batch size compiles it online. The cell stays direct.
+    inventory, findings = findings_of(MODELS / "findings_dynamic_aclop.py", "fx", kb)
+    slow = one(findings, "dynamic-shape", "torch.nn.LSTMCell runs aten::lstm_cell through CANN's aclop path only")
+    assert "from Tensor.__getitem__" in slow.title and slow.ops == ("torch.nn.LSTMCell",)
+    assert slow.effect.startswith("performance.pipeline") and slow.metrics == {"occurrences": 1}
+    (cell,) = [c for c in classify(inventory, kb) if c.operator.key == "torch.nn.LSTMCell"]
+    assert cell.category == "direct"
 
 
 def test_a_value_branch_is_not_a_shape_branch(kb):

@@ -211,3 +211,8 @@ def test_module_rows_past_the_cap_are_the_smallest_not_the_last_in_tree_order():
     assert len(paths) == 40 and paths[:2] == ["(model)", "a"] and paths[-1] == "z"
     assert (display["modules_hidden"], display["modules_small"], display["modules_cut"]) == (8, 0, 8)
     assert "8 more modules, each smaller than every module shown" in render(assessment, "html")
+
+
+def test_the_header_says_which_evidence_decided(view):
+    assert view["display"]["evidence_order"] == ("Verdicts from: kernel facts (CANN aclnn docs) for Atlas A2, then "
+                                                 "the torch_npu API page, then the dispatcher.")

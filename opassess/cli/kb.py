@@ -11,6 +11,7 @@ import typer
 from ..kb.describe import format_entry, format_error_list, format_errors_in_text, format_import, format_summary
 from ..kb.store import load_kb, user_kb_dir
 from ..kb.wheel_import import import_wheel
+from ..trace.decompose import decomposition
 from .errors import reporting_errors
 
 kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_is_help=False,
@@ -48,7 +49,7 @@ def kb_show(
 ) -> None:
     """Show one entry of the knowledge base."""
     with _errors():
-        typer.echo(format_entry(load_kb(kb_dir or ctx.obj), name, torch_npu))
+        typer.echo(format_entry(load_kb(kb_dir or ctx.obj), name, torch_npu, decomposition))
 
 
 @kb_app.command("import")

@@ -30,6 +30,7 @@ def dynamic_findings(survey: Survey) -> list[Finding]:
                                     source=graph.first_source(names), npu_api=None,
                                     effect=book.effects["dynamic-shape"],
                                     metrics={"occurrences": len(names), "downstream": len(downstream)}))
+    findings += _aclop_on_dynamic_shapes(survey, [n for n in seen if not graph.plays(n, ("host_sync",))])
     # FX proxies shapes as well as values: `if x.shape[1] > 8:` stops it with a control-flow error. When the
     # model then ran on the meta device (values unknown there), the branch was on a shape, not on data.
     for attempt in capture.attempts:
@@ -39,6 +40,28 @@ def dynamic_findings(survey: Survey) -> list[Finding]:
                                     effect=book.effects["dynamic-shape"], metrics={"occurrences": 1}))
             break
     return findings
+
+
+def _aclop_on_dynamic_shapes(survey: Survey, sources: list[str]) -> list[Finding]:
+    """Ops downstream of a data-dependent size whose NPU kernel is aclop-only for the torch version (runs slowly:
+    online compilation per shape); the operator's category does not change."""
+    graph, kb = survey.graph, survey.kb
+    if not sources or kb is None:
+        return []
+    version = kb.resolve_version(survey.torch_version)
+    by_op: dict[tuple[str, str], list[str]] = {}
+    for name in sorted(graph.flow.descendants(sources), key=graph.order.__getitem__):
+        node = graph.node[name]
+        for aten in dict.fromkeys((*node.entry, *(c.op for c in node.aten))):
+            fact = kb.kernel_support(aten, version).fact
+            if fact is not None and fact.paths(version) == ("aclop",):
+                by_op.setdefault((node.key, aten), []).append(name)
+    origin = ", ".join(dict.fromkeys(graph.node[n].key for n in sources))
+    return [Finding(kind="dynamic-shape", title=graph.book.aclop_title.format(op=op, aten=aten, count=len(names),
+                                                                              sources=origin),
+                    nodes=tuple(names), ops=(op,), source=graph.first_source(names), npu_api=None,
+                    effect=graph.book.effects["dynamic-shape"], metrics={"occurrences": len(names)})
+            for (op, aten), names in by_op.items()]
 
 
 def _error_source(error: str) -> str | None:

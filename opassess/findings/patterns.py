@@ -89,6 +89,7 @@ class PatternBook:
     dynamic_titles: Mapping[str, str]  # role -> title, in checking order
     shape_branch_title: str
     shape_branch_markers: tuple[str, ...]
+    aclop_title: str  # an aclop-only kernel fed a data-dependent size
     precision_dtypes: tuple[str, ...]
     precision_title_dtype: str
     precision_title_float64: str
@@ -178,7 +179,7 @@ class _Validator:
         layout_title = self.title(layout, "title", ("count", "permutes", "copies"))
         layout.finish()
         dynamic = root.table("dynamic")
-        dynamic.only("titles", "shape_branch_title", "shape_branch_markers")
+        dynamic.only("titles", "shape_branch_title", "shape_branch_markers", "aclop_title")
         titles = dynamic.table("titles")
         dynamic_titles = {}
         for role in titles.keys():
@@ -190,6 +191,7 @@ class _Validator:
         if not markers or not all(markers):
             raise dynamic.error("shape_branch_markers", "expected a non-empty list of error-message fragments")
         shape_branch_title = self.title(dynamic, "shape_branch_title", ("method",))
+        aclop_title = self.title(dynamic, "aclop_title", ("op", "aten", "count", "sources"))
         dynamic.finish()
         precision = root.table("precision")
         precision.only("dtypes", "title_dtype", "title_float64")
@@ -221,7 +223,8 @@ class _Validator:
         return PatternBook(
             source=self.path, roles=roles, transparent=transparent, effects=effects, patterns=patterns,
             layout_title=layout_title, dynamic_titles=dynamic_titles, shape_branch_title=shape_branch_title,
-            shape_branch_markers=markers, precision_dtypes=dtypes, precision_title_dtype=title_dtype,
+            shape_branch_markers=markers, aclop_title=aclop_title, precision_dtypes=dtypes,
+            precision_title_dtype=title_dtype,
             precision_title_float64=title_float64, compute_top=top, compute_min_share=share,
             compute_title=compute_title,
             _by_key={k: tuple(v) for k, v in by_key.items()}, _by_aten={k: tuple(v) for k, v in by_aten.items()})

@@ -1,14 +1,19 @@
 """The text `opassess kb`, `kb show`, `kb import` and `explain` print, built from the knowledge base."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opassess.errors import KnowledgeBaseError
 
+from . import kernels
 from .error_codes import codes_in_text, listed_codes
 from .facts import ApiFact, Limitation
 from .store import KnowledgeBase
+
+_MARK = {"y": "✔", "n": "✘"}
+Decompose = Callable[[str], "tuple[str, ...] | None"]
 
 
 def format_summary(kb: KnowledgeBase) -> str:
@@ -91,7 +96,10 @@ def _api_lines(kb: KnowledgeBase, fact: ApiFact) -> list[str]:
         marks = "  ".join(f"{p}: {'✔' if v else '✘' if v is False else '-'}" for p, v in f.support.items())
         lines.append(f"  torch {doc}: {marks}")
     if fact.limitation:
-        lines.append(f"  limitation {fact.limitation.id} (torch {fact.doc_version}):")
+        lines.append(f"  limitation {fact.limitation.id} (torch {fact.doc_version}), in English from its parsed facts:")
+        lines.append(f"    original (Chinese) clause: Ascend/pytorch docs/zh/api/native_api/pytorch_"
+                     f"{fact.doc_version.replace('.', '-')}, page {fact.doc_module}, row {fact.api} "
+                     "(npu_native_api_support.tsv limitations_zh; the prose itself is not shipped)")
         lines += _limitation_lines(fact.limitation, kb.default_product)
     called = kb.rules.calls.get(fact.api)
     if called:
@@ -119,8 +127,72 @@ def _api_lines(kb: KnowledgeBase, fact: ApiFact) -> list[str]:
     return lines
 
 
-def format_entry(kb: KnowledgeBase, name: str, torch_version: str | None = None) -> str:
-    """Everything the knowledge base knows about one name: native API, ATen op, NPU op, third-party op."""
+def aten_candidates(name: str) -> tuple[str, ...]:
+    """The ATen base names an API name may dispatch to: aten::mm -> mm; torch.nn.Linear -> linear;
+    torch.nn.SiLU -> silu, si_lu; torch.nn.functional.silu / Tensor.neg / torch.matmul -> silu / neg / matmul."""
+    if name.startswith("aten::"):
+        return (name.removeprefix("aten::"),)
+    last = name.rsplit(".", 1)[-1]
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", last).lower()
+    return tuple(dict.fromkeys((snake, last.lower())))
+
+
+def _row_lines(kb: KnowledgeBase, facts: kernels.KernelFacts, row: str) -> list[str]:
+    """One op-plugin row: the aclnn APIs it calls, each with its input dtypes and per-product rows."""
+    entry = facts.aten_entry(row) or {}
+    verdict = facts.judge(row, kb.product(kb.default_product).kernel, ())
+    main = verdict.main_api.api if verdict and verdict.main_api else None
+    paths = "; falls back to aclop when CANN lacks the API" if entry.get("fallback") else ""
+    lines = [f"Kernel facts: aten::{row} calls {', '.join(entry.get('apis', ())) or 'no aclnn API'} "
+             f"(main {main or 'none documented'}{paths})"]
+    for api in entry.get("apis", ()):
+        doc = facts.api_entry(api)
+        if doc is None:
+            lines.append(f"  {api}: no CANN doc read")
+            continue
+        repo, path, _commit, date = doc["doc"]
+        lines.append(f"  {api} ({repo} {path}, {date})")
+        inputs = [p for p in doc["params"] if p.get("dtypes") and p["io"].startswith(("input", "inout"))]
+        lines += [f"    {param['name']}: {', '.join(param['dtypes'])}" for param in inputs]
+        for product in kb.product_list.items:
+            mark = _MARK.get(doc["support"][kernels.PRODUCTS.index(product.kernel)], "-")
+            if mark == "✘" or not inputs:
+                lines.append(f"    {product.name}: {mark}")
+                continue
+            excluded = inputs[0].get("excluded", {}).get(product.kernel, [])
+            taken = [d for d in inputs[0]["dtypes"] if d not in excluded]
+            without = f" (not {', '.join(excluded)})" if excluded else ""
+            lines.append(f"    {product.name}: {mark} {inputs[0]['name']} {', '.join(taken)}{without}")
+    return lines
+
+
+def _kernel_lines(kb: KnowledgeBase, name: str, decompose: Decompose | None) -> list[str]:
+    """The aclnn APIs the op's NPU kernel calls and their dtype rows per product (kernel facts, aclnn.json); for a
+    composite with no kernel of its own, those of the ops `decompose` says it dispatches."""
+    facts = kernels.load(kb.directory)
+    candidates = aten_candidates(name)
+    for base in candidates:
+        found = facts.lookup(base)
+        if found is not None:
+            return _row_lines(kb, facts, found[0])
+    for base in candidates:
+        parts = decompose(base) if decompose is not None else None
+        if parts:
+            lines = [f"Kernel facts: aten::{base} is composite (no NPU kernel of its own); on a 2-D example with "
+                     f"every optional tensor given it dispatches {', '.join(parts)}"]
+            for part in parts:
+                found = facts.lookup(part)
+                if found is not None:
+                    lines += ["  " + line for line in _row_lines(kb, facts, found[0])]
+            return lines
+    return [f"Kernel facts: no op-plugin kernel named {' or '.join(candidates)}; a composite op is judged "
+            "through the ops it decomposes into (a scan shows them)"]
+
+
+def format_entry(kb: KnowledgeBase, name: str, torch_version: str | None = None,
+                 decompose: Decompose | None = None) -> str:
+    """Everything the knowledge base knows about one name: native API, ATen op, NPU op, third-party op.
+    `decompose` (base ATen name -> the ATen ops it dispatches, or None) lets a composite show its ops' kernels."""
     version = kb.resolve_version(torch_version)
     lines: list[str] = []
     fact = kb.api(name, torch_version)
@@ -157,6 +229,8 @@ def format_entry(kb: KnowledgeBase, name: str, torch_version: str | None = None)
             lines.append(f"  deprecated, use {custom.deprecated}")
         if custom.replaces:
             lines.append(f"  replaces: {', '.join(custom.replaces)}")
+    if lines and (fact is not None or name.startswith("aten::")):
+        lines += _kernel_lines(kb, name, decompose)
     third = kb.rules.third_party.get(name)
     if third is not None:
         lines.append(f"Third-party op {third.op}: {third.schema or '(pattern)'}")

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..dtypes import FLOAT_DTYPES
-from . import kernels
+from ..errors import KnowledgeBaseError
+from . import kernels, products
 from .products import Product
 
 CONFIDENCES = ("low", "medium", "high")
@@ -133,3 +134,14 @@ def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, 
     if (statuses and all(s == "everywhere" for s in statuses)) or "host-op" in codes:
         return "high"
     return "high" if documented and "kernel" in statuses else "medium"
+
+
+def evidence_order(target: str) -> str:
+    """The report header's statement of the hierarchy for a target product ("" for a name the products do not
+    know, e.g. an old assessment's)."""
+    try:
+        product = products.shipped().resolve(target)
+    except KnowledgeBaseError:
+        return ""
+    page = "the torch_npu API page" if product.api_page else "the torch_npu API page (which has no column for it)"
+    return f"Verdicts from: kernel facts (CANN aclnn docs) for {product.name}, then {page}, then the dispatcher."

@@ -8,9 +8,10 @@ them, the Markdown one escapes them. Records read by attribute (`op.likely_text`
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..kb.evidence import evidence_order
 from ..records import Assessment, Capture, ClassifiedOp, Effort
 from ..vocabulary import CATEGORIES, Category
 from .charts import PARETO_BARS, PARETO_LABEL, _num, pareto_chart  # noqa: F401 - re-exported
@@ -27,19 +28,18 @@ from .display_records import (
     OperatorRow,
     ParetoSummary,
     PieSlice,
-    ReasonRow,
     RiskCell,
     RiskGrid,
     RiskRow,
     RuleRange,
     ShownOp,
-    SignatureRow,
     SubscoreRow,
     Totals,
 )
-from .document import Row, jsonable
+from .document import Row
 from .i18n import DEFAULT, N_, number, translations
 from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shorten_paths, shown_source
+from .reasons import reason_rows, signature_rows
 from .text import bound, bounds_range, days, days_range, percent, share
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
@@ -65,20 +65,6 @@ def _stars(stars: int) -> str:
 
 def _score(value: float) -> str:
     return f"{value:.2f}"
-
-
-def _tensor_text(shape: tuple[int, ...] | None, dtype: str | None) -> str:
-    dims = ",".join(str(d) for d in shape) if shape is not None else ""
-    return f"{dtype or '?'}[{dims}]"
-
-
-def _inputs_text(shapes: Iterable, dtypes: Iterable) -> str:
-    parts = [_tensor_text(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=False) if shape is not None]
-    return ", ".join(parts) if parts else "no tensor inputs"
-
-
-def _attrs_text(attrs: Mapping[str, Any]) -> str:
-    return ", ".join(f"{key}={jsonable(value)}" for key, value in attrs.items())
 
 
 def short_name(op: str) -> str:
@@ -129,6 +115,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False) -> Oper
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
+    signatures = signature_rows(operator.signatures, categories)
     base: dict[str, Any] = {
         "rank": row.rank,
         "op": operator.key,
@@ -142,7 +129,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False) -> Oper
         "aten": tuple(operator.aten),
         "aten_rows": tuple(AtenRow(a, _support_text(classified, a)) for a in operator.aten),
         "category_rank": CATEGORY_RANK.get(category, -1),
-        "reasons": tuple(ReasonRow(r.code, r.message, r.evidence) for r in classified.reasons) if classified else (),
+        "reasons": reason_rows(classified.reasons, signatures) if classified else (),
         "replacement": classified.replacement if classified else None,
         "replacement_deprecated": classified.replacement_deprecated if classified else False,
         "replacement_successor": classified.replacement_successor if classified else None,
@@ -152,10 +139,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False) -> Oper
         "modules_text": ", ".join(m or "(model)" for m in operator.modules),
         "modules_shown": tuple(m or "(model)" for m in operator.modules[:MODULES_PER_OP]),
         "modules_more": max(0, len(operator.modules) - MODULES_PER_OP),
-        "signatures": tuple(SignatureRow(text="; ".join(p for p in (_attrs_text(s.attrs),
-                                                                   _inputs_text(s.input_shapes, s.input_dtypes)) if p),
-                                         count=s.count, category=categories[i] if i < len(categories) else "")
-                            for i, s in enumerate(operator.signatures)),
+        "signatures": signatures,
         "estimated": estimate is not None,
         "step_text": _step_text(operator.kind, operator.backward_aten, training),
         "backward_rows": tuple(AtenRow(a, _support_text(classified, a, backward=True))
@@ -384,4 +368,6 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
         actions=action_items(document, assessment.findings),
+        evidence_order=evidence_order(assessment.target),
     )
+

@@ -92,6 +92,8 @@ class ReasonRow(Record):
     code: str
     message: str
     evidence: str
+    signatures: tuple[int, ...] = ()  # 0-based indexes of the signatures this reason covers (empty: the operator)
+    covers: str = ""  # "signatures 1, 3 of 4: ..." ("" when it covers the operator or its only signature)
 
 
 @dataclass(frozen=True)
@@ -322,6 +324,7 @@ class Display(Record):
     unknown: tuple[OperatorRow, ...]
     suggested_html: str
     effort_ranges: tuple[RuleRange, ...] = ()  # per category, from the weights the assessment used
+    evidence_order: str = ""  # "Verdicts from: kernel facts (CANN aclnn docs) for Atlas A2, then ..."
     pareto_marked: bool = False  # badge the 20/80 operators: only when they are few (display.PARETO_MARK_SHARE)
     profile: str = ""  # the weights profile used
     assumptions: str = ""  # "figures are assumptions until calibrated ..."

@@ -53,7 +53,7 @@ def _row(op: dict[str, Any], training: bool = False) -> dict[str, Any]:
         "backward_aten": SEPARATOR.join(op.get("backward_aten", ())),
         "modules": SEPARATOR.join(op["modules"]),
         "source": SEPARATOR.join(op["source"]),
-        "reasons": SEPARATOR.join(f"{r['code']}: {r['message']}" for r in op["reasons"]),
+        "reasons": SEPARATOR.join(dict.fromkeys(f"{r['code']}: {r['message']}" for r in op["reasons"])),
         "confidence": op.get("confidence"),
     }
 

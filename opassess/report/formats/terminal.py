@@ -42,6 +42,8 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     console.print(Text(step[:1].upper() + step[1:], style="" if model["training"] else "dim"))
     console.print(Text(_("Assessed against %(target)s, torch_npu %(torch_npu)s, knowledge base %(kb)s")
                        % {"target": d["target"], "torch_npu": d["torch_npu"], "kb": d["kb_version"]}, style="dim"))
+    if d["evidence_order"]:
+        console.print(Text(d["evidence_order"], style="dim"))
     for attempt in model["attempts"]:
         if attempt["status"] == "failed":  # why an earlier capture method was not used
             console.print(Text(_("%(method)s capture not used: %(error)s")

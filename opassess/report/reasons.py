@@ -1,0 +1,59 @@
+"""Signatures and reasons as the reports print them: each signature as one line of text, each distinct reason once
+with the signatures it covers (the JSON keeps one reason per signature index)."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..records import Reason, Signature
+from .display_records import ReasonRow, SignatureRow
+from .document import jsonable
+
+SIGNATURES_PER_REASON = 3  # signature texts shown beside a reason that covers some of them
+
+
+def _tensor_text(shape: tuple[int, ...] | None, dtype: str | None) -> str:
+    dims = ",".join(str(d) for d in shape) if shape is not None else ""
+    return f"{dtype or '?'}[{dims}]"
+
+
+def _inputs_text(shapes: Iterable, dtypes: Iterable) -> str:
+    parts = [_tensor_text(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=False) if shape is not None]
+    return ", ".join(parts) if parts else "no tensor inputs"
+
+
+def _attrs_text(attrs: Mapping[str, Any]) -> str:
+    return ", ".join(f"{key}={jsonable(value)}" for key, value in attrs.items())
+
+
+def signature_rows(signatures: Sequence[Signature], categories: Sequence[str]) -> tuple[SignatureRow, ...]:
+    """'stride=[1, 1]; float32[1,3,224,224]' per signature, with its count and category."""
+    return tuple(SignatureRow(text="; ".join(p for p in (_attrs_text(s.attrs),
+                                                         _inputs_text(s.input_shapes, s.input_dtypes)) if p),
+                              count=s.count, category=categories[i] if i < len(categories) else "")
+                 for i, s in enumerate(signatures))
+
+
+def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...]) -> tuple[ReasonRow, ...]:
+    """Each distinct reason once, in first-seen order, with the signatures it covers (a reason given once for
+    the operator, without a signature index, covers the operator)."""
+    groups: dict[tuple[str, str, str], list[int | None]] = {}
+    for r in reasons:
+        groups.setdefault((r.code, r.message, r.evidence), []).append(r.signature)
+    rows = []
+    for (code, message, evidence), indexes in groups.items():
+        covered = () if None in indexes else tuple(sorted(set(indexes)))  # type: ignore[type-var]
+        rows.append(ReasonRow(code, message, evidence, covered, _covers_text(covered, signatures)))
+    return tuple(rows)
+
+
+def _covers_text(covered: tuple[int, ...], signatures: tuple[SignatureRow, ...]) -> str:
+    total = len(signatures)
+    if not covered or total <= 1:
+        return ""
+    if len(covered) == total:
+        return f"all {total} signatures"
+    shown = "; ".join(signatures[i].text for i in covered[:SIGNATURES_PER_REASON] if i < total)
+    more = f"; +{len(covered) - SIGNATURES_PER_REASON} more" if len(covered) > SIGNATURES_PER_REASON else ""
+    return f"signature{'s' if len(covered) > 1 else ''} {', '.join(str(i + 1) for i in covered)} of {total}: " \
+           f"{shown}{more}"
