@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self
 
 from opassess.errors import ConfigError, OpassessError
 
@@ -71,7 +71,7 @@ class TomlTable:
         self._read: set[str] = set()
 
     @classmethod
-    def of_file(cls, path: Path, what: str = "data file", error: ErrorType = ConfigError) -> TomlTable:
+    def of_file(cls, path: Path, what: str = "data file", error: ErrorType = ConfigError) -> Self:
         """The root table of one file (no layering)."""
         return cls(read_toml(path, what, error), {}, "", str(path), error)
 
@@ -181,19 +181,25 @@ class TomlTable:
             raise self.error(key, f"negative value in {value!r}")
         return tuple(float(item) for item in value)
 
-    def table(self, key: str, default: Any = _MISSING) -> TomlTable:
+    def table(self, key: str, default: Any = _MISSING) -> Self:
         value = self._get(key, {} if default is not _MISSING else _MISSING)
         if not isinstance(value, dict):
             raise self.error(key, f"expected a table, got {type_name(value)} {value!r}")
-        return TomlTable(value, self._origins, self.key(key) + ".", self.default_file, self._error)
+        return self.renamed(self.key(key) + ".", value)
 
-    def tables(self, key: str) -> Iterator[TomlTable]:
+    def tables(self, key: str) -> Iterator[Self]:
         """An array of tables (`[[rule]]`); each item is read strictly."""
         value = self._get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
             raise self.error(key, f"expected an array of tables ([[{self.key(key)}]]), got {type_name(value)}")
         for index, item in enumerate(value):
-            yield TomlTable(item, self._origins, f"{self.key(key)}[{index}].", self.default_file, self._error)
+            yield self.renamed(f"{self.key(key)}[{index}].", item)
+
+    def renamed(self, prefix: str, data: Any = _MISSING) -> Self:
+        """This table (or `data` under it) named `prefix` in messages, of the same class, nothing read yet
+        (`pattern[0].` -> `pattern[id=ffn].`)."""
+        return type(self)(self._data if data is _MISSING else data, self._origins, prefix, self.default_file,
+                          self._error)
 
     def number_table(self, key: str) -> Mapping[str, float]:
         """An open table (any key) of numbers, e.g. dtype -> difficulty."""

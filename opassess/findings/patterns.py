@@ -116,7 +116,7 @@ def load_patterns(path: Path | None = None) -> PatternBook:
 
 
 class PatternTable(TomlTable):
-    """A TomlTable whose errors read 'FILE: dotted.key: problem' and whose sub-tables are PatternTables."""
+    """A TomlTable whose errors read 'FILE: dotted.key: problem' (its sub-tables are PatternTables too)."""
 
     def error(self, key: str, problem: str) -> OpassessError:
         return KnowledgeBaseError(f"{self.file_of(key)}: {self.key(key)}: {problem}")
@@ -127,20 +127,6 @@ class PatternTable(TomlTable):
         unknown = [key for key in self.keys() if key not in allowed]
         if unknown:
             raise self.error(unknown[0], "unknown key")
-
-    def table(self, key: str, *args) -> PatternTable:
-        return self._adopt(super().table(key, *args))
-
-    def tables(self, key: str):
-        for child in super().tables(key):
-            yield self._adopt(child)
-
-    def renamed(self, prefix: str) -> PatternTable:
-        """The same table under another name in messages (`pattern[0].` -> `pattern[id=ffn].`)."""
-        return PatternTable(self._data, self._origins, prefix, self.default_file, self._error)
-
-    def _adopt(self, child: TomlTable) -> PatternTable:
-        return PatternTable(child._data, child._origins, child._prefix, child.default_file, child._error)
 
 
 class _Validator:
