@@ -280,7 +280,8 @@ class KnowledgeBase:
         return self._custom_ops.get(self._custom_key(name))
 
     def custom_op_names(self) -> tuple[str, ...]:
-        return tuple(self._custom_ops)
+        """Every NPU-only op named in custom_ops.json, in file order (the raw table: the rules are not needed)."""
+        return tuple(self._table("custom_ops"))
 
     def replacements_for(self, op: str) -> tuple[Replacement, ...]:
         return tuple(r for r in self.rules.replacements if r.source == op)

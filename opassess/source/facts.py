@@ -13,6 +13,7 @@ from functools import cache, cached_property
 from pathlib import Path
 
 from ..errors import KnowledgeBaseError
+from ..kb.store import KnowledgeBase
 from ..resources import data_path
 
 FACTS_FILE = "kb/source_facts.json"
@@ -236,12 +237,8 @@ class SourceFacts:
     @cached_property
     def npu_op_names(self) -> tuple[str, ...]:
         """torch_npu's own ops (npu_rotary_mul, ...) from the shipped kb/custom_ops.json, for name matching."""
-        path = data_path("kb/custom_ops.json")
-        try:
-            ops = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise KnowledgeBaseError(f"{path}: cannot read ({exc})") from exc
-        return tuple(sorted(name for name in ops if name.startswith("npu_")))
+        shipped = KnowledgeBase(data_path("kb"), data_path("rules.toml"), data_path("error_codes.toml"))
+        return tuple(sorted(name for name in shipped.custom_op_names() if name.startswith("npu_")))
 
     def is_relevant(self, api: str) -> bool:
         """Whether a qualified name is a GPU-specific construct the facts speak about (memoised per name)."""
