@@ -20,7 +20,6 @@ TL = "triton.language."
 TL_DTYPES = {"int1": "bool", "float8e4nv": "float8e4", "float8e5": "float8e5", "fp8e4nv": "float8e4",
              **{n: n for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                                "float16", "float32", "float64", "bfloat16")}}
-MAX_PROGRAMS_UNKNOWN = -1
 
 
 def _literal(node: ast.AST | None) -> str | None:

@@ -106,10 +106,6 @@ class SourceScan:
     skipped: tuple[SkippedFile, ...] = ()
     lines: int = 0
 
-    def by_category(self, category: Category | str) -> tuple[SourceFinding, ...]:
-        """The findings of one category."""
-        return tuple(f for f in self.findings if f.category == category)
-
     def category_counts(self) -> dict[str, int]:
         """Findings per category word, every category present (zero when none)."""
         counts = Counter(str(f.category) for f in self.findings)
