@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..records import Activity, Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
+from ..records import Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
 from ..vocabulary import CATEGORIES
 from .cost import (
     MODEL_LEVEL,
@@ -60,14 +60,14 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         key=lambda item: (-item[1].likely, item[0].classified.operator.key),
     )
     own = [e for s, e, _ in ranked if bases[s.classified.operator.key] == PER_OPERATOR]
-    others = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
+    model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
     block = [validation] if in_block else []
-    total = sum([*own, *others, *block], NO_EFFORT)
+    total = sum([*own, *model_level, *block], NO_EFFORT)
     pareto = _pareto(ranked, sum((e for _, e, _ in ranked), NO_EFFORT), weights.estimate.pareto_share)
     ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto,
                            cost=bases[s.classified.operator.key], origin=main_origin(s.classified.operator))
                 for s, e, r in ranked)
-    p10, p50, p90 = _simulate([*own, *others, *block], weights)
+    p10, p50, p90 = _simulate([*own, *model_level, *block], weights)
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
@@ -91,7 +91,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         by_module=MappingProxyType(_by_module(ops)),
         risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in grid),
         activities=lines,
-        by_origin=MappingProxyType(_by_origin(ops, lines)),
+        by_origin=MappingProxyType(_by_origin(ops, model_level)),
         profile=weights.profile,
     )
 
@@ -208,16 +208,15 @@ def _by_category(ops: Sequence[OpEstimate]) -> dict[str, Effort]:
     return totals
 
 
-def _by_origin(ops: Sequence[OpEstimate], lines: Sequence[Activity]) -> dict[str, Effort]:
+def _by_origin(ops: Sequence[OpEstimate], model_level: Sequence[Effort]) -> dict[str, Effort]:
     """Effort by where the code lives: each operator's effort split by its occurrences' origins (the project, or the
-    upstream library), and the model-level activities under MODEL_LEVEL. The values add up to the total."""
+    upstream library), and the model-level activities under MODEL_LEVEL (`model_level`: their efforts, the validation
+    line left out when the block shares already carry it). The values add up to the total."""
     totals: dict[str, Effort] = {PROJECT: NO_EFFORT}
     for op in ops:
         e = op.person_days
         for origin, part in origin_shares(op.score.classified.operator).items():
             totals[origin] = totals.get(origin, NO_EFFORT) + Effort(e.low * part, e.likely * part, e.high * part)
-    in_block = any(op.cost == VALIDATION_BLOCK for op in ops)  # its shares are in the operators' efforts already
-    model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
     if model_level:
         totals[MODEL_LEVEL] = sum(model_level, NO_EFFORT)
     return totals
