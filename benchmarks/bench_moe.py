@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import ROOT, peak_mb, run_child
+
 MODEL = ROOT / "benchmarks" / "deepseek_v3.py"
 TARGET_SECONDS, TARGET_MB = 20.0, 2048
 
@@ -43,8 +41,7 @@ def _measure(dtype: str) -> dict:
     seconds = time.perf_counter() - started
     capture = document["model"]["capture"]
     grouped = [o for o in document["operators"] if "aten::_grouped_mm" in o["aten"]]
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-    return {"seconds": seconds, "import_seconds": started - before, "peak_mb": peak_mb,
+    return {"seconds": seconds, "import_seconds": started - before, "peak_mb": peak_mb(),
             "parameters": document["model"]["parameters"], "method": capture["method"], "device": capture["device"],
             "calls": len(assessment.inventory.capture.nodes), "op_types": len(document["operators"]),
             "grouped_mm_calls": sum(o["count"] for o in grouped), "grouped_mm_flops": sum(o["flops"] for o in grouped)}
@@ -52,14 +49,7 @@ def _measure(dtype: str) -> dict:
 
 def _child(dtype: str, layers: int | None, timeout: float) -> dict:
     env = dict(os.environ, OPASSESS_DSV3_LAYERS=str(layers) if layers else "")
-    cmd = [sys.executable, __file__, "--one", "--dtype", dtype]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f}s"}
-    if done.returncode != 0:
-        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child([sys.executable, __file__, "--one", "--dtype", dtype], timeout, env)
 
 
 def main() -> int:

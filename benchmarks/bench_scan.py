@@ -16,19 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import ROOT, best_of, call_counter, peak_mb
+
 LLAMA = ROOT / "examples" / "llama_like.py"
 SIZES = {"7b": "build_model_7b", "70b": "build_model_70b"}
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
 def _measure(kind: str, size: str, layers: int | None) -> dict:
@@ -40,7 +34,7 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
     os.environ["OPASSESS_LLAMA_CONFIG"] = size
     if env_layers:
         os.environ["OPASSESS_LLAMA_LAYERS"] = env_layers
-    baseline_mb = _peak_mb()
+    baseline_mb = peak_mb()
     started = time.perf_counter()
     if kind == "scan":
         from opassess.pipeline import ScanOptions, assess
@@ -58,43 +52,15 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
             exported = torch.export.export(loaded.module, loaded.args, loaded.kwargs, strict=False)
             detail = f"{len(exported.graph.nodes)} graph nodes (build {build_s:.1f}s)"
         elif kind == "floor":
-            from torch.utils._python_dispatch import TorchDispatchMode
-
-            class Recorder(TorchDispatchMode):
-                calls = 0
-
-                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                    Recorder.calls += 1
-                    return func(*args, **(kwargs or {}))
-
-            with torch.no_grad(), Recorder():
+            counter = call_counter()
+            with torch.no_grad(), counter:
                 loaded.module(*loaded.args, **loaded.kwargs)
-            detail = f"{Recorder.calls} ATen calls (build {build_s:.1f}s)"
+            detail = f"{counter.calls} ATen calls (build {build_s:.1f}s)"
         else:
             raise SystemExit(f"unknown measurement {kind}")
     seconds = time.perf_counter() - started
-    return {"kind": kind, "size": size, "seconds": seconds, "peak_mb": _peak_mb(), "import_mb": baseline_mb,
+    return {"kind": kind, "size": size, "seconds": seconds, "peak_mb": peak_mb(), "import_mb": baseline_mb,
             "detail": detail}
-
-
-def _best_of(repeat: int, kind: str, size: str, layers: int | None, timeout: float) -> dict:
-    """The fastest of `repeat` runs (an error in any run is reported as the result)."""
-    runs = [_child(kind, size, layers, timeout) for _ in range(repeat)]
-    failed = [r for r in runs if "error" in r]
-    return failed[0] if failed else min(runs, key=lambda r: r["seconds"])
-
-
-def _child(kind: str, size: str, layers: int | None, timeout: float) -> dict:
-    cmd = [sys.executable, __file__, "--one", kind, "--size", size]
-    if layers:
-        cmd += ["--layers", str(layers)]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"kind": kind, "size": size, "error": f"timed out after {timeout:.0f}s"}
-    if done.returncode != 0:
-        return {"kind": kind, "size": size, "error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
@@ -113,7 +79,7 @@ def main() -> int:
     kinds = ["floor", "scan"] + ([] if args.skip_export else ["export"])
     rows = []
     for size in args.sizes.split(","):
-        results = {kind: _best_of(args.repeat, kind, size, args.layers, args.timeout) for kind in kinds}
+        results = {kind: best_of(args.repeat, __file__, kind, size, args.layers, args.timeout) for kind in kinds}
         rows.append((size, results))
     depth = f"{args.layers} layers" if args.layers else "full depth"
     print(f"opassess scan benchmark ({depth}; meta device; fastest of {args.repeat} runs, each in its own process)")

@@ -18,20 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import ROOT, best_of, call_counter, peak_mb
+
 LLAMA = ROOT / "examples" / "llama_like.py"
 TARGET_RATIO = 2.0  # scan --train within 2x of the floor
 TARGET_PEAK_MB = 2048
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
 def _measure(kind: str, size: str, layers: int | None) -> dict:
@@ -51,50 +45,21 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
         detail = f"{len(nodes)} calls, {sum(len(n.backward) for n in nodes)} backward ATen calls, " \
                  f"{len(result.classified)} op types"
     elif kind == "floor":
-        from torch.utils._python_dispatch import TorchDispatchMode
-
         from opassess.load import LoadRequest, load_model
 
         loaded = load_model(LoadRequest(target=str(LLAMA)))  # building on meta is part of every measurement
         build_s = time.perf_counter() - started
-
-        class Recorder(TorchDispatchMode):
-            calls = 0
-
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                Recorder.calls += 1
-                return func(*args, **(kwargs or {}))
-
+        counter = call_counter()
         model = loaded.module.train()
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
-        with Recorder():
+        with counter:
             model(*loaded.args, **loaded.kwargs).mean().backward()
             optimizer.step()
-        detail = f"{Recorder.calls} ATen calls (build {build_s:.1f}s)"
+        detail = f"{counter.calls} ATen calls (build {build_s:.1f}s)"
     else:
         raise SystemExit(f"unknown measurement {kind}")
     seconds = time.perf_counter() - started
-    return {"kind": kind, "size": size, "seconds": seconds, "peak_mb": _peak_mb(), "detail": detail}
-
-
-def _best_of(repeat: int, kind: str, size: str, layers: int | None, timeout: float) -> dict:
-    """The fastest of `repeat` runs (an error in any run is reported as the result)."""
-    runs = [_child(kind, size, layers, timeout) for _ in range(repeat)]
-    failed = [r for r in runs if "error" in r]
-    return failed[0] if failed else min(runs, key=lambda r: r["seconds"])
-
-
-def _child(kind: str, size: str, layers: int | None, timeout: float) -> dict:
-    cmd = [sys.executable, __file__, "--one", kind, "--size", size]
-    if layers:
-        cmd += ["--layers", str(layers)]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"kind": kind, "size": size, "error": f"timed out after {timeout:.0f}s"}
-    if done.returncode != 0:
-        return {"kind": kind, "size": size, "error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {"kind": kind, "size": size, "seconds": seconds, "peak_mb": peak_mb(), "detail": detail}
 
 
 def main() -> int:
@@ -118,7 +83,7 @@ def main() -> int:
     print("-" * len(header))
     failed = False
     for size in args.sizes.split(","):
-        results = {kind: _best_of(args.repeat, kind, size, args.layers, args.timeout) for kind in kinds}
+        results = {kind: best_of(args.repeat, __file__, kind, size, args.layers, args.timeout) for kind in kinds}
         floor = results["floor"].get("seconds")
         for kind in kinds:
             r = results[kind]
