@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from ..records import Activity, ClassifiedOp, Effort, Finding, Operator, OpScore
 from ..vocabulary import Category
 from .signals import OpSignals
-from .weights import EffortRules, Weights
+from .weights import ACTIVITY_UNITS, EffortRules, Weights
 
 ZERO_COST = "zero-cost"  # puts no work on the device: views, metadata, nothing dispatched
 VALIDATION_BLOCK = "validation-block"  # direct, a kernel, no tripped limit: a share of the validation block
@@ -25,8 +25,6 @@ VALIDATION = "validation"  # the activity the validation-block operators share
 _LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
 _OWN_KINDS = ("custom", "extension")  # the project's own kernels: never zero-cost, never in the block
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
-UNIT_NAMES = {"direct_type": "direct operator type(s)", "dtype_at_risk": "dtype(s) at risk",
-              "type_at_risk": "operator type(s) at risk", "finding": "performance finding(s)"}
 
 
 def cost_basis(op: ClassifiedOp, rules: EffortRules, dispatch_seen: bool) -> str:
@@ -115,7 +113,7 @@ def activities(units: Mapping[str, int], weights: Weights) -> tuple[Activity, ..
         extra = min(rule.max_extra, raw)
         if rule.high <= 0 and extra <= 0:
             continue
-        basis = ", ".join(f"{count} {UNIT_NAMES[unit]} x {per:g}" for unit, per, count in terms)
+        basis = ", ".join(f"{count} {ACTIVITY_UNITS[unit]} x {per:g}" for unit, per, count in terms)
         if raw > extra:
             basis += f" (capped at {rule.max_extra:g})"
         lines.append(Activity(rule.name, rule.title,

@@ -138,8 +138,13 @@ class EffortRules:
     zero_cost_aten: frozenset[str] = frozenset()  # ATen ops that do no work on the device
 
 
-# What an activity's per-unit days count (opassess/score/cost.py counts them).
-ACTIVITY_UNITS = ("direct_type", "dtype_at_risk", "type_at_risk", "finding")
+# What an activity's per-unit days count (opassess/score/cost.py counts them) -> how a cost basis names the unit.
+ACTIVITY_UNITS: Mapping[str, str] = MappingProxyType({
+    "direct_type": "direct operator type(s)",
+    "dtype_at_risk": "dtype(s) at risk",
+    "type_at_risk": "operator type(s) at risk",
+    "finding": "performance finding(s)",
+})
 
 
 @dataclass(frozen=True)
