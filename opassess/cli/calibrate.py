@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..report.text import percent
-from ..score.calibrate import Calibration, calibrate
 from .errors import reporting_errors
+
+if TYPE_CHECKING:
+    from ..score.calibrate import Calibration
 
 
 def format_table(result: Calibration) -> str:
@@ -107,6 +108,7 @@ def calibrate_command(
     """Propose category ranges from a team's recorded actuals, with the error before and after; -o writes them as a
     profile."""
     from ..report.write import write_output
+    from ..score.calibrate import calibrate
     from ..score.weights_load import load_weights, profile_path
 
     with reporting_errors(debug):
@@ -128,4 +130,6 @@ def _days(value: float | None) -> str:
 
 
 def _share(value: float | None) -> str:
+    from ..report.text import percent
+
     return "-" if value is None else percent(value)
