@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import RenderContext, register
-from ..templates import render_template
 
 TEMPLATE = "html.j2"
 
@@ -15,4 +14,6 @@ TEMPLATE = "html.j2"
                       "operator table with evidence")
 def render_html(view: dict[str, Any], context: RenderContext) -> str:
     """The display part of the view through html.j2 (autoescaped)."""
+    from ..templates import render_template  # jinja2 loads when a template is rendered, not at start-up
+
     return render_template(TEMPLATE, "html", view["display"].context(), context.templates_dir, context.language)

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import RenderContext, register
-from ..templates import render_template
 
 TEMPLATE = "md.j2"
 
@@ -13,6 +12,8 @@ TEMPLATE = "md.j2"
           description="GitHub Markdown: summary, Mermaid pie, risk grid, collapsible lists")
 def render_markdown(view: dict[str, Any], context: RenderContext) -> str:
     """The display part of the view through md.j2; runs of blank lines left by template tags collapse to one."""
+    from ..templates import render_template  # jinja2 loads when a template is rendered, not at start-up
+
     text = render_template(TEMPLATE, "markdown", view["display"].context(), context.templates_dir, context.language)
     return _tidy(text)
 

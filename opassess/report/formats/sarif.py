@@ -8,7 +8,6 @@ from typing import Any
 from urllib.parse import quote
 
 from ...vocabulary import Category
-from ..plan_view import project_source, shown_source
 from ..registry import RenderContext, register
 from ..text import days_detail
 
@@ -83,6 +82,8 @@ def _message(op: dict[str, Any]) -> str:
 
 def _result(op: dict[str, Any], source: str | None, model_source: str, breached: list[str],
             library: list[str]) -> dict[str, Any]:
+    from ..plan_view import shown_source
+
     category = op["category"]
     text = _message(op)
     if library:  # the call sits in an installed package: the result is placed on the project's side of it
@@ -118,6 +119,8 @@ def _result(op: dict[str, Any], source: str | None, model_source: str, breached:
 def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
     """One result per (operator, source line) for every custom-dev or param-converted operator; breached operators
     (context.breaches) at level error."""
+    from ..plan_view import project_source  # the display's helpers load with a report, not at start-up
+
     document = view["document"]
     model_source = document["model"]["source"]
     breaches: dict[str, list[str]] = {}

@@ -5,7 +5,6 @@ import io
 from typing import Any
 
 from ...vocabulary import Category
-from ..i18n import translations
 from ..registry import RenderContext, register
 
 # Styles only; model strings always go in as rich Text objects, so '[bold]' in a module name is shown, not applied.
@@ -23,6 +22,8 @@ def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
     from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
+
+    from ..i18n import translations
 
     d = view["display"]
     model = d["model"]
