@@ -233,7 +233,7 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
     # COLUMNS is honoured on a terminal and when piped; without it a pipe gets 100 columns
     width = shutil.get_terminal_size((100, 24)).columns
     text = render_view(view, chosen, RenderContext(templates_dir=templates, breaches=tuple(breaches), width=width,
-                                                   color=to_terminal, language=view.language))
+                                                   color=to_terminal))
     if chosen == DEFAULT_FORMAT and (output is None or output == "-"):
         typer.echo(text, nl=False)
     else:

@@ -129,8 +129,7 @@ def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connect
 
         assessment = assess(options)
         view = build_view(assessment, options.language)  # built once: the JSON report, the gates, every format
-        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy),
-                                language=options.language)
+        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy))
         texts = {fmt: render_view(view, fmt, context) for fmt in ("json", *setup.formats)}
         message = ("ok", texts)
     except OpassessError as exc:

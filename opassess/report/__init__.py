@@ -39,8 +39,7 @@ def render(assessment: Assessment, fmt: str, *, templates_dir: Path | None = Non
     from .view import build_view
 
     return render_view(build_view(assessment, language), fmt, RenderContext(templates_dir=templates_dir, width=width,
-                                                                  color=color, breaches=tuple(breaches),
-                                                                  language=language))
+                                                                  color=color, breaches=tuple(breaches)))
 
 
 def __getattr__(name: str) -> Any:
