@@ -73,9 +73,9 @@ class Snapshot:
 def read_snapshot(source: Assessment | Mapping[str, Any] | str | Path) -> Snapshot:
     """A Snapshot from an Assessment, a JSON report document, or the path of a JSON report."""
     if isinstance(source, Assessment):
-        from ..report import build_view  # the JSON document is the one contract: read the Assessment through it
+        from ..report.document import build_document  # the JSON document is the one contract: read it through it
 
-        return _from_document(build_view(source)["document"], "assessment")
+        return _from_document(build_document(source), "assessment")
     if isinstance(source, Mapping):
         return _from_document(source, "document")
     path = Path(source)
