@@ -99,13 +99,25 @@ def render_portfolio(portfolio: Portfolio, fmt: str, *, templates_dir: Path | No
     """The portfolio report as 'json', 'md' or 'html' (the page for management, in `language`)."""
     if fmt == "json":
         return json.dumps(portfolio_document(portfolio), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    if fmt == "md":
-        from .templates import render_template
-
-        text = render_template("portfolio.md.j2", "markdown", portfolio_view(portfolio), templates_dir, language)
-        return text if text.endswith("\n") else text + "\n"
-    if fmt == "html":
-        from .templates import render_template
-
-        return render_template("portfolio.html.j2", "html", portfolio_view(portfolio), templates_dir, language)
+    if fmt in ("md", "html"):
+        return _render_page(portfolio_view(portfolio), fmt, templates_dir, language)
     raise ReportError(f"a portfolio report is {' or '.join(PORTFOLIO_FORMATS)}, not {fmt!r}")
+
+
+def portfolio_files(portfolio: Portfolio, *, templates_dir: Path | None = None, language: str = "en"
+                    ) -> dict[str, str]:
+    """portfolio.json, portfolio.md and portfolio.html (file name -> text), the view built once for both pages."""
+    view = portfolio_view(portfolio)
+    return {"portfolio.json": render_portfolio(portfolio, "json"),
+            "portfolio.md": _render_page(view, "md", templates_dir, language),
+            "portfolio.html": _render_page(view, "html", templates_dir, language)}
+
+
+def _render_page(view: dict[str, Any], fmt: str, templates_dir: Path | None, language: str) -> str:
+    """The Markdown or HTML page of a portfolio view, through its template."""
+    from .templates import render_template
+
+    if fmt == "md":
+        text = render_template("portfolio.md.j2", "markdown", view, templates_dir, language)
+        return text if text.endswith("\n") else text + "\n"
+    return render_template("portfolio.html.j2", "html", view, templates_dir, language)
