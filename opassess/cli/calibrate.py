@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 def format_table(result: Calibration) -> str:
     """The error table: one row per category, then the whole file."""
+    from ..report.text import bounds_range
+
     header = ("category", "actuals", "range before", "range after", "MAE before", "MAE after", "inside before",
               "inside after")
     rows = [header]
@@ -21,8 +23,8 @@ def format_table(result: Calibration) -> str:
         rows.append((
             fit.category,
             str(fit.rows),
-            _range(fit.before),
-            _range(fit.after),
+            bounds_range(*fit.before),
+            bounds_range(*fit.after),
             _days(fit.mae_before),
             _days(fit.mae_after),
             _share(fit.inside_before),
@@ -119,10 +121,6 @@ def calibrate_command(
             base = profile_path(profile)
             write_output(format_profile(result, profile, base.read_text(encoding="utf-8") if base else None), output)
             typer.echo(f"opassess: wrote the calibrated profile to {output}", err=True)
-
-
-def _range(bounds: tuple[float, float]) -> str:
-    return f"{bounds[0]:g}-{bounds[1]:g}"
 
 
 def _days(value: float | None) -> str:

@@ -11,17 +11,12 @@ from markupsafe import Markup
 
 from ..errors import ReportError
 from ..portfolio import Portfolio
-from ..records import Effort
 from .document import effort_doc as _effort_doc
 from .templates import escape_markdown
 from .text import days, days_range, percent, share
 
 PORTFOLIO_FORMAT_VERSION = 1
 PORTFOLIO_FORMATS = ("json", "md", "html")
-
-
-def _range(effort: Effort) -> str:
-    return days_range(effort)
 
 
 def portfolio_document(portfolio: Portfolio) -> dict[str, Any]:
@@ -69,7 +64,7 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
         "skipped": [{"path": s.path, "reason": s.reason} for s in portfolio.skipped],
         "standalone_text": days(portfolio.standalone_total.likely),
         "shared_text": days(portfolio.shared_total.likely),
-        "shared_range": _range(portfolio.shared_total),
+        "shared_range": days_range(portfolio.shared_total),
         "saved_text": days(saved),
         "saved_share": percent(saved_share),
         "plan": [{"order": i + 1, "name": p.name, "target": p.target,
@@ -80,7 +75,7 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
                  for i, p in enumerate(portfolio.plan)],
         "custom_dev": [{"rank": i + 1, "op": d.op, "unblocks": len(d.models), "models": list(d.models),
                         "sole": list(d.sole_blocker_of), "likely_text": days(d.effort.likely),
-                        "range_text": _range(d.effort)} for i, d in enumerate(portfolio.custom_dev)],
+                        "range_text": days_range(d.effort)} for i, d in enumerate(portfolio.custom_dev)],
         "breaches": [f"{name}: {b.message}" for name, b in portfolio.breaches],
     }
 
