@@ -16,7 +16,6 @@ from ..records import Assessment, Effort
 from ..vocabulary import CATEGORIES
 
 SUPPORTED_FORMAT_VERSIONS = (1,)
-# direct < param-converted < custom-dev: a move up this order is a regression.
 
 
 @dataclass(frozen=True)

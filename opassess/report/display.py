@@ -14,7 +14,7 @@ from typing import Any
 from ..kb.evidence import evidence_order
 from ..records import Assessment, Capture, ClassifiedOp, Effort
 from ..vocabulary import CATEGORIES, Category
-from .charts import PARETO_BARS, PARETO_LABEL, _num, pareto_chart  # noqa: F401 - re-exported
+from .charts import _num, pareto_chart
 from .display_records import (
     AtenRow,
     Attempt,
