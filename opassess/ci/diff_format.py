@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ReportError
 from ..records import Effort
+from ..report.document import effort_doc
 from ..report.i18n import N_
 from ..report.text import days_or, signed_days
 from ..vocabulary import Category
@@ -76,9 +77,7 @@ def diff_view(diff: Diff, breaches: Sequence[Any] = ()) -> dict[str, Any]:
 
 
 def _effort_doc(effort: Effort | None) -> dict[str, float] | None:
-    if effort is None:
-        return None
-    return {"low": round(effort.low, 2), "likely": round(effort.likely, 2), "high": round(effort.high, 2)}
+    return None if effort is None else effort_doc(effort)
 
 
 def diff_document(diff: Diff) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from ..records import Assessment, Effort
 from ..vocabulary import CATEGORIES
 
 SUPPORTED_FORMAT_VERSIONS = (1,)
-# direct < param-converted < custom-dev: a move up this order is a regression.
 
 
 @dataclass(frozen=True)
@@ -73,9 +72,9 @@ class Snapshot:
 def read_snapshot(source: Assessment | Mapping[str, Any] | str | Path) -> Snapshot:
     """A Snapshot from an Assessment, a JSON report document, or the path of a JSON report."""
     if isinstance(source, Assessment):
-        from ..report import build_view  # the JSON document is the one contract: read the Assessment through it
+        from ..report.document import build_document  # the JSON document is the one contract: read it through it
 
-        return _from_document(build_view(source)["document"], "assessment")
+        return _from_document(build_document(source), "assessment")
     if isinstance(source, Mapping):
         return _from_document(source, "document")
     path = Path(source)

@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..report.text import percent
-from ..score.calibrate import Calibration, calibrate
 from .errors import reporting_errors
+
+if TYPE_CHECKING:
+    from ..score.calibrate import Calibration
 
 
 def format_table(result: Calibration) -> str:
     """The error table: one row per category, then the whole file."""
+    from ..report.text import bounds_range
+
     header = ("category", "actuals", "range before", "range after", "MAE before", "MAE after", "inside before",
               "inside after")
     rows = [header]
@@ -20,8 +23,8 @@ def format_table(result: Calibration) -> str:
         rows.append((
             fit.category,
             str(fit.rows),
-            _range(fit.before),
-            _range(fit.after),
+            bounds_range(*fit.before),
+            bounds_range(*fit.after),
             _days(fit.mae_before),
             _days(fit.mae_after),
             _share(fit.inside_before),
@@ -107,6 +110,7 @@ def calibrate_command(
     """Propose category ranges from a team's recorded actuals, with the error before and after; -o writes them as a
     profile."""
     from ..report.write import write_output
+    from ..score.calibrate import calibrate
     from ..score.weights_load import load_weights, profile_path
 
     with reporting_errors(debug):
@@ -119,13 +123,11 @@ def calibrate_command(
             typer.echo(f"opassess: wrote the calibrated profile to {output}", err=True)
 
 
-def _range(bounds: tuple[float, float]) -> str:
-    return f"{bounds[0]:g}-{bounds[1]:g}"
-
-
 def _days(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
 def _share(value: float | None) -> str:
+    from ..report.text import percent
+
     return "-" if value is None else percent(value)

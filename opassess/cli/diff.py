@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..ci.diff_format import DIFF_FORMATS
 from .errors import fail_on_breaches, reporting_errors
 from .options import Debug, FailOn, Lang, MaxPersonDays, MaxRisk, Templates, build_policy, report_language
 
@@ -30,7 +29,7 @@ def diff_command(
     Exit codes: 0 ok, 1 an unreadable report, 2 bad usage, 3 a gate was breached.
     """
     from ..ci.diff import diff_snapshots
-    from ..ci.diff_format import render_diff
+    from ..ci.diff_format import DIFF_FORMATS, render_diff
     from ..ci.policy import evaluate
     from ..ci.snapshot import read_snapshot
     from ..report.write import write_output

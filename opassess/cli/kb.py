@@ -11,7 +11,6 @@ import typer
 from ..kb.describe import format_entry, format_error_list, format_errors_in_text, format_import, format_summary
 from ..kb.store import load_kb, user_kb_dir
 from ..kb.wheel_import import import_wheel
-from ..trace.decompose import decomposition
 from .errors import reporting_errors
 
 kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_is_help=False,
@@ -48,6 +47,8 @@ def kb_show(
     kb_dir: KbDir = None,
 ) -> None:
     """Show one entry of the knowledge base."""
+    from ..trace.decompose import decomposition  # imports the tracer: only `kb show` needs it
+
     with _errors():
         typer.echo(format_entry(load_kb(kb_dir or ctx.obj), name, torch_npu, decomposition))
 

@@ -233,7 +233,7 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
     # COLUMNS is honoured on a terminal and when piped; without it a pipe gets 100 columns
     width = shutil.get_terminal_size((100, 24)).columns
     text = render_view(view, chosen, RenderContext(templates_dir=templates, breaches=tuple(breaches), width=width,
-                                                   color=to_terminal, language=view.language))
+                                                   color=to_terminal))
     if chosen == DEFAULT_FORMAT and (output is None or output == "-"):
         typer.echo(text, nl=False)
     else:
@@ -309,10 +309,10 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
                     quiet, executor="local", ray_address=None) -> None:
     """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR."""
     from ..portfolio import PortfolioOptions, default_jobs, scan_portfolio
-    from ..report.portfolio import render_portfolio
+    from ..report.portfolio import portfolio_files
     from ..report.summary import append_step_summary
     from ..report.text import days
-    from ..report.write import write_output
+    from ..report.write import write_files
 
     if not output or output == "-":
         raise typer.BadParameter("with several models, -o names the directory for the per-model and portfolio "
@@ -334,12 +334,9 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         memory_limit=None if memory_limit is None else int(memory_limit * 2**30), resume=resume, policy=policy)
     with _portfolio_progress(quiet) as on_event:
         portfolio = scan_portfolio(portfolio_options, on_event, executor=runner)
-    markdown = render_portfolio(portfolio, "md", templates_dir=templates, language=options.language)
-    write_output(render_portfolio(portfolio, "json"), out_dir / "portfolio.json")
-    write_output(markdown, out_dir / "portfolio.md")
-    write_output(render_portfolio(portfolio, "html", templates_dir=templates, language=options.language),
-                 out_dir / "portfolio.html")
-    append_step_summary(markdown)
+    files = portfolio_files(portfolio, templates_dir=templates, language=options.language)
+    write_files(files, out_dir)  # portfolio.json, .md and .html
+    append_step_summary(files["portfolio.md"])
     if not quiet:
         resumed = sum(1 for r in portfolio.results if r.resumed)
         typer.echo(f"opassess: {len(portfolio.results)} models, {len(portfolio.results) - len(portfolio.failed)} "

@@ -83,7 +83,7 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
         if texts is not None:
             written = []
             for fmt, text in texts.items():
-                name = f"{model.name}{REPORTERS[fmt].extension}" if fmt != "json" else f"{model.name}.json"
+                name = f"{model.name}{REPORTERS[fmt].extension}"  # json's extension is .json
                 write_output(text, out_dir / name)
                 written.append(name)
             try:

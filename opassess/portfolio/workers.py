@@ -115,7 +115,8 @@ def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connect
     sys.path[:] = list(setup.sys_path)
     import torch  # noqa: F401 - mapped before the cap is measured (preloaded already under forkserver)
 
-    from .. import pipeline, report  # noqa: F401 - likewise: the cap is for the model, not for opassess
+    from .. import pipeline  # noqa: F401 - likewise: the cap is for the model, not for opassess
+    from ..report import templates, view  # noqa: F401 - opassess.report loads these lazily; a worker needs them
 
     _cap_memory(setup.memory_cap)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
@@ -128,8 +129,7 @@ def _work(options: ScanOptions, setup: _WorkerSetup, conn: mp_connection.Connect
 
         assessment = assess(options)
         view = build_view(assessment, options.language)  # built once: the JSON report, the gates, every format
-        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy),
-                                language=options.language)
+        context = RenderContext(breaches=evaluate(read_snapshot(view.document), setup.policy))
         texts = {fmt: render_view(view, fmt, context) for fmt in ("json", *setup.formats)}
         message = ("ok", texts)
     except OpassessError as exc:
@@ -152,8 +152,8 @@ def _context():
         context = multiprocessing.get_context("forkserver")
         # Workers fork from a server that has torch and opassess imported already (nothing run yet, so no threads
         # to lose in the fork): a worker starts in ~0.1 s instead of the ~2 s that importing torch takes.
-        context.set_forkserver_preload(["torch", "opassess.pipeline", "opassess.report", "opassess.load",
-                                        "opassess.trace"])
+        context.set_forkserver_preload(["torch", "opassess.pipeline", "opassess.report", "opassess.report.view",
+                                        "opassess.report.templates", "opassess.load", "opassess.trace"])
         return context
     return multiprocessing.get_context("spawn")
 

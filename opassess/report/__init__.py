@@ -9,14 +9,16 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ReportError
-from ..records import Assessment
 from . import formats as _formats
 from .registry import REPORTERS, RenderContext, Reporter, register
-from .view import View, build_view
 from .write import write_output
+
+if TYPE_CHECKING:
+    from ..records import Assessment
+    from .view import View, build_view
 
 __all__ = ["REPORTERS", "RenderContext", "Reporter", "View", "build_view", "formats", "register", "render",
            "render_view", "write_output"]
@@ -34,9 +36,20 @@ def render(assessment: Assessment, fmt: str, *, templates_dir: Path | None = Non
            color: bool = False, breaches: Iterable[Any] = (), language: str = "en") -> str:
     """Render `assessment` as `fmt` ('json', 'md', 'html', 'csv', 'terminal', 'sarif', 'junit', ...) and return the
     text; `breaches` (opassess.ci.policy.Breach) mark the operators a CI policy failed on."""
+    from .view import build_view
+
     return render_view(build_view(assessment, language), fmt, RenderContext(templates_dir=templates_dir, width=width,
-                                                                  color=color, breaches=tuple(breaches),
-                                                                  language=language))
+                                                                  color=color, breaches=tuple(breaches)))
+
+
+def __getattr__(name: str) -> Any:
+    """View and build_view load on first use: the view pulls the display, the KB evidence and the scoring, which
+    `import opassess.cli` (and `opassess --help`) should not pay for."""
+    if name in ("View", "build_view"):
+        from . import view
+
+        return getattr(view, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def render_view(view: View, fmt: str, context: RenderContext | None = None) -> str:

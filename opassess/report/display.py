@@ -14,7 +14,7 @@ from typing import Any
 from ..kb.evidence import evidence_order
 from ..records import Assessment, Capture, ClassifiedOp, Effort
 from ..vocabulary import CATEGORIES, Category
-from .charts import PARETO_BARS, PARETO_LABEL, _num, pareto_chart  # noqa: F401 - re-exported
+from .charts import _num, pareto_chart
 from .display_records import (
     AtenRow,
     Attempt,
@@ -40,7 +40,7 @@ from .document import Row
 from .i18n import DEFAULT, N_, number, translations
 from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shorten_paths, shown_source
 from .reasons import reason_rows, signature_rows
-from .text import bound, bounds_range, days, days_range, percent, share
+from .text import bound, bounds_range, days, days_range, percent, share, step_text
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
@@ -101,13 +101,6 @@ def _capture_step_text(capture: Capture) -> str:
     return "training step (forward, backward, optimizer)" + (f": {capture.step_note}" if capture.step_note else "")
 
 
-def _step_text(kind: str, backward: tuple[str, ...], training: bool) -> str:
-    """Which part of the step an operator belongs to: forward, forward + backward, or optimizer."""
-    if kind == "optimizer":
-        return "optimizer"
-    return "forward + backward" if training and backward else "forward"
-
-
 # ------------------------------------------------------------------ builders
 
 
@@ -141,7 +134,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False) -> Oper
         "modules_more": max(0, len(operator.modules) - MODULES_PER_OP),
         "signatures": signatures,
         "estimated": estimate is not None,
-        "step_text": _step_text(operator.kind, operator.backward_aten, training),
+        "step_text": step_text(operator.kind, operator.backward_aten, training),
         "backward_rows": tuple(AtenRow(a, _support_text(classified, a, backward=True))
                                for a in operator.backward_aten),
         "search": " ".join([operator.key, operator.kind, category, *operator.modules]).lower(),

@@ -10,15 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..records import Effort, Estimate, Finding
+from ..score.cost import _LIBRARY, MODEL_LEVEL, PROJECT  # _LIBRARY: '.../site-packages/' + the package (group 1)
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, OriginRow
 from .text import days, days_range, percent, share
 
-_LIBRARY = re.compile(r"^.*?[/\\](?:site|dist)-packages[/\\]")
 _IN_TEXT = re.compile(r"[^\s()'\"]*?[/\\](?:site|dist)-packages[/\\]")
 _NUMBERED = re.compile(r"^\d+$")
-PROJECT = "project"
-MODEL_LEVEL = "model-level"
 
 
 # ----------------------------------------------------------------------------------- paths
@@ -26,13 +24,15 @@ MODEL_LEVEL = "model-level"
 
 def is_library_source(source: str | None) -> bool:
     """True for a 'file:line' inside an installed package (site-packages / dist-packages)."""
-    return bool(source) and _LIBRARY.match(source.replace("\\", "/")) is not None
+    return bool(source) and _LIBRARY.search(source) is not None
 
 
 def shown_source(source: str) -> str:
     """A source line as a reader can use it: relative to the project as recorded, a library file relative to its
     site-packages ('/venv/.../site-packages/transformers/x.py:3' -> 'transformers/x.py:3')."""
-    return _LIBRARY.sub("", source.replace("\\", "/"), count=1)
+    source = source.replace("\\", "/")
+    match = _LIBRARY.search(source)
+    return source[match.start(1):] if match else source
 
 
 def shorten_paths(text: str) -> str:

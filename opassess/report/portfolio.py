@@ -11,17 +11,12 @@ from markupsafe import Markup
 
 from ..errors import ReportError
 from ..portfolio import Portfolio
-from ..records import Effort
 from .document import effort_doc as _effort_doc
 from .templates import escape_markdown
 from .text import days, days_range, percent, share
 
 PORTFOLIO_FORMAT_VERSION = 1
 PORTFOLIO_FORMATS = ("json", "md", "html")
-
-
-def _range(effort: Effort) -> str:
-    return days_range(effort)
 
 
 def portfolio_document(portfolio: Portfolio) -> dict[str, Any]:
@@ -69,7 +64,7 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
         "skipped": [{"path": s.path, "reason": s.reason} for s in portfolio.skipped],
         "standalone_text": days(portfolio.standalone_total.likely),
         "shared_text": days(portfolio.shared_total.likely),
-        "shared_range": _range(portfolio.shared_total),
+        "shared_range": days_range(portfolio.shared_total),
         "saved_text": days(saved),
         "saved_share": percent(saved_share),
         "plan": [{"order": i + 1, "name": p.name, "target": p.target,
@@ -80,7 +75,7 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
                  for i, p in enumerate(portfolio.plan)],
         "custom_dev": [{"rank": i + 1, "op": d.op, "unblocks": len(d.models), "models": list(d.models),
                         "sole": list(d.sole_blocker_of), "likely_text": days(d.effort.likely),
-                        "range_text": _range(d.effort)} for i, d in enumerate(portfolio.custom_dev)],
+                        "range_text": days_range(d.effort)} for i, d in enumerate(portfolio.custom_dev)],
         "breaches": [f"{name}: {b.message}" for name, b in portfolio.breaches],
     }
 
@@ -99,13 +94,25 @@ def render_portfolio(portfolio: Portfolio, fmt: str, *, templates_dir: Path | No
     """The portfolio report as 'json', 'md' or 'html' (the page for management, in `language`)."""
     if fmt == "json":
         return json.dumps(portfolio_document(portfolio), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    if fmt == "md":
-        from .templates import render_template
-
-        text = render_template("portfolio.md.j2", "markdown", portfolio_view(portfolio), templates_dir, language)
-        return text if text.endswith("\n") else text + "\n"
-    if fmt == "html":
-        from .templates import render_template
-
-        return render_template("portfolio.html.j2", "html", portfolio_view(portfolio), templates_dir, language)
+    if fmt in ("md", "html"):
+        return _render_page(portfolio_view(portfolio), fmt, templates_dir, language)
     raise ReportError(f"a portfolio report is {' or '.join(PORTFOLIO_FORMATS)}, not {fmt!r}")
+
+
+def portfolio_files(portfolio: Portfolio, *, templates_dir: Path | None = None, language: str = "en"
+                    ) -> dict[str, str]:
+    """portfolio.json, portfolio.md and portfolio.html (file name -> text), the view built once for both pages."""
+    view = portfolio_view(portfolio)
+    return {"portfolio.json": render_portfolio(portfolio, "json"),
+            "portfolio.md": _render_page(view, "md", templates_dir, language),
+            "portfolio.html": _render_page(view, "html", templates_dir, language)}
+
+
+def _render_page(view: dict[str, Any], fmt: str, templates_dir: Path | None, language: str) -> str:
+    """The Markdown or HTML page of a portfolio view, through its template."""
+    from .templates import render_template
+
+    if fmt == "md":
+        text = render_template("portfolio.md.j2", "markdown", view, templates_dir, language)
+        return text if text.endswith("\n") else text + "\n"
+    return render_template("portfolio.html.j2", "html", view, templates_dir, language)

@@ -19,7 +19,6 @@ class RenderContext:
     # CI policy breaches found for this assessment (opassess.ci.policy.Breach): JUnit fails the test cases of the
     # operators named, SARIF raises their results to level "error". Empty when no policy was set or none breached.
     breaches: tuple[Any, ...] = ()
-    language: str = "en"  # human formats (terminal, md, html): the report language, one of i18n.LANGUAGES
 
 
 class RenderFunction(Protocol):

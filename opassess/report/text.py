@@ -54,6 +54,14 @@ def bounds_range(low: float, high: float) -> str:
     return f"{bound(low)}{HYPHEN}{bound(high)}"
 
 
+def step_text(kind: str, backward: object, training: bool) -> str:
+    """Which part of the step an operator belongs to: 'optimizer', 'forward + backward' (a --train capture that
+    recorded backward ATen ops for it) or 'forward'."""
+    if kind == "optimizer":
+        return "optimizer"
+    return "forward + backward" if training and backward else "forward"
+
+
 def days_detail(likely: float, low: float, high: float, unit: str = "") -> str:
     """'12.0 (10.0-16.0)': likely person-days with the range, for one-line messages ('12.0 person-days (...)' with
     unit=' person-days')."""

@@ -25,7 +25,7 @@ class View:
 
     document: dict[str, Any]
     display: Display
-    language: str = "en"  # the display's language
+    language: str = "en"  # the display's language, which the human formats (terminal, md, html) render in
 
     def __getitem__(self, key: str) -> Any:
         if key == "document":

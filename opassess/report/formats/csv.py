@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import RenderContext, register
+from ..text import step_text
 
 SEPARATOR = "; "  # joins list-valued cells (modules, ATen ops, source lines)
 # A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection); model-supplied
@@ -15,13 +16,6 @@ def _inert(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(_FORMULA_START):
         return "'" + value
     return value
-
-
-def _step(op: dict[str, Any], training: bool) -> str:
-    """forward, forward + backward (--train) or optimizer: the part of the step the operator belongs to."""
-    if op["kind"] == "optimizer":
-        return "optimizer"
-    return "forward + backward" if training and op.get("backward_aten") else "forward"
 
 
 def _row(op: dict[str, Any], training: bool = False) -> dict[str, Any]:
@@ -49,7 +43,7 @@ def _row(op: dict[str, Any], training: bool = False) -> dict[str, Any]:
         "replacement": op["replacement"],
         "cann_op": op["cann_op"],
         "aten": SEPARATOR.join(op["aten"]),
-        "step": _step(op, training),
+        "step": step_text(op["kind"], op.get("backward_aten"), training),
         "backward_aten": SEPARATOR.join(op.get("backward_aten", ())),
         "modules": SEPARATOR.join(op["modules"]),
         "source": SEPARATOR.join(op["source"]),

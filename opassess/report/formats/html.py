@@ -2,10 +2,12 @@
 model."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..registry import RenderContext, register
-from ..templates import render_template
+
+if TYPE_CHECKING:
+    from ..view import View
 
 TEMPLATE = "html.j2"
 
@@ -13,6 +15,8 @@ TEMPLATE = "html.j2"
 @register("html", extension=".html", other_extensions=(".htm",),
           description="one self-contained offline page: risk heat map, Pareto chart, sortable and filterable "
                       "operator table with evidence")
-def render_html(view: dict[str, Any], context: RenderContext) -> str:
+def render_html(view: View, context: RenderContext) -> str:
     """The display part of the view through html.j2 (autoescaped)."""
-    return render_template(TEMPLATE, "html", view["display"].context(), context.templates_dir, context.language)
+    from ..templates import render_template  # jinja2 loads when a template is rendered, not at start-up
+
+    return render_template(TEMPLATE, "html", view["display"].context(), context.templates_dir, view.language)

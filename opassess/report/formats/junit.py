@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from ..registry import RenderContext, register
-from ..text import days_detail
+from ..text import days_detail, step_text
 
 MODEL_CASE = "(model) estimated effort"  # the test case that carries --max-person-days
 # Characters XML 1.0 cannot hold at all (model-supplied names could contain them).
@@ -30,10 +30,11 @@ def _details(op: dict[str, Any]) -> str:
              + (" (unknown to the knowledge base)" if op.get("known") is False else "")
              + (f", confidence {op['confidence']}" if op.get("confidence") else ""),
              f"calls: {op['count']}"]
-    if op.get("kind") == "optimizer":
+    step = step_text(op.get("kind", ""), op.get("backward_aten"), training=True)  # backward ops come from --train
+    if step == "optimizer":
         lines.append("step: optimizer")
-    elif op.get("backward_aten"):
-        lines.append("step: forward + backward; backward ATen ops: " + ", ".join(op["backward_aten"]))
+    elif step != "forward":
+        lines.append(f"step: {step}; backward ATen ops: " + ", ".join(op["backward_aten"]))
     if days:
         lines.append(f"person-days: {days_detail(days['likely'], days['low'], days['high'])}")
     if risk:

@@ -8,7 +8,6 @@ from typing import Any
 from urllib.parse import quote
 
 from ...vocabulary import Category
-from ..plan_view import project_source, shown_source
 from ..registry import RenderContext, register
 from ..text import days_detail
 
@@ -32,13 +31,13 @@ RULES = (
 _RULE_INDEX = {rule["id"]: index for index, rule in enumerate(RULES)}
 
 
-def _effort_ranges(view: Any) -> dict[str, str]:
-    """Category -> '3-5' from the display's weights ranges; none when the view carries only a JSON document."""
+def _effort_range(view: Any, category: str) -> str | None:
+    """The category's '3-5' from the display's weights ranges; none when the view carries only a JSON document."""
     try:
         display = view["display"]
     except KeyError:
-        return {}
-    return {r.category: r.text for r in display.effort_ranges}
+        return None
+    return display.effort_range(category)
 
 
 def _short(rule: dict[str, str], days_range: str | None) -> str:
@@ -83,6 +82,8 @@ def _message(op: dict[str, Any]) -> str:
 
 def _result(op: dict[str, Any], source: str | None, model_source: str, breached: list[str],
             library: list[str]) -> dict[str, Any]:
+    from ..plan_view import shown_source
+
     category = op["category"]
     text = _message(op)
     if library:  # the call sits in an installed package: the result is placed on the project's side of it
@@ -118,6 +119,8 @@ def _result(op: dict[str, Any], source: str | None, model_source: str, breached:
 def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
     """One result per (operator, source line) for every custom-dev or param-converted operator; breached operators
     (context.breaches) at level error."""
+    from ..plan_view import project_source  # the display's helpers load with a report, not at start-up
+
     document = view["document"]
     model_source = document["model"]["source"]
     breaches: dict[str, list[str]] = {}
@@ -139,8 +142,7 @@ def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
                 placed[where].append(source)
         for where, library in placed.items():
             results.append(_result(op, where, model_source, breaches.get(op["op"], []), library))
-    ranges = _effort_ranges(view)
-    rules = [{"id": r["id"], "name": r["name"], "shortDescription": {"text": _short(r, ranges.get(r["id"]))},
+    rules = [{"id": r["id"], "name": r["name"], "shortDescription": {"text": _short(r, _effort_range(view, r["id"]))},
               "fullDescription": {"text": r["full"]}, "defaultConfiguration": {"level": r["level"]},
               "help": {"text": r["full"]}, "properties": {"tags": ["ascend", "npu", "migration"]}} for r in RULES]
     run = {

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...vocabulary import Category
-from ..i18n import translations
 from ..registry import RenderContext, register
+
+if TYPE_CHECKING:
+    from ..view import View
 
 # Styles only; model strings always go in as rich Text objects, so '[bold]' in a module name is shown, not applied.
 CATEGORY_STYLE = {Category.DIRECT: "green", Category.PARAM_CONVERTED: "yellow", Category.CUSTOM_DEV: "red",
@@ -17,16 +19,18 @@ CELL_NAMES = 2  # operator names shown per risk cell before "+N"
 
 
 @register("terminal", extension=".txt", description="rich summary for the terminal (the default)")
-def render_terminal(view: dict[str, Any], context: RenderContext) -> str:
+def render_terminal(view: View, context: RenderContext) -> str:
     """Render with rich into a string at a fixed width; ANSI styles only when context.color is set."""
     from rich.console import Console
     from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
+    from ..i18n import translations
+
     d = view["display"]
     model = d["model"]
-    _ = translations(context.language).gettext
+    _ = translations(view.language).gettext
     out = io.StringIO()
     console = Console(file=out, width=context.width, force_terminal=context.color, no_color=not context.color,
                       color_system="standard" if context.color else None, highlight=False, emoji=False,
