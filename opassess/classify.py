@@ -117,13 +117,13 @@ class _Classifier(EntryAndBackward):
                    else [a for a in op.aten if kb.rules.cpu_only_of(a)])
         whole = () if composite or op.kind in _PROJECT_KINDS else self._taken_whole(op)
         verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys((*whole, *judged)) if a.split("::")[0] in _NON_ATEN}
-        decomposition = [a for a, v in verdicts.items() if whole and not v.supported]
-        for a in decomposition:
-            del verdicts[a]
+        # The CPU/meta decomposition of an op taken whole is not judged: its verdicts leave `verdicts`.
+        removed = {a: verdicts.pop(a) for a in [a for a, v in verdicts.items() if whole and not v.supported]}
+        decomposition = list(removed)
         skipped += decomposition
         aten_support = {a: v.supported for a, v in verdicts.items()}
         for a in skipped:
-            aten_support.setdefault(a, self.aten_verdict(a).supported)
+            aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a)).supported)
         if composite:
             traced = (f"; the decomposition traced here ({', '.join(dict.fromkeys(skipped))}) is not judged"
                       if skipped else "")
@@ -132,7 +132,7 @@ class _Classifier(EntryAndBackward):
         if decomposition:
             shared.append(Reason("taken-whole", f"torch_npu runs {', '.join(whole)} whole (the op called has an NPU "
                                  f"kernel); {', '.join(decomposition)}, seen in the CPU/meta decomposition, is not "
-                                 f"judged", "; ".join(self.aten_verdict(a).evidence for a in whole)))
+                                 f"judged", "; ".join((verdicts.get(a) or removed[a]).evidence for a in whole)))
         if not composite:
             for a in dict.fromkeys(a for a in skipped if a not in decomposition):
                 owner = kb.rules.cpu_only_of(a)
@@ -142,20 +142,13 @@ class _Classifier(EntryAndBackward):
         # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
         known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops)
         judgements = []
-        for index, sig in enumerate(op.signatures):
+        for index, sig in enumerate(op.signatures or (None,)):  # an operator with no signature is judged once
             j = _Judgement(index)
             if op.kind in _PROJECT_KINDS:
                 judge_project_op(op, j, verdicts, required, self.trained)
             else:
                 self._native(op, sig, j, api, verdicts, required)
             self._kernel_checks(op, sig, j, verdicts)
-            judgements.append(j)
-        if not op.signatures:  # an operator with no signature still gets judged once
-            j = _Judgement(0)
-            if op.kind in _PROJECT_KINDS:
-                judge_project_op(op, j, verdicts, required, self.trained)
-            else:
-                self._native(op, None, j, api, verdicts, required)
             judgements.append(j)
         backward_support = self._backward(op, judgements, composite, required) if op.backward_aten else {}
         fused = kb.rules.fused_step(op.key) if op.kind == "optimizer" else None
@@ -189,14 +182,14 @@ class _Classifier(EntryAndBackward):
         if optional and not required and category == Category.DIRECT:
             shared.append(Reason("replacement", f"optional: {optional.api} is a fused NPU kernel for this "
                                  f"({optional.note})", optional.evidence))
-        reasons = tuple(shared) + tuple(r for j in judgements for r in j.reasons)
+        reasons = _dedupe(tuple(shared) + tuple(r for j in judgements for r in j.reasons))
         signature_categories = tuple(j.category for j in judgements[: len(op.signatures)])
         return ClassifiedOp(
-            operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
+            operator=op, category=category, signature_categories=signature_categories, reasons=reasons,
             replacement=replacement.api if replacement else (_fused_route(fused) if fused else None),
             cann_op=self._cann_op(op, verdicts), known=known, aten_support=aten_support,
             backward_support=backward_support, confidence=confidence,
-            exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES),
+            exclusions=tuple(r for r in reasons if r.code in EXCLUSION_CODES),
             **self._deprecation(replacement))
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
