@@ -27,17 +27,16 @@ from dataclasses import dataclass, field
 from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
 from .kb import kernels
-from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
+from .kb.evidence import EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
 from .kb.products import Product
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
 from .trace.decompose import dispatch_kinds, torch_version_text
-from .vocabulary import Category
+from .vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 
 _NON_ATEN = ("aten", "prims")
-_PROJECT_KINDS = ("custom", "extension")  # a project's own ops: torch.library, autograd.Function, C++ extensions
 
 
 def worst(categories: Iterable[str]) -> Category:
@@ -105,7 +104,7 @@ class _Classifier(EntryAndBackward):
     def classify(self, op: Operator) -> ClassifiedOp:
         kb = self.kb
         composite = kb.rules.composite_for_api(op.key)
-        api = kb.api(op.key, self.version_text) if op.kind not in _PROJECT_KINDS else None
+        api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS else None
         replacements = kb.replacements_for(op.key)
         required = next((r for r in replacements if r.when == "required"), None)
         optional = next((r for r in replacements if r.when == "optional"), None)
@@ -115,7 +114,7 @@ class _Classifier(EntryAndBackward):
         judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
         skipped = ([a for a in op.aten if a != composite.aten] if composite
                    else [a for a in op.aten if kb.rules.cpu_only_of(a)])
-        whole = () if composite or op.kind in _PROJECT_KINDS else self._taken_whole(op)
+        whole = () if composite or op.kind in PROJECT_KINDS else self._taken_whole(op)
         verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys((*whole, *judged)) if a.split("::")[0] in _NON_ATEN}
         # The CPU/meta decomposition of an op taken whole is not judged: its verdicts leave `verdicts`.
         removed = {a: verdicts.pop(a) for a in [a for a, v in verdicts.items() if whole and not v.supported]}
@@ -144,7 +143,7 @@ class _Classifier(EntryAndBackward):
         judgements = []
         for index, sig in enumerate(op.signatures or (None,)):  # an operator with no signature is judged once
             j = _Judgement(index)
-            if op.kind in _PROJECT_KINDS:
+            if op.kind in PROJECT_KINDS:
                 judge_project_op(op, j, verdicts, required, self.trained)
             else:
                 self._native(op, sig, j, api, verdicts, required)

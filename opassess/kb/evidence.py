@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import KnowledgeBaseError
+from ..vocabulary import CONFIDENCES
 from . import kernels, products
 from .products import Product
 
-CONFIDENCES = ("low", "medium", "high")
 _PREFERENCE = ("float32", "float16", "bfloat16", "int32", "int64", "int16", "int8", "uint8", "bool")
 
 

@@ -37,12 +37,12 @@ from typing import Any
 
 from ..errors import KnowledgeBaseError
 from ..resources import data_path
+from ..vocabulary import CONFIDENCES
 from .products import KERNEL_COLUMNS, shipped
 from .products import UnknownProductError as UnknownProductError  # re-exported
 
 FILE = "aclnn.json"
 PRODUCTS = KERNEL_COLUMNS
-CONFIDENCES = ("low", "medium", "high")
 
 _DTYPE_ALIASES = {
     "half": "float16", "fp16": "float16", "float": "float32", "fp32": "float32", "double": "float64",
