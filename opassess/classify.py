@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
 from .kb import kernels
-from .kb.evidence import EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
+from .kb.evidence import check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
 from .kb.products import Product
 from .kb.store import KnowledgeBase
@@ -188,7 +188,6 @@ class _Classifier(EntryAndBackward):
             replacement=replacement.api if replacement else (_fused_route(fused) if fused else None),
             cann_op=self._cann_op(op, verdicts), known=known, aten_support=aten_support,
             backward_support=backward_support, confidence=confidence,
-            exclusions=tuple(r for r in reasons if r.code in EXCLUSION_CODES),
             **self._deprecation(replacement))
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
