@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
-from .kb import kernels
 from .kb.evidence import check_dtype, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation, is_unset
 from .kb.products import Product
@@ -76,7 +75,7 @@ class _Classifier(EntryAndBackward):
         self.target = product
         self.product = product.name  # as reports print it
         self.page = product.api_page or product.name  # the API pages' and their limitations' product name
-        self.facts = kernels.load(kb.directory)
+        self.facts = kb.kernel_facts
         self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
         self.version = version
         self.version_text = format_version(version)
