@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
 from .kb.evidence import check_dtype, remedy, verdict_confidence
-from .kb.facts import ApiFact, Limitation, is_unset
+from .kb.facts import ApiFact, Limitation
 from .kb.products import Product
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
@@ -376,4 +376,4 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 
-__all__ = ["classify", "worst", "dispatch_kinds", "is_unset"]
+__all__ = ["classify", "worst"]
