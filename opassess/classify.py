@@ -26,18 +26,16 @@ from dataclasses import dataclass, field
 
 from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
-from .kb import kernels
-from .kb.evidence import CONFIDENCES, EXCLUSION_CODES, check_dtype, remedy, verdict_confidence
-from .kb.facts import ApiFact, Limitation, is_unset
+from .kb.evidence import check_dtype, remedy, verdict_confidence
+from .kb.facts import ApiFact, Limitation
 from .kb.products import Product
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
 from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
 from .trace.decompose import dispatch_kinds, torch_version_text
-from .vocabulary import Category
+from .vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 
 _NON_ATEN = ("aten", "prims")
-_PROJECT_KINDS = ("custom", "extension")  # a project's own ops: torch.library, autograd.Function, C++ extensions
 
 
 def worst(categories: Iterable[str]) -> Category:
@@ -77,7 +75,7 @@ class _Classifier(EntryAndBackward):
         self.target = product
         self.product = product.name  # as reports print it
         self.page = product.api_page or product.name  # the API pages' and their limitations' product name
-        self.facts = kernels.load(kb.directory)
+        self.facts = kb.kernel_facts
         self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
         self.version = version
         self.version_text = format_version(version)
@@ -105,7 +103,7 @@ class _Classifier(EntryAndBackward):
     def classify(self, op: Operator) -> ClassifiedOp:
         kb = self.kb
         composite = kb.rules.composite_for_api(op.key)
-        api = kb.api(op.key, self.version_text) if op.kind not in _PROJECT_KINDS else None
+        api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS else None
         replacements = kb.replacements_for(op.key)
         required = next((r for r in replacements if r.when == "required"), None)
         optional = next((r for r in replacements if r.when == "optional"), None)
@@ -115,15 +113,15 @@ class _Classifier(EntryAndBackward):
         judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
         skipped = ([a for a in op.aten if a != composite.aten] if composite
                    else [a for a in op.aten if kb.rules.cpu_only_of(a)])
-        whole = () if composite or op.kind in _PROJECT_KINDS else self._taken_whole(op)
+        whole = () if composite or op.kind in PROJECT_KINDS else self._taken_whole(op)
         verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys((*whole, *judged)) if a.split("::")[0] in _NON_ATEN}
-        decomposition = [a for a, v in verdicts.items() if whole and not v.supported]
-        for a in decomposition:
-            del verdicts[a]
+        # The CPU/meta decomposition of an op taken whole is not judged: its verdicts leave `verdicts`.
+        removed = {a: verdicts.pop(a) for a in [a for a, v in verdicts.items() if whole and not v.supported]}
+        decomposition = list(removed)
         skipped += decomposition
         aten_support = {a: v.supported for a, v in verdicts.items()}
         for a in skipped:
-            aten_support.setdefault(a, self.aten_verdict(a).supported)
+            aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a)).supported)
         if composite:
             traced = (f"; the decomposition traced here ({', '.join(dict.fromkeys(skipped))}) is not judged"
                       if skipped else "")
@@ -132,7 +130,7 @@ class _Classifier(EntryAndBackward):
         if decomposition:
             shared.append(Reason("taken-whole", f"torch_npu runs {', '.join(whole)} whole (the op called has an NPU "
                                  f"kernel); {', '.join(decomposition)}, seen in the CPU/meta decomposition, is not "
-                                 f"judged", "; ".join(self.aten_verdict(a).evidence for a in whole)))
+                                 f"judged", "; ".join((verdicts.get(a) or removed[a]).evidence for a in whole)))
         if not composite:
             for a in dict.fromkeys(a for a in skipped if a not in decomposition):
                 owner = kb.rules.cpu_only_of(a)
@@ -142,20 +140,13 @@ class _Classifier(EntryAndBackward):
         # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
         known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops)
         judgements = []
-        for index, sig in enumerate(op.signatures):
+        for index, sig in enumerate(op.signatures or (None,)):  # an operator with no signature is judged once
             j = _Judgement(index)
-            if op.kind in _PROJECT_KINDS:
+            if op.kind in PROJECT_KINDS:
                 judge_project_op(op, j, verdicts, required, self.trained)
             else:
                 self._native(op, sig, j, api, verdicts, required)
             self._kernel_checks(op, sig, j, verdicts)
-            judgements.append(j)
-        if not op.signatures:  # an operator with no signature still gets judged once
-            j = _Judgement(0)
-            if op.kind in _PROJECT_KINDS:
-                judge_project_op(op, j, verdicts, required, self.trained)
-            else:
-                self._native(op, None, j, api, verdicts, required)
             judgements.append(j)
         backward_support = self._backward(op, judgements, composite, required) if op.backward_aten else {}
         fused = kb.rules.fused_step(op.key) if op.kind == "optimizer" else None
@@ -189,14 +180,13 @@ class _Classifier(EntryAndBackward):
         if optional and not required and category == Category.DIRECT:
             shared.append(Reason("replacement", f"optional: {optional.api} is a fused NPU kernel for this "
                                  f"({optional.note})", optional.evidence))
-        reasons = tuple(shared) + tuple(r for j in judgements for r in j.reasons)
+        reasons = _dedupe(tuple(shared) + tuple(r for j in judgements for r in j.reasons))
         signature_categories = tuple(j.category for j in judgements[: len(op.signatures)])
         return ClassifiedOp(
-            operator=op, category=category, signature_categories=signature_categories, reasons=_dedupe(reasons),
+            operator=op, category=category, signature_categories=signature_categories, reasons=reasons,
             replacement=replacement.api if replacement else (_fused_route(fused) if fused else None),
             cann_op=self._cann_op(op, verdicts), known=known, aten_support=aten_support,
             backward_support=backward_support, confidence=confidence,
-            exclusions=tuple(r for r in _dedupe(reasons) if r.code in EXCLUSION_CODES),
             **self._deprecation(replacement))
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
@@ -386,4 +376,4 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 
-__all__ = ["classify", "worst", "dispatch_kinds", "is_unset"]
+__all__ = ["classify", "worst"]

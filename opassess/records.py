@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
+from .vocabulary import CATEGORIES, EXCLUSION_CODES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
 # Shapes are tuples of ints (a scalar is ()); a non-tensor argument has shape None.
 Shape = tuple[int, ...] | None
@@ -162,10 +162,14 @@ class ClassifiedOp:
     known: bool  # False when the knowledge base has no fact about it at all
     aten_support: Mapping[str, bool]  # qualified ATen op -> has an NPU kernel for the target
     confidence: str = "medium"  # "high" | "medium" | "low": how well the evidence pins the verdict down
-    exclusions: tuple[Reason, ...] = ()  # what was checked and ruled out (view ops, composites taken whole, ...)
     replacement_deprecated: bool = False  # the facts mark the replacement deprecated (npu_nms_v4)
     replacement_successor: str | None = None  # what the facts say to use instead; None: no successor
     backward_support: Mapping[str, bool] = field(default_factory=dict)  # the same for Operator.backward_aten
+
+    @property
+    def exclusions(self) -> tuple[Reason, ...]:
+        """The reasons that say what was checked and ruled out (view ops, composites taken whole, ...)."""
+        return tuple(r for r in self.reasons if r.code in EXCLUSION_CODES)
 
 
 # ---------------------------------------------------------------- score stage

@@ -1,4 +1,5 @@
-"""The words opassess's records, data files and reports share, each stated once: the migration categories.
+"""The words opassess's records, data files and reports share, each stated once: the migration categories,
+the confidence levels and the operator kinds.
 
 Capture method names come from the capture registry (`opassess.trace`), report formats and their file
 extensions from the reporter registry (`opassess.report.registry`), products and torch_npu versions from
@@ -60,3 +61,10 @@ def category_rank(text: str | None) -> int:
 CAPTURE_STEPS: tuple[str, ...] = ("forward", "train")
 # Operator kinds as the trace names them; "optimizer" only in a training step.
 OPERATOR_KINDS: tuple[str, ...] = ("module", "function", "method", "custom", "extension", "aten", "optimizer")
+# The kinds of a project's own ops: torch.library, autograd.Function, C++ extensions.
+PROJECT_KINDS: tuple[str, ...] = ("custom", "extension")
+# How far a verdict can be trusted, weakest first: min(..., key=CONFIDENCES.index) is the weakest of several.
+CONFIDENCES: tuple[str, ...] = ("low", "medium", "high")
+# Reason codes of the exclusion trail: what was checked and ruled out (ClassifiedOp.exclusions).
+EXCLUSION_CODES = frozenset({"view-op", "host-op", "composite", "cpu-only-decomposition", "taken-whole", "decomposes",
+                             "options-only", "kernel-dtype", "replacement"})

@@ -10,10 +10,8 @@ category tag and its clause index under the limitation's id (a sha256 prefix of 
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as _dt
 import hashlib
-import json
 import os
 import re
 import sys
@@ -24,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kb_source  # noqa: E402
 from kb_kernels import build_aclnn  # noqa: E402
 from limitations import parse_limitation  # noqa: E402
+from tables import read_tsv, sha256, write_json  # noqa: E402
 
 GENERATOR_VERSION = "1.0"
 KB_FORMAT = 1
@@ -45,15 +44,6 @@ PRODUCT_COLUMNS = (
     ("Atlas training", "support:Atlas 训练系列产品"),
 )
 SUPPORT_MARKS = {"✔": "y", "&#10004;": "y", "✘": "n", "": "-"}
-
-
-def read_tsv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def short_id(text: str) -> str:
@@ -370,12 +360,6 @@ def generation_date() -> str:
 
 
 # ------------------------------------------------------------------ main
-
-
-def write_json(path: Path, data) -> int:
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
-    path.write_text(text, encoding="utf-8")
-    return len(text.encode("utf-8"))
 
 
 def build(facts: Path, out: Path) -> dict:

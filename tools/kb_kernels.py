@@ -26,12 +26,11 @@ the same run) holds the generation date.
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
-import json
 import re
 import time
 from pathlib import Path
+
+from tables import read_tsv, sha256, write_json
 
 GENERATOR_VERSION = "1.0"
 FORMAT = 1
@@ -42,11 +41,6 @@ SUPPORT_MARKS = {"✔": "y", "✘": "n", "": "-"}
 INPUT_IO = ("input", "inout")  # "input(optional)" counts; "output", "attr" do not
 # How op-plugin tied a C++ kernel to its schema, strongest first (build keeps the strongest of duplicate rows).
 MATCH_STRENGTH = ("signature", "yaml-gen_opapi", "name-arity", "name-only", "signature-ambiguous", "no-yaml-entry")
-
-
-def read_tsv(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
 
 
 def _split(text: str, sep: str = ",") -> list[str]:
@@ -139,10 +133,6 @@ def build_aten(rows: list[dict[str, str]]) -> tuple[dict, dict]:
 # ------------------------------------------------------------------ provenance and output
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def readme_upstream(readme: Path) -> list[dict[str, str]]:
     """The repositories and commits of the README's "Kernel-level facts" > "Provenance" table."""
     text = readme.read_text(encoding="utf-8")
@@ -182,12 +172,15 @@ def compile_tables(facts: Path) -> dict:
     return {"format": FORMAT, "products": list(PRODUCTS), "aten": aten, "aclnn": apis, "provenance": provenance}
 
 
+def write_aclnn(document: dict, out: Path) -> int:
+    """Write the aclnn.json document under `out`; return its size in bytes."""
+    out.mkdir(parents=True, exist_ok=True)
+    return write_json(out / OUTPUT, document)
+
+
 def build_aclnn(facts: Path, out: Path) -> int:
     """Write out/aclnn.json from the tables under `facts`; return its size in bytes."""
-    text = json.dumps(compile_tables(facts), ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / OUTPUT).write_text(text, encoding="utf-8")
-    return len(text.encode("utf-8"))
+    return write_aclnn(compile_tables(facts), out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output folder (opassess/data/kb)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    size = build_aclnn(args.facts, args.out)
-    counts = json.loads((args.out / OUTPUT).read_text(encoding="utf-8"))["provenance"]["counts"]
+    document = compile_tables(args.facts)
+    size = write_aclnn(document, args.out)
+    counts = document["provenance"]["counts"]
     print(f"{OUTPUT}: {size} bytes, {counts['aten_overloads']} ATen overloads, {counts['aclnn_apis']} aclnn APIs "
           f"({counts['aclnn_apis_called_with_doc']}/{counts['aclnn_apis_called']} called APIs documented), "
           f"{time.perf_counter() - started:.2f} s")

@@ -15,13 +15,13 @@ shipped (so rebuilding is idempotent and leaves git clean); SOURCE_DATE_EPOCH ov
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
 from pathlib import Path
+
+from tables import read_tsv, sha256, write_json
 
 GENERATOR_VERSION = "1.0"
 FORMAT = 1
@@ -55,15 +55,9 @@ _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.(?:[A-Za-z_*<][A-Za-z0-9_*<>]*
 _IDENT = re.compile(r"^[A-Za-z_*<][A-Za-z0-9_*<>]*$")
 
 
-def read_tsv(path: Path) -> list[tuple[int, dict[str, str]]]:
-    """Rows of a TSV table with their line number in the file (the header is line 1)."""
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-    return [(index + 2, {k: (v or "").strip() for k, v in row.items()}) for index, row in enumerate(rows)]
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def numbered_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """Rows of a TSV table, cells stripped, with their line number in the file (the header is line 1)."""
+    return [(index + 2, {k: (v or "").strip() for k, v in row.items()}) for index, row in enumerate(read_tsv(path))]
 
 
 def english(text: str) -> str:
@@ -313,7 +307,7 @@ def build(facts: Path, out: Path) -> dict:
     missing = [name for name in TABLES.values() if not (facts / name).is_file()]
     if missing or not (facts / "README.md").is_file():
         raise SystemExit(f"kb_source: {facts} lacks {', '.join(missing) or 'README.md'}")
-    rows = {key: read_tsv(facts / name) for key, name in TABLES.items()}
+    rows = {key: numbered_rows(facts / name) for key, name in TABLES.items()}
     content = {
         "format": FORMAT,
         "generator": "tools/kb_source.py",
@@ -329,8 +323,7 @@ def build(facts: Path, out: Path) -> dict:
     target = out / OUTPUT
     content["generated_at"] = generation_date(content, target if target.is_file() else SHIPPED)
     out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(content, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
-    target.write_text(text, encoding="utf-8")
+    write_json(target, content)
     return {key: content[key] for key in ("generator", "generated_at", "sources", "upstream")}
 
 

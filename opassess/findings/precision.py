@@ -33,13 +33,12 @@ def _allowed_dtypes(kb: Any, op: str, attrs: Mapping[str, Any], product: str,
 def _kernel_takes(survey: Survey, operator: Any, dtype: str) -> bool:
     """The evidence hierarchy (kb/evidence.py): the kernel facts for the product outrank the API page's list; an
     op that borrows only dtype and device from self (Tensor.new_ones) carries no data of self's."""
-    from ..kb import kernels
     from ..kb.evidence import kernel_speaks
 
     kb = survey.kb
     if kb.rules.options_only_of(operator.key) is not None:
         return True
-    takes, *_ = kernel_speaks(operator.aten, kb.product(survey.product), dtype, kernels.load(kb.directory))
+    takes, *_ = kernel_speaks(operator.aten, kb.product(survey.product), dtype, kb.kernel_facts)
     return takes is True
 
 

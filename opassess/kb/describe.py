@@ -169,7 +169,7 @@ def _row_lines(kb: KnowledgeBase, facts: kernels.KernelFacts, row: str) -> list[
 def _kernel_lines(kb: KnowledgeBase, name: str, decompose: Decompose | None) -> list[str]:
     """The aclnn APIs the op's NPU kernel calls and their dtype rows per product (kernel facts, aclnn.json); for a
     composite with no kernel of its own, those of the ops `decompose` says it dispatches."""
-    facts = kernels.load(kb.directory)
+    facts = kb.kernel_facts
     candidates = aten_candidates(name)
     for base in candidates:
         found = facts.lookup(base)

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import KnowledgeBaseError
+from ..vocabulary import CONFIDENCES
+from ..vocabulary import EXCLUSION_CODES as EXCLUSION_CODES  # re-exported
 from . import kernels, products
 from .products import Product
 
-CONFIDENCES = ("low", "medium", "high")
 _PREFERENCE = ("float32", "float16", "bfloat16", "int32", "int64", "int16", "int8", "uint8", "bool")
 
 
@@ -118,10 +119,6 @@ def check_dtype(dtype: str, product: Product, page_allowed: tuple[str, ...] | No
     if page_unparsed and by != "kernel":
         confidence = "low"  # a conditional clause of the page the facts do not parse may decide this dtype
     return DtypeCheck(dtype, ok, by, page_allowed, kernel_ok, apis, tuple(allowed), confidence, tuple(evidence))
-
-
-EXCLUSION_CODES = frozenset({"view-op", "host-op", "composite", "cpu-only-decomposition", "taken-whole", "decomposes",
-                             "options-only", "kernel-dtype", "replacement"})  # reason codes of the exclusion trail
 
 
 def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, ...], documented: bool) -> str:

@@ -37,12 +37,12 @@ from typing import Any
 
 from ..errors import KnowledgeBaseError
 from ..resources import data_path
+from ..vocabulary import CONFIDENCES
 from .products import KERNEL_COLUMNS, shipped
 from .products import UnknownProductError as UnknownProductError  # re-exported
 
 FILE = "aclnn.json"
 PRODUCTS = KERNEL_COLUMNS
-CONFIDENCES = ("low", "medium", "high")
 
 _DTYPE_ALIASES = {
     "half": "float16", "fp16": "float16", "float": "float32", "fp32": "float32", "double": "float64",
@@ -203,8 +203,9 @@ def _main_api(base: str, apis: list[str], documented: set[str]) -> tuple[str | N
     return candidates[0], why
 
 
-def _overload_key(aten_overload: str) -> str:
-    """'aten::mm.default' -> 'mm'; 'aten::add.Tensor' -> 'add.Tensor'; 'npu::npu_rms_norm' -> 'npu_rms_norm'."""
+def overload_key(aten_overload: str) -> str:
+    """'aten::mm.default' -> 'mm'; 'aten::add.Tensor' -> 'add.Tensor'; 'npu::npu_rms_norm' -> 'npu_rms_norm' (the
+    key of the kernel tables, here and in KnowledgeBase)."""
     name = aten_overload.strip().rpartition("::")[2]
     return name.removesuffix(".default")
 
@@ -223,7 +224,6 @@ class KernelFacts:
         self._ops: dict[tuple[str, str], _OpIndex | None] = {}
         self._apis: dict[tuple[str, bool, str, tuple[str, ...]], tuple[ApiVerdict, list[str], list[str]]] = {}
         self._lookups: dict[str, tuple[str, str] | None] = {}
-        self._products: dict[str, str] = {}
         self._cached = lru_cache(maxsize=cache_size)(self._judge)
 
     @property
@@ -261,7 +261,7 @@ class KernelFacts:
 
     def lookup(self, aten_overload: str) -> tuple[str, str] | None:
         """(stored row name, 'exact' | 'out' | 'bare') for an overload, or None when op-plugin has no row."""
-        key = _overload_key(aten_overload)
+        key = overload_key(aten_overload)
         if key not in self._lookups:
             base = key.partition(".")[0]
             table = self.data["aten"]
@@ -272,11 +272,6 @@ class KernelFacts:
                     break
             self._lookups[key] = found
         return self._lookups[key]
-
-    def _product(self, product: str) -> str:
-        if product not in self._products:
-            self._products[product] = product if product in PRODUCTS else resolve_product(product)
-        return self._products[product]
 
     def _view(self, api: str, product: str) -> _ApiOnProduct:
         view = self._views.get((api, product))
@@ -297,7 +292,7 @@ class KernelFacts:
             entry = self.data["aten"][name]
             views = tuple((api, self._view(api, product)) for api in entry["apis"])
             documented = {api for api, view in views if view.documented}
-            main, why = _main_api(_overload_key(aten_overload).partition(".")[0], entry["apis"], documented)
+            main, why = _main_api(overload_key(aten_overload).partition(".")[0], entry["apis"], documented)
             self._ops[key] = _OpIndex(name, how, entry, main, views,
                                       _mapping_evidence(name, how, aten_overload, entry, main, why))
         return self._ops[key]
@@ -311,7 +306,7 @@ class KernelFacts:
         return self._apis[key]
 
     def _judge(self, aten_overload: str, product: str, input_dtypes: tuple[str | None, ...]) -> KernelVerdict | None:
-        product = self._product(product)
+        product = resolve_product(product)  # once per (overload, product, dtypes): _judge is memoised
         op = self._op(aten_overload, product)
         if op is None:
             return None

@@ -61,9 +61,6 @@ class Products:
         aliases = "; ".join(f"{p.name} ({', '.join(p.aliases)})" for p in self.items)
         raise UnknownProductError(f"unknown Ascend product {name!r} (known: {aliases})")
 
-    def by_kernel(self, column: str) -> Product:
-        return next(p for p in self.items if p.kernel == column)
-
 
 def _fold(name: str) -> str:
     return " ".join(str(name).split()).lower()

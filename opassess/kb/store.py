@@ -12,6 +12,7 @@ from typing import Any
 from opassess.errors import KnowledgeBaseError
 from opassess.resources import data_path
 
+from . import kernels
 from .error_codes import ErrorCode, find_error_code, load_error_codes
 from .facts import (
     ApiFact,
@@ -160,6 +161,11 @@ class KnowledgeBase:
     # -------------------------------------------------------------- kernels
 
     @cached_property
+    def kernel_facts(self) -> kernels.KernelFacts:
+        """The aclnn kernel facts (aclnn.json) of this knowledge base's folder: per-overload dtype verdicts."""
+        return kernels.load(self.directory)
+
+    @cached_property
     def _kernels(self) -> dict[str, KernelFact]:
         return kernel_facts(self._table("kernels"), self.imported)
 
@@ -170,22 +176,17 @@ class KnowledgeBase:
             out.setdefault(fact.base, []).append(fact)
         return {k: tuple(v) for k, v in out.items()}
 
-    @staticmethod
-    def _kernel_key(aten: str) -> str:
-        name = aten.split("::", 1)[1] if "::" in aten else aten
-        return name[: -len(".default")] if name.endswith(".default") else name
-
     def kernel(self, aten: str) -> KernelFact | None:
         """Kernel fact by 'aten::add.Tensor', 'add.Tensor' or 'add' (the default overload)."""
-        return self._kernels.get(self._kernel_key(aten))
+        return self._kernels.get(kernels.overload_key(aten))
 
     def kernels_for_base(self, base: str) -> tuple[KernelFact, ...]:
-        return self._kernels_by_base.get(self._kernel_key(base).split(".")[0], ())
+        return self._kernels_by_base.get(kernels.overload_key(base).split(".")[0], ())
 
     def kernel_support(self, aten: str, torch_version: str | Version | None = None) -> KernelSupport:
         """Whether `aten` has an NPU kernel at the version, and on which evidence."""
         version = torch_version if isinstance(torch_version, tuple) else self.resolve_version(torch_version)
-        key = self._kernel_key(aten)
+        key = kernels.overload_key(aten)
         qualified = f"aten::{key}"
         if version in self.imported:
             # The wheel for this version is authoritative: listed means present, absent means absent.
@@ -294,7 +295,7 @@ class KnowledgeBase:
 
     def checks_for(self, aten: str) -> tuple[CheckFact, ...]:
         """Kernel argument checks keyed to the ATen base op ('aten::max_pool2d_with_indices' -> its checks)."""
-        return self._checks.get(self._kernel_key(aten).split(".")[0], ())
+        return self._checks.get(kernels.overload_key(aten).split(".")[0], ())
 
     def attr_mapping(self, op: str) -> AttrMapping | None:
         return next((m for m in self.rules.attr_mappings if m.op == op or op in m.apis or m.aten == op), None)

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from ..records import Activity, ClassifiedOp, Effort, Finding, Operator, OpScore
+from ..vocabulary import PROJECT_KINDS as _OWN_KINDS  # the project's own kernels: never zero-cost, never in the block
 from ..vocabulary import Category
 from .signals import OpSignals
 from .weights import ACTIVITY_UNITS, EffortRules, Weights
@@ -23,7 +24,6 @@ PROJECT = "project"  # the origin of operators whose source lines lie in the pro
 MODEL_LEVEL = "model-level"  # the by_origin key of the model-level activities
 VALIDATION = "validation"  # the activity the validation-block operators share
 _LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
-_OWN_KINDS = ("custom", "extension")  # the project's own kernels: never zero-cost, never in the block
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..records import ClassifiedOp, Finding, Inventory, OpScore, SubScore
-from ..vocabulary import Category
+from ..vocabulary import PROJECT_KINDS, Category
 from .signals import ModelContext, OpSignals, measure_all
 from .weights import CRITERIA, DIMENSIONS, Weights
 
@@ -203,7 +203,7 @@ def _needs_kernel(op: ClassifiedOp, s: OpSignals) -> bool:
     """Nothing on the NPU runs it: an ATen op without kernel, or a custom op with no kernel evidence at all."""
     if op.replacement:
         return False
-    return bool(s.missing_kernels) or (not s.aten_ops and (op.operator.kind in ("custom", "extension") or not op.known))
+    return bool(s.missing_kernels) or (not s.aten_ops and (op.operator.kind in PROJECT_KINDS or not op.known))
 
 
 def _custom_op_maintenance(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:

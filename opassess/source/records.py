@@ -24,7 +24,6 @@ KINDS = (
     "native-binding",   # PYBIND11_MODULE / TORCH_LIBRARY in C++/CUDA sources
     "native-runtime",   # CUDA runtime / cuBLAS / cuDNN / NCCL calls in C++/CUDA sources
 )
-CONFIDENCES = ("high", "medium", "low")
 
 
 @dataclass(frozen=True)

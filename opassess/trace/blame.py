@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
-_OPASSESS_DIR = str(Path(__file__).resolve().parent.parent) + "/"
+from ..load import _OPASSESS_DIR
+
 _META_OP = "opassess_meta_op"  # the attribute mark_meta_failure sets on the exception
 
 

@@ -24,7 +24,7 @@ from .nodes import NodeBuild
 from .patches import autograd_call, compiling, patched_extensions, patched_function_apply
 from .recorder import AtenRecorder, meta_substitute
 from .registry import PROGRESS_EVERY, CaptureMethod, Graph, Progress, Skipped, no_progress, register_capture
-from .sources import is_installed, project_from_frames, source_from_frames
+from .sources import sources_from_frames
 from .values import call_attrs, describe_tensors, is_operator_call, module_attrs, tensors_in
 
 
@@ -69,12 +69,6 @@ class ForwardStep:
         return model(*args, **kwargs)
 
 
-def _sources() -> tuple[str | None, str | None]:
-    """(source line, the project frame behind it when the source lies in an installed library)."""
-    source = source_from_frames()
-    return source, (project_from_frames() if is_installed(source) else None)
-
-
 def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step: ForwardStep | None = None) -> Graph:
     """Run loaded.module's forward once (or `step`), one NodeBuild per user-level operator call."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
@@ -117,7 +111,7 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
         if depth["leaf"] or depth["fn"]:
             calls_running.append((module, "inner", None))
         elif is_leaf_module(module):
-            calls_running.append((module, "leaf", _sources()))
+            calls_running.append((module, "leaf", sources_from_frames()))
             depth["leaf"] += 1
             leaf_entries.append([])
             recorder.start()
@@ -155,7 +149,7 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
         return None
 
     def record_call(op, kind, attrs, args, kwargs, run, entry=()):
-        source = _sources()
+        source = sources_from_frames()
         depth["fn"] += 1
         try:
             with recorder.collect():

@@ -36,8 +36,14 @@ def module_key(cls: type) -> str:
     """torch.nn.modules.conv.Conv2d -> 'torch.nn.Conv2d'; other classes by module and qualified name."""
     import torch
 
-    if getattr(torch.nn, cls.__name__, None) is cls:
-        return f"torch.nn.{cls.__name__}"
+    return class_key(cls, torch.nn, "torch.nn")
+
+
+def class_key(cls: type, namespace: Any, prefix: str) -> str:
+    """'<prefix>.<name>' when `namespace` (torch.nn, torch.optim) exports the class under its name, as torch_npu's
+    API lists name it; other classes by module and qualified name."""
+    if getattr(namespace, cls.__name__, None) is cls:
+        return f"{prefix}.{cls.__name__}"
     return f"{display_module(cls.__module__)}.{cls.__qualname__}"
 
 

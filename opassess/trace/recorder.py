@@ -143,10 +143,8 @@ def _meta_sdpa(recorder: AtenRecorder, query, key, value, *args, **kwargs):
     sink, loose, recorder.sink, recorder.loose = recorder.sink, recorder.loose, None, None
     if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
         out = _sdpa_stand_in().apply(query, key, value)  # a training step: gradients flow back to q, k, v
-    elif value.shape[-1] == query.shape[-1]:
-        out = torch.empty_like(query)
     else:
-        out = query.new_empty((*query.shape[:-1], value.shape[-1]))
+        out = _sdpa_output(query, value)
     recorder.sink, recorder.loose = sink, loose
     if recorder.sink is not None:
         tensors = [t for t in (query, key, value, *args, *kwargs.values()) if isinstance(t, torch.Tensor)]
@@ -156,6 +154,16 @@ def _meta_sdpa(recorder: AtenRecorder, query, key, value, *args, **kwargs):
             recorder.flops += int(sdpa_flop_count(query.shape, key.shape, value.shape))
         recorder.bytes += _nbytes(tensors) + _nbytes([out])
     return out
+
+
+def _sdpa_output(query, value):
+    """An uninitialised attention output laid out as the CPU kernel lays it out: like the query, with the value's
+    last dimension."""
+    import torch
+
+    if value.shape[-1] == query.shape[-1]:
+        return torch.empty_like(query)
+    return query.new_empty((*query.shape[:-1], value.shape[-1]))
 
 
 @functools.cache
@@ -171,9 +179,7 @@ def _sdpa_stand_in() -> Any:
         def forward(ctx, query, key, value):
             ctx.save_for_backward(query, key, value)
             with _disable_current_modes():
-                if value.shape[-1] == query.shape[-1]:
-                    return torch.empty_like(query)
-                return query.new_empty((*query.shape[:-1], value.shape[-1]))
+                return _sdpa_output(query, value)
 
         @staticmethod
         def backward(ctx, grad):

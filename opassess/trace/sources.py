@@ -23,28 +23,26 @@ def source_from_stack_trace(stack_trace: str | None) -> str | None:
     return user_frame(frames)
 
 
-def source_from_frames() -> str | None:
-    """'file:line' of the innermost caller outside torch and opassess (walked for every operator call)."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not _is_library_filename(filename):
-            return f"{display_path(filename)}:{frame.f_lineno}"
+def sources_from_frames() -> tuple[str | None, str | None]:
+    """(source, project) for an operator call, from one walk of the live frames (run for every operator call).
+    source: 'file:line' of the innermost caller outside torch and opassess. project: when that source lies in an
+    installed package (site-packages / dist-packages), the innermost caller in the project itself (outside torch,
+    opassess and installed packages), so a report can place the call in the project's code; else None."""
+    frame = sys._getframe(1)  # the caller (an opassess hook): skipped below with the rest of torch and opassess
+    while frame is not None and _is_library_filename(frame.f_code.co_filename):
         frame = frame.f_back
-    return None
-
-
-def project_from_frames() -> str | None:
-    """'file:line' of the innermost caller in the project itself: outside torch, opassess and installed packages
-    (site-packages / dist-packages). Recorded beside a source line that lies in an installed library, so a report
-    can place the call in the project's code."""
-    frame = sys._getframe(2)
+    if frame is None:
+        return None, None
+    source = f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+    if not is_installed(source):
+        return source, None
+    frame = frame.f_back
     while frame is not None:
         filename = frame.f_code.co_filename
         if not _is_library_filename(filename) and not is_installed(filename):
-            return f"{display_path(filename)}:{frame.f_lineno}"
+            return source, f"{display_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
-    return None
+    return source, None
 
 
 def project_from_stack_trace(stack_trace: str | None) -> str | None:

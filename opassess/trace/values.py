@@ -59,11 +59,12 @@ def describe(value: Any) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
 
 def describe_tensors(tensors: list) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...]]:
     """Shapes and dtype names ('float32') of a list of tensors."""
-    return tuple(tuple(t.shape) for t in tensors), tuple(_dtype_name(t.dtype) for t in tensors)
+    return tuple(tuple(t.shape) for t in tensors), tuple(dtype_name(t.dtype) for t in tensors)
 
 
 @functools.cache
-def _dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: Any) -> str:
+    """'float32' for torch.float32."""
     return str(dtype).removeprefix("torch.")
 
 

@@ -24,6 +24,7 @@ from ..dispatch import ForwardStep, capture_dispatch
 from ..nodes import NodeBuild
 from ..recorder import AtenRecorder
 from ..registry import CaptureMethod, Graph, Progress, no_progress
+from ..values import dtype_name
 from .autocast import autocast_mode
 from .backward import GradOwners, record_backward
 from .step import TrainOptions, TrainPlan, foreach_on_meta, optimizer_attrs, optimizer_key, plan_step
@@ -84,7 +85,7 @@ class TrainCapture(CaptureMethod):
             raise TraceError(f"{loaded.info.source}: the loss is not a scalar tensor that requires grad "
                              f"({type(loss).__name__}); check loss_fn(output, inputs)")
         progress("capturing the backward pass and the optimizer step")
-        steps = _OptimizerCalls(sorted({str(p.dtype).removeprefix("torch.") for p in params}))
+        steps = _OptimizerCalls(sorted({dtype_name(p.dtype) for p in params}))
         scaler = torch.amp.GradScaler(loaded.device) if plan.amp == "fp16" else None
         optimizer = plan.build_optimizer(model)
         scaled = steps.record("torch.amp.GradScaler.scale", {}, lambda: scaler.scale(loss)) if scaler else loss

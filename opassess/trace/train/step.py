@@ -76,12 +76,9 @@ def optimizer_key(optimizer: Any) -> str:
     """The step as torch_npu's API lists name it: 'torch.optim.AdamW.step' (else module, class name, '.step')."""
     import torch
 
-    from ...load import display_module
+    from ..keys import class_key
 
-    cls = type(optimizer)
-    if getattr(torch.optim, cls.__name__, None) is cls:
-        return f"torch.optim.{cls.__name__}.step"
-    return f"{display_module(cls.__module__)}.{cls.__qualname__}.step"
+    return f"{class_key(type(optimizer), torch.optim, 'torch.optim')}.step"
 
 
 def optimizer_attrs(optimizer: Any) -> dict[str, Any]:
