@@ -1,0 +1,110 @@
+"""One model's assessment in a worker (process.py), for `opassess scan FILE`: the parent gets the View and writes.
+
+The keeper is forked from the CLI process itself, which has imported torch and what a scan needs (PRELOAD) but run
+no model code and started no thread: a worker costs a fork, not a torch import, so a scan stays within its speed
+goal (benchmarks/bench_scan.py measures the isolated scan against its floor).
+OPASSESS_IN_PROCESS=1 runs the model in the CLI process instead, for a debugger (no isolation, no --timeout).
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import multiprocessing
+import os
+import pickle
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import InternalError
+from .process import Job, WorkerFailed
+
+IN_PROCESS_ENV = "OPASSESS_IN_PROCESS"
+DEFAULT_TIMEOUT = 600.0  # seconds a single scan's model may take
+
+
+def in_process() -> bool:
+    """True when OPASSESS_IN_PROCESS=1 asks for the model to run in this process, or the platform cannot fork."""
+    return os.environ.get(IN_PROCESS_ENV) == "1" or "fork" not in multiprocessing.get_all_start_methods()
+
+
+def _portable(exc: Exception) -> Exception:
+    """`exc` if it survives pickling (so the parent re-raises it as it is), else an InternalError saying what it
+    was."""
+    try:
+        copy = pickle.loads(pickle.dumps(exc))
+        if isinstance(copy, Exception):
+            return copy
+    except Exception:  # noqa: BLE001, S110 - anything unpicklable is described instead
+        pass
+    return InternalError(f"{type(exc).__name__}: {exc}")
+
+
+def _assess(options: Any, debug: bool, conn: Any) -> None:
+    """Worker body: assess, build the view, send ('ok', view) or the error."""
+    from ..pipeline import assess
+    from ..report import build_view
+
+    conn.send(("begun", None))
+    message: tuple[str, Any]
+    try:
+        assessment = assess(options, lambda text: conn.send(("progress", text)))
+        message = ("ok", build_view(assessment, options.language))
+    except Exception as exc:  # noqa: BLE001 - the parent turns it into the line and exit code it always was
+        if debug:
+            traceback.print_exc()
+        message = ("error", _portable(exc))
+    except BaseException as exc:  # noqa: BLE001 - sys.exit(0) or a stray KeyboardInterrupt in model code
+        message = ("failed", f"the model raised {type(exc).__name__}({exc}) instead of returning")
+    conn.send(message)
+    conn.close()
+
+
+# What a scan imports (torch's tracing machinery pulls in sympy and more on first use): imported here, before the
+# fork, so each worker inherits them instead of importing them again; none of it runs model code.
+PRELOAD = ("torch", "torch.fx", "torch.fx.experimental.proxy_tensor", "torch._dynamo", "torch.export",
+           "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.trace.decompose", "opassess.inventory",
+           "opassess.classify", "opassess.findings", "opassess.kb", "opassess.score.criteria",
+           "opassess.score.estimate", "opassess.score.signals", "opassess.score.weights_load", "opassess.report",
+           "opassess.report.view", "opassess.report.templates")
+
+
+def _preload(options: Any) -> None:
+    """Import what a scan needs and read the weights and knowledge base once in this process (their caches are
+    inherited by the fork); an error here is raised again, with the same message, by the worker's assess()."""
+    for name in PRELOAD:
+        importlib.import_module(name)
+    with contextlib.suppress(Exception):  # fx's first node imports torch.export._trace, aot_autograd and networkx
+        from torch.fx.experimental.symbolic_shapes import uninteresting_files
+
+        uninteresting_files()
+    with contextlib.suppress(Exception):
+        from ..kb import format_version, load_kb
+        from ..score.weights_load import load_weights
+
+        load_weights(options.weights, options.profile)
+        kb = load_kb(options.kb_dir)
+        kb.resolve_product(options.product)
+        format_version(kb.resolve_version(options.torch_npu))
+
+
+def start_assessment(options: Any, *, timeout: float, debug: bool) -> Job:
+    """Fork the keeper and worker that assess `options` (before any thread, such as a progress spinner, starts)."""
+    _preload(options)
+    return Job(multiprocessing.get_context("fork"), _assess, (options, debug),
+               name=f"opassess-{Path(options.target).stem}", timeout=timeout)
+
+
+def finish_assessment(job: Job, target: str, progress: Callable[[str], None] | None = None) -> Any:
+    """Wait for the worker: its View, its error re-raised, or WorkerFailed naming the target and what happened."""
+    job.on_progress = progress
+    try:
+        outcome = job.wait()
+    finally:
+        job.stop()  # interrupted or terminated: no worker left behind
+    if outcome.status == "ok":
+        return outcome.payload
+    if outcome.status == "error" and isinstance(outcome.payload, Exception):
+        raise outcome.payload
+    raise WorkerFailed(f"{target}: {outcome.payload}")
