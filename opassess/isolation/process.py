@@ -159,7 +159,9 @@ class Job:
 
     def relay(self) -> None:
         """Copy what the worker wrote to fd 1 / 2 so far to this process's stderr (it is never stdout)."""
-        while self._open:
+        for _ in range(16):  # at most 1 MiB a call: a model printing without pause must not starve the deadline
+            if not self._open:
+                return
             try:
                 if not self.output.poll():
                     return
