@@ -104,10 +104,12 @@ def _worker(body: Callable[..., None], args: tuple, conn: Any, output: Any, *, k
         os._exit(code)
 
 
-def kill_group(pid: int | None) -> None:
-    """SIGKILL the process group led by `pid` (the worker and its children), and `pid` itself."""
+def kill_group(pid: int | None, *, reaped: bool = False) -> None:
+    """SIGKILL the process group led by `pid` (the worker and its children), and `pid` itself unless it has been
+    reaped already (its number may then belong to another process; a group's number is not reused while the group
+    has members)."""
     if pid:
-        for kill in (os.killpg, os.kill):
+        for kill in (os.killpg,) if reaped else (os.killpg, os.kill):
             with contextlib.suppress(OSError):
                 kill(pid, signal.SIGKILL)
 
@@ -237,7 +239,7 @@ class Job:
 
     def stop(self) -> None:
         """Kill the worker's process group and the keeper, copy the last output, close the pipes (idempotent)."""
-        kill_group(self.worker)
+        kill_group(self.worker, reaped=self.ended is not None)
         if self.keeper.is_alive():
             self.keeper.kill()
         self.keeper.join(KILL_GRACE)
