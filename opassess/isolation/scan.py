@@ -12,6 +12,7 @@ import importlib
 import multiprocessing
 import os
 import pickle
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -41,8 +42,15 @@ def _portable(exc: Exception) -> Exception:
     return InternalError(f"{type(exc).__name__}: {exc}")
 
 
-def _assess(options: Any, debug: bool, conn: Any) -> None:
-    """Worker body: assess, build the view, send ('ok', view) or the error."""
+def _assess(options: Any, debug: bool, where: tuple | None, conn: Any) -> None:
+    """Worker body: assess, build the view, send ('ok', view) or the error. `where` is the parent's (cwd,
+    environment, sys.path) for a worker that comes from the forkserver rather than from the parent itself."""
+    if where is not None:
+        cwd, environ, sys_path = where
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(environ)
+        sys.path[:] = list(sys_path)
     from ..pipeline import assess
     from ..report import build_view
 
@@ -92,8 +100,30 @@ def _preload(options: Any) -> None:
 def start_assessment(options: Any, *, timeout: float, debug: bool) -> Job:
     """Fork the keeper and worker that assess `options` (before any thread, such as a progress spinner, starts)."""
     _preload(options)
-    return Job(multiprocessing.get_context("fork"), _assess, (options, debug),
-               name=f"opassess-{Path(options.target).stem}", timeout=timeout)
+    context, where = multiprocessing.get_context("fork"), None
+    if options.train and not _autograd_forks_cleanly():  # then a worker of a fresh forkserver runs the step
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(PRELOAD))
+        where = (os.getcwd(), dict(os.environ), tuple(sys.path))
+    return Job(context, _assess, (options, debug, where), name=f"opassess-{Path(options.target).stem}",
+               timeout=timeout)
+
+
+def _autograd_forks_cleanly() -> bool:
+    """False when this process has started autograd's device threads: torch then refuses backward() in any fork of
+    it ("Unable to handle autograd's threading in combination with fork-based multiprocessing"). The opassess
+    command never runs backward() itself, so this is for a library caller (or a test process) that has."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            import torch
+
+            torch.ones(1, requires_grad=True).sum().backward()
+            code = 0
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def finish_assessment(job: Job, target: str, progress: Callable[[str], None] | None = None) -> Any:
