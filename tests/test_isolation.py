@@ -224,7 +224,7 @@ def _run_until(args: list[str], markers: list[Path], tag: str) -> subprocess.Pop
     process = subprocess.Popen([sys.executable, "-m", "opassess", "scan", *args], env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     end = time.monotonic() + 240
-    while not all(m.exists() for m in markers):
+    while not all(m.exists() and m.stat().st_size for m in markers):  # written: the pid is in it
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < end, "the models never started"
         time.sleep(0.1)
