@@ -41,7 +41,8 @@ def test_schema_operator_kinds_and_capture_steps_are_their_vocabularies():
 
 def test_schema_capture_methods_are_the_capture_registry():
     capture = SCHEMA["properties"]["model"]["properties"]["capture"]["properties"]
-    assert capture["method"]["enum"] == list(METHODS)
+    assert capture["method"]["oneOf"][0]["enum"] == list(METHODS)
+    assert capture["method"]["oneOf"][1]["const"] == "none"  # opassess source: no model, no capture
     assert {a for _, e in _enums(SCHEMA) if "fx" in e for a in e} == set(METHODS)
 
 

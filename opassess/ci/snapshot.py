@@ -104,6 +104,30 @@ def _effort(value: Any, where: str) -> Effort | None:
         raise ReportError(f"{where}: expected {{low, likely, high}} person-days, got {value!r}") from exc
 
 
+SOURCE_KIND = "source"  # OpState.kind of a source finding (a site in the code, not a captured operator)
+NOTE_KINDS = ("precision-note", "no-op")  # source findings that are notes, not work: not compared, never gated
+
+
+def _source_states(findings: Any, origin: str) -> list[OpState]:
+    """Source findings as the states diffs, gates and portfolios compare: one per site, named by its line-free key,
+    notes (precision notes, no-ops) left out."""
+    states = []
+    for index, finding in enumerate(findings):
+        where = f"{origin}: source_findings[{index}]"
+        if finding.get("kind") in NOTE_KINDS:
+            continue
+        category = finding.get("category")
+        if category not in CATEGORIES:
+            raise ReportError(f"{where}: unknown category {category!r}")
+        states.append(OpState(
+            op=finding.get("key") or f"{finding['file']}:{finding['line']} {finding.get('subject', '')}",
+            kind=SOURCE_KIND, category=category, known=True, count=1,
+            person_days=_effort(finding.get("person_days"), where), stars=(finding.get("risk") or {}).get("stars"),
+            composite=None, sources=(f"{finding['file']}:{finding['line']}",), signatures=(),
+            replacement=finding.get("npu_route") or None))
+    return states
+
+
 def _from_document(document: Any, origin: str) -> Snapshot:
     if not isinstance(document, Mapping):
         raise ReportError(f"{origin}: not an opassess JSON report (expected an object)")
@@ -135,6 +159,7 @@ def _from_document(document: Any, origin: str) -> Snapshot:
                                  for s in op.get("signatures") or ()),
                 replacement=op.get("replacement"),
             ))
+        operators += _source_states(document.get("source_findings") or (), origin)
         return Snapshot(source=model["source"], class_name=model.get("class", ""),
                         total=_effort(summary.get("person_days"), f"{origin}: summary"),
                         operators=tuple(operators), origin=origin, entry=str(model.get("entry") or ""),

@@ -7,13 +7,14 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..records import Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
+from ..records import Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk, SourceEstimate
 from ..vocabulary import CATEGORIES
 from .cost import (
     MODEL_LEVEL,
     NO_EFFORT,
     PER_OPERATOR,
     PROJECT,
+    SOURCE_FINDING,
     VALIDATION,
     VALIDATION_BLOCK,
     activities,
@@ -28,7 +29,8 @@ from .weights import RISK_LEVELS, Weights
 
 
 def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
-             findings: Sequence[Finding] = (), *, signals: Mapping[str, OpSignals] | None = None) -> Estimate:
+             findings: Sequence[Finding] = (), *, signals: Mapping[str, OpSignals] | None = None,
+             source: Sequence[SourceEstimate] = (), model_level: bool = True) -> Estimate:
     """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid.
 
     Each operator is costed by its basis (cost.cost_basis): zero-cost operators 0, validation-block operators an
@@ -38,12 +40,17 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     `findings` are the ones the scores were computed with: a dynamic-shape finding raises an operator's likelihood
     and performance findings scale the performance-tuning line. `signals` (signals.measure_all, the ones the
     scores read) may be passed in when the caller already measured them.
+    `source` (score.source_cost.estimate_sources) are the source scan's sites: their person-days join the total, the
+    simulation, by_category and the project's origin, their cells the risk grid (notes, costing 0, stay off it);
+    operators a site links cost nothing here (basis source-finding), so one call is counted once. Without a model
+    (`opassess source`), model_level=False leaves out the model-level activities.
     """
     if signals is None:
         signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
     dispatch_seen = any(node.aten for node in inventory.capture.nodes)
     bases = {s.classified.operator.key: cost_basis(s.classified, weights.effort, dispatch_seen) for s in scores}
-    lines = activities(activity_units(scores, bases, signals, findings, weights), weights)
+    bases.update({key: SOURCE_FINDING for item in source for key in item.operators if key in bases})
+    lines = activities(activity_units(scores, bases, signals, findings, weights), weights) if model_level else ()
     validation = next((line.person_days for line in lines if line.name == VALIDATION), NO_EFFORT)
     in_block = sum(1 for basis in bases.values() if basis == VALIDATION_BLOCK)
     block_share = Effort(validation.low / in_block, validation.likely / in_block,
@@ -62,16 +69,20 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     own = [e for s, e, _ in ranked if bases[s.classified.operator.key] == PER_OPERATOR]
     model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
     block = [validation] if in_block else []
-    total = sum([*own, *model_level, *block], NO_EFFORT)
+    sites = [item.person_days for item in source]
+    total = sum([*own, *model_level, *block, *sites], NO_EFFORT)
     pareto = _pareto(ranked, sum((e for _, e, _ in ranked), NO_EFFORT), weights.estimate.pareto_share)
     ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto,
                            cost=bases[s.classified.operator.key], origin=main_origin(s.classified.operator))
                 for s, e, r in ranked)
-    p10, p50, p90 = _simulate([*own, *model_level, *block], weights)
+    p10, p50, p90 = _simulate([*own, *model_level, *block, *(e for e in sites if e.high > 0)], weights)
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
         grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
+    for item in source:
+        if not item.finding.effort_free:
+            grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)
     return Estimate(
         ops=ops,
         total=total,
@@ -84,15 +95,17 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
                 f"lows and highs, so low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely "
                 f"is the sum of the most likely values and sits below P50 when ranges are skewed to the right; "
                 f"by_module splits each operator's effort evenly across its occurrences' module paths; "
+                f"{len(sites)} source site(s) drawn like operators; "
                 f"profile {weights.profile!r}: figures are assumptions until calibrated"),
         pareto_ops=tuple(pareto),
         pareto_share_of_types=len(pareto) / len(ops) if ops else 0.0,
-        by_category=MappingProxyType(_by_category(ops)),
+        by_category=MappingProxyType(_by_category(ops, source)),
         by_module=MappingProxyType(_by_module(ops)),
         risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in grid),
         activities=lines,
-        by_origin=MappingProxyType(_by_origin(ops, model_level)),
+        by_origin=MappingProxyType(_by_origin(ops, model_level, sites)),
         profile=weights.profile,
+        source=tuple(source),
     )
 
 
@@ -201,18 +214,23 @@ def _simulate(efforts: list[Effort], weights: Weights) -> tuple[float, float, fl
     return float(p10), float(p50), float(p90)
 
 
-def _by_category(ops: Sequence[OpEstimate]) -> dict[str, Effort]:
+def _by_category(ops: Sequence[OpEstimate], source: Sequence[SourceEstimate] = ()) -> dict[str, Effort]:
     totals = {category: Effort(0.0, 0.0, 0.0) for category in CATEGORIES}
     for op in ops:
         totals[op.score.classified.category] = totals[op.score.classified.category] + op.person_days
+    for item in source:
+        category = str(item.finding.category)
+        totals[category] = totals[category] + item.person_days
     return totals
 
 
-def _by_origin(ops: Sequence[OpEstimate], model_level: Sequence[Effort]) -> dict[str, Effort]:
+def _by_origin(ops: Sequence[OpEstimate], model_level: Sequence[Effort], sites: Sequence[Effort] = ()
+               ) -> dict[str, Effort]:
     """Effort by where the code lives: each operator's effort split by its occurrences' origins (the project, or the
     upstream library), and the model-level activities under MODEL_LEVEL (`model_level`: their efforts, the validation
-    line left out when the block shares already carry it). The values add up to the total."""
-    totals: dict[str, Effort] = {PROJECT: NO_EFFORT}
+    line left out when the block shares already carry it); source sites are the project's. The values add up to the
+    total."""
+    totals: dict[str, Effort] = {PROJECT: sum(sites, NO_EFFORT)}
     for op in ops:
         e = op.person_days
         for origin, part in origin_shares(op.score.classified.operator).items():
