@@ -150,6 +150,7 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     from .score.source_cost import estimate_sources
     from .score.weights_load import load_weights
     from .source import scan_sources
+    from .vocabulary import NO_CAPTURE
 
     weights = load_weights(options.weights, options.profile)
     kb = load_kb(options.kb_dir)
@@ -162,7 +163,7 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     root = Path(scan.root)
     model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",
                       class_name=root.name or scan.root, parameters=0, dtype="", inputs=(), label=options.label)
-    capture = Capture(method="none", device="none", device_note="source scan only: no model was loaded",
+    capture = Capture(method=NO_CAPTURE, device="none", device_note="source scan only: no model was loaded",
                       attempts=(), nodes=())
     inventory = Inventory(model=model, capture=capture, operators=())
     result = estimate((), inventory, weights, source=estimate_sources(scan.findings, (), weights, scan.root),

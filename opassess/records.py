@@ -251,7 +251,8 @@ class SourceEstimate:
     """One source finding (opassess.source.SourceFinding) costed and placed on the risk grid.
 
     `operators` are the capture's operators of kind "library" whose source line is this finding's file:line: the
-    same call seen twice, counted here once (their own effort is zero, cost basis "source-finding")."""
+    same call seen twice, counted here once (their own effort is zero, cost basis "source-finding"). The other way
+    round, `covered_by` names an ordinary captured operator that is this call: it is counted there."""
 
     finding: Any  # opassess.source.SourceFinding (kept untyped here: the source package imports these records)
     person_days: Effort
@@ -261,6 +262,9 @@ class SourceEstimate:
     # changes nothing: "train.py: flash_attn.flash_attn_func (library-call)", "... #2" for the second in the file
     key: str = ""
     operators: tuple[str, ...] = ()
+    # The captured operator (not a library stand-in) that is this very call, e.g. F.scaled_dot_product_attention at
+    # the same file:line: the operator carries the verdict and the effort, this site costs 0 and is not shown again
+    covered_by: str | None = None
 
 
 @dataclass(frozen=True)

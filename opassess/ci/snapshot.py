@@ -114,7 +114,7 @@ def _source_states(findings: Any, origin: str) -> list[OpState]:
     states = []
     for index, finding in enumerate(findings):
         where = f"{origin}: source_findings[{index}]"
-        if finding.get("kind") in NOTE_KINDS:
+        if finding.get("kind") in NOTE_KINDS or finding.get("covered_by"):  # notes; sites an operator carries
             continue
         category = finding.get("category")
         if category not in CATEGORIES:

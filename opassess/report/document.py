@@ -248,6 +248,7 @@ def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
             "risk": {"likelihood": item.risk.likelihood, "impact": item.risk.impact, "stars": item.risk.stars,
                      "signals": list(item.risk.signals)} if item else None,
             "operators": list(item.operators) if item else [],
+            "covered_by": item.covered_by if item else None,
         }
         if finding.size is not None:
             doc["size"] = {"lines": finding.size.lines, "kernels": finding.size.kernels,

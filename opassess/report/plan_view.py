@@ -117,8 +117,9 @@ def group_repeats(by_module: Mapping[str, Effort], module_types: Mapping[str, st
 
 
 def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tuple[ActionItem, ...]:
-    """One item per operator that needs work (not direct, or costed on its own) and per performance finding, with
-    what to do: the replacement, the kernel to write, who owns the code."""
+    """One item per operator that needs work (not direct, or costed on its own), per source site that needs a hand
+    edit or a port, and per performance finding, with what to do: the replacement, the route, the kernel to write,
+    who owns the code."""
     items = []
     for op in document["operators"]:
         category = op.get("category")
@@ -138,6 +139,12 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
         owner = "" if origin == PROJECT else f" (in {origin}: upstream code)"
         items.append(ActionItem(kind=category or "unclassified", subject=op["op"], action=action + owner,
                                 days_text=days_text))
+    for site in document.get("source_findings") or ():  # sites of the source scan that are work, not notes
+        if site["category"] == Category.DIRECT or not (site.get("person_days") or {}).get("likely"):
+            continue
+        items.append(ActionItem(kind=site["category"], subject=f"{site['file']}:{site['line']} {site['subject']}",
+                                action=site["npu_route"].rstrip(".") or "no NPU route: rewrite it",
+                                days_text=f"{days(site['person_days']['likely'])} person-days"))
     for finding in findings:
         if finding.kind == "compute":
             continue

@@ -69,7 +69,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     own = [e for s, e, _ in ranked if bases[s.classified.operator.key] == PER_OPERATOR]
     model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
     block = [validation] if in_block else []
-    sites = [item.person_days for item in source]
+    sites = [item.person_days for item in source if item.covered_by is None]
     total = sum([*own, *model_level, *block, *sites], NO_EFFORT)
     pareto = _pareto(ranked, sum((e for _, e, _ in ranked), NO_EFFORT), weights.estimate.pareto_share)
     ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto,
@@ -81,7 +81,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     for op in ops:
         grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
     for item in source:
-        if not item.finding.effort_free:
+        if not item.finding.effort_free and item.covered_by is None:
             grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)
     return Estimate(
         ops=ops,
@@ -95,8 +95,8 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
                 f"lows and highs, so low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely "
                 f"is the sum of the most likely values and sits below P50 when ranges are skewed to the right; "
                 f"by_module splits each operator's effort evenly across its occurrences' module paths; "
-                f"{len(sites)} source site(s) drawn like operators; "
-                f"profile {weights.profile!r}: figures are assumptions until calibrated"),
+                + (f"{len(sites)} source site(s) drawn like operators; " if sites else "")
+                + f"profile {weights.profile!r}: figures are assumptions until calibrated"),
         pareto_ops=tuple(pareto),
         pareto_share_of_types=len(pareto) / len(ops) if ops else 0.0,
         by_category=MappingProxyType(_by_category(ops, source)),

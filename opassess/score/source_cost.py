@@ -113,13 +113,28 @@ def site_keys(findings: Sequence) -> tuple[str, ...]:
     return tuple(keys)
 
 
+def covering_operator(finding, operators: Iterable[Operator], root: str | None = None) -> str | None:
+    """The captured operator, other than a library stand-in, that is this call: its key is the finding's subject and
+    one of its sources is the finding's file:line (F.scaled_dot_product_attention in the model file, traced as an
+    operator the knowledge base classifies). None when the capture did not see it that way."""
+    base = Path(root) if root else None
+    return next((op.key for op in operators if op.kind != LIBRARY_KIND and op.key == finding.subject
+                 and any(_same_site(s, finding.file, finding.line, base) for s in (*op.sources, *op.project_sources))),
+                None)
+
+
 def estimate_sources(findings: Sequence, operators: Iterable[Operator], weights: Weights,
                      root: str | None = None) -> tuple[SourceEstimate, ...]:
-    """Every finding costed, placed on the grid, named and linked to the capture operators that are the same call."""
+    """Every finding costed, placed on the grid, named and linked to the capture operators that are the same call:
+    library stand-ins at its line are counted with the site (`operators`); an ordinary operator that is the call
+    carries it instead (`covered_by`, the site then costs 0)."""
+    operators = tuple(operators)
     links = linked_operators(findings, operators, root)
     out = []
     for finding, key, linked in zip(findings, site_keys(findings), links, strict=True):
-        effort, basis = site_effort(finding, weights)
+        covered = None if linked else covering_operator(finding, operators, root)
+        effort, basis = (NO_EFFORT, f"captured as operator {covered}: costed there, once") if covered \
+            else site_effort(finding, weights)
         out.append(SourceEstimate(finding=finding, person_days=effort, risk=site_risk(finding, weights), basis=basis,
-                                  key=key, operators=linked))
+                                  key=key, operators=linked, covered_by=covered))
     return tuple(out)
