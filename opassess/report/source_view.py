@@ -11,6 +11,7 @@ from .display_records import Record
 from .text import days
 
 NOTE_KINDS = ("precision-note", "no-op")  # notes, not work: 0 person-days, listed after the work
+LARGEST = 20  # sites the terminal summary lists (the Markdown, HTML and JSON reports list every one)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class SourceSection(Record):
     notes: tuple[SourceRow, ...]  # precision notes and no-ops
     skipped: tuple[SkippedRow, ...]
     likely_text: str  # the sites' person-days together
+    largest: tuple[SourceRow, ...] = ()  # the LARGEST sites by person-days, for the terminal summary
 
 
 def _size(size: Mapping[str, Any] | None) -> str:
@@ -91,5 +93,8 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
         "sites": len(work), "files": files, "lines": scan.get("lines") or 0,
         "counts": ", ".join(f"{n} {c}" for c, n in counts.items()), "notes": len(rows) - len(work)}
     total = sum(f["person_days"]["likely"] for f in findings if f.get("person_days"))
+    likely = {id(row): (f.get("person_days") or {}).get("likely") or 0.0 for row, f in zip(rows, findings,
+                                                                                          strict=True)}
+    largest = tuple(sorted(work, key=lambda r: -likely[id(r)])[:LARGEST])
     return SourceSection(summary=summary, work=work, notes=tuple(r for r in rows if r.note), skipped=skipped,
-                         likely_text=days(total))
+                         likely_text=days(total), largest=largest)

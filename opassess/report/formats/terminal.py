@@ -16,6 +16,7 @@ CATEGORY_STYLE = {Category.DIRECT: "green", Category.PARAM_CONVERTED: "yellow", 
 HEAT_STYLE = {"low": "on dark_green", "moderate": "black on yellow", "high": "black on dark_orange",
               "critical": "white on red"}
 CELL_NAMES = 2  # operator names shown per risk cell before "+N"
+TERMINAL_SITES = 20  # source notes and skipped files listed in the terminal summary (sites: source_view.LARGEST)
 ROUTE_CHARS = 90  # a source site's NPU route is cut here (the Markdown, HTML and JSON reports have it whole)
 
 
@@ -194,7 +195,7 @@ def _print_source(console: Any, section: Any, _: Any) -> None:
         for name, justify in ((_("Site"), "left"), (_("Found"), "left"), (_("Category"), "left"),
                               (_("NPU route"), "left"), (_("Person-days"), "right"), (_("Risk"), "left")):
             table.add_column(name, justify=justify, overflow="fold")
-        for row in section["work"]:
+        for row in section["largest"]:
             found = Text(f"{row['subject']} ({row['kind']})")
             if row["size_text"]:
                 found.append(f"; {row['size_text']}", style="dim")
@@ -206,12 +207,15 @@ def _print_source(console: Any, section: Any, _: Any) -> None:
                 category.append(" · low", style="dim")
             table.add_row(Text(row["location"]), found, category, route, row["likely_text"], Text(row["stars_text"]))
         console.print(table)
+        if len(section["work"]) > len(section["largest"]):
+            console.print(Text(_("%(n)d more sites, each smaller: every site is in the Markdown, HTML and JSON "
+                                 "reports.") % {"n": len(section["work"]) - len(section["largest"])}, style="dim"))
     else:
         console.print(Text(_("Source findings: %s") % section["summary"]))
-    for row in section["notes"]:
+    for row in section["notes"][:TERMINAL_SITES]:
         console.print(Text(_("Note (no work): %(site)s %(subject)s: %(route)s")
                            % {"site": row["location"], "subject": row["subject"], "route": row["route"]}, style="dim"))
-    for row in section["skipped"]:
+    for row in section["skipped"][:TERMINAL_SITES]:
         console.print(Text(_("Not scanned: %(file)s: %(reason)s") % {"file": row["file"], "reason": row["reason"]},
                            style="yellow"))
     console.print()
