@@ -153,3 +153,18 @@ def test_project_files_follow_the_model_file_s_own_imports(tmp_path):
     found = [p.relative_to(tmp_path).as_posix() for p in project_files(tmp_path / "model.py")]
     assert found == ["model.py", "helpers.py", "pkg/__init__.py", "pkg/layers.py", "pkg/sub/deep.py",
                      "pkg/kernels.py"]
+
+
+def test_many_sites_with_one_range_are_drawn_as_one_normal_sum():
+    from opassess.score.estimate import SUM_AS_NORMAL
+
+    site = Effort(0.25, 0.5, 2.0)  # PERT mean with lambda 4: a = 1 + 4 x 0.25 / 1.75, b = 1 + 4 x 1.5 / 1.75
+    a, b = 1 + 4 * 0.25 / 1.75, 1 + 4 * 1.5 / 1.75
+    mean = 0.25 + 1.75 * a / (a + b)
+    many = [site] * 1000
+    items = [dataclasses.replace(estimate_sources([finding()], (), WEIGHTS)[0], person_days=site)] * len(many)
+    result = estimate((), inventory([]), WEIGHTS, source=items, model_level=False)
+    assert len(many) >= SUM_AS_NORMAL
+    assert result.p50 == pytest.approx(1000 * mean, rel=0.01)
+    assert 1000 * 0.25 <= result.p10 < result.p50 < result.p90 <= 1000 * 2.0
+    assert result.p90 - result.p10 < 0.1 * result.p50  # the sum of 1000 is narrow: spread grows with sqrt(n)
