@@ -84,6 +84,11 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     kb = load_kb(options.kb_dir)
     product = kb.resolve_product(options.product)  # a mistyped --target fails before any model code runs
     torch_version = format_version(kb.resolve_version(options.torch_npu))
+    missing = next((p for p in options.source if not Path(p).exists()), None)
+    if missing is not None:  # a mistyped --source too
+        from .source import SourceScanError
+
+        raise SourceScanError(f"{missing}: no such file or directory (--source)")
     inventory = _scan_inventory(options, progress, seconds)
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")

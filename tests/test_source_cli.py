@@ -171,6 +171,9 @@ def test_a_missing_source_path_is_one_line_and_exit_1(project):
     result = runner.invoke(app, ["source", "nowhere"])
     assert result.exit_code == 1 and "nowhere: no such file or directory" in result.stderr
     assert "Traceback" not in result.output
+    (project / "boom.py").write_text("raise SystemExit('model code ran')\n", encoding="utf-8")
+    result = runner.invoke(app, ["scan", "boom.py", "--source", "nowhere"])  # refused before the model file runs
+    assert result.exit_code == 1 and "nowhere: no such file or directory (--source)" in result.stderr
 
 
 @pytest.mark.parametrize(("name", "expected"), [
