@@ -27,7 +27,7 @@ class Block(nn.Module):
     def forward(self, x):
         b, s, d = x.shape
         q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).unbind(2)
-        attn = flash_attn_func(q, k, v, causal=True, window_size=(8, 0))
+        attn = flash_attn_func(q, k, v, causal=True, window_size=(8, 0), softcap=30.0)
         y = self.proj(attn.reshape(b, s, d))
         out = torch.empty_like(y)
         n = y.numel()
