@@ -126,6 +126,17 @@ def test_stand_ins_leave_no_trace(gpu_only):
             import triton  # noqa: F401
 
 
+def test_an_autotuned_kernel_and_cuda_calls_scan():
+    assessment = assess(ScanOptions(target=str(MODELS / "gpu_only_autotuned.py")))
+    kernel = by_key(assessment)["triton:relu_kernel"]
+    assert kernel.category == "custom-dev" and kernel.operator.kind == "library"
+    # relu_kernel[grid](y, out, n): y and out are (4, 8); the tuned BLOCK and the heuristic EVEN are not passed
+    assert kernel.operator.nodes[0].input_shapes == ((4, 8), (4, 8))
+    assert kernel.operator.signatures[0].attrs == {"n": 32, "grid": "callable"}
+    used = {s.library: set(s.symbols) for s in assessment.capture.stand_ins}
+    assert used["torch.cuda"] == {"torch.cuda.set_device", "torch.cuda.synchronize", ".cuda()", "device='cuda'"}
+
+
 def test_an_installed_library_is_not_shadowed(tmp_path):
     # causal_conv1d is in the kernel table; installed (importable from the model's directory) it is the real one
     package = tmp_path / "causal_conv1d"

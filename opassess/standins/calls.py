@@ -37,8 +37,9 @@ class StandInCall:
             raise StandInError(f"{self.key}: a stand-in of opassess called after the scan ended")
         session.note_call(self)
         if handler is None:
-            raise StandInError(f"{self.key}: a stand-in for {self.library} (no GPU here) is recorded only by the "
-                               "dispatch capture, not while building the model or by fx/export")
+            raise StandInError(f"{self.key}: {self.library} is not usable here (no GPU) and its stand-in records "
+                               "only calls made by forward() under the dispatch capture, not calls while the model "
+                               "is built or under fx/export; the capture cannot continue")
         return handler(self, args, kwargs)
 
 

@@ -25,7 +25,7 @@ from .patches import autograd_call, compiling, patched_extensions, patched_funct
 from .recorder import AtenRecorder, meta_substitute
 from .registry import PROGRESS_EVERY, CaptureMethod, Graph, Progress, Skipped, no_progress, register_capture
 from .sources import sources_from_frames
-from .values import call_attrs, describe_tensors, is_operator_call, module_attrs, tensors_in
+from .values import SKIP, call_attrs, describe_tensors, is_operator_call, jsonable, module_attrs, tensors_in
 
 
 @register_capture("dispatch", small=2, large=1)
@@ -236,6 +236,14 @@ def library_attrs(call: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
     if not isinstance(call, TritonLaunch):
         return call_attrs(None, args, kwargs)
     attrs = call_attrs(call.kernel, args, kwargs)
+    if any(name.startswith("arg") for name in attrs):  # autotuned: the tuned constexprs are not passed
+        import inspect
+
+        try:
+            named = inspect.signature(call.kernel).bind_partial(*args, **kwargs).arguments
+        except (TypeError, ValueError):
+            named = {}
+        attrs = {k: v for k, v in ((k, jsonable(v)) for k, v in named.items()) if v is not SKIP} or attrs
     grid = call.grid_text()
     if grid is not None:
         attrs["grid"] = grid
