@@ -53,9 +53,12 @@ def _library_call(op: Operator, facts: SourceFacts):
     stand_in = Reason("stand-in", f"{library} is not installed here: {op.key} was recorded by a stand-in with the "
                       "output shapes the library documents", "trace: stand-in call")
     if lib is None:
+        rows = [row for row in facts.libraries if library in row.modules]
+        evidence = "; ".join(row.cite for row in rows) + " (none names it)" if rows else \
+            "third_party_kernel_libs.tsv: no row for it"
         return Category.CUSTOM_DEV, [stand_in, Reason(
-            "not-in-kb", f"{op.key} is not in the third-party kernel table: no known NPU route", "knowledge base: "
-            "third_party_kernel_libs.tsv has no row for it")], None, False, "low"
+            "not-in-kb", f"{op.key} is not in the third-party kernel table: no known NPU route for this function",
+            evidence)], None, False, "low"
     category = Category.parse(lib.category) if lib.category else Category.PARAM_CONVERTED
     if lib.route_kind == "none" and category == Category.DIRECT:
         category = Category.CUSTOM_DEV

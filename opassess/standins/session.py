@@ -37,20 +37,21 @@ class StandIns:
 
     # ------------------------------------------------------------------ record
 
-    def _note(self, library: str, symbol: str | None, why: str) -> None:
+    def note(self, library: str, symbol: str | None, why: str) -> None:
+        """`library` was stood in for (and `symbol` used, when given): `why` is kept from the first note."""
         symbols, _ = self._used.setdefault(library, ({}, why))
         if symbol:
             symbols.setdefault(symbol, None)
 
     def _imported(self, library: str, name: str) -> None:
-        self._note(library, None, MISSING_WHY.format(library=library))
+        self.note(library, None, MISSING_WHY.format(library=library))
 
     def note_call(self, call: StandInCall) -> None:
         """A stand-in was called (calls.py)."""
         if isinstance(call, TritonLaunch) and "triton" not in self._used and "triton" not in self.modules:
-            self._note("triton", call.key, TRITON_WHY)
+            self.note("triton", call.key, TRITON_WHY)
         else:
-            self._note(call.library, call.key, MISSING_WHY.format(library=call.library))
+            self.note(call.library, call.key, MISSING_WHY.format(library=call.library))
 
     def records(self) -> tuple[StandIn, ...]:
         """The stand-ins used so far, in order of first use."""
@@ -146,7 +147,7 @@ def _patched_cuda_calls(session: StandIns) -> Iterator[None]:
 
     def no_op(name: str) -> Any:
         def call(*args: Any, **kwargs: Any) -> None:
-            session._note("torch.cuda", f"torch.cuda.{name}", CUDA_WHY.format(device=session.device))
+            session.note("torch.cuda", f"torch.cuda.{name}", CUDA_WHY.format(device=session.device))
 
         call.__name__ = name
         return call
@@ -175,10 +176,10 @@ def _device_mode(session: StandIns) -> Any:
         def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}
             if func is cuda_method:
-                session._note("torch.cuda", ".cuda()", CUDA_WHY.format(device=session.device))
+                session.note("torch.cuda", ".cuda()", CUDA_WHY.format(device=session.device))
                 return pass_on(args[0].to, session.device)
             if any(is_cuda(v) for v in args) or any(is_cuda(v) for v in kwargs.values()):
-                session._note("torch.cuda", "device='cuda'", CUDA_WHY.format(device=session.device))
+                session.note("torch.cuda", "device='cuda'", CUDA_WHY.format(device=session.device))
                 args = tuple(session.device if is_cuda(v) else v for v in args)
                 kwargs = {k: session.device if is_cuda(v) else v for k, v in kwargs.items()}
             return pass_on(func, *args, **kwargs)
