@@ -13,7 +13,7 @@ from opassess.errors import ConfigError
 from opassess.records import Effort
 from opassess.score.criteria import score
 from opassess.score.estimate import estimate
-from opassess.score.source_cost import estimate_sources, site_effort, site_keys, site_risk
+from opassess.score.source_cost import estimate_sources, linked_operators, site_effort, site_keys, site_risk
 from opassess.score.weights_load import load_weights
 from opassess.source import KernelSize, SourceFinding, scan_sources
 from opassess.source.imports import project_files
@@ -168,3 +168,26 @@ def test_many_sites_with_one_range_are_drawn_as_one_normal_sum():
     assert result.p50 == pytest.approx(1000 * mean, rel=0.01)
     assert 1000 * 0.25 <= result.p10 < result.p50 < result.p90 <= 1000 * 2.0
     assert result.p90 - result.p10 < 0.1 * result.p50  # the sum of 1000 is narrow: spread grows with sqrt(n)
+
+
+def test_a_triton_launch_is_linked_to_its_kernel_definition(tmp_path):
+    kernel = finding("triton-kernel", Category.CUSTOM_DEV, line=19, subject="count_kernel", size=KernelSize(lines=7))
+    launch = dataclasses.replace(node("launch", "triton:count_kernel", kind="library"), source="train.py:38")
+    inv = inventory([launch])
+    assert linked_operators([kernel], inv.operators, str(tmp_path)) == (("triton:count_kernel",),)
+    # two files define a kernel of that name: only the one the launch's file defines is linked
+    other = dataclasses.replace(kernel, file="other.py")
+    assert linked_operators([kernel, other], inv.operators, str(tmp_path)) == (("triton:count_kernel",), ())
+
+
+def test_gates_and_diffs_see_a_linked_operator_as_its_site(tmp_path):
+    from opassess.ci.snapshot import read_snapshot
+
+    document = {"format_version": 1, "model": {"source": "m.py", "class": "M"}, "summary": {},
+                "operators": [{"op": "triton:count_kernel", "category": "custom-dev", "cost": "source-finding"},
+                              {"op": "torch.nn.Linear", "category": "direct", "cost": "validation-block"}],
+                "source_findings": [{"file": "train.py", "line": 19, "kind": "triton-kernel", "subject": "count_kernel",
+                                     "category": "param-converted", "key": "train.py: count_kernel (triton-kernel)",
+                                     "npu_route": "triton-ascend", "person_days": None}]}
+    assert [(o.op, o.category) for o in read_snapshot(document).operators] == [
+        ("torch.nn.Linear", "direct"), ("train.py: count_kernel (triton-kernel)", "param-converted")]

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ReportError
 from ..records import Assessment, Effort
+from ..score.cost import SOURCE_FINDING  # an operator's cost basis when a source site carries it
 from ..vocabulary import CATEGORIES
 
 SUPPORTED_FORMAT_VERSIONS = (1,)
@@ -141,6 +142,8 @@ def _from_document(document: Any, origin: str) -> Snapshot:
         operators = []
         for index, op in enumerate(document["operators"]):
             where = f"{origin}: operators[{index}] ({op.get('op', '?')})"
+            if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: compared and gated as that site
+                continue
             category = op.get("category")
             if category is not None and category not in CATEGORIES:
                 raise ReportError(f"{where}: unknown category {category!r}")

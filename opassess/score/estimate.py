@@ -80,7 +80,8 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
-        grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
+        if op.cost != SOURCE_FINDING:  # a library call a source site carries sits on the grid as that site
+            grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
     for item in source:
         if not item.finding.effort_free and item.covered_by is None:
             grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)

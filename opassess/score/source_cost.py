@@ -90,15 +90,35 @@ def _same_site(source: str, file: str, line: int, root: Path | None) -> bool:
     return root is not None and Path(path).resolve() == (root / PurePosixPath(file)).resolve()
 
 
+TRITON_PREFIX = "triton:"  # a Triton launch's operator key (opassess.standins): "triton:<kernel name>"
+
+
+def _same_file(source: str, file: str, root: Path | None) -> bool:
+    return _same_site(f"{source.rpartition(':')[0]}:1", file, 1, root)
+
+
 def linked_operators(findings: Sequence, operators: Iterable[Operator], root: str | None = None
                      ) -> tuple[tuple[str, ...], ...]:
-    """Per finding, the keys of the capture operators of kind "library" whose sources (or project sources) name the
-    finding's file and line: the same call seen by the capture and by the source scan."""
+    """Per finding, the keys of the capture operators of kind "library" that are the same thing seen by the capture:
+    one whose sources (or project sources) name the finding's file and line (a flash_attn_func call), or, for an
+    @triton.jit kernel, the launch of that kernel ("triton:<name>", recorded at the launch line, not the definition):
+    launched from the kernel's own file, or from anywhere when no other scanned file defines a kernel of that name."""
     libraries = [op for op in operators if op.kind == LIBRARY_KIND]
     base = Path(root) if root else None
-    return tuple(tuple(op.key for op in libraries
-                       if any(_same_site(s, f.file, f.line, base) for s in (*op.sources, *op.project_sources)))
-                 for f in findings)
+    kernels: dict[str, list[str]] = {}
+    for f in findings:
+        if f.kind == "triton-kernel":
+            kernels.setdefault(f.subject, []).append(f.file)
+    out = []
+    for f in findings:
+        linked = [op.key for op in libraries
+                  if any(_same_site(s, f.file, f.line, base) for s in (*op.sources, *op.project_sources))]
+        if f.kind == "triton-kernel":
+            linked += [op.key for op in libraries if op.key == TRITON_PREFIX + f.subject and op.key not in linked
+                       and (len(kernels[f.subject]) == 1
+                            or any(_same_file(s, f.file, base) for s in (*op.sources, *op.project_sources)))]
+        out.append(tuple(linked))
+    return tuple(out)
 
 
 def site_keys(findings: Sequence) -> tuple[str, ...]:
