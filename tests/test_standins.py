@@ -86,9 +86,14 @@ def test_library_operators_are_never_direct_and_cite_their_facts(gpu_only):
     assert len(dropped) == 1 and "the route drops softcap" in dropped[0].message
     assert kernel.category == "custom-dev" and kernel.confidence == "low"
     assert any("third_party_kernel_libs.tsv:21 triton" in r.evidence for r in kernel.reasons)
+    # the scan also reads the model file: each library call is one item, costed once, as the source site it is
     estimated = {e.score.classified.operator.key: e for e in assessment.estimate.ops}
-    assert estimated["triton:scale_kernel"].person_days.likely > 0
-    assert estimated["flash_attn.flash_attn_func"].person_days.likely > 0
+    sites = {key: site for site in assessment.estimate.source for key in site.operators}
+    for key in ("triton:scale_kernel", "flash_attn.flash_attn_func"):
+        assert estimated[key].cost == "source-finding" and estimated[key].person_days.likely == 0
+        assert sites[key].person_days.likely > 0
+    assert (sites["triton:scale_kernel"].finding.kind, sites["flash_attn.flash_attn_func"].finding.line) == \
+        ("triton-kernel", int(line_of(GPU_ONLY, "flash_attn_func(q").rpartition(":")[2]))
 
 
 def test_the_report_lists_the_stand_ins_used(gpu_only):
