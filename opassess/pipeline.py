@@ -71,6 +71,7 @@ def _scan_inventory(options: ScanOptions, progress: Progress, seconds: dict[str,
 def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     """Run the whole pipeline on one model and return the Assessment every reporter renders."""
     from .classify import classify
+    from .classify_library import adopt_site_verdicts
     from .findings import DataFlow, find_findings
     from .kb import format_version, load_kb
     from .score.criteria import score
@@ -94,6 +95,10 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     seconds["classify"] = time.perf_counter() - started
+    source_scan = _source_stage(options, progress, seconds)
+    sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
+        if source_scan else ()
+    classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
     started = time.perf_counter()
     flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
     findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
@@ -103,9 +108,6 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     context = ModelContext.of(inventory, weights, flow)  # compute shares and the main path, measured once
     signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read them
     scores = score(classified, inventory, weights, findings, signals=signals)
-    source_scan = _source_stage(options, progress, seconds)
-    sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
-        if source_scan else ()
     started = time.perf_counter()
     result = estimate(scores, inventory, weights, findings, signals=signals, source=sites)
     seconds["estimate"] = time.perf_counter() - started

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..records import Effort, Estimate, Finding
-from ..score.cost import _LIBRARY, MODEL_LEVEL, PROJECT  # _LIBRARY: '.../site-packages/' + the package (group 1)
+
+# _LIBRARY: '.../site-packages/' + the package (group 1)
+from ..score.cost import _LIBRARY, MODEL_LEVEL, PROJECT, SOURCE_FINDING
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, OriginRow
 from .text import days, days_range, percent, share
@@ -124,6 +126,8 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
     for op in document["operators"]:
         category = op.get("category")
         if category in (None, Category.DIRECT) and op.get("cost") != "per-operator":
+            continue
+        if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: its item is the site's, below
             continue
         days_text = f"{days(op['person_days']['likely'])} person-days" if op.get("person_days") else ""
         if op.get("replacement"):
