@@ -191,3 +191,28 @@ def test_gates_and_diffs_see_a_linked_operator_as_its_site(tmp_path):
                                      "npu_route": "triton-ascend", "person_days": None}]}
     assert [(o.op, o.category) for o in read_snapshot(document).operators] == [
         ("torch.nn.Linear", "direct"), ("train.py: count_kernel (triton-kernel)", "param-converted")]
+
+
+def test_the_same_edit_again_costs_the_repeat_fraction():
+    # three DataParallel wraps (param-converted [0.25, 0.5, 2]) and one in another kind: the first of each edit in
+    # full, the 2nd and 3rd at [source] repeat = 0.2; a sized kernel is its own work however many there are
+    wraps = [finding("gpu-api", subject="torch.nn.DataParallel", file=f, line=n)
+             for f, n in (("a.py", 3), ("a.py", 9), ("b.py", 4))]
+    other = finding("string-compare", subject="torch.nn.DataParallel", file="b.py", line=7)
+    kernels = [finding("triton-kernel", Category.CUSTOM_DEV, subject=f"k{i}", line=i, size=KernelSize(lines=7))
+               for i in (1, 2)]
+    sites = estimate_sources([*wraps, other, *kernels], (), WEIGHTS)
+    assert WEIGHTS.source_rules.repeat == 0.2
+    assert approx(sites[0].person_days, 0.25, 0.5, 2.0) and approx(sites[3].person_days, 0.25, 0.5, 2.0)
+    for site in sites[1:3]:
+        assert approx(site.person_days, 0.05, 0.1, 0.4) and "the same edit again" in site.basis
+    assert approx(sites[4].person_days, 3.07, 6.14, 13.28) and approx(sites[5].person_days, 3.07, 6.14, 13.28)
+    full = dataclasses.replace(WEIGHTS, source_rules=dataclasses.replace(WEIGHTS.source_rules, repeat=1.0))
+    assert all(approx(s.person_days, 0.25, 0.5, 2.0) for s in estimate_sources(wraps, (), full))
+
+
+def test_repeat_above_one_is_refused(tmp_path):
+    weights = tmp_path / "w.toml"
+    weights.write_text("[source]\nrepeat = 1.5\n")
+    with pytest.raises(ConfigError, match=r"repeat.*above 1"):
+        load_weights(weights)

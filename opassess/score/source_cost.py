@@ -150,11 +150,32 @@ def estimate_sources(findings: Sequence, operators: Iterable[Operator], weights:
     carries it instead (`covered_by`, the site then costs 0)."""
     operators = tuple(operators)
     links = linked_operators(findings, operators, root)
+    repeats = _repeats(findings, weights)
     out = []
-    for finding, key, linked in zip(findings, site_keys(findings), links, strict=True):
+    for finding, key, linked, nth in zip(findings, site_keys(findings), links, repeats, strict=True):
         covered = None if linked else covering_operator(finding, operators, root)
         effort, basis = (NO_EFFORT, f"captured as operator {covered}: costed there, once") if covered \
             else site_effort(finding, weights)
+        if nth > 1 and not covered and effort != NO_EFFORT:
+            fraction = weights.source_rules.repeat
+            effort = _triple((effort.low, effort.likely, effort.high), fraction)
+            basis += f" x {fraction:g} (the same edit again, site {nth} of its kind: [source] repeat)"
         out.append(SourceEstimate(finding=finding, person_days=effort, risk=site_risk(finding, weights), basis=basis,
                                   key=key, operators=linked, covered_by=covered))
+    return tuple(out)
+
+
+def _repeats(findings: Sequence, weights: Weights) -> tuple[int, ...]:
+    """Per finding, which occurrence of the same edit it is (1 = first): same subject, kind and category, in scan
+    order; sized kernels are each their own work (always 1)."""
+    kernel_kinds = weights.source_rules.kernel_kinds if weights.source_rules else ()
+    seen: Counter[tuple[str, str, str]] = Counter()
+    out = []
+    for f in findings:
+        if f.kind in kernel_kinds or f.effort_free:
+            out.append(1)
+            continue
+        group = (f.subject, f.kind, str(f.category))
+        seen[group] += 1
+        out.append(seen[group])
     return tuple(out)

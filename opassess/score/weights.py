@@ -223,6 +223,9 @@ class SourceRules:
     impact: int  # a site's impact level (its share of compute is not measured)
     kernel_impact: int  # a kernel's impact level: it is on the hot path when it exists at all
     low_confidence: int  # likelihood steps added when the route is matched by name only (confidence low)
+    # the same edit again (same subject, kind and category, not a sized kernel): this fraction of the first site's
+    # effort; 1.0 prices every site in full
+    repeat: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -340,9 +340,12 @@ def _source(table: TomlTable) -> SourceRules:
         effort=MappingProxyType({category: _triple(table, category) for category in CATEGORIES}),
         per_kernel=sized["per_kernel"], per_100_lines=sized["per_100_lines"],
         kernel_kinds=table.strings("kernel_kinds"), impact=_level(table, "impact"),
-        kernel_impact=_level(table, "kernel_impact"), low_confidence=table.integer("low_confidence"))
+        kernel_impact=_level(table, "kernel_impact"), low_confidence=table.integer("low_confidence"),
+        repeat=table.number("repeat", 1.0))
     from ..source.records import KINDS  # the scan's vocabulary of kinds
 
+    if rules.repeat > 1:
+        raise table.error("repeat", f"{rules.repeat:g} is above 1: a repeated edit costs at most what the first did")
     unknown = [kind for kind in rules.kernel_kinds if kind not in KINDS]
     if unknown:
         raise table.error("kernel_kinds", f"unknown finding kind {unknown[0]!r}: expected some of {', '.join(KINDS)}")
