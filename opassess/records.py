@@ -38,6 +38,7 @@ class OpNode:
     key: str  # operator key: "torch.nn.Conv2d", "torch.nn.functional.gelu", "Tensor.view", "operator.add", "ns::op"
     # "module" | "function" | "method" | "custom" | "extension" (a compiled C++ extension's function) | "aten"
     # | "optimizer" (a training step's optimizer step, gradient clipping or GradScaler call; --train only)
+    # | "library" (a call of a GPU-only kernel library or a Triton launch the capture stood in for)
     kind: str
     module_path: str  # dotted path of the owning module ("" for the root); the module itself for kind="module"
     attrs: Mapping[str, Any]  # JSON-able attribute values: Conv2d stride, F.gelu approximate, ...
@@ -69,6 +70,15 @@ class CaptureAttempt:
 
 
 @dataclass(frozen=True)
+class StandIn:
+    """A library or device call the capture stood in for, because this machine has no GPU (opassess/standins)."""
+
+    library: str  # "flash_attn", "triton", "torch.cuda"
+    symbols: tuple[str, ...]  # what the model called: "flash_attn.flash_attn_func", "triton:add_kernel", ".cuda()"
+    why: str  # one sentence: not installed, or installed but needing a GPU
+
+
+@dataclass(frozen=True)
 class Capture:
     """Everything the trace stage learned about one forward pass."""
 
@@ -81,6 +91,7 @@ class Capture:
     module_types: Mapping[str, str] = field(default_factory=dict)  # module path -> class name, for roll-ups
     step: str = "forward"  # "forward" (one forward pass, eval mode) | "train" (forward, backward, optimizer step)
     step_note: str | None = None  # what the training step ran: its loss, optimizer, clipping, autocast
+    stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
 
 
 @dataclass(frozen=True)
@@ -247,6 +258,27 @@ class Activity:
 
 
 @dataclass(frozen=True)
+class SourceEstimate:
+    """One source finding (opassess.source.SourceFinding) costed and placed on the risk grid.
+
+    `operators` are the capture's operators of kind "library" whose source line is this finding's file:line: the
+    same call seen twice, counted here once (their own effort is zero, cost basis "source-finding"). The other way
+    round, `covered_by` names an ordinary captured operator that is this call: it is counted there."""
+
+    finding: Any  # opassess.source.SourceFinding (kept untyped here: the source package imports these records)
+    person_days: Effort
+    risk: Risk
+    basis: str  # how the effort was computed: "custom-dev site [1-2-5] + 1 kernel x [2-4-8] + ..."
+    # The name baselines, gates and the risk grid know the site by, free of line numbers so that an edit above it
+    # changes nothing: "train.py: flash_attn.flash_attn_func (library-call)", "... #2" for the second in the file
+    key: str = ""
+    operators: tuple[str, ...] = ()
+    # The captured operator (not a library stand-in) that is this very call, e.g. F.scaled_dot_product_attention at
+    # the same file:line: the operator carries the verdict and the effort, this site costs 0 and is not shown again
+    covered_by: str | None = None
+
+
+@dataclass(frozen=True)
 class Estimate:
     ops: tuple[OpEstimate, ...]  # sorted by likely effort, largest first
     total: Effort
@@ -262,6 +294,7 @@ class Estimate:
     activities: tuple[Activity, ...] = ()  # model-level lines, in the total
     by_origin: Mapping[str, Effort] = field(default_factory=dict)  # "project" / library / "model-level" -> effort
     profile: str = "default"  # the weights profile used
+    source: tuple[SourceEstimate, ...] = ()  # the source scan's findings, in the total and the risk grid
 
 
 @dataclass(frozen=True)
@@ -301,3 +334,4 @@ class Assessment:
     seconds: Mapping[str, float]  # wall time per stage
     # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
     effort_ranges: Mapping[str, tuple[float, float]] | None = None
+    source_scan: Any = None  # opassess.source.SourceScan when source files were scanned (root, files, skipped)

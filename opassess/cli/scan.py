@@ -104,6 +104,11 @@ def scan(
              "skeleton, and the list of operators to verify numerically.")] = None,
     kb: Annotated[Path | None, typer.Option(
         "--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
+    source: Annotated[list[Path] | None, typer.Option(
+        "--source", help="Also scan this folder or file statically for GPU-specific code (CUDA APIs, kernel "
+                         "libraries, Triton and CUDA kernels, extensions) and report its sites with the model's "
+                         "operators (repeatable). The model file and the project files it imports are scanned "
+                         "anyway.")] = None,
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
@@ -172,7 +177,7 @@ def scan(
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
-            train=train, amp=amp, profile=profile,
+            train=train, amp=amp, profile=profile, source=tuple(str(p) for p in source or ()),
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:
@@ -199,8 +204,9 @@ def scan(
 
 
 def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet, handoff=None,
-              timeout=None, debug=False) -> None:
-    """One model, in a worker process (isolation/): report, baseline diff, step summary, gates, written here."""
+              timeout=None, debug=False, run=None) -> None:
+    """One model, in a worker process (isolation/), or, with `run`, what it assesses in this process (`opassess
+    source`, which runs no model code): report, baseline diff, step summary, gates, written here."""
     from ..ci.diff import diff_snapshots
     from ..ci.policy import evaluate
     from ..ci.snapshot import read_snapshot
@@ -219,9 +225,9 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     handoff_dir = None if handoff is None else Path(os.path.abspath(handoff))
     options = dataclasses.replace(options, **{name: Path(os.path.abspath(value)) for name, value in
                                               (("weights", options.weights), ("kb_dir", options.kb_dir)) if value})
-    if in_process():  # OPASSESS_IN_PROCESS=1: for a debugger; what the model prints still goes to stderr
+    if run is not None or in_process():  # OPASSESS_IN_PROCESS=1: for a debugger; model output still goes to stderr
         with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
-            view = build_view(assess(options, progress), options.language)
+            view = build_view((run or assess)(options, progress), options.language)
     else:
         job = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, debug=debug)
         with _progress(quiet) as progress:  # the spinner's thread starts after the fork

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..kb.evidence import evidence_order
 from ..records import Assessment, Capture, ClassifiedOp, Effort
-from ..vocabulary import CATEGORIES, Category
+from ..vocabulary import CATEGORIES, NO_CAPTURE, Category
 from .charts import _num, pareto_chart
 from .display_records import (
     AtenRow,
@@ -40,6 +40,7 @@ from .document import Row
 from .i18n import DEFAULT, N_, number, translations
 from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shorten_paths, shown_source
 from .reasons import reason_rows, signature_rows
+from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
@@ -99,6 +100,14 @@ def _capture_step_text(capture: Capture) -> str:
     if capture.step != "train":
         return "forward pass only (eval mode; --train captures a training step)"
     return "training step (forward, backward, optimizer)" + (f": {capture.step_note}" if capture.step_note else "")
+
+
+def _stand_ins_text(capture: Capture) -> str:
+    """'Stand-ins (no GPU here): flash_attn (flash_attn.flash_attn_func); ...', or '' when none was used."""
+    if not capture.stand_ins:
+        return ""
+    used = "; ".join(f"{s.library} ({', '.join(s.symbols) or 'imported, not called'})" for s in capture.stand_ins)
+    return f"Stand-ins (no GPU here; their calls are library operators): {used}."
 
 
 # ------------------------------------------------------------------ builders
@@ -322,7 +331,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                           parameters_text=number(model.parameters, language), dtype=model.dtype,
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
                           device_note=capture.device_note or "", attempts=attempts,
-                          step_text=_capture_step_text(capture), training=capture.step == "train"),
+                          step_text=_capture_step_text(capture), training=capture.step == "train",
+                          stand_ins_text=_stand_ins_text(capture)),
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,
@@ -362,5 +372,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
         actions=action_items(document, assessment.findings),
         evidence_order=evidence_order(assessment.target),
+        source=source_section(document, _),
+        source_only=capture.method == NO_CAPTURE,
     )
 
