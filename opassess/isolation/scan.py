@@ -69,11 +69,12 @@ def _assess(options: Any, debug: bool, where: tuple | None, conn: Any) -> None:
     conn.close()
 
 
-# What a scan imports (torch's tracing machinery pulls in sympy and more on first use): imported here, before the
-# fork, so each worker inherits them instead of importing them again; none of it runs model code.
-PRELOAD = ("torch", "torch.fx", "torch.fx.experimental.proxy_tensor", "torch._dynamo", "torch.export",
-           "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.trace.decompose", "opassess.inventory",
-           "opassess.classify", "opassess.findings", "opassess.kb", "opassess.score.criteria",
+# What every scan imports, imported here before the fork so each worker inherits it instead of importing it again;
+# none of it runs model code. torch's tracing machinery (torch._dynamo, torch.export, sympy: seconds to import) is
+# left to the worker: a dispatch capture (large models) never needs it, and a long-lived caller that has traced
+# before (a test process) has it already.
+PRELOAD = ("torch", "torch.fx", "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.trace.decompose",
+           "opassess.inventory", "opassess.classify", "opassess.findings", "opassess.kb", "opassess.score.criteria",
            "opassess.score.estimate", "opassess.score.signals", "opassess.score.weights_load", "opassess.report",
            "opassess.report.view", "opassess.report.templates")
 
@@ -83,10 +84,6 @@ def _preload(options: Any) -> None:
     inherited by the fork); an error here is raised again, with the same message, by the worker's assess()."""
     for name in PRELOAD:
         importlib.import_module(name)
-    with contextlib.suppress(Exception):  # fx's first node imports torch.export._trace, aot_autograd and networkx
-        from torch.fx.experimental.symbolic_shapes import uninteresting_files
-
-        uninteresting_files()
     with contextlib.suppress(Exception):
         from ..kb import format_version, load_kb
         from ..score.weights_load import load_weights
