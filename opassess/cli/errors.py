@@ -13,6 +13,7 @@ import typer
 
 from ..errors import EXIT_ERROR, InternalError, OpassessError, PolicyBreach
 from ..report.text import inert
+from ..report.write import release_stdout
 
 EXIT_INTERRUPTED = 130
 
@@ -35,6 +36,11 @@ def reporting_errors(debug: bool) -> Iterator[None]:
             traceback.print_exc()
         typer.echo(f"opassess: error: {inert(exc, newline=' ')}", err=True)  # one line, whatever the model named
         raise typer.Exit(exc.exit_code) from None
+    except BrokenPipeError:  # `opassess scan ... | head -c1`: the reader left before the report was written
+        release_stdout()
+        typer.echo("opassess: error: standard output was closed before the report was written (the reading end "
+                   "of the pipe exited)", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         typer.echo("opassess: interrupted", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None

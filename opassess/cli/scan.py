@@ -244,6 +244,10 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
         raise typer.BadParameter(f"unknown format {chosen!r}; expected one of {_format_names()}",
                                  param_hint="'--format'")
     before = read_snapshot(baseline) if baseline is not None else None  # a bad baseline fails before the scan
+    if output and output != "-":  # so does an -o that names a device, a FIFO or a folder (checked again on writing)
+        from ..report.write import writable_target
+
+        writable_target(Path(output))
     # The model's own code runs inside assess(): whatever it prints goes to stderr, so stdout carries the report only.
     with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
         assessment = assess(options, progress)

@@ -23,9 +23,10 @@ METADATA_LIMIT = 4 * 2**20
 _CHUNK = 2**20
 
 
-def read_member(wheel: Path, archive: zipfile.ZipFile, name: str, limit: int = MEMBER_LIMIT) -> str:
-    """The UTF-8 text of member `name`, read as a stream and refused once it inflates past `limit` bytes (whatever
-    size the zip directory claims)."""
+def read_member(wheel: Path, archive: zipfile.ZipFile, name: str, limit: int | None = None) -> str:
+    """The UTF-8 text of member `name`, read as a stream and refused once it inflates past `limit` bytes (default
+    MEMBER_LIMIT), whatever size the zip directory claims."""
+    limit = MEMBER_LIMIT if limit is None else limit
     info = archive.getinfo(name)  # KeyError when absent: the caller names what is missing
     if info.file_size > limit:
         raise KnowledgeBaseError(f"{wheel}: {name} inflates to {info.file_size} bytes, over the {limit}-byte limit "

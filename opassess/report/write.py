@@ -58,6 +58,10 @@ def write_output(text: str, destination: str | Path, what: str = "the report") -
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
+        except BrokenPipeError as exc:
+            release_stdout()
+            raise ReportError(f"cannot write {what} to standard output: it was closed (the reading end of the pipe "
+                              f"exited)") from exc
         except OSError as exc:
             raise ReportError(f"cannot write {what} to standard output: {exc}") from exc
         return
@@ -93,6 +97,17 @@ def write_output(text: str, destination: str | Path, what: str = "the report") -
                 os.unlink(temporary)
             except OSError:
                 pass
+
+
+def release_stdout() -> None:
+    """Point standard output at /dev/null once its reader has gone, so the interpreter's flush at exit does not print
+    a BrokenPipeError traceback of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a descriptor
+        pass
 
 
 def _still_replaceable(path: Path, given: Path, what: str) -> None:
