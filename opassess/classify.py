@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .classify_library import classify_library
 from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
 from .kb.evidence import check_dtype, remedy, verdict_confidence
@@ -101,6 +102,8 @@ class _Classifier(EntryAndBackward):
     # -------------------------------------------------------------- one operator
 
     def classify(self, op: Operator) -> ClassifiedOp:
+        if op.kind == "library":  # a stand-in's record of GPU-only library code: judged from the source facts
+            return classify_library(op)
         kb = self.kb
         composite = kb.rules.composite_for_api(op.key)
         api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS else None

@@ -58,6 +58,8 @@ class LoadedModel:
     rebuild: Callable[[str], LoadedModel] = field(repr=False, compare=False)
     # the imported model file (or module), where a training step finds loss_fn() and build_optimizer()
     namespace: Any = field(default=None, repr=False, compare=False)
+    # the stand-ins for GPU-only libraries and CUDA calls (opassess/standins), installed again while capturing
+    standins: Any = field(default=None, repr=False, compare=False)
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -220,11 +222,19 @@ def load_model(req: LoadRequest) -> LoadedModel:
     """Import the model file, build the model and its example inputs on req.device (meta by default)."""
     import torch
 
+    from .standins import StandIns
+
     assess_dtype = normalise_dtype(req.dtype, option="--dtype") if req.dtype else None
     input_dtype = normalise_dtype(req.input_dtype, option="--input-dtype")
-    module, source, entry, factory, directory = _resolve_factory(req)  # runs the model file's code
+    standins = StandIns()  # a GPU-only library the file imports, .cuda() in build_model: see opassess/standins
+    with standins.active(req.device):
+        module, source, entry, factory, directory = _resolve_factory(req)  # runs the model file's code
 
     def build(device: str) -> LoadedModel:
+        with standins.active(device):
+            return _build(device)
+
+    def _build(device: str) -> LoadedModel:
         with _device_context(device), _as_script(source, directory):
             try:
                 model = factory()
@@ -244,7 +254,7 @@ def load_model(req: LoadRequest) -> LoadedModel:
         dtype = assess_dtype or _dominant_dtype(model, args, kwargs)
         info = ModelInfo(source=source, entry=entry, class_name=type(model).__name__, parameters=params,
                          dtype=dtype, inputs=described)
-        return LoadedModel(model, args, kwargs, info, device, build, module)
+        return LoadedModel(model, args, kwargs, info, device, build, module, standins)
 
     return build(req.device)
 

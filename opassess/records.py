@@ -38,6 +38,7 @@ class OpNode:
     key: str  # operator key: "torch.nn.Conv2d", "torch.nn.functional.gelu", "Tensor.view", "operator.add", "ns::op"
     # "module" | "function" | "method" | "custom" | "extension" (a compiled C++ extension's function) | "aten"
     # | "optimizer" (a training step's optimizer step, gradient clipping or GradScaler call; --train only)
+    # | "library" (a call of a GPU-only kernel library or a Triton launch the capture stood in for)
     kind: str
     module_path: str  # dotted path of the owning module ("" for the root); the module itself for kind="module"
     attrs: Mapping[str, Any]  # JSON-able attribute values: Conv2d stride, F.gelu approximate, ...
@@ -69,6 +70,15 @@ class CaptureAttempt:
 
 
 @dataclass(frozen=True)
+class StandIn:
+    """A library or device call the capture stood in for, because this machine has no GPU (opassess/standins)."""
+
+    library: str  # "flash_attn", "triton", "torch.cuda"
+    symbols: tuple[str, ...]  # what the model called: "flash_attn.flash_attn_func", "triton:add_kernel", ".cuda()"
+    why: str  # one sentence: not installed, or installed but needing a GPU
+
+
+@dataclass(frozen=True)
 class Capture:
     """Everything the trace stage learned about one forward pass."""
 
@@ -81,6 +91,7 @@ class Capture:
     module_types: Mapping[str, str] = field(default_factory=dict)  # module path -> class name, for roll-ups
     step: str = "forward"  # "forward" (one forward pass, eval mode) | "train" (forward, backward, optimizer step)
     step_note: str | None = None  # what the training step ran: its loss, optimizer, clipping, autocast
+    stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
 
 
 @dataclass(frozen=True)

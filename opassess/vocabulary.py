@@ -60,7 +60,9 @@ def category_rank(text: str | None) -> int:
 # What a capture ran: one forward pass (the default), or a whole training step (--train).
 CAPTURE_STEPS: tuple[str, ...] = ("forward", "train")
 # Operator kinds as the trace names them; "optimizer" only in a training step.
-OPERATOR_KINDS: tuple[str, ...] = ("module", "function", "method", "custom", "extension", "aten", "optimizer")
+# "library": a call of a GPU-only kernel library or a Triton launch, recorded by a stand-in (opassess/standins).
+OPERATOR_KINDS: tuple[str, ...] = ("module", "function", "method", "custom", "extension", "aten", "optimizer",
+                                   "library")
 # The kinds of a project's own ops: torch.library, autograd.Function, C++ extensions.
 PROJECT_KINDS: tuple[str, ...] = ("custom", "extension")
 # How far a verdict can be trusted, weakest first: min(..., key=CONFIDENCES.index) is the weakest of several.

@@ -101,6 +101,14 @@ def _capture_step_text(capture: Capture) -> str:
     return "training step (forward, backward, optimizer)" + (f": {capture.step_note}" if capture.step_note else "")
 
 
+def _stand_ins_text(capture: Capture) -> str:
+    """'Stand-ins (no GPU here): flash_attn (flash_attn.flash_attn_func); ...', or '' when none was used."""
+    if not capture.stand_ins:
+        return ""
+    used = "; ".join(f"{s.library} ({', '.join(s.symbols) or 'imported, not called'})" for s in capture.stand_ins)
+    return f"Stand-ins (no GPU here; their calls are library operators): {used}."
+
+
 # ------------------------------------------------------------------ builders
 
 
@@ -322,7 +330,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                           parameters_text=number(model.parameters, language), dtype=model.dtype,
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
                           device_note=capture.device_note or "", attempts=attempts,
-                          step_text=_capture_step_text(capture), training=capture.step == "train"),
+                          step_text=_capture_step_text(capture), training=capture.step == "train",
+                          stand_ins_text=_stand_ins_text(capture)),
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,

@@ -12,7 +12,9 @@ loss, then backward() with each ATen call filed under the operator that created 
 optimizer, clipping and GradScaler calls as operators of kind "optimizer".
 The shared parts: operator naming (keys.py), values and attributes (values.py), the ATen recorder with FLOPs and
 meta-device stand-ins (recorder.py), interception where torch has no hook (patches.py), source lines (sources.py).
-Everything runs on the meta device unless the model cannot, in which case it is rebuilt on the CPU.
+Everything runs on the meta device unless the model cannot, in which case it is rebuilt on the CPU. GPU-only code
+(a kernel library that is not installed, Triton launches, cuda devices) runs against stand-ins (opassess/standins,
+installed again by the driver for each attempt); the dispatch capture records their calls as kind "library".
 An FX Node never leaves this package.
 """
 from __future__ import annotations

@@ -21,11 +21,11 @@ from ..records import AtenCall
 from .blame import call_out
 from .keys import NOT_OPERATORS, entry_op, function_key, is_leaf_module, is_operator_property, module_op
 from .nodes import NodeBuild
-from .patches import autograd_call, compiling, patched_extensions, patched_function_apply
+from .patches import autograd_call, compiling, patched_extensions, patched_function_apply, routed_stand_ins
 from .recorder import AtenRecorder, meta_substitute
 from .registry import PROGRESS_EVERY, CaptureMethod, Graph, Progress, Skipped, no_progress, register_capture
 from .sources import sources_from_frames
-from .values import call_attrs, describe_tensors, is_operator_call, module_attrs, tensors_in
+from .values import SKIP, call_attrs, describe_tensors, is_operator_call, jsonable, module_attrs, tensors_in
 
 
 @register_capture("dispatch", small=2, large=1)
@@ -148,7 +148,7 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
                      calls, flops, nbytes, entry)
         return None
 
-    def record_call(op, kind, attrs, args, kwargs, run, entry=()):
+    def record_call(op, kind, attrs, args, kwargs, run, entry=(), stand_in=False):
         source = sources_from_frames()
         depth["fn"] += 1
         try:
@@ -157,7 +157,9 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
         finally:
             depth["fn"] -= 1
         calls, flops, nbytes = recorder.last
-        if is_operator_call(calls, args, result):
+        if stand_in:  # a stand-in's own allocations are not the library's ATen ops; a launch returns nothing
+            new_node(op, kind, module_stack[-1], attrs, args, kwargs, result, source, (), 0, 0)
+        elif is_operator_call(calls, args, result):
             new_node(op, kind, module_stack[-1], attrs, args, kwargs, result, source, calls, flops, nbytes, entry)
         return result
 
@@ -195,6 +197,12 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
         return record_call(call.key, "extension", call_attrs(call.fn, args, kwargs), args, kwargs,
                            lambda: call_out(call, *args, **kwargs))
 
+    def on_library(call, args, kwargs):
+        if depth["leaf"] or depth["fn"]:
+            return call.run(args, kwargs)
+        return record_call(call.key, "library", library_attrs(call, args, kwargs), args, kwargs,
+                           lambda: call.run(args, kwargs), stand_in=True)
+
     # Custom ops called outside any recorded function (torch.ops.ns.op does not always pass through the
     # torch-function mode) are caught at the dispatch level by the sink below.
     loose: list[AtenCall] = []
@@ -204,7 +212,7 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
              register_module_forward_hook(after_module, with_kwargs=True, always_call=True)]
     try:
         with step.context(), patched_function_apply(on_apply), patched_extensions(model, on_extension), \
-                recorder.mode, FunctionMode():
+                routed_stand_ins(on_library), recorder.mode, FunctionMode():
             recorder.loose = loose
             step.run(model, loaded.args, loaded.kwargs)
             recorder.loose = None
@@ -218,3 +226,25 @@ def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step
                                (call.input_shapes, call.input_dtypes), (call.output_shapes, call.output_dtypes),
                                (call,), None, 0, 0))
     return [b.freeze() for b in built], sorted(edges)
+
+
+def library_attrs(call: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The non-tensor arguments of a stand-in call (named by the Triton kernel's signature when there is one),
+    with a Triton launch's grid."""
+    from ..standins.calls import TritonLaunch
+
+    if not isinstance(call, TritonLaunch):
+        return call_attrs(None, args, kwargs)
+    attrs = call_attrs(call.kernel, args, kwargs)
+    if any(name.startswith("arg") for name in attrs):  # autotuned: the tuned constexprs are not passed
+        import inspect
+
+        try:
+            named = inspect.signature(call.kernel).bind_partial(*args, **kwargs).arguments
+        except (TypeError, ValueError):
+            named = {}
+        attrs = {k: v for k, v in ((k, jsonable(v)) for k, v in named.items()) if v is not SKIP} or attrs
+    grid = call.grid_text()
+    if grid is not None:
+        attrs["grid"] = grid
+    return attrs

@@ -67,7 +67,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
             started = time.perf_counter()
             try:
                 capturer = training if training is not None else method_named(method)
-                nodes, edges = capturer.capture(current, progress or no_progress)
+                with _standins(current, device):
+                    nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
                 continue
@@ -94,7 +95,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                            device_note=device_note, attempts=tuple(attempts),
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step="train" if training is not None else "forward",
-                           step_note=training.note if training is not None else None)
+                           step_note=training.note if training is not None else None,
+                           stand_ins=current.standins.records() if current.standins is not None else ())
         if forward_error is None or not is_meta_problem(forward_error):
             break
     where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"
@@ -107,6 +109,13 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     if isinstance(cause, BaseException):
         raise TraceError(f"{where} raised {_first_line(cause)}") from cause
     raise TraceError(f"{where} could not be captured: {cause}")
+
+
+def _standins(loaded: LoadedModel, device: str):
+    """The load stage's stand-ins (GPU-only libraries, CUDA devices), installed again while the model runs."""
+    import contextlib
+
+    return loaded.standins.active(device) if loaded.standins is not None else contextlib.nullcontext()
 
 
 def _first_line(exc: BaseException | None) -> str:

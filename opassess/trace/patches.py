@@ -137,3 +137,20 @@ def compiling() -> Iterator[None]:
         yield
     finally:
         torch.compiler.is_compiling = original
+
+
+# ------------------------------------------------------ stand-ins (opassess/standins)
+
+
+@contextlib.contextmanager
+def routed_stand_ins(on_call: Callable[[Any, tuple, dict], Any]) -> Iterator[None]:
+    """Route every stand-in call (a library that is not installed, a Triton launch) through on_call(call, args,
+    kwargs) while capturing; outside this block a stand-in call stops with a one-line error."""
+    from ..standins.calls import ACTIVE
+
+    previous, ACTIVE["handler"] = ACTIVE["handler"], on_call
+    try:
+        yield
+    finally:
+        ACTIVE["handler"] = previous
+

@@ -103,6 +103,20 @@ def test_llama_takes_the_graph_safe_path_of_transformers_mask_helpers_on_meta():
     assert found["torch.nn.functional.silu"]["category"] == "direct"
 
 
+def test_a_gpu_script_around_llama_scans_the_same_and_transformers_keeps_seeing_no_flash_attn():
+    transformers = pytest.importorskip("transformers")
+    document = scan("hf_gpu_script.py")
+    assert capture(document) == ("dispatch-compiling", "meta", None)
+    found = ops(document)
+    assert found["torch.nn.Linear"]["count"] == 15 and found["torch.rsqrt"]["count"] == 5
+    assert found["torch.nn.functional.scaled_dot_product_attention"]["count"] == 2
+    assert not [o for o in document["operators"] if o["kind"] == "library"]  # imported, never called
+    used = {s["library"]: s for s in document["model"]["capture"]["stand_ins"]}
+    assert used["flash_attn"]["symbols"] == [] and used["torch.cuda"]["symbols"]
+    # transformers probed for flash_attn while the stand-in was installed: it must not have been offered it
+    assert transformers.utils.is_flash_attn_2_available() is False
+
+
 # Grouped-GEMM FLOPs in bfloat16, worked by hand: 16 tokens x top-k experts = S routed rows; each MoE layer runs
 # gate_up (S, H) x (E, H, 2I) and down (S, I) x (E, I, H): 2 S H 2I + 2 S I H = 6 S H I per layer.
 MOE = {

@@ -76,6 +76,8 @@ def render_terminal(view: View, context: RenderContext) -> str:
                                % {"method": attempt["method"], "error": attempt["error"]}, style="dim"))
     if model["device_note"]:
         console.print(Text(model["device_note"], style="yellow"))
+    if model["stand_ins_text"]:
+        console.print(Text(model["stand_ins_text"], style="yellow"))
     console.print()
 
     if d["estimated"]:
