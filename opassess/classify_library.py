@@ -12,6 +12,7 @@ the NPU as it is.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from .records import ClassifiedOp, Operator, Reason
 from .source.classify import _preferred
@@ -76,3 +77,29 @@ def _library_call(op: Operator, facts: SourceFacts):
                               f"({lib.dropped.split(';')[0]})", lib.cite))
     routes = _NPU_API.findall(lib.route)
     return category, reasons, routes[0] if routes else None, True, "medium"
+
+
+def adopt_site_verdicts(classified: tuple[ClassifiedOp, ...], sites) -> tuple[ClassifiedOp, ...]:
+    """A stand-in operator the source scan also found (SourceEstimate.operators: the same flash_attn call at the same
+    line, the launch of a Triton kernel whose body was scanned) takes the site's verdict, so one call has one
+    category in the report: the site saw more (the call's arguments as written, the kernel's body) and carries the
+    effort. The operator keeps its own reasons and says which site decided."""
+    by_key: dict[str, object] = {}
+    for site in sites:
+        for key in site.operators:
+            by_key.setdefault(key, site)
+    out = []
+    for item in classified:
+        site = by_key.get(item.operator.key)
+        if site is None:
+            out.append(item)
+            continue
+        finding = site.finding
+        decided = Reason("source-site", f"the same call as the source site {finding.file}:{finding.line} "
+                         f"({finding.kind}): its verdict, {finding.category}, decides and its effort is counted "
+                         "there, once", "; ".join(finding.evidence) or "source scan")
+        out.append(replace(item, category=str(finding.category),
+                           signature_categories=tuple(str(finding.category) for _ in item.signature_categories),
+                           reasons=(*item.reasons, decided), confidence=finding.confidence,
+                           replacement=item.replacement or (finding.npu_route or None)))
+    return tuple(out)

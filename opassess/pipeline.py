@@ -36,6 +36,8 @@ class ScanOptions:
     train: bool = False  # capture one training step (forward, backward, optimizer) instead of a forward pass
     amp: str | None = None  # with train: autocast "bf16" or "fp16" (with a GradScaler)
     profile: str = "default"  # shipped weights profile; `weights` applies on top of it
+    source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
+    project_scan: bool = True  # also source-scan the model file and the project files it imports
 
 
 def _noop(_: str) -> None:
@@ -69,11 +71,13 @@ def _scan_inventory(options: ScanOptions, progress: Progress, seconds: dict[str,
 def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     """Run the whole pipeline on one model and return the Assessment every reporter renders."""
     from .classify import classify
+    from .classify_library import adopt_site_verdicts
     from .findings import DataFlow, find_findings
     from .kb import format_version, load_kb
     from .score.criteria import score
     from .score.estimate import estimate
     from .score.signals import ModelContext, measure_all
+    from .score.source_cost import estimate_sources
     from .score.weights_load import load_weights
 
     seconds: dict[str, float] = {}
@@ -81,11 +85,20 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     kb = load_kb(options.kb_dir)
     product = kb.resolve_product(options.product)  # a mistyped --target fails before any model code runs
     torch_version = format_version(kb.resolve_version(options.torch_npu))
+    missing = next((p for p in options.source if not Path(p).exists()), None)
+    if missing is not None:  # a mistyped --source too
+        from .source import SourceScanError
+
+        raise SourceScanError(f"{missing}: no such file or directory (--source)")
     inventory = _scan_inventory(options, progress, seconds)
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     seconds["classify"] = time.perf_counter() - started
+    source_scan = _source_stage(options, progress, seconds)
+    sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
+        if source_scan else ()
+    classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
     started = time.perf_counter()
     flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
     findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
@@ -95,7 +108,8 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     context = ModelContext.of(inventory, weights, flow)  # compute shares and the main path, measured once
     signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read them
     scores = score(classified, inventory, weights, findings, signals=signals)
-    result = estimate(scores, inventory, weights, findings, signals=signals)
+    started = time.perf_counter()
+    result = estimate(scores, inventory, weights, findings, signals=signals, source=sites)
     seconds["estimate"] = time.perf_counter() - started
     return Assessment(
         tool_version=__version__,
@@ -111,5 +125,59 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
         weights_source=str(weights.source),
         seconds=seconds,
         effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},
+        source_scan=source_scan,
     )
+
+
+def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float]):
+    """The source scan of a model scan: --source paths, plus the model file and the project files it imports (when
+    the target is a file); None when there is nothing to scan. Static: nothing more of the project is run."""
+    from .source import scan_sources
+    from .source.imports import project_files
+
+    paths: list[Path] = [Path(p) for p in options.source]
+    target = Path(options.target)
+    if options.project_scan and target.suffix == ".py" and target.is_file():
+        paths += project_files(target)
+    if not paths:
+        return None
+    started = time.perf_counter()
+    progress(f"scanning the source of {len(paths)} path(s)")
+    scan = scan_sources(paths)
+    seconds["source"] = time.perf_counter() - started
+    return scan
+
+
+def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progress = _noop) -> Assessment:
+    """`opassess source PATH...`: the source scan alone as an Assessment (no model, no operators), costed and placed
+    on the risk grid like a model's; the model-level activities are left out (there is no model to bring up)."""
+    from .kb import format_version, load_kb
+    from .records import Capture, ModelInfo
+    from .score.estimate import estimate
+    from .score.source_cost import estimate_sources
+    from .score.weights_load import load_weights
+    from .source import scan_sources
+    from .vocabulary import NO_CAPTURE
+
+    weights = load_weights(options.weights, options.profile)
+    kb = load_kb(options.kb_dir)
+    product = kb.resolve_product(options.product)
+    torch_version = format_version(kb.resolve_version(options.torch_npu))
+    started = time.perf_counter()
+    progress(f"scanning the source of {len(paths)} path(s)")
+    scan = scan_sources(paths)
+    seconds = {"source": time.perf_counter() - started}
+    root = Path(scan.root)
+    model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",
+                      class_name=root.name or scan.root, parameters=0, dtype="", inputs=(), label=options.label)
+    capture = Capture(method=NO_CAPTURE, device="none", device_note="source scan only: no model was loaded",
+                      attempts=(), nodes=())
+    inventory = Inventory(model=model, capture=capture, operators=())
+    result = estimate((), inventory, weights, source=estimate_sources(scan.findings, (), weights, scan.root),
+                      model_level=False)
+    return Assessment(tool_version=__version__, model=model, capture=capture, inventory=inventory, target=product,
+                      torch_version=torch_version, kb_version=kb.version, classified=(), estimate=result,
+                      findings=(), weights_source=str(weights.source), seconds=seconds,
+                      effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},
+                      source_scan=scan)
 

@@ -258,6 +258,27 @@ class Activity:
 
 
 @dataclass(frozen=True)
+class SourceEstimate:
+    """One source finding (opassess.source.SourceFinding) costed and placed on the risk grid.
+
+    `operators` are the capture's operators of kind "library" whose source line is this finding's file:line: the
+    same call seen twice, counted here once (their own effort is zero, cost basis "source-finding"). The other way
+    round, `covered_by` names an ordinary captured operator that is this call: it is counted there."""
+
+    finding: Any  # opassess.source.SourceFinding (kept untyped here: the source package imports these records)
+    person_days: Effort
+    risk: Risk
+    basis: str  # how the effort was computed: "custom-dev site [1-2-5] + 1 kernel x [2-4-8] + ..."
+    # The name baselines, gates and the risk grid know the site by, free of line numbers so that an edit above it
+    # changes nothing: "train.py: flash_attn.flash_attn_func (library-call)", "... #2" for the second in the file
+    key: str = ""
+    operators: tuple[str, ...] = ()
+    # The captured operator (not a library stand-in) that is this very call, e.g. F.scaled_dot_product_attention at
+    # the same file:line: the operator carries the verdict and the effort, this site costs 0 and is not shown again
+    covered_by: str | None = None
+
+
+@dataclass(frozen=True)
 class Estimate:
     ops: tuple[OpEstimate, ...]  # sorted by likely effort, largest first
     total: Effort
@@ -273,6 +294,7 @@ class Estimate:
     activities: tuple[Activity, ...] = ()  # model-level lines, in the total
     by_origin: Mapping[str, Effort] = field(default_factory=dict)  # "project" / library / "model-level" -> effort
     profile: str = "default"  # the weights profile used
+    source: tuple[SourceEstimate, ...] = ()  # the source scan's findings, in the total and the risk grid
 
 
 @dataclass(frozen=True)
@@ -312,3 +334,4 @@ class Assessment:
     seconds: Mapping[str, float]  # wall time per stage
     # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
     effort_ranges: Mapping[str, tuple[float, float]] | None = None
+    source_scan: Any = None  # opassess.source.SourceScan when source files were scanned (root, files, skipped)

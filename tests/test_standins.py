@@ -84,11 +84,30 @@ def test_library_operators_are_never_direct_and_cite_their_facts(gpu_only):
     # row 3 maps window_size (sparse_mode=4) but has no counterpart for softcap, which the model passes
     dropped = [r for r in flash.reasons if r.code == "param-limit"]
     assert len(dropped) == 1 and "the route drops softcap" in dropped[0].message
-    assert kernel.category == "custom-dev" and kernel.confidence == "low"
     assert any("third_party_kernel_libs.tsv:21 triton" in r.evidence for r in kernel.reasons)
+    # the launch alone says custom-dev (low); the source scan read the kernel's body (no int64 atomic, no fp64 dot):
+    # the same call takes the site's verdict, so the report gives it one category, and says which site decided
+    assert kernel.category == "param-converted" and kernel.signature_categories == ("param-converted",)
+    decided = [r for r in kernel.reasons if r.code == "source-site"]
+    assert len(decided) == 1 and decided[0].message.startswith(
+        f"the same call as the source site gpu_only.py:{line_of(GPU_ONLY, 'def scale_kernel').rpartition(':')[2]}")
+    assert [r.code for r in flash.reasons][-1] == "source-site"
+    # the scan also reads the model file: each library call is one item, costed once, as the source site it is
     estimated = {e.score.classified.operator.key: e for e in assessment.estimate.ops}
-    assert estimated["triton:scale_kernel"].person_days.likely > 0
-    assert estimated["flash_attn.flash_attn_func"].person_days.likely > 0
+    sites = {key: site for site in assessment.estimate.source for key in site.operators}
+    for key in ("triton:scale_kernel", "flash_attn.flash_attn_func"):
+        assert estimated[key].cost == "source-finding" and estimated[key].person_days.likely == 0
+        assert sites[key].person_days.likely > 0
+    assert (sites["triton:scale_kernel"].finding.kind, sites["flash_attn.flash_attn_func"].finding.line) == \
+        ("triton-kernel", int(line_of(GPU_ONLY, "flash_attn_func(q").rpartition(":")[2]))
+
+
+def test_without_the_source_scan_a_triton_launch_is_custom_dev():
+    """The capture sees the launch, not the body: alone it cannot tell whether triton-ascend compiles the kernel."""
+    assessment = assess(ScanOptions(target=str(GPU_ONLY), project_scan=False))
+    kernel = by_key(assessment)["triton:scale_kernel"]
+    assert kernel.category == "custom-dev" and kernel.confidence == "low"
+    assert not any(r.code == "source-site" for r in kernel.reasons) and assessment.source_scan is None
 
 
 def test_the_report_lists_the_stand_ins_used(gpu_only):
@@ -129,7 +148,9 @@ def test_stand_ins_leave_no_trace(gpu_only):
 def test_an_autotuned_kernel_and_cuda_calls_scan():
     assessment = assess(ScanOptions(target=str(MODELS / "gpu_only_autotuned.py")))
     kernel = by_key(assessment)["triton:relu_kernel"]
-    assert kernel.category == "custom-dev" and kernel.operator.kind == "library"
+    # the scan of the model file read the kernel's body (loads, stores, maximum: nothing triton-ascend lacks)
+    assert kernel.category == "param-converted" and kernel.operator.kind == "library"
+    assert any(r.code == "source-site" for r in kernel.reasons)
     # relu_kernel[grid](y, out, n): y and out are (4, 8); the tuned BLOCK and the heuristic EVEN are not passed
     assert kernel.operator.nodes[0].input_shapes == ((4, 8), (4, 8))
     assert kernel.operator.signatures[0].attrs == {"n": 32, "grid": "callable"}

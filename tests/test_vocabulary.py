@@ -10,7 +10,7 @@ from opassess.kb import load_kb
 from opassess.kb.evidence import CONFIDENCES
 from opassess.score.cost import COST_BASES
 from opassess.trace import METHODS
-from opassess.vocabulary import CAPTURE_STEPS, CATEGORIES, OPERATOR_KINDS, Category
+from opassess.vocabulary import CAPTURE_STEPS, CATEGORIES, NO_CAPTURE, OPERATOR_KINDS, Category
 
 SCHEMA = json.loads((Path(opassess.report.__file__).parent / "assessment.schema.json").read_text(encoding="utf-8"))
 
@@ -41,7 +41,8 @@ def test_schema_operator_kinds_and_capture_steps_are_their_vocabularies():
 
 def test_schema_capture_methods_are_the_capture_registry():
     capture = SCHEMA["properties"]["model"]["properties"]["capture"]["properties"]
-    assert capture["method"]["enum"] == list(METHODS)
+    assert capture["method"]["oneOf"][0]["enum"] == list(METHODS)
+    assert capture["method"]["oneOf"][1]["const"] == NO_CAPTURE  # opassess source: no model, no capture
     assert {a for _, e in _enums(SCHEMA) if "fx" in e for a in e} == set(METHODS)
 
 

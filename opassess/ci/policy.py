@@ -18,7 +18,7 @@ from ..records import Assessment
 from ..report.text import days, days_or
 from ..vocabulary import CATEGORIES, Category, category_rank
 from .diff import Diff
-from .snapshot import OpState, Snapshot, read_snapshot
+from .snapshot import SOURCE_KIND, OpState, Snapshot, read_snapshot
 
 UNKNOWN = "unknown"  # --fail-on unknown: operators the knowledge base does not know
 FAIL_ON = (Category.CUSTOM_DEV.value, Category.PARAM_CONVERTED.value, UNKNOWN)
@@ -99,7 +99,8 @@ def _operator_breaches(pairs: Iterable[tuple[OpState, OpState | None]], policy: 
         if reasons:
             flags = ", ".join(f"--fail-on {value}" for value in policy.fail_on)
             new = "new " if in_diff else ""
-            yield Breach("fail-on", op.op, f"{new}{op.op}: {', '.join(reasons)}, {op.count} call(s){_where(op)} "
+            calls = "a source site" if op.kind == SOURCE_KIND else f"{op.count} call(s)"
+            yield Breach("fail-on", op.op, f"{new}{op.op}: {', '.join(reasons)}, {calls}{_where(op)} "
                                            f"({flags})", op.first_source)
         if policy.max_risk is not None and op.stars is not None and op.stars > policy.max_risk \
                 and (before is None or before.stars is None or before.stars <= policy.max_risk):

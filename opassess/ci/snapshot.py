@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ReportError
 from ..records import Assessment, Effort
+from ..score.cost import SOURCE_FINDING  # an operator's cost basis when a source site carries it
 from ..vocabulary import CATEGORIES
 
 SUPPORTED_FORMAT_VERSIONS = (1,)
@@ -104,6 +105,30 @@ def _effort(value: Any, where: str) -> Effort | None:
         raise ReportError(f"{where}: expected {{low, likely, high}} person-days, got {value!r}") from exc
 
 
+SOURCE_KIND = "source"  # OpState.kind of a source finding (a site in the code, not a captured operator)
+NOTE_KINDS = ("precision-note", "no-op")  # source findings that are notes, not work: not compared, never gated
+
+
+def _source_states(findings: Any, origin: str) -> list[OpState]:
+    """Source findings as the states diffs, gates and portfolios compare: one per site, named by its line-free key,
+    notes (precision notes, no-ops) left out."""
+    states = []
+    for index, finding in enumerate(findings):
+        where = f"{origin}: source_findings[{index}]"
+        if finding.get("kind") in NOTE_KINDS or finding.get("covered_by"):  # notes; sites an operator carries
+            continue
+        category = finding.get("category")
+        if category not in CATEGORIES:
+            raise ReportError(f"{where}: unknown category {category!r}")
+        states.append(OpState(
+            op=finding.get("key") or f"{finding['file']}:{finding['line']} {finding.get('subject', '')}",
+            kind=SOURCE_KIND, category=category, known=True, count=1,
+            person_days=_effort(finding.get("person_days"), where), stars=(finding.get("risk") or {}).get("stars"),
+            composite=None, sources=(f"{finding['file']}:{finding['line']}",), signatures=(),
+            replacement=finding.get("npu_route") or None))
+    return states
+
+
 def _from_document(document: Any, origin: str) -> Snapshot:
     if not isinstance(document, Mapping):
         raise ReportError(f"{origin}: not an opassess JSON report (expected an object)")
@@ -117,6 +142,8 @@ def _from_document(document: Any, origin: str) -> Snapshot:
         operators = []
         for index, op in enumerate(document["operators"]):
             where = f"{origin}: operators[{index}] ({op.get('op', '?')})"
+            if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: compared and gated as that site
+                continue
             category = op.get("category")
             if category is not None and category not in CATEGORIES:
                 raise ReportError(f"{where}: unknown category {category!r}")
@@ -135,6 +162,7 @@ def _from_document(document: Any, origin: str) -> Snapshot:
                                  for s in op.get("signatures") or ()),
                 replacement=op.get("replacement"),
             ))
+        operators += _source_states(document.get("source_findings") or (), origin)
         return Snapshot(source=model["source"], class_name=model.get("class", ""),
                         total=_effort(summary.get("person_days"), f"{origin}: summary"),
                         operators=tuple(operators), origin=origin, entry=str(model.get("entry") or ""),

@@ -1,6 +1,6 @@
 """The command line: parses flags, calls the library, picks a reporter, writes; the one place that prints and exits.
 
-Each command lives in its own module (scan, diff, kb, calibrate); every one of them runs its work inside
+Each command lives in its own module (scan, source, diff, kb, calibrate); every one of them runs its work inside
 `reporting_errors` (cli/errors.py), the one place exceptions become messages and exit codes:
 0 ok; 1 an error in the input or the scan (one line, no traceback unless --debug); 2 bad command-line usage;
 3 a CI policy was breached.
@@ -14,6 +14,7 @@ from .diff import diff_command
 from .errors import reporting_errors
 from .kb import explain, kb_app
 from .scan import pick_format, scan
+from .source import source_command
 
 __all__ = ["app", "main", "pick_format", "reporting_errors"]
 
@@ -25,6 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("scan")(scan)
+app.command("source")(source_command)
 app.command("diff")(diff_command)
 app.add_typer(kb_app, name="kb", help="Show or refresh the knowledge base of Ascend NPU facts.")
 app.command("explain")(explain)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..kb.describe import format_entry, format_error_list, format_errors_in_text, format_import, format_summary
+from ..kb.describe import format_error_list, format_errors_in_text, format_import, format_summary
 from ..kb.store import load_kb, user_kb_dir
 from ..kb.wheel_import import import_wheel
 from .errors import reporting_errors
@@ -41,16 +41,19 @@ def kb_summary(ctx: typer.Context, kb_dir: KbDir = None) -> None:
 def kb_show(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(
-        help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms ...")],
+        help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms, flash_attn.flash_attn_func, "
+             "torch.cuda.synchronize, tl.atomic_add ...")],
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
     kb_dir: KbDir = None,
 ) -> None:
-    """Show one entry of the knowledge base."""
+    """Show one entry of the knowledge base, and what the source-level facts say about it (kernel libraries, CUDA
+    APIs, transfer_to_npu's patches, triton-ascend's limits)."""
+    from ..source.describe import format_entry_with_source
     from ..trace.decompose import decomposition  # imports the tracer: only `kb show` needs it
 
     with _errors():
-        typer.echo(format_entry(load_kb(kb_dir or ctx.obj), name, torch_npu, decomposition))
+        typer.echo(format_entry_with_source(load_kb(kb_dir or ctx.obj), name, torch_npu, decomposition))
 
 
 @kb_app.command("import")

@@ -112,6 +112,11 @@ def scan(
              "skeleton, and the list of operators to verify numerically.")] = None,
     kb: Annotated[Path | None, typer.Option(
         "--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
+    source: Annotated[list[Path] | None, typer.Option(
+        "--source", help="Also scan this folder or file statically for GPU-specific code (CUDA APIs, kernel "
+                         "libraries, Triton and CUDA kernels, extensions) and report its sites with the model's "
+                         "operators (repeatable). The model file and the project files it imports are scanned "
+                         "anyway.")] = None,
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
@@ -178,7 +183,7 @@ def scan(
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
-            train=train, amp=amp, profile=profile,
+            train=train, amp=amp, profile=profile, source=tuple(str(p) for p in source or ()),
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:
@@ -231,8 +236,10 @@ def _check_values(capture: str | None, profile: str) -> None:
                                      param_hint="'--capture'")
 
 
-def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet, handoff=None) -> None:
-    """One model, in this process: report, baseline diff, step summary, gates."""
+def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet, handoff=None,
+              run=None) -> None:
+    """One model, in this process (or, with `run`, what it assesses: `opassess source`): report, baseline diff, step
+    summary, gates."""
     from ..ci.diff import diff_snapshots
     from ..ci.policy import evaluate
     from ..ci.snapshot import read_snapshot
@@ -250,7 +257,7 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
         writable_target(Path(output))
     # The model's own code runs inside assess(): whatever it prints goes to stderr, so stdout carries the report only.
     with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
-        assessment = assess(options, progress)
+        assessment = (run or assess)(options, progress)
     view = build_view(assessment, options.language)  # the one JSON document: report, snapshot and gates read it
     after = read_snapshot(view.document)
     diff = diff_snapshots(before, after) if before is not None else None

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..kb.evidence import evidence_order
 from ..records import Assessment, Capture, ClassifiedOp, Effort
-from ..vocabulary import CATEGORIES, Category
+from ..vocabulary import CATEGORIES, NO_CAPTURE, Category
 from .charts import _num, pareto_chart
 from .display_records import (
     AtenRow,
@@ -40,6 +40,7 @@ from .document import Row
 from .i18n import DEFAULT, N_, number, translations
 from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shorten_paths, shown_source
 from .reasons import reason_rows, signature_rows
+from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
@@ -371,5 +372,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
         actions=action_items(document, assessment.findings),
         evidence_order=evidence_order(assessment.target),
+        source=source_section(document, _),
+        source_only=capture.method == NO_CAPTURE,
     )
 

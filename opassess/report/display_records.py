@@ -335,6 +335,8 @@ class Display(Record):
     zero_cost: tuple[str, ...] = ()  # operators that put no work on the device
     validation_block: tuple[str, ...] = ()  # direct operators that share the validation activity
     actions: tuple[ActionItem, ...] = ()  # what to do, in every format
+    source: Any = None  # report.source_view.SourceSection: the source scan's sites; None when it found nothing
+    source_only: bool = False  # `opassess source`: no model was loaded, the header says so
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)

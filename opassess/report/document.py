@@ -219,6 +219,8 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "by_module": by_module,
         "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
                       "source": f.source, "npu_api": f.npu_api, "effect": f.effect} for f in assessment.findings],
+        "source_findings": source_findings_doc(assessment),
+        "source": _source_scan_doc(assessment.source_scan),
         "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,
                                "modules": list(r.operator.modules), "source": list(r.operator.sources)}
                               for r in unknown],
@@ -226,6 +228,44 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
     }
 
 
+
+
+def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
+    """One entry per source finding (file relative to the scanned root): where, what, route, evidence, effort, risk."""
+    est = assessment.estimate
+    items = est.source if est is not None else ()
+    if not items and assessment.source_scan is not None:  # scanned but not estimated: the facts without effort
+        items = [(f, None) for f in assessment.source_scan.findings]
+    else:
+        items = [(item.finding, item) for item in items]
+    out = []
+    for finding, item in items:
+        doc: dict[str, Any] = {
+            "file": finding.file, "line": finding.line, "code": finding.code, "kind": finding.kind,
+            "category": str(finding.category), "subject": finding.subject, "npu_route": finding.npu_route,
+            "evidence": list(finding.evidence), "confidence": finding.confidence,
+            "person_days": effort_doc(item.person_days) if item else None,
+            "key": item.key if item else None,
+            "basis": item.basis if item else None,
+            "risk": {"likelihood": item.risk.likelihood, "impact": item.risk.impact, "stars": item.risk.stars,
+                     "signals": list(item.risk.signals)} if item else None,
+            "operators": list(item.operators) if item else [],
+            "covered_by": item.covered_by if item else None,
+        }
+        if finding.size is not None:
+            doc["size"] = {"lines": finding.size.lines, "kernels": finding.size.kernels,
+                           "apis": list(finding.size.apis)}
+        if finding.notes:
+            doc["notes"] = list(finding.notes)
+        out.append(doc)
+    return out
+
+
+def _source_scan_doc(scan: Any) -> dict[str, Any] | None:
+    if scan is None:
+        return None
+    return {"root": scan.root, "files": list(scan.files), "lines": scan.lines,
+            "skipped": [{"file": s.file, "reason": s.reason} for s in scan.skipped]}
 
 
 def build_document(assessment: Assessment) -> dict[str, Any]:

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..records import Effort, Estimate, Finding
-from ..score.cost import _LIBRARY, MODEL_LEVEL, PROJECT  # _LIBRARY: '.../site-packages/' + the package (group 1)
+
+# _LIBRARY: '.../site-packages/' + the package (group 1)
+from ..score.cost import _LIBRARY, MODEL_LEVEL, PROJECT, SOURCE_FINDING
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, OriginRow
 from .text import days, days_range, percent, share
@@ -117,12 +119,15 @@ def group_repeats(by_module: Mapping[str, Effort], module_types: Mapping[str, st
 
 
 def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tuple[ActionItem, ...]:
-    """One item per operator that needs work (not direct, or costed on its own) and per performance finding, with
-    what to do: the replacement, the kernel to write, who owns the code."""
+    """One item per operator that needs work (not direct, or costed on its own), per source site that needs a hand
+    edit or a port, and per performance finding, with what to do: the replacement, the route, the kernel to write,
+    who owns the code."""
     items = []
     for op in document["operators"]:
         category = op.get("category")
         if category in (None, Category.DIRECT) and op.get("cost") != "per-operator":
+            continue
+        if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: its item is the site's, below
             continue
         days_text = f"{days(op['person_days']['likely'])} person-days" if op.get("person_days") else ""
         if op.get("replacement"):
@@ -138,6 +143,7 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
         owner = "" if origin == PROJECT else f" (in {origin}: upstream code)"
         items.append(ActionItem(kind=category or "unclassified", subject=op["op"], action=action + owner,
                                 days_text=days_text))
+    items += _site_actions(document)
     for finding in findings:
         if finding.kind == "compute":
             continue
@@ -146,6 +152,30 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
         action = f"adopt {finding.npu_api}" if finding.npu_api else advice
         items.append(ActionItem(kind=finding.kind, subject=finding.title, action=action, days_text=""))
     return tuple(items)
+
+
+SITES_NAMED = 3  # sites named per action item of the source scan; the count says how many more
+
+
+def _site_actions(document: Mapping[str, Any]) -> list[ActionItem]:
+    """The source scan's sites that are work (not direct, not notes), one item per subject, kind, category and route
+    (a tree calling DataParallel in 40 files is one edit to learn, 40 to make): the first sites named, the count and
+    the summed person-days."""
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
+    for site in document.get("source_findings") or ():
+        if site["category"] == Category.DIRECT or not (site.get("person_days") or {}).get("likely"):
+            continue
+        groups.setdefault((site["category"], site["subject"], site["kind"], site["npu_route"]), []).append(site)
+    items = []
+    for (category, subject, _kind, route), sites in groups.items():
+        where = ", ".join(f"{s['file']}:{s['line']}" for s in sites[:SITES_NAMED])
+        if len(sites) > SITES_NAMED:
+            where += f" and {len(sites) - SITES_NAMED} more"
+        total = sum(s["person_days"]["likely"] for s in sites)
+        items.append(ActionItem(kind=category, subject=f"{subject} at {where}" if len(sites) > 1 else
+                                f"{where} {subject}", action=route.rstrip(".") or "no NPU route: rewrite it",
+                                days_text=f"{days(total)} person-days"))
+    return items
 
 
 def wrap(text: str, width: int, indent: str = "") -> list[str]:

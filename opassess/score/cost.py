@@ -18,7 +18,8 @@ from .weights import ACTIVITY_UNITS, EffortRules, Weights
 ZERO_COST = "zero-cost"  # puts no work on the device: views, metadata, nothing dispatched
 VALIDATION_BLOCK = "validation-block"  # direct, a kernel, no tripped limit: a share of the validation block
 PER_OPERATOR = "per-operator"  # its category's range
-COST_BASES = (ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR)
+SOURCE_FINDING = "source-finding"  # a library call the source scan found at the same line: costed there, once
+COST_BASES = (ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR, SOURCE_FINDING)
 
 PROJECT = "project"  # the origin of operators whose source lines lie in the project's own code
 MODEL_LEVEL = "model-level"  # the by_origin key of the model-level activities

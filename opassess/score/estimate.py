@@ -2,18 +2,20 @@
 a roll-up per module, and each operator's cell on the 5x5 likelihood-by-impact risk grid."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
 
-from ..records import Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk
+from ..records import Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk, SourceEstimate
 from ..vocabulary import CATEGORIES
 from .cost import (
     MODEL_LEVEL,
     NO_EFFORT,
     PER_OPERATOR,
     PROJECT,
+    SOURCE_FINDING,
     VALIDATION,
     VALIDATION_BLOCK,
     activities,
@@ -28,7 +30,8 @@ from .weights import RISK_LEVELS, Weights
 
 
 def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
-             findings: Sequence[Finding] = (), *, signals: Mapping[str, OpSignals] | None = None) -> Estimate:
+             findings: Sequence[Finding] = (), *, signals: Mapping[str, OpSignals] | None = None,
+             source: Sequence[SourceEstimate] = (), model_level: bool = True) -> Estimate:
     """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid.
 
     Each operator is costed by its basis (cost.cost_basis): zero-cost operators 0, validation-block operators an
@@ -38,12 +41,17 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     `findings` are the ones the scores were computed with: a dynamic-shape finding raises an operator's likelihood
     and performance findings scale the performance-tuning line. `signals` (signals.measure_all, the ones the
     scores read) may be passed in when the caller already measured them.
+    `source` (score.source_cost.estimate_sources) are the source scan's sites: their person-days join the total, the
+    simulation, by_category and the project's origin, their cells the risk grid (notes, costing 0, stay off it);
+    operators a site links cost nothing here (basis source-finding), so one call is counted once. Without a model
+    (`opassess source`), model_level=False leaves out the model-level activities.
     """
     if signals is None:
         signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
     dispatch_seen = any(node.aten for node in inventory.capture.nodes)
     bases = {s.classified.operator.key: cost_basis(s.classified, weights.effort, dispatch_seen) for s in scores}
-    lines = activities(activity_units(scores, bases, signals, findings, weights), weights)
+    bases.update({key: SOURCE_FINDING for item in source for key in item.operators if key in bases})
+    lines = activities(activity_units(scores, bases, signals, findings, weights), weights) if model_level else ()
     validation = next((line.person_days for line in lines if line.name == VALIDATION), NO_EFFORT)
     in_block = sum(1 for basis in bases.values() if basis == VALIDATION_BLOCK)
     block_share = Effort(validation.low / in_block, validation.likely / in_block,
@@ -62,16 +70,21 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     own = [e for s, e, _ in ranked if bases[s.classified.operator.key] == PER_OPERATOR]
     model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
     block = [validation] if in_block else []
-    total = sum([*own, *model_level, *block], NO_EFFORT)
+    sites = [item.person_days for item in source if item.covered_by is None]
+    total = sum([*own, *model_level, *block, *sites], NO_EFFORT)
     pareto = _pareto(ranked, sum((e for _, e, _ in ranked), NO_EFFORT), weights.estimate.pareto_share)
     ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto,
                            cost=bases[s.classified.operator.key], origin=main_origin(s.classified.operator))
                 for s, e, r in ranked)
-    p10, p50, p90 = _simulate([*own, *model_level, *block], weights)
+    p10, p50, p90 = _simulate([*own, *model_level, *block], weights, [e for e in sites if e.high > 0])
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
-        grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
+        if op.cost != SOURCE_FINDING:  # a library call a source site carries sits on the grid as that site
+            grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
+    for item in source:
+        if not item.finding.effort_free and item.covered_by is None:
+            grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)
     return Estimate(
         ops=ops,
         total=total,
@@ -84,15 +97,18 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
                 f"lows and highs, so low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely "
                 f"is the sum of the most likely values and sits below P50 when ranges are skewed to the right; "
                 f"by_module splits each operator's effort evenly across its occurrences' module paths; "
-                f"profile {weights.profile!r}: figures are assumptions until calibrated"),
+                + (f"{len(sites)} source site(s) drawn like operators (30 or more with one range: their sum as "
+                   f"one normal); " if sites else "")
+                + f"profile {weights.profile!r}: figures are assumptions until calibrated"),
         pareto_ops=tuple(pareto),
         pareto_share_of_types=len(pareto) / len(ops) if ops else 0.0,
-        by_category=MappingProxyType(_by_category(ops)),
+        by_category=MappingProxyType(_by_category(ops, source)),
         by_module=MappingProxyType(_by_module(ops)),
         risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in grid),
         activities=lines,
-        by_origin=MappingProxyType(_by_origin(ops, model_level)),
+        by_origin=MappingProxyType(_by_origin(ops, model_level, sites)),
         profile=weights.profile,
+        source=tuple(source),
     )
 
 
@@ -178,41 +194,70 @@ def _pareto(ranked: list, total: Effort, share: float) -> list[str]:
     return chosen
 
 
-def _simulate(efforts: list[Effort], weights: Weights) -> tuple[float, float, float]:
+SUM_AS_NORMAL = 30  # source sites sharing one range, this many or more: their sum is drawn as one normal
+
+
+def _pert(e: Effort, rules) -> tuple[float, float]:
+    width = e.high - e.low
+    return (1 + rules.pert_lambda * (e.likely - e.low) / width, 1 + rules.pert_lambda * (e.high - e.likely) / width)
+
+
+def _simulate(efforts: list[Effort], weights: Weights, sites: Sequence[Effort] = ()) -> tuple[float, float, float]:
     """P10, P50 and P90 of the total: each operator drawn from its PERT-beta distribution, summed, with a fixed seed.
 
     PERT-beta on [low, high] with mode likely: alpha = 1 + lambda (likely - low) / (high - low),
     beta = 1 + lambda (high - likely) / (high - low); e.g. 1, 2, 4 with lambda 4: alpha 2.33, beta 3.67.
+    Source sites are drawn after the rest, the same way, except that n >= SUM_AS_NORMAL sites with the same range
+    (a big tree repeats a few kinds of edit thousands of times) are drawn as one normal with n times the PERT mean
+    and variance (the sum's central-limit form: mean low + width a / (a + b), variance width^2 a b / ((a + b)^2
+    (a + b + 1))), clipped to [n low, n high]; 14,000 sites then cost a few draws, not 14,000.
     """
-    if not efforts:
+    if not efforts and not sites:
         return 0.0, 0.0, 0.0
     rules = weights.estimate
     rng = np.random.default_rng(rules.seed)
     totals = np.zeros(rules.samples)
-    for e in efforts:
+    groups = Counter(sites)
+    singles = [e for e, n in groups.items() if n < SUM_AS_NORMAL for _ in range(n)]
+    for e in [*efforts, *singles]:
         width = e.high - e.low
         if width <= 1e-12:
             totals += e.likely
             continue
-        alpha = 1 + rules.pert_lambda * (e.likely - e.low) / width
-        beta = 1 + rules.pert_lambda * (e.high - e.likely) / width
+        alpha, beta = _pert(e, rules)
         totals += e.low + width * rng.beta(alpha, beta, rules.samples)
+    for e, n in groups.items():
+        if n < SUM_AS_NORMAL:
+            continue
+        width = e.high - e.low
+        if width <= 1e-12:
+            totals += n * e.likely
+            continue
+        a, b = _pert(e, rules)
+        mean = e.low + width * a / (a + b)
+        variance = width * width * a * b / ((a + b) ** 2 * (a + b + 1))
+        totals += np.clip(rng.normal(n * mean, (n * variance) ** 0.5, rules.samples), n * e.low, n * e.high)
     p10, p50, p90 = np.percentile(totals, [10, 50, 90])
     return float(p10), float(p50), float(p90)
 
 
-def _by_category(ops: Sequence[OpEstimate]) -> dict[str, Effort]:
+def _by_category(ops: Sequence[OpEstimate], source: Sequence[SourceEstimate] = ()) -> dict[str, Effort]:
     totals = {category: Effort(0.0, 0.0, 0.0) for category in CATEGORIES}
     for op in ops:
         totals[op.score.classified.category] = totals[op.score.classified.category] + op.person_days
+    for item in source:
+        category = str(item.finding.category)
+        totals[category] = totals[category] + item.person_days
     return totals
 
 
-def _by_origin(ops: Sequence[OpEstimate], model_level: Sequence[Effort]) -> dict[str, Effort]:
+def _by_origin(ops: Sequence[OpEstimate], model_level: Sequence[Effort], sites: Sequence[Effort] = ()
+               ) -> dict[str, Effort]:
     """Effort by where the code lives: each operator's effort split by its occurrences' origins (the project, or the
     upstream library), and the model-level activities under MODEL_LEVEL (`model_level`: their efforts, the validation
-    line left out when the block shares already carry it). The values add up to the total."""
-    totals: dict[str, Effort] = {PROJECT: NO_EFFORT}
+    line left out when the block shares already carry it); source sites are the project's. The values add up to the
+    total."""
+    totals: dict[str, Effort] = {PROJECT: sum(sites, NO_EFFORT)}
     for op in ops:
         e = op.person_days
         for origin, part in origin_shares(op.score.classified.operator).items():

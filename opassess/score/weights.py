@@ -210,6 +210,25 @@ class CalibrationRules:
 
 
 @dataclass(frozen=True)
+class SourceRules:
+    """[source]: person-days per site the source scan finds, and where such a site sits on the risk grid.
+
+    Each effort is a (low, likely, high) triple; kernels (`kernel_kinds`) add per kernel and per 100 lines of their
+    size on top of their category's triple."""
+
+    effort: Mapping[str, tuple[float, float, float]]  # category -> per site
+    per_kernel: Mapping[str, tuple[float, float, float]]  # category -> per kernel of a sized kernel site
+    per_100_lines: Mapping[str, tuple[float, float, float]]  # category -> per 100 lines of it
+    kernel_kinds: tuple[str, ...]
+    impact: int  # a site's impact level (its share of compute is not measured)
+    kernel_impact: int  # a kernel's impact level: it is on the hot path when it exists at all
+    low_confidence: int  # likelihood steps added when the route is matched by name only (confidence low)
+    # the same edit again (same subject, kind and category, not a sized kernel): this fraction of the first site's
+    # effort; 1.0 prices every site in full
+    repeat: float = 1.0
+
+
+@dataclass(frozen=True)
 class Weights:
     """The whole scoring model, validated; `source` names the file(s) it came from, `profile` the shipped profile."""
 
@@ -223,3 +242,4 @@ class Weights:
     calibration: CalibrationRules
     activities: tuple[ActivityRule, ...] = ()
     profile: str = "default"
+    source_rules: SourceRules | None = None  # [source]; None only in weights built in code without a [source] table

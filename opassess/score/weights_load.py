@@ -39,6 +39,7 @@ from .weights import (
     RiskRules,
     ShapeMatchRules,
     SignalRules,
+    SourceRules,
     StarRules,
     VersionRules,
     Weights,
@@ -164,6 +165,7 @@ def _build(root: TomlTable, source: str) -> Weights:
         risk=_risk(root.table("risk")),
         calibration=_calibration(root.table("calibration")),
         activities=_activities(root.table("activities")),
+        source_rules=_source(root.table("source")),
     )
     root.finish()
     return weights
@@ -334,3 +336,35 @@ def _activities(table: TomlTable) -> tuple[ActivityRule, ...]:
         rules.append(rule)
     table.finish()
     return tuple(rules)
+
+
+def _triple(table: TomlTable, key: str) -> tuple[float, float, float]:
+    """[low, likely, high] person-days, low <= likely <= high."""
+    values = table.numbers(key)
+    if len(values) != 3 or not values[0] <= values[1] <= values[2]:
+        raise table.error(key, f"expected [low, likely, high] with low <= likely <= high, got {list(values)}")
+    return values[0], values[1], values[2]
+
+
+def _source(table: TomlTable) -> SourceRules:
+    """[source]: a triple per category, per kernel and per 100 lines of a kernel, and the risk levels of a site."""
+    sized = {}
+    for name in ("per_kernel", "per_100_lines"):
+        t = table.table(name)
+        sized[name] = MappingProxyType({category: _triple(t, category) for category in CATEGORIES})
+        t.finish()
+    rules = SourceRules(
+        effort=MappingProxyType({category: _triple(table, category) for category in CATEGORIES}),
+        per_kernel=sized["per_kernel"], per_100_lines=sized["per_100_lines"],
+        kernel_kinds=table.strings("kernel_kinds"), impact=_level(table, "impact"),
+        kernel_impact=_level(table, "kernel_impact"), low_confidence=table.integer("low_confidence"),
+        repeat=table.number("repeat", 1.0))
+    from ..source.records import KINDS  # the scan's vocabulary of kinds
+
+    if rules.repeat > 1:
+        raise table.error("repeat", f"{rules.repeat:g} is above 1: a repeated edit costs at most what the first did")
+    unknown = [kind for kind in rules.kernel_kinds if kind not in KINDS]
+    if unknown:
+        raise table.error("kernel_kinds", f"unknown finding kind {unknown[0]!r}: expected some of {', '.join(KINDS)}")
+    table.finish()
+    return rules

@@ -1,4 +1,5 @@
-"""CSV report: one row per operator type, for spreadsheets (written through pandas)."""
+"""CSV report: one row per operator type, then one per source site (kind 'source:<kind>'), for spreadsheets
+(written through pandas)."""
 from __future__ import annotations
 
 from typing import Any
@@ -54,6 +55,28 @@ def _row(op: dict[str, Any], training: bool = False) -> dict[str, Any]:
     }
 
 
+def shown_sites(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The source findings a report lists on their own: not those a captured operator is (covered_by)."""
+    return [site for site in document.get("source_findings") or () if not site.get("covered_by")]
+
+
+def _source_row(site: dict[str, Any]) -> dict[str, Any]:
+    """A source site in the operator columns: op its subject, kind 'source:<kind>', source 'file:line', replacement
+    its NPU route, reasons its evidence and notes."""
+    row = _row(_EMPTY)
+    days = site.get("person_days") or {}
+    risk = site.get("risk") or {}
+    row.update({"op": site["subject"], "kind": f"source:{site['kind']}", "category": site["category"], "known": True,
+                "count": 1, "signatures": 0, "person_days_low": days.get("low"),
+                "person_days_likely": days.get("likely"), "person_days_high": days.get("high"),
+                "risk_likelihood": risk.get("likelihood"), "risk_impact": risk.get("impact"),
+                "risk_stars": risk.get("stars"), "replacement": site["npu_route"], "aten": "", "step": "",
+                "source": f"{site['file']}:{site['line']}",
+                "reasons": SEPARATOR.join([*site.get("evidence", ()), *site.get("notes", ())]),
+                "confidence": site.get("confidence")})
+    return row
+
+
 @register("csv", extension=".csv", description="one row per operator type, for spreadsheets")
 def render_csv(view: dict[str, Any], context: RenderContext) -> str:
     """Operators in report order (largest effort first); list cells joined with '; '."""
@@ -62,6 +85,7 @@ def render_csv(view: dict[str, Any], context: RenderContext) -> str:
     document = view["document"]
     training = document["model"]["capture"].get("step") == "train"
     rows = [{key: _inert(value) for key, value in _row(op, training).items()} for op in document["operators"]]
+    rows += [{key: _inert(value) for key, value in _source_row(site).items()} for site in shown_sites(document)]
     frame = pd.DataFrame(rows, columns=list(_row(_EMPTY).keys()))
     return frame.to_csv(index=False, lineterminator="\n")
 

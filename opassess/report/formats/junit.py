@@ -1,4 +1,5 @@
-"""JUnit XML report: one test case per operator type (failed when it breaches the CI policy) for CI dashboards."""
+"""JUnit XML report: one test case per operator type and per source site (failed when it breaches the CI policy) for
+CI dashboards."""
 from __future__ import annotations
 
 import re
@@ -6,6 +7,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from ..registry import RenderContext, register
+from ..source_view import NOTE_KINDS
 from ..text import days_detail, inert, step_text
 
 MODEL_CASE = "(model) estimated effort"  # the test case that carries --max-person-days
@@ -50,6 +52,18 @@ def _details(op: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _site_details(site: dict[str, Any]) -> str:
+    days, risk = site.get("person_days"), site.get("risk")
+    lines = [f"source site: {site['file']}:{site['line']}: {site['code']}",
+             f"category: {site['category']}, confidence {site.get('confidence')}", f"route: {site['npu_route']}",
+             *(f"note: {n}" for n in site.get("notes") or ()), "evidence: " + "; ".join(site.get("evidence") or ())]
+    if days:
+        lines.append(f"person-days: {days_detail(days['likely'], days['low'], days['high'])}")
+    if risk:
+        lines.append(f"risk: {risk['stars']} stars (likelihood {risk['likelihood']}, impact {risk['impact']})")
+    return "\n".join(lines) + "\n"
+
+
 def _case(parent: ET.Element, class_name: str, name: str, failures: list[Any], output: str) -> None:
     case = ET.SubElement(parent, "testcase", {"classname": _text(class_name), "name": _text(name), "time": "0"})
     if failures:
@@ -72,8 +86,11 @@ def render_junit(view: dict[str, Any], context: RenderContext) -> str:
     for breach in context.breaches:
         by_op.setdefault(breach.op, []).append(breach)
     operators = document["operators"]
-    tests = len(operators) + 1
-    failed = sum(1 for op in operators if by_op.get(op["op"])) + (1 if by_op.get(None) else 0)
+    sites = [site for site in document.get("source_findings") or ()  # work only: notes and covered sites aside
+             if site["kind"] not in NOTE_KINDS and not site.get("covered_by")]
+    tests = len(operators) + len(sites) + 1
+    failed = sum(1 for op in operators if by_op.get(op["op"])) + (1 if by_op.get(None) else 0) \
+        + sum(1 for site in sites if by_op.get(site.get("key")))
     seconds = sum(document.get("seconds", {}).values())
     suites = ET.Element("testsuites", {"name": "opassess", "tests": str(tests), "failures": str(failed),
                                        "errors": "0", "time": f"{seconds:.3f}"})
@@ -86,6 +103,9 @@ def render_junit(view: dict[str, Any], context: RenderContext) -> str:
         ET.SubElement(properties, "property", {"name": name, "value": _text(value)})
     for op in operators:
         _case(suite, class_name, op["op"], by_op.get(op["op"], []), _details(op))
+    for site in sites:
+        _case(suite, class_name, site.get("key") or f"{site['file']}:{site['line']} {site['subject']}",
+              by_op.get(site.get("key"), []), _site_details(site))
     total = document["summary"].get("person_days")
     summary = (f"person-days: {days_detail(total['likely'], total['low'], total['high'])}\n" if total
                else "not estimated\n")

@@ -1,5 +1,5 @@
-"""SARIF 2.1.0 report: every custom-dev or param-converted operator a result located at its source line, for code
-scanning (GitHub's upload-sarif, GitLab, IDE viewers)."""
+"""SARIF 2.1.0 report: every custom-dev or param-converted operator a result located at its source line, and every
+such source site at its file and line, for code scanning (GitHub's upload-sarif, GitLab, IDE viewers)."""
 from __future__ import annotations
 
 import json
@@ -28,7 +28,21 @@ RULES = (
              "them or switch to the torch_npu replacement named in the result.",
      "level": "note"},
 )
-_RULE_INDEX = {rule["id"]: index for index, rule in enumerate(RULES)}
+SOURCE_RULES = (  # the source scan's sites: a line of GPU code, not an operator
+    {"id": f"source/{Category.CUSTOM_DEV.value}", "name": "CustomDevelopmentSourceSite",
+     "short": "GPU-specific code with no route to the Ascend NPU",
+     "full": "A CUDA / Triton kernel, kernel-library call or CUDA API the NPU has no counterpart for: port it "
+             "(Ascend C, "
+             "a triton-ascend rewrite) or change the code to avoid it. The result names the table row behind it.",
+     "level": "warning"},
+    {"id": f"source/{Category.PARAM_CONVERTED.value}", "name": "ParameterConvertedSourceSite",
+     "short": "GPU-specific code that needs a hand edit with a known route to the Ascend NPU",
+     "full": "transfer_to_npu does not handle this line, but a route is known (hccl, DDP, a torch_npu op, "
+             "triton-ascend): "
+             "the result names it and the arguments it drops.",
+     "level": "note"},
+)
+_RULE_INDEX = {rule["id"]: index for index, rule in enumerate((*RULES, *SOURCE_RULES))}
 
 
 def _effort_range(view: Any, category: str) -> str | None:
@@ -114,6 +128,50 @@ def _result(op: dict[str, Any], source: str | None, model_source: str, breached:
     return result
 
 
+def _repo_path(root: str, file: str) -> str:
+    """A source site's file as the checkout sees it: relative to the working directory when the scanned root lies
+    under it (`opassess source src/` run from the checkout: 'src/train.py'), else absolute."""
+    import os
+    from pathlib import Path
+
+    path = Path(root) / file
+    try:
+        return path.relative_to(Path(os.getcwd()).resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _source_results(document: dict[str, Any], model_source: str, breaches: dict[str, list[str]]
+                    ) -> list[dict[str, Any]]:
+    """One result per custom-dev or param-converted source site, at its file and line (region startLine)."""
+    root = (document.get("source") or {}).get("root") or "."
+    results = []
+    for site in document.get("source_findings") or ():
+        rule = f"source/{site['category']}"
+        if rule not in _RULE_INDEX or site.get("covered_by"):
+            continue
+        days = site.get("person_days") or {}
+        parts = [f"{site['subject']} ({site['kind']}) is {site['category']} for the Ascend NPU",
+                 f"route: {site['npu_route'].rstrip('.')}", *[n.rstrip(".") for n in site.get("notes") or ()],
+                 f"evidence: {', '.join(site.get('evidence') or ())}"]
+        if days:
+            parts.append(f"estimated {days_detail(days['likely'], days['low'], days['high'], ' person-days')}")
+        breached = breaches.get(site.get("key") or "", [])
+        text = "; ".join(parts) + "." + (" Policy: " + " ".join(breached) if breached else "")
+        results.append({
+            "ruleId": rule, "ruleIndex": _RULE_INDEX[rule],
+            "level": "error" if breached else SOURCE_RULES[_RULE_INDEX[rule] - len(RULES)]["level"],
+            "message": {"text": text},
+            "locations": [_location(f"{_repo_path(root, site['file'])}:{site['line']}")],
+            "partialFingerprints": {"opassessSource/v1": f"{model_source}|{site.get('key') or site['subject']}"},
+            "properties": {"subject": site["subject"], "kind": site["kind"], "category": site["category"],
+                           "confidence": site.get("confidence"), "personDays": site.get("person_days"),
+                           "riskStars": (site.get("risk") or {}).get("stars"), "npuRoute": site["npu_route"],
+                           "evidence": list(site.get("evidence") or ()), "code": site["code"]},
+        })
+    return results
+
+
 @register("sarif", extension=".sarif", description="SARIF 2.1.0: custom-dev and param-converted operators at their "
                                                    "source lines, for code scanning")
 def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
@@ -142,9 +200,11 @@ def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
                 placed[where].append(source)
         for where, library in placed.items():
             results.append(_result(op, where, model_source, breaches.get(op["op"], []), library))
+    results += _source_results(document, model_source, breaches)
     rules = [{"id": r["id"], "name": r["name"], "shortDescription": {"text": _short(r, _effort_range(view, r["id"]))},
               "fullDescription": {"text": r["full"]}, "defaultConfiguration": {"level": r["level"]},
-              "help": {"text": r["full"]}, "properties": {"tags": ["ascend", "npu", "migration"]}} for r in RULES]
+              "help": {"text": r["full"]}, "properties": {"tags": ["ascend", "npu", "migration"]}}
+             for r in (*RULES, *SOURCE_RULES)]
     run = {
         "tool": {"driver": {"name": document["tool"]["name"], "version": document["tool"]["version"],
                             "rules": rules}},

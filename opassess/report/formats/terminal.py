@@ -18,6 +18,8 @@ CATEGORY_STYLE = {Category.DIRECT: "green", Category.PARAM_CONVERTED: "yellow", 
 HEAT_STYLE = {"low": "on dark_green", "moderate": "black on yellow", "high": "black on dark_orange",
               "critical": "white on red"}
 CELL_NAMES = 2  # operator names shown per risk cell before "+N"
+TERMINAL_SITES = 20  # source notes and skipped files listed in the terminal summary (sites: source_view.LARGEST)
+ROUTE_CHARS = 90  # a source site's NPU route is cut here (the Markdown, HTML and JSON reports have it whole)
 
 
 @functools.cache
@@ -60,12 +62,17 @@ def render_terminal(view: View, context: RenderContext) -> str:
 
     head = Text()
     head.append(model["class_name"], style="bold")
-    head.append("  " + _("%(source)s · %(parameters)s parameters · %(dtype)s · captured with %(method)s on %(device)s")
-                % {"source": model["source"], "parameters": model["parameters_text"], "dtype": model["dtype"],
-                   "method": model["capture_method"], "device": model["device"]})
-    console.print(head)
-    step = model["step_text"]
-    console.print(Text(step[:1].upper() + step[1:], style="" if model["training"] else "dim"))
+    if d["source_only"]:
+        head.append("  " + _("source scan of %s (no model loaded)") % model["source"])
+        console.print(head)
+    else:
+        head.append("  " + _("%(source)s · %(parameters)s parameters · %(dtype)s · captured with %(method)s on "
+                             "%(device)s") % {"source": model["source"], "parameters": model["parameters_text"],
+                                             "dtype": model["dtype"], "method": model["capture_method"],
+                                             "device": model["device"]})
+        console.print(head)
+        step = model["step_text"]
+        console.print(Text(step[:1].upper() + step[1:], style="" if model["training"] else "dim"))
     console.print(Text(_("Assessed against %(target)s, torch_npu %(torch_npu)s, knowledge base %(kb)s")
                        % {"target": d["target"], "torch_npu": d["torch_npu"], "kb": d["kb_version"]}, style="dim"))
     if d["evidence_order"]:
@@ -74,7 +81,7 @@ def render_terminal(view: View, context: RenderContext) -> str:
         if attempt["status"] == "failed":  # why an earlier capture method was not used
             console.print(Text(_("%(method)s capture not used: %(error)s")
                                % {"method": attempt["method"], "error": attempt["error"]}, style="dim"))
-    if model["device_note"]:
+    if model["device_note"] and not d["source_only"]:
         console.print(Text(model["device_note"], style="yellow"))
     if model["stand_ins_text"]:
         console.print(Text(model["stand_ins_text"], style="yellow"))
@@ -103,8 +110,9 @@ def render_terminal(view: View, context: RenderContext) -> str:
     for c in d["categories"]:
         categories.add_row(Text(c["name"], style=CATEGORY_STYLE.get(c["name"], "")), str(c["types"]),
                            str(c["occurrences"]), c["likely_text"], c["range_text"], c["share_text"])
-    console.print(categories)
-    console.print()
+    if not d["source_only"]:  # no operators: the source section below counts the sites per category
+        console.print(categories)
+        console.print()
 
     if d["top_operators"]:
         title = _("Top operators by effort") if d["estimated"] else _("Operators (not estimated)")
@@ -151,6 +159,8 @@ def render_terminal(view: View, context: RenderContext) -> str:
         console.print(grid)
         console.print()
 
+    if d["source"]:
+        _print_source(console, d["source"], _)
     for op in d["operators"]:
         if op["replacement_deprecated"]:
             line = Text(_("Deprecated replacement: "), style="yellow")
@@ -186,7 +196,8 @@ def render_terminal(view: View, context: RenderContext) -> str:
         unknown.append(", ".join(op["op"] for op in d["unknown"]))
         console.print(unknown)
     hint = Text(_("Full report: "), style="dim")
-    hint.append(f"opassess scan {model['source']} -f html -o {d['suggested_html']}")
+    command = "source" if d["source_only"] else "scan"
+    hint.append(f"opassess {command} {model['source']} -f html -o {d['suggested_html']}")
     console.print(hint, soft_wrap=True)
     console.print(Text(_("(also -f md, -f json, -f csv)"), style="dim"))
     console.print()
@@ -195,6 +206,43 @@ def render_terminal(view: View, context: RenderContext) -> str:
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+def _print_source(console: Any, section: Any, _: Any) -> None:
+    """The source scan's sites: work (category, route, person-days, stars), then the notes, then skipped files."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if section["work"]:
+        table = Table(title=_("Source findings: %s") % section["summary"], title_justify="left", show_edge=False,
+                      pad_edge=False)
+        for name, justify in ((_("Site"), "left"), (_("Found"), "left"), (_("Category"), "left"),
+                              (_("NPU route"), "left"), (_("Person-days"), "right"), (_("Risk"), "left")):
+            table.add_column(name, justify=justify, overflow="fold")
+        for row in section["largest"]:
+            found = Text(f"{row['subject']} ({row['kind']})")
+            if row["size_text"]:
+                found.append(f"; {row['size_text']}", style="dim")
+            route = Text(row["route"] if len(row["route"]) <= ROUTE_CHARS else row["route"][:ROUTE_CHARS - 1] + "…")
+            if row["notes_text"]:
+                route.append(f"; {row['notes_text']}", style="yellow")
+            category = Text(row["category"], style=CATEGORY_STYLE.get(row["category"], ""))
+            if row["confidence"] == "low":
+                category.append(" · low", style="dim")
+            table.add_row(Text(row["location"]), found, category, route, row["likely_text"], Text(row["stars_text"]))
+        console.print(table)
+        if len(section["work"]) > len(section["largest"]):
+            console.print(Text(_("%(n)d more sites, each smaller: every site is in the Markdown, HTML and JSON "
+                                 "reports.") % {"n": len(section["work"]) - len(section["largest"])}, style="dim"))
+    else:
+        console.print(Text(_("Source findings: %s") % section["summary"]))
+    for row in section["notes"][:TERMINAL_SITES]:
+        console.print(Text(_("Note (no work): %(site)s %(subject)s: %(route)s")
+                           % {"site": row["location"], "subject": row["subject"], "route": row["route"]}, style="dim"))
+    for row in section["skipped"][:TERMINAL_SITES]:
+        console.print(Text(_("Not scanned: %(file)s: %(reason)s") % {"file": row["file"], "reason": row["reason"]},
+                           style="yellow"))
+    console.print()
 
 
 def _print_actions(console: Any, actions: Any, width: int) -> None:

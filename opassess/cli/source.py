@@ -1,0 +1,65 @@
+"""`opassess source PATH...`: a static scan of a project's GPU-specific code, reported like a model scan."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .errors import reporting_errors
+from .options import Debug, FailOn, Lang, MaxPersonDays, MaxRisk, Templates, build_policy, report_language
+from .scan import DEFAULT_FORMAT, _format_names, _scan_one
+
+
+def source_command(
+    paths: Annotated[list[Path], typer.Argument(
+        help="Folders and files to scan: Python (syntax tree), C++/CUDA sources (.cu, .cuh, .cpp, ...) and build "
+             "files (setup.py). Nothing is imported or run.", metavar="PATH")],
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help=f"Report format: {_format_names()} (default: from -o's extension, else "
+                               f"{DEFAULT_FORMAT}).")] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", help="Write the report here ('-' for stdout).")] = None,
+    product: Annotated[str, typer.Option(
+        "--target", help="Ascend product assessed against (as for `opassess scan`).")] = "Atlas A2",
+    torch_npu: Annotated[str | None, typer.Option(
+        "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
+                            "base).")] = None,
+    weights: Annotated[Path | None, typer.Option(
+        help="A weights file whose keys override the profile's; [source] prices the sites.")] = None,
+    profile: Annotated[str, typer.Option(help="Shipped weights profile: 'default' or 'classic'.")] = "default",
+    kb: Annotated[Path | None, typer.Option(
+        "--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
+    templates: Templates = None,
+    fail_on: FailOn = None,
+    max_person_days: MaxPersonDays = None,
+    max_risk: MaxRisk = None,
+    baseline: Annotated[Path | None, typer.Option(
+        help="A JSON report of an earlier source scan: report sites added, removed and re-classified and the change "
+             "in effort.")] = None,
+    fail_on_new: Annotated[bool, typer.Option(
+        "--fail-on-new", help="Apply the CI gates to what changed since --baseline only.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    lang: Lang = None,
+    label: Annotated[str | None, typer.Option(
+        help="A name for the project, written in its JSON report, that baselines match on.")] = None,
+    debug: Debug = False,
+) -> None:
+    """Scan source code for GPU-specific sites (CUDA APIs, NCCL, AMP, kernel libraries, Triton and CUDA kernels,
+    extensions): each site with its category, NPU route, evidence and person-days; CI gates as for `scan`.
+
+    Exit codes: 0 ok, 1 an error (a path that does not exist, a bad weights file), 2 bad usage, 3 a gate was breached.
+    """
+    from ..pipeline import ScanOptions, assess_sources
+
+    with reporting_errors(debug):
+        policy = build_policy(fail_on, max_person_days, max_risk)
+        if fail_on_new and baseline is None:
+            raise typer.BadParameter("needs --baseline (the report the new sites are compared with)",
+                                     param_hint="'--fail-on-new'")
+        given = tuple(str(p) for p in paths)
+        options = ScanOptions(target=given[0], product=product, torch_npu=torch_npu, weights=weights, kb_dir=kb,
+                              label=label, language=report_language(lang), profile=profile, source=given)
+        _scan_one(options, fmt=fmt, output=output, templates=templates, policy=policy, baseline=baseline,
+                  fail_on_new=fail_on_new, quiet=quiet,
+                  run=lambda opts, progress: assess_sources(opts.source, opts, progress))

@@ -1,0 +1,100 @@
+"""The source findings formatted for people: one row per site (work first, notes after), the scan's counts and the
+files it skipped, built once from the JSON document for every format."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..vocabulary import CATEGORIES
+from .display_records import Record
+from .text import days
+
+NOTE_KINDS = ("precision-note", "no-op")  # notes, not work: 0 person-days, listed after the work
+LARGEST = 20  # sites the terminal summary lists (the Markdown, HTML and JSON reports list every one)
+
+
+@dataclass(frozen=True)
+class SourceRow(Record):
+    """One source finding as the reports show it."""
+
+    location: str  # "train.py:37"
+    file: str
+    line: int
+    code: str
+    kind: str
+    category: str
+    subject: str
+    route: str
+    evidence_text: str  # the table rows, "; "-joined
+    confidence: str
+    notes_text: str  # dropped arguments, flagged APIs; "" when none
+    size_text: str  # "7 lines, 1 kernel(s): arange, atomic_add"; "" when not sized
+    likely_text: str  # "" when not estimated
+    range_text: str
+    stars_text: str
+    note: bool  # a precision note or no-op: shown, not counted as work
+    operators_text: str  # capture operators counted with this site
+
+
+@dataclass(frozen=True)
+class SkippedRow(Record):
+    file: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SourceSection(Record):
+    """Everything a report shows about the source scan."""
+
+    summary: str  # "18 sites in 4 files (312 lines): 7 direct, 8 param-converted, 3 custom-dev"
+    work: tuple[SourceRow, ...]  # sites that are work, in (file, line) order
+    notes: tuple[SourceRow, ...]  # precision notes and no-ops
+    skipped: tuple[SkippedRow, ...]
+    likely_text: str  # the sites' person-days together
+    largest: tuple[SourceRow, ...] = ()  # the LARGEST sites by person-days, for the terminal summary
+
+
+def _size(size: Mapping[str, Any] | None) -> str:
+    if not size:
+        return ""
+    apis = size.get("apis") or []
+    return f"{size['lines']} lines, {size['kernels']} kernel(s)" + (f": {', '.join(apis)}" if apis else "")
+
+
+def _stars(stars: int) -> str:
+    return "\u2605" * stars + "\u2606" * (5 - stars)
+
+
+def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -> SourceSection | None:
+    """The section, or None when nothing was found and nothing skipped (reports then look as they did before)."""
+    # a site an ordinary captured operator is (covered_by) is that operator's row: shown once, there
+    findings = [f for f in document.get("source_findings") or () if not f.get("covered_by")]
+    scan = document.get("source") or {}
+    skipped = tuple(SkippedRow(s["file"], s["reason"]) for s in scan.get("skipped") or ())
+    if not findings and not skipped:
+        return None
+    rows = []
+    for f in findings:
+        effort, risk = f.get("person_days"), f.get("risk")
+        rows.append(SourceRow(
+            location=f"{f['file']}:{f['line']}", file=f["file"], line=f["line"], code=f["code"], kind=f["kind"],
+            category=f["category"], subject=f["subject"], route=f["npu_route"],
+            evidence_text="; ".join(f.get("evidence") or ()), confidence=f.get("confidence") or "",
+            notes_text="; ".join(f.get("notes") or ()), size_text=_size(f.get("size")),
+            likely_text=days(effort["likely"]) if effort else "",
+            range_text=f"{days(effort['low'])}\u2013{days(effort['high'])}" if effort else "",
+            stars_text=_stars(risk["stars"]) if risk else "", note=f["kind"] in NOTE_KINDS,
+            operators_text=", ".join(f.get("operators") or ())))
+    work = tuple(r for r in rows if not r.note)
+    counts = {c: sum(1 for r in work if r.category == c) for c in CATEGORIES}
+    files = len(scan.get("files") or ())
+    summary = gettext("%(sites)d sites in %(files)d files (%(lines)d lines): %(counts)s; %(notes)d notes") % {
+        "sites": len(work), "files": files, "lines": scan.get("lines") or 0,
+        "counts": ", ".join(f"{n} {c}" for c, n in counts.items()), "notes": len(rows) - len(work)}
+    total = sum(f["person_days"]["likely"] for f in findings if f.get("person_days"))
+    likely = {id(row): (f.get("person_days") or {}).get("likely") or 0.0 for row, f in zip(rows, findings,
+                                                                                          strict=True)}
+    largest = tuple(sorted(work, key=lambda r: -likely[id(r)])[:LARGEST])
+    return SourceSection(summary=summary, work=work, notes=tuple(r for r in rows if r.note), skipped=skipped,
+                         likely_text=days(total), largest=largest)

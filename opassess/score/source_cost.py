@@ -1,0 +1,181 @@
+"""Source findings costed: person-days per site from [source] in the weights, a cell on the risk grid, and the link to
+the capture's operators that are the same call (kind "library" at the same file:line), so it is counted once.
+
+Every figure comes from weights.toml; they are assumptions until calibrated.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
+
+from ..errors import ConfigError
+from ..records import Effort, Operator, Risk, SourceEstimate
+from .weights import RISK_LEVELS, Weights
+
+LIBRARY_KIND = "library"  # Operator.kind of a kernel-library call or a Triton launch the capture stood in for
+NO_EFFORT = Effort(0.0, 0.0, 0.0)
+
+
+def _triple(values: tuple[float, float, float], times: float = 1.0) -> Effort:
+    return Effort(values[0] * times, values[1] * times, values[2] * times)
+
+
+def _points(values: tuple[float, float, float]) -> str:
+    return "-".join(f"{v:g}" for v in values)
+
+
+def site_effort(finding, weights: Weights) -> tuple[Effort, str]:
+    """Person-days for one finding and how they were reached.
+
+    A precision note or a no-op: 0. Otherwise the category's triple; a sized kernel (kind in kernel_kinds) adds
+    per_kernel x kernels and per_100_lines x lines / 100. Example (shipped weights): a custom-dev Triton kernel of
+    7 lines = [1, 2, 5] + 1 x [2, 4, 8] + 0.07 x [1, 2, 4] = [3.07, 6.14, 13.28].
+    """
+    if finding.effort_free:
+        return NO_EFFORT, "a note, not work: 0"
+    rules = weights.source_rules
+    if rules is None:
+        raise ConfigError(f"{weights.source}: no [source] table: source findings cannot be costed")
+    category = str(finding.category)
+    effort = _triple(rules.effort[category])
+    basis = f"{category} site {_points(rules.effort[category])}"
+    size = finding.size
+    if size is not None and finding.kind in rules.kernel_kinds:
+        effort = effort + _triple(rules.per_kernel[category], size.kernels) \
+            + _triple(rules.per_100_lines[category], size.lines / 100)
+        basis += (f" + {size.kernels} kernel(s) x {_points(rules.per_kernel[category])}"
+                  f" + {size.lines} lines / 100 x {_points(rules.per_100_lines[category])}")
+    return effort, basis
+
+
+def site_risk(finding, weights: Weights) -> Risk:
+    """The finding's cell and stars: likelihood = the category's base (+ low_confidence when the route is matched by
+    name only); impact = [source] impact, kernel_impact for a kernel; stars as for operators (the category's stars,
+    +1 at raise_at, -1 at lower_at)."""
+    rules, risk = weights.source_rules, weights.risk
+    category = str(finding.category)
+    likelihood = risk.likelihood.base[category]
+    signals = [f"{category}: base likelihood {likelihood}"]
+    if finding.confidence == "low" and rules.low_confidence:
+        likelihood += rules.low_confidence
+        signals.append(f"+{rules.low_confidence} route matched by name only (low confidence)")
+    kernel = finding.kind in rules.kernel_kinds
+    impact = rules.kernel_impact if kernel else rules.impact
+    signals.append(f"{'a kernel' if kernel else 'a source site'}: impact {impact} (share of compute not measured)")
+    likelihood, impact = _level(likelihood), _level(impact)
+    stars = risk.stars.base[category]
+    product = likelihood * impact
+    if product >= risk.stars.raise_at:
+        stars += 1
+        signals.append(f"stars +1: likelihood x impact {product} >= {risk.stars.raise_at}")
+    elif product <= risk.stars.lower_at:
+        stars -= 1
+        signals.append(f"stars -1: likelihood x impact {product} <= {risk.stars.lower_at}")
+    return Risk(likelihood=likelihood, impact=impact, stars=_level(stars), signals=tuple(signals))
+
+
+def _level(value: int) -> int:
+    return max(1, min(RISK_LEVELS, value))
+
+
+def _same_site(source: str, file: str, line: int, root: Path | None) -> bool:
+    """'/repo/model.py:37' or 'model.py:37' names finding file 'model.py' line 37 (scanned from /repo)."""
+    path, _, number = source.rpartition(":")
+    if number != str(line) or not path:
+        return False
+    path = path.replace("\\", "/")
+    if path == file or path.endswith("/" + file):
+        return True
+    return root is not None and Path(path).resolve() == (root / PurePosixPath(file)).resolve()
+
+
+TRITON_PREFIX = "triton:"  # a Triton launch's operator key (opassess.standins): "triton:<kernel name>"
+
+
+def _same_file(source: str, file: str, root: Path | None) -> bool:
+    return _same_site(f"{source.rpartition(':')[0]}:1", file, 1, root)
+
+
+def linked_operators(findings: Sequence, operators: Iterable[Operator], root: str | None = None
+                     ) -> tuple[tuple[str, ...], ...]:
+    """Per finding, the keys of the capture operators of kind "library" that are the same thing seen by the capture:
+    one whose sources (or project sources) name the finding's file and line (a flash_attn_func call), or, for an
+    @triton.jit kernel, the launch of that kernel ("triton:<name>", recorded at the launch line, not the definition):
+    launched from the kernel's own file, or from anywhere when no other scanned file defines a kernel of that name."""
+    libraries = [op for op in operators if op.kind == LIBRARY_KIND]
+    base = Path(root) if root else None
+    kernels: dict[str, list[str]] = {}
+    for f in findings:
+        if f.kind == "triton-kernel":
+            kernels.setdefault(f.subject, []).append(f.file)
+    out = []
+    for f in findings:
+        linked = [op.key for op in libraries
+                  if any(_same_site(s, f.file, f.line, base) for s in (*op.sources, *op.project_sources))]
+        if f.kind == "triton-kernel":
+            linked += [op.key for op in libraries if op.key == TRITON_PREFIX + f.subject and op.key not in linked
+                       and (len(kernels[f.subject]) == 1
+                            or any(_same_file(s, f.file, base) for s in (*op.sources, *op.project_sources)))]
+        out.append(tuple(linked))
+    return tuple(out)
+
+
+def site_keys(findings: Sequence) -> tuple[str, ...]:
+    """Line-free names: 'train.py: flash_attn.flash_attn_func (library-call)', '... #2' for the second such site
+    in the same file (in line order), so an edit above a site does not rename it in a baseline diff."""
+    seen: Counter[str] = Counter()
+    keys = []
+    for f in findings:
+        key = f"{f.file}: {f.subject} ({f.kind})"
+        seen[key] += 1
+        keys.append(key if seen[key] == 1 else f"{key} #{seen[key]}")
+    return tuple(keys)
+
+
+def covering_operator(finding, operators: Iterable[Operator], root: str | None = None) -> str | None:
+    """The captured operator, other than a library stand-in, that is this call: its key is the finding's subject and
+    one of its sources is the finding's file:line (F.scaled_dot_product_attention in the model file, traced as an
+    operator the knowledge base classifies). None when the capture did not see it that way."""
+    base = Path(root) if root else None
+    return next((op.key for op in operators if op.kind != LIBRARY_KIND and op.key == finding.subject
+                 and any(_same_site(s, finding.file, finding.line, base) for s in (*op.sources, *op.project_sources))),
+                None)
+
+
+def estimate_sources(findings: Sequence, operators: Iterable[Operator], weights: Weights,
+                     root: str | None = None) -> tuple[SourceEstimate, ...]:
+    """Every finding costed, placed on the grid, named and linked to the capture operators that are the same call:
+    library stand-ins at its line are counted with the site (`operators`); an ordinary operator that is the call
+    carries it instead (`covered_by`, the site then costs 0)."""
+    operators = tuple(operators)
+    links = linked_operators(findings, operators, root)
+    repeats = _repeats(findings, weights)
+    out = []
+    for finding, key, linked, nth in zip(findings, site_keys(findings), links, repeats, strict=True):
+        covered = None if linked else covering_operator(finding, operators, root)
+        effort, basis = (NO_EFFORT, f"captured as operator {covered}: costed there, once") if covered \
+            else site_effort(finding, weights)
+        if nth > 1 and not covered and effort != NO_EFFORT:
+            fraction = weights.source_rules.repeat
+            effort = _triple((effort.low, effort.likely, effort.high), fraction)
+            basis += f" x {fraction:g} (the same edit again, site {nth} of its kind: [source] repeat)"
+        out.append(SourceEstimate(finding=finding, person_days=effort, risk=site_risk(finding, weights), basis=basis,
+                                  key=key, operators=linked, covered_by=covered))
+    return tuple(out)
+
+
+def _repeats(findings: Sequence, weights: Weights) -> tuple[int, ...]:
+    """Per finding, which occurrence of the same edit it is (1 = first): same subject, kind and category, in scan
+    order; sized kernels are each their own work (always 1)."""
+    kernel_kinds = weights.source_rules.kernel_kinds if weights.source_rules else ()
+    seen: Counter[tuple[str, str, str]] = Counter()
+    out = []
+    for f in findings:
+        if f.kind in kernel_kinds or f.effort_free:
+            out.append(1)
+            continue
+        group = (f.subject, f.kind, str(f.category))
+        seen[group] += 1
+        out.append(seen[group])
+    return tuple(out)
