@@ -114,7 +114,8 @@ class TomlTable:
         """Any value, unchecked (for callers that validate themselves)."""
         return self._get(key, default)
 
-    def number(self, key: str, default: Any = _MISSING, *, negative: bool = False) -> float:
+    def number(self, key: str, default: Any = _MISSING, *, negative: bool = False,
+               maximum: float | None = None) -> float:
         value = self._get(key, default)
         if value is default and default is not _MISSING:
             return value
@@ -124,6 +125,8 @@ class TomlTable:
             raise self.error(key, f"expected a finite number, got {value!r}")
         if value < 0 and not negative:
             raise self.error(key, f"negative value {value!r} (every number here is a weight, a size or a count)")
+        if maximum is not None and value > maximum:
+            raise self.error(key, f"{value:g} is above the largest value accepted here, {maximum:g}")
         return float(value)
 
     def integer(self, key: str, default: Any = _MISSING) -> int:

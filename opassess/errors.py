@@ -37,6 +37,13 @@ class ReportError(OpassessError):
     """A report could not be rendered or written."""
 
 
+class UsageError(OpassessError):
+    """A command-line value opassess does not accept, found only once the data it is checked against is loaded (an
+    Ascend product or torch version the knowledge base in use does not know): bad usage, like typer's own."""
+
+    exit_code = EXIT_USAGE
+
+
 class PolicyBreach(OpassessError):
     """A CI policy (--fail-on, --max-person-days, --max-risk) was breached."""
 

@@ -136,17 +136,24 @@ def _import_file(path: Path) -> ModuleType:
             spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(name, None)
+        if exc.lineno is None:  # e.g. null bytes: the file is not Python source at all
+            raise ModelLoadError(f"{path}: not Python source ({exc.msg})") from exc
         raise ModelLoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
     except (Exception, SystemExit) as exc:  # a script's sys.exit() is the model's error, not opassess's exit
         sys.modules.pop(name, None)
-        raise ModelLoadError(f"{path}: importing the file raised {describe_error(exc)}") from exc
+        raise ModelLoadError(f"{path}: importing the file raised {describe_error(exc, path)}") from exc
     return module
 
 
-def describe_error(exc: BaseException) -> str:
-    """'ValueError: bad thing (at model.py:12)' naming the innermost frame outside torch and opassess."""
+def describe_error(exc: BaseException, within: object = None) -> str:
+    """'ValueError: bad thing (at model.py:12)' naming the innermost frame outside torch and opassess; '(at line 12)'
+    when that frame is in `within`, the file the message already names."""
     where = user_frame(traceback.extract_tb(exc.__traceback__))
     text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
+    if where and within is not None:
+        file, _, line = where.rpartition(":")
+        if file == str(within) or file == display_path(str(within)):
+            where = f"line {line}"
     return f"{text} (at {where})" if where else text
 
 
@@ -232,7 +239,7 @@ def load_model(req: LoadRequest) -> LoadedModel:
             try:
                 model = factory()
             except (Exception, SystemExit) as exc:
-                raise ModelLoadError(f"{source}: {entry}() raised {describe_error(exc)}") from exc
+                raise ModelLoadError(f"{source}: {entry}() raised {describe_error(exc, source)}") from exc
             if not isinstance(model, torch.nn.Module):
                 raise ModelLoadError(f"{source}: {entry}() returned {type(model).__name__}, expected a torch.nn.Module")
             args, kwargs, described = _make_inputs(module, source, req, input_dtype)
@@ -272,7 +279,7 @@ def _make_inputs(module: ModuleType, source: str, req: LoadRequest,
     try:
         value = maker()
     except (Exception, SystemExit) as exc:
-        raise ModelLoadError(f"{source}: {req.inputs_entry}() raised {describe_error(exc)}") from exc
+        raise ModelLoadError(f"{source}: {req.inputs_entry}() raised {describe_error(exc, source)}") from exc
     if isinstance(value, dict):
         return (), dict(value), tuple(f"{k}={_describe_value(v)}" for k, v in value.items())
     if isinstance(value, torch.Tensor):
@@ -284,6 +291,14 @@ def _make_inputs(module: ModuleType, source: str, req: LoadRequest,
             f"{source}: {req.inputs_entry}() returned {type(value).__name__}, expected a tuple of tensors or a dict"
         )
     return value, {}, tuple(_describe_value(v) for v in value)
+
+
+def _repr(value: Any) -> str:
+    """repr() of a model's object, or what it is when its __repr__ raises (the model's bug, not a reason to stop)."""
+    try:
+        return repr(value)
+    except Exception as exc:  # noqa: BLE001 - any exception of the model's code
+        return f"<{type(value).__name__} whose repr raised {type(exc).__name__}>"
 
 
 def _describe_value(value: Any) -> str:
@@ -302,9 +317,9 @@ def _describe_value(value: Any) -> str:
         inner = ", ".join(_describe_value(v) for v in value)
         return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
     elif isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_describe_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_repr(k)}: {_describe_value(v)}" for k, v in value.items()) + "}"
     else:
-        return repr(value)
+        return _repr(value)
     return f"{type(value).__name__}({', '.join(f'{k}={_describe_value(v)}' for k, v in fields)})"
 
 

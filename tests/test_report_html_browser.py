@@ -120,6 +120,22 @@ def test_hostile_names_do_not_run(tmp_path):
         browser.screenshot(ARTIFACTS / "report-hostile.png")
 
 
+def test_the_policy_blocks_a_script_that_escaping_let_through(tmp_path):
+    """Defence in depth: were escaping to fail, an inline script in the page does not run, since the policy lists
+    only the hash of the page's own script; that script still runs (its table sorts)."""
+    page = render(real_assessment("resnet_like"), "html")
+    injected = page.replace("<body>", "<body><script>document.title = 'injected ran'</script>", 1)
+    path = tmp_path / "injected.html"
+    path.write_text(injected, encoding="utf-8")
+    with Browser(CHROMIUM) as browser:
+        browser.open(path.as_uri())
+        assert browser.evaluate("document.scripts.length") == 2
+        assert browser.evaluate("document.title") != "injected ran"
+        browser.evaluate("document.querySelector('#ops th[data-key=op]').click()")
+        assert browser.evaluate("document.querySelector('#ops th[data-key=op]').getAttribute('aria-sort')") \
+            == "ascending"
+
+
 def test_the_request_check_sees_a_page_that_fetches(tmp_path):
     """Control for the offline check above: a user template that loads an image is caught doing so."""
     templates = tmp_path / "templates"

@@ -13,6 +13,8 @@ import typer
 
 from ..errors import EXIT_ERROR, InternalError, OpassessError, PolicyBreach
 from ..isolation.signals import Terminated
+from ..report.text import inert
+from ..report.write import release_stdout
 
 EXIT_INTERRUPTED = 130
 
@@ -27,23 +29,30 @@ def reporting_errors(debug: bool) -> Iterator[None]:
     except InternalError as exc:
         if debug:
             traceback.print_exc()
-        typer.echo(f"opassess: internal error: {exc} (run with --debug for the traceback)", err=True)
+        typer.echo(f"opassess: internal error: {inert(exc, newline=' ')} (run with --debug for the traceback)",
+                   err=True)
         raise typer.Exit(exc.exit_code) from None
     except OpassessError as exc:
         if debug:
             traceback.print_exc()
-        typer.echo(f"opassess: error: {exc}", err=True)
+        typer.echo(f"opassess: error: {inert(exc, newline=' ')}", err=True)  # one line, whatever the model named
         raise typer.Exit(exc.exit_code) from None
     except Terminated as exc:  # SIGTERM / SIGHUP: workers and temporary files are gone by now
         typer.echo(f"opassess: terminated by {exc.signal_name}", err=True)
         raise typer.Exit(exc.exit_code) from None
+    except BrokenPipeError:  # `opassess scan ... | head -c1`: the reader left before the report was written
+        release_stdout()
+        typer.echo("opassess: error: standard output was closed before the report was written (the reading end "
+                   "of the pipe exited)", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         typer.echo("opassess: interrupted", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:  # a bug in opassess itself: say so, still one line unless --debug
         if debug:
             traceback.print_exc()
-        typer.echo(f"opassess: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+        typer.echo(f"opassess: internal error: {type(exc).__name__}: {inert(exc, newline=' ')} (run with --debug for "
+                   "the traceback)",
                    err=True)
         raise typer.Exit(EXIT_ERROR) from None
 
@@ -52,5 +61,5 @@ def fail_on_breaches(lines: list[str]) -> None:
     """One line per breach on stderr, then exit 3."""
     if lines:
         for line in lines:
-            typer.echo(f"opassess: policy: {line}", err=True)
+            typer.echo(f"opassess: policy: {inert(line, newline=' ')}", err=True)
         raise typer.Exit(PolicyBreach.exit_code)

@@ -41,3 +41,21 @@ def build_policy(fail_on: list[str] | None, max_person_days: float | None, max_r
         if value not in FAIL_ON:
             raise typer.BadParameter(f"{value!r}: expected one of {', '.join(FAIL_ON)}", param_hint="'--fail-on'")
     return Policy(fail_on=tuple(dict.fromkeys(fail_on or ())), max_person_days=max_person_days, max_risk=max_risk)
+
+
+CAST_DTYPES = ("float16", "bfloat16", "float32")  # what --dtype accepts (a model is assessed in one of these)
+
+
+def dtype_value(value: str, option: str, accepted: tuple[str, ...] | None = None) -> str:
+    """A dtype option's value as its canonical name ('fp16' -> 'float16'); anything not in `accepted` (default:
+    every dtype opassess knows) is a usage error listing exactly what is accepted, aliases included."""
+    from ..load import DTYPES
+
+    names = accepted or tuple(sorted(set(DTYPES.values())))
+    canonical = DTYPES.get(value.lower().removeprefix("torch."))
+    if canonical not in names:
+        listed = ", ".join(name + (f" ({', '.join(aliases)})" if aliases else "")
+                           for name in names
+                           for aliases in [[k for k, v in DTYPES.items() if v == name and k != name]])
+        raise typer.BadParameter(f"{value!r}: expected one of {listed}", param_hint=f"'{option}'")
+    return canonical

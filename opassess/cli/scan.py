@@ -15,7 +15,18 @@ from ..errors import EXIT_ERROR
 from ..isolation import terminating_on_signals
 from ..report.registry import REPORTERS, format_for_suffix
 from .errors import fail_on_breaches, reporting_errors
-from .options import Debug, FailOn, Lang, MaxPersonDays, MaxRisk, Templates, build_policy, report_language
+from .options import (
+    CAST_DTYPES,
+    Debug,
+    FailOn,
+    Lang,
+    MaxPersonDays,
+    MaxRisk,
+    Templates,
+    build_policy,
+    dtype_value,
+    report_language,
+)
 
 DEFAULT_FORMAT = "terminal"
 PORTFOLIO_FORMAT = "md"  # per-model reports of a portfolio, besides JSON
@@ -147,7 +158,6 @@ def scan(
     Exit codes: 0 ok, 1 an error (bad input, a failed scan, any model of a portfolio failed), 2 bad usage,
     3 a --fail-on / --max-person-days / --max-risk gate was breached.
     """
-    from ..load import normalise_dtype, parse_shape
     from ..pipeline import ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
@@ -162,9 +172,9 @@ def scan(
         if device not in ("meta", "cpu"):
             raise typer.BadParameter("expected meta or cpu", param_hint="'--device'")
         if dtype:
-            dtype = normalise_dtype(dtype, option="--dtype")
-            if dtype not in ("float16", "bfloat16", "float32"):
-                raise typer.BadParameter("expected float16 or bfloat16", param_hint="'--dtype'")
+            dtype = dtype_value(dtype, "--dtype", CAST_DTYPES)
+        input_dtype = dtype_value(input_dtype, "--input-dtype")
+        _check_values(capture, profile)
         if amp is not None and amp not in ("bf16", "fp16"):
             raise typer.BadParameter("expected bf16 or fp16", param_hint="'--amp'")
         if train and capture:
@@ -173,7 +183,7 @@ def scan(
         if amp is not None and not train:
             raise typer.BadParameter("needs --train (autocast is assessed on a training step)", param_hint="'--amp'")
         options = ScanOptions(
-            target=targets[0], entry=entry, input_shapes=tuple(parse_shape(s) for s in input_shape or ()),
+            target=targets[0], entry=entry, input_shapes=_shapes(input_shape),
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
@@ -203,6 +213,33 @@ def scan(
                       fail_on_new=fail_on_new, quiet=quiet, handoff=handoff, timeout=timeout, debug=debug)
 
 
+def _shapes(values: list[str] | None) -> tuple[tuple[int, ...], ...]:
+    """--input-shape values parsed; a malformed one is a usage error."""
+    from ..errors import ModelLoadError
+    from ..load import parse_shape
+
+    try:
+        return tuple(parse_shape(s) for s in values or ())
+    except ModelLoadError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--input-shape "), param_hint="'--input-shape'") from exc
+
+
+def _check_values(capture: str | None, profile: str) -> None:
+    """--capture and --profile name only what exists (usage errors, exit 2, listing what does)."""
+    from ..score.weights_load import profile_names
+
+    if profile not in profile_names():
+        raise typer.BadParameter(f"{profile!r}: expected one of {', '.join(profile_names())}",
+                                 param_hint="'--profile'")
+    if capture:
+        from ..trace.methods import METHODS
+
+        unknown = [m.strip() for m in capture.split(",") if m.strip() and m.strip() not in METHODS]
+        if unknown:
+            raise typer.BadParameter(f"unknown capture method {unknown[0]!r}; expected one of {', '.join(METHODS)}",
+                                     param_hint="'--capture'")
+
+
 def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet, handoff=None,
               timeout=None, debug=False, run=None) -> None:
     """One model, in a worker process (isolation/), or, with `run`, what it assesses in this process (`opassess
@@ -220,6 +257,10 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
                                  param_hint="'--format'")
     before = read_snapshot(baseline) if baseline is not None else None  # a bad baseline fails before the scan
     shown = output  # as the user wrote it, in the "wrote ..." line
+    if output and output != "-":  # so does an -o that names a device, a FIFO or a folder (checked again on writing)
+        from ..report.write import writable_target
+
+        writable_target(Path(output))
     # Paths are resolved before any model code runs: a model's os.chdir() cannot move them.
     output = output if output in (None, "-") else os.path.abspath(output)
     handoff_dir = None if handoff is None else Path(os.path.abspath(handoff))

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from ..datafile import TomlTable
-from ..errors import KnowledgeBaseError
+from ..errors import EXIT_USAGE, KnowledgeBaseError
 from ..resources import data_path
 
 FILE = "products.toml"
@@ -19,7 +19,9 @@ KERNEL_COLUMNS = ("950", "A3", "A2", "310B", "310P", "910")  # cann_aclnn_dtypes
 
 
 class UnknownProductError(KnowledgeBaseError, ValueError):
-    """A product name that maps to none of the known products."""
+    """A product name that maps to none of the known products (from --target: a usage error, exit 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)

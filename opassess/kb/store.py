@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from opassess.errors import KnowledgeBaseError
+from opassess.errors import EXIT_USAGE, KnowledgeBaseError
 from opassess.resources import data_path
 
 from . import kernels
@@ -39,6 +39,28 @@ def user_kb_dir() -> Path:
     """Where `opassess kb import` writes refreshed kernel facts by default."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "opassess" / "kb"
+
+
+class UnknownVersionError(KnowledgeBaseError):
+    """A torch version (--torch-npu) the knowledge base in use does not cover: a usage error, exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
+def _imported_shape_problem(data: Any) -> str | None:
+    """What is wrong with the shape of an imported kernel table (wheel_import.py writes it), None when nothing."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if not isinstance(data.get("torch_version"), str):
+        return "'torch_version' is not a string"
+    kernels = data.get("kernels")
+    if not isinstance(kernels, dict):
+        return "'kernels' is not an object"
+    for name, entry in kernels.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("paths", []), list)
+                and all(isinstance(p, str) for p in entry.get("paths", []))):
+            return f"kernel {name!r} is not an object with a list of paths"
+    return None
 
 
 @dataclass(frozen=True)
@@ -119,9 +141,15 @@ class KnowledgeBase:
         for path in sorted(self.overlay.glob("kernels-*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
-                out[parse_version(data["torch_version"])] = data
-            except (OSError, ValueError, KeyError) as exc:
-                raise KnowledgeBaseError(f"{path}: not an imported kernel table ({exc})") from exc
+                problem = _imported_shape_problem(data)
+                if problem is None:
+                    out[parse_version(data["torch_version"])] = data
+            except (OSError, ValueError, KnowledgeBaseError) as exc:
+                problem = str(exc)
+            if problem is not None:
+                raise KnowledgeBaseError(f"{path}: not an imported kernel table ({problem}); `opassess kb import` "
+                                         f"wrote it into {self.overlay}: remove the file (or import the wheel "
+                                         f"again) and scan again")
         return out
 
     @cached_property
@@ -145,7 +173,7 @@ class KnowledgeBase:
         """Validate a requested torch version (None: the default) against the facts."""
         version = parse_version(torch_version or self.default_torch_version)
         if format_version(version) not in self.torch_versions:
-            raise KnowledgeBaseError(
+            raise UnknownVersionError(
                 f"torch version {torch_version} is not covered by the knowledge base "
                 f"(known: {', '.join(self.torch_versions)}; import a newer torch-npu wheel with `opassess kb import`)")
         return version

@@ -16,6 +16,34 @@ from .versions import format_version, parse_version
 
 YAML_PATH = "torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml"
 IMPORT_FORMAT = 1
+# The most a wheel member may inflate to when read: the real kernel list is about 1 MiB, so 64 MiB is ample and a
+# zip bomb (a 7 MB wheel whose YAML inflates to 3 GiB) is refused after reading 64 MiB, not after filling memory.
+MEMBER_LIMIT = 64 * 2**20
+METADATA_LIMIT = 4 * 2**20
+_CHUNK = 2**20
+
+
+def read_member(wheel: Path, archive: zipfile.ZipFile, name: str, limit: int | None = None) -> str:
+    """The UTF-8 text of member `name`, read as a stream and refused once it inflates past `limit` bytes (default
+    MEMBER_LIMIT), whatever size the zip directory claims."""
+    limit = MEMBER_LIMIT if limit is None else limit
+    info = archive.getinfo(name)  # KeyError when absent: the caller names what is missing
+    if info.file_size > limit:
+        raise KnowledgeBaseError(f"{wheel}: {name} inflates to {info.file_size} bytes, over the {limit}-byte limit "
+                                 f"for a wheel member (not a torch-npu wheel, or a damaged one)")
+    parts: list[bytes] = []
+    size = 0
+    with archive.open(info) as stream:
+        while chunk := stream.read(_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise KnowledgeBaseError(f"{wheel}: {name} inflates past the {limit}-byte limit for a wheel member "
+                                         f"(not a torch-npu wheel, or a damaged one)")
+            parts.append(chunk)
+    try:
+        return b"".join(parts).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KnowledgeBaseError(f"{wheel}: {name} is not UTF-8 text (byte {exc.start})") from exc
 
 
 def parse_functions_yaml(text: str, source: str = YAML_PATH) -> dict[str, list[dict[str, Any]]]:
@@ -116,13 +144,21 @@ def wheel_version(wheel: Path, archive: zipfile.ZipFile) -> str:
     """torch-npu's version from dist-info METADATA, else from the file name ('2.14.0')."""
     for name in archive.namelist():
         if name.endswith(".dist-info/METADATA"):
-            for line in archive.read(name).decode("utf-8", "replace").splitlines():
+            for line in read_member(wheel, archive, name, METADATA_LIMIT).splitlines():
                 if line.startswith("Version:"):
                     return line.split(":", 1)[1].strip()
     m = _WHEEL_NAME.match(wheel.name)
     if m:
         return m.group(1)
     raise KnowledgeBaseError(f"{wheel}: cannot tell the torch-npu version (no METADATA, unexpected file name)")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
@@ -133,11 +169,11 @@ def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
         with zipfile.ZipFile(wheel) as archive:
             version = wheel_version(wheel, archive)
             try:
-                text = archive.read(YAML_PATH).decode("utf-8")
+                text = read_member(wheel, archive, YAML_PATH)
             except KeyError as exc:
                 raise KnowledgeBaseError(f"{wheel}: no {YAML_PATH} inside (not a torch-npu wheel?)") from exc
-    except zipfile.BadZipFile as exc:
-        raise KnowledgeBaseError(f"{wheel}: not a zip/wheel file") from exc
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError) as exc:
+        raise KnowledgeBaseError(f"{wheel}: not a zip/wheel file, or a damaged one ({exc})") from exc
     kernels = kernels_from_sections(parse_functions_yaml(text, f"{wheel.name}:{YAML_PATH}"))
     if not kernels:
         raise KnowledgeBaseError(f"{wheel}: {YAML_PATH} lists no functions")
@@ -145,7 +181,7 @@ def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
     provenance = {
         "kind": "imported",
         "wheel": wheel.name,
-        "wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+        "wheel_sha256": _sha256(wheel),
         "torch_npu_version": version,
         "source": YAML_PATH,
         "imported_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -154,14 +190,17 @@ def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
     data = {"torch_version": torch_version, "provenance": provenance, "kernels": kernels}
     if dest.exists() and not dest.is_dir():
         raise KnowledgeBaseError(f"{dest}: not a folder (the imported kernel table is written into one)")
+    from ..errors import ReportError
+    from ..report.write import write_output
+
     target = dest / f"kernels-{torch_version}.json"
-    tmp = target.with_suffix(".json.tmp")
     try:
         dest.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
-        tmp.replace(target)
+        write_output(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n", target, "the kernel table")
     except OSError as exc:
         raise KnowledgeBaseError(f"{dest}: cannot write the kernel table ({exc.strerror or exc})") from exc
+    except ReportError as exc:
+        raise KnowledgeBaseError(str(exc)) from exc
     return {
         "torch_version": torch_version,
         "torch_npu_version": version,

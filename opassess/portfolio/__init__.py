@@ -28,7 +28,7 @@ from .records import (
     physical_memory,
 )
 from .state import fingerprint, read_state, resumable, write_state
-from .targets import PORTFOLIO_NAME, STATE_FILE, ModelTarget, Skipped, expand_targets
+from .targets import PORTFOLIO_NAME, STATE_FILE, ModelTarget, Skipped, expand_targets, no_models_message
 from .workers import Executor, LocalWorkers
 
 __all__ = ["DEFAULT_TIMEOUT", "PORTFOLIO_NAME", "STATE_FILE", "Executor", "LocalWorkers", "ModelPlan", "ModelResult",
@@ -52,9 +52,7 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
         raise ReportError(f"unknown report format {unknown[0]!r}; choose one of {', '.join(sorted(REPORTERS))}")
     models, skipped = expand_targets(options.targets, options.scan.entry)
     if not models:
-        raise OpassessError("no model to scan: " + (f"{len(skipped)} file(s) found, none defines "
-                                                     f"{(options.scan.entry or 'build_model').rsplit(':', 1)[-1]}()"
-                                                     if skipped else "no targets"))
+        raise OpassessError(no_models_message(options.targets, skipped, options.scan.entry))
     out_dir = options.out_dir
     if out_dir.exists() and not out_dir.is_dir():
         raise ReportError(f"{out_dir}: with several models, -o names a directory, and this is a file")

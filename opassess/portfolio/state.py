@@ -53,8 +53,13 @@ def read_state(out_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise ReportError(f"{path}: cannot read the state of the interrupted run: {exc}") from exc
     if not isinstance(state, dict) or state.get("state_version") != STATE_VERSION:
-        raise ReportError(f"{path}: not a portfolio state file this opassess reads")
-    return state.get("models", {})
+        raise ReportError(f"{path}: not a portfolio state file this opassess reads (delete it to scan every model "
+                          f"again)")
+    models = state.get("models", {})
+    if not isinstance(models, dict):
+        raise ReportError(f"{path}: 'models' is {type(models).__name__}, not an object of finished models (delete "
+                          f"the file to scan every model again)")
+    return models
 
 
 def write_state(out_dir: Path, models: Mapping[str, Any]) -> None:
@@ -68,11 +73,16 @@ def resumable(entry: Any, fingerprint: str, out_dir: Path) -> ModelResult | None
     """A finished result from the state file, when it is 'ok', scanned the same way, and its JSON report reads."""
     if not isinstance(entry, dict) or entry.get("status") != "ok" or entry.get("fingerprint") != fingerprint:
         return None
+    name, target, reports, seconds = (entry.get(key) for key in ("name", "target", "reports", "seconds"))
+    # An entry of another shape (edited by hand, or by a model: the folder is writable) is scanned again.
+    if not (isinstance(name, str) and name and Path(name).name == name and isinstance(target, str)
+            and isinstance(reports, list | tuple) and all(isinstance(r, str) for r in reports)
+            and isinstance(seconds, int | float) and not isinstance(seconds, bool)):
+        return None
     try:
-        snapshot = read_snapshot(out_dir / f"{entry['name']}.json")
+        snapshot = read_snapshot(out_dir / f"{name}.json")
     except (OpassessError, KeyError):
         return None
-    return ModelResult(target=entry["target"], name=entry["name"], status="ok", cause=None,
-                       reports=tuple(entry.get("reports", ())), seconds=float(entry.get("seconds", 0.0)),
-                       resumed=True, snapshot=snapshot)
+    return ModelResult(target=target, name=name, status="ok", cause=None, reports=tuple(reports),
+                       seconds=float(seconds), resumed=True, snapshot=snapshot)
 

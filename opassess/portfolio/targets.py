@@ -65,7 +65,11 @@ def expand_targets(targets: Sequence[str], entry: str | None = None
             for candidate in sorted(path.rglob("*.py")):
                 if any(part.startswith(".") or part == "__pycache__" for part in candidate.relative_to(path).parts):
                     continue
-                if _looks_like_model(candidate, factory):
+                if not candidate.is_file():  # follows links: a link to nothing or to a folder is no model file
+                    reason = "a symbolic link to nothing" if candidate.is_symlink() and not candidate.exists() \
+                        else "not a regular file"
+                    skipped.append(Skipped(str(candidate), reason))
+                elif _looks_like_model(candidate, factory):
                     found.append(str(candidate))
                 else:
                     skipped.append(Skipped(str(candidate), f"defines no {factory}()"))
@@ -80,6 +84,18 @@ def expand_targets(targets: Sequence[str], entry: str | None = None
         names.append(f"{stem}-{hashlib.sha1(target.encode()).hexdigest()[:6]}" if clash else stem)
     models = (ModelTarget(t, n, given[t].settings if t in given else ()) for t, n in zip(unique, names, strict=False))
     return tuple(models), tuple(skipped)
+
+
+def no_models_message(targets: Sequence[str], skipped: Sequence[Skipped], entry: str | None) -> str:
+    """Why nothing is scanned: the folders searched, what counts as a model file, and the files passed over."""
+    factory = (entry or "build_model").rsplit(":", 1)[-1]
+    where = ", ".join(targets)
+    rule = f"a model file is a *.py file (searched recursively, hidden folders left out) that defines {factory}()"
+    if not skipped:
+        return f"no model to scan in {where}: no *.py file there; {rule}"
+    shown = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in skipped[:3])
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"no model to scan in {where}: {len(skipped)} *.py file(s), none a model ({shown}{more}); {rule}"
 
 
 def _stem(target: str) -> str:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from ..ci.snapshot import Snapshot
-from ..errors import ReportError
 from ..vocabulary import CATEGORIES, Category
 from .text import days, days_range
 
@@ -54,10 +53,6 @@ def append_step_summary(text: str, environ: Mapping[str, str] | None = None) -> 
     destination = (os.environ if environ is None else environ).get(STEP_SUMMARY_ENV)
     if not destination:
         return None
-    path = Path(destination)
-    try:
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(text if text.endswith("\n") else text + "\n")
-    except OSError as exc:
-        raise ReportError(f"cannot append to {STEP_SUMMARY_ENV} file {path}: {exc.strerror or exc}") from exc
-    return path
+    from .write import append_text
+
+    return append_text(text if text.endswith("\n") else text + "\n", destination, f"the {STEP_SUMMARY_ENV} summary")

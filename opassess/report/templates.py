@@ -17,21 +17,23 @@ from markupsafe import Markup
 from ..errors import ReportError
 from ..resources import shipped_path
 from .i18n import DEFAULT, translations
+from .text import inert
 
 # Markdown: characters that would change the structure of a table or inline formatting, or open raw HTML.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|])")
 
 
 def escape_markdown(value: Any) -> str:
-    """Make a model-supplied string inert in GitHub Markdown: '<script>' becomes '&lt;script&gt;', '|' '\\|'."""
-    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
+    """Make a model-supplied string inert in GitHub Markdown: '<script>' becomes '&lt;script&gt;', '|' '\\|', a
+    carriage return or other control character its visible escape (a line feed a space)."""
+    text = inert(value, newline=" ").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def code_span(value: Any) -> Markup:
     """A Markdown code span holding `value` literally (a longer fence when it holds backticks; '|' escaped for
     tables)."""
-    text = str(value).replace("\n", " ").replace("|", "\\|")
+    text = inert(value, newline=" ").replace("|", "\\|")
     fence = "`"
     while fence in text:
         fence += "`"

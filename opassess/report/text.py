@@ -5,11 +5,36 @@ read the same in the HTML page, the Markdown, the terminal, the SARIF messages a
 """
 from __future__ import annotations
 
+import re
+
 from ..records import Effort
 
 DASH = "\u2013"  # en dash for ranges in prose and tables: "3.0–6.0"
 HYPHEN = "-"  # plain hyphen for ranges in machine-read text (SARIF messages, JUnit details): "3.0-6.0"
 MISSING = "n/a"
+
+# Characters that end a line or change how the text around them reads, in any text format: C0 controls (CR, LF,
+# TAB, ESC...), DEL, C1 controls (NEL ends a line too), the Unicode line and paragraph separators, and the
+# bidirectional embeddings, overrides and isolates (which reorder what a reader sees).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def inert(value: object, newline: str | None = None) -> str:
+    r"""Model-supplied text made safe for one line of a text report: every control, line-separator or bidi
+    character is shown as its escape (a carriage return as the two characters \r, ESC as \x1b, U+202E as \u202e),
+    so a module named "x<CR># All checks passed" cannot start a heading, a table row or a terminal sequence of its
+    own. With `newline`, a line feed becomes that text instead (' ' where a wrapped message may carry one)."""
+    text = str(value)
+    if newline is not None:
+        text = text.replace("\n", newline)
+    return _CONTROL.sub(_visible, text)
 
 
 def days(value: float) -> str:

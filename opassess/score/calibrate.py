@@ -26,6 +26,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..vocabulary import CATEGORIES
 from .weights import Weights
+from .weights_load import MAX_DAYS
 
 REQUIRED_COLUMNS = ("operator", "category", "person_days")
 DEFAULT_COMPOSITE = 0.5  # the middle of the range, when the actuals carry no composite score
@@ -212,6 +213,9 @@ def _actual(path: Path, line: int, row: dict[str, str], has_composite: bool) -> 
     if category not in CATEGORIES:
         raise ConfigError(f"{path}:{line}: category {category!r} is not one of {', '.join(CATEGORIES)}")
     days = _number(path, line, "person_days", row["person_days"])
+    if days > MAX_DAYS:  # the proposed ranges become weights, which accept at most this (1e308 would overflow)
+        raise ConfigError(f"{path}:{line}: person_days {days:g} is above {MAX_DAYS:g}, the most a weights range "
+                          f"accepts")
     composite = _number(path, line, "composite", row["composite"]) if has_composite else None
     if composite is not None and composite > 1:
         raise ConfigError(f"{path}:{line}: composite {composite:g} is above 1 (scores run from 0 to 1)")

@@ -45,6 +45,12 @@ from .weights import (
     Weights,
 )
 
+# Bounds on what a weights file may say, so every sum stays finite and a scan's time bounded: a person-day figure
+# above 10,000 (about forty working years) is a typo, as is a pessimism factor above 100; a million Monte Carlo
+# samples is fifty times the shipped 20,000 (1e9 would run for hours and fill memory).
+MAX_DAYS = 10_000.0
+MAX_FACTOR = 100.0
+MAX_SAMPLES = 1_000_000
 DEFAULT_PROFILE = "default"  # weights.toml itself; the other profiles are overlays in profiles/NAME.toml
 
 
@@ -224,17 +230,25 @@ def _signals(table: TomlTable) -> SignalRules:
     return SignalRules(shape, dtype, attrs, fusion, layout, pipeline, compute, maintenance, version, multi)
 
 
+def _days(table: TomlTable, key: str, default: Any = None) -> float:
+    """A person-day figure, at most MAX_DAYS: a larger one is a typo, and 1e308 would overflow the sums to inf."""
+    if default is None:
+        return table.number(key, maximum=MAX_DAYS)
+    return table.number(key, default, maximum=MAX_DAYS)
+
+
 def _effort(table: TomlTable) -> EffortRules:
     categories: dict[str, CategoryEffort] = {}
     for category in CATEGORIES:
         t = table.table(category)
-        effort = CategoryEffort(t.number("low"), t.number("high"), _unit(t, "optimism"), t.number("pessimism"))
+        effort = CategoryEffort(_days(t, "low"), _days(t, "high"), _unit(t, "optimism"),
+                                t.number("pessimism", maximum=MAX_FACTOR))
         if effort.low > effort.high:
             raise t.error("low", f"low {effort.low:g} is greater than high {effort.high:g}")
         t.finish()
         categories[category] = effort
-    rules = EffortRules(table.number("per_extra_signature"), table.number("per_occurrence"),
-                        table.number("max_occurrence_days"), table.number("unknown_pessimism"),
+    rules = EffortRules(_days(table, "per_extra_signature"), _days(table, "per_occurrence"),
+                        _days(table, "max_occurrence_days"), table.number("unknown_pessimism", maximum=MAX_FACTOR),
                         MappingProxyType(categories), zero_cost=table.boolean("zero_cost"),
                         block_direct=table.boolean("block_direct"), limit_reasons=table.strings("limit_reasons"),
                         zero_cost_aten=frozenset(table.strings("zero_cost_aten")))
@@ -247,8 +261,8 @@ def _estimate(table: TomlTable) -> EstimateRules:
     if not 0 < share <= 1:
         raise table.error("pareto_share", f"expected a share above 0 and at most 1, got {share:g}")
     rules = EstimateRules(share, table.integer("samples"), table.integer("seed"), table.number("pert_lambda"))
-    if rules.samples < 1:
-        raise table.error("samples", "expected at least 1 sample")
+    if not 1 <= rules.samples <= MAX_SAMPLES:
+        raise table.error("samples", f"expected 1 to {MAX_SAMPLES} samples, got {rules.samples}")
     table.finish()
     return rules
 
@@ -310,8 +324,11 @@ def _activities(table: TomlTable) -> tuple[ActivityRule, ...]:
         for unit in per:
             if unit not in ACTIVITY_UNITS:
                 raise t.table("per").error(unit, f"unknown unit: expected one of {', '.join(ACTIVITY_UNITS)}")
-        rule = ActivityRule(name, t.string("title"), t.number("low"), t.number("likely"), t.number("high"), per,
-                            t.number("max_extra", 0.0))
+            if per[unit] > MAX_DAYS:
+                raise t.table("per").error(unit, f"{per[unit]:g} is above the largest value accepted here, "
+                                                 f"{MAX_DAYS:g}")
+        rule = ActivityRule(name, t.string("title"), _days(t, "low"), _days(t, "likely"), _days(t, "high"), per,
+                            _days(t, "max_extra", 0.0))
         if not rule.low <= rule.likely <= rule.high:
             raise t.error("likely", f"expected low <= likely <= high, got {rule.low:g}, {rule.likely:g}, "
                                     f"{rule.high:g}")

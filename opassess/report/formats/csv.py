@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import RenderContext, register
-from ..text import step_text
+from ..text import inert, step_text
 
 SEPARATOR = "; "  # joins list-valued cells (modules, ATen ops, source lines)
 # A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection); model-supplied
@@ -14,9 +14,11 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _inert(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    """A cell's text with control characters shown as escapes (report/text.py) and a formula start defused."""
+    if not isinstance(value, str):
+        return value
+    value = inert(value)
+    return "'" + value if value.startswith(_FORMULA_START) else value
 
 
 def _row(op: dict[str, Any], training: bool = False) -> dict[str, Any]:

@@ -8,15 +8,19 @@ from typing import Any
 
 from ..registry import RenderContext, register
 from ..source_view import NOTE_KINDS
-from ..text import days_detail, step_text
+from ..text import days_detail, inert, step_text
 
 MODEL_CASE = "(model) estimated effort"  # the test case that carries --max-person-days
 # Characters XML 1.0 cannot hold at all (model-supplied names could contain them).
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _text(value: Any) -> str:
-    return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
+def _text(value: Any, lines: bool = False) -> str:
+    """Text for an attribute (one line) or, with `lines`, an element body whose line feeds are kept: control
+    characters shown as escapes (report/text.py), anything else XML 1.0 cannot hold replaced."""
+    text = "" if value is None else str(value)
+    text = "\n".join(inert(line) for line in text.split("\n")) if lines else inert(text)
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def _class_name(source: str) -> str:
@@ -61,13 +65,13 @@ def _site_details(site: dict[str, Any]) -> str:
 
 
 def _case(parent: ET.Element, class_name: str, name: str, failures: list[Any], output: str) -> None:
-    case = ET.SubElement(parent, "testcase", {"classname": class_name, "name": _text(name), "time": "0"})
+    case = ET.SubElement(parent, "testcase", {"classname": _text(class_name), "name": _text(name), "time": "0"})
     if failures:
         failure = ET.SubElement(case, "failure", {"type": _text(failures[0].rule),
                                                   "message": _text(failures[0].message)})
-        failure.text = _text("\n".join(f"{b.rule}: {b.message}" for b in failures) + "\n")
+        failure.text = _text("\n".join(f"{b.rule}: {b.message}" for b in failures) + "\n", lines=True)
     out = ET.SubElement(case, "system-out")
-    out.text = _text(output)
+    out.text = _text(output, lines=True)
 
 
 @register("junit", extension=".xml", description="JUnit XML: one test case per operator type, failed when it "

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from ...vocabulary import Category
 from ..registry import RenderContext, register
-from ..text import days_detail
+from ..text import days_detail, inert
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -108,7 +108,7 @@ def _result(op: dict[str, Any], source: str | None, model_source: str, breached:
         "ruleId": category,
         "ruleIndex": _RULE_INDEX[category],
         "level": "error" if breached else RULES[_RULE_INDEX[category]]["level"],
-        "message": {"text": text},
+        "message": {"text": inert(text)},  # viewers show it as text: no control character of the model's
         "locations": [_location(source)] if source else [],
         "partialFingerprints": {"opassessOperator/v1": f"{model_source}|{op['op']}"},
         "properties": {

@@ -1,6 +1,7 @@
 """Terminal summary (the default format): totals with the range, categories, top operators, risk grid, next steps."""
 from __future__ import annotations
 
+import functools
 import io
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,8 @@ from ..registry import RenderContext, register
 if TYPE_CHECKING:
     from ..view import View
 
-# Styles only; model strings always go in as rich Text objects, so '[bold]' in a module name is shown, not applied.
+# Styles only; model strings always go in as rich Text objects, so '[bold]' in a module name is shown, not applied,
+# and through _inert_text, so an ESC sequence or a carriage return in one is shown as its escape, never run.
 CATEGORY_STYLE = {Category.DIRECT: "green", Category.PARAM_CONVERTED: "yellow", Category.CUSTOM_DEV: "red",
                   "unclassified": "dim"}
 HEAT_STYLE = {"low": "on dark_green", "moderate": "black on yellow", "high": "black on dark_orange",
@@ -20,16 +22,36 @@ TERMINAL_SITES = 20  # source notes and skipped files listed in the terminal sum
 ROUTE_CHARS = 90  # a source site's NPU route is cut here (the Markdown, HTML and JSON reports have it whole)
 
 
+@functools.cache
+def _inert_text() -> type:
+    """rich's Text whose constructor and append() show control characters as escapes (report/text.py's inert):
+    the Text this module builds. rich's own methods build plain Text, so the line breaks it adds stay breaks."""
+    from rich.text import Text
+
+    from ..text import inert
+
+    class InertText(Text):
+        def __init__(self, text: str = "", *args: Any, **kwargs: Any) -> None:
+            super().__init__(inert(text), *args, **kwargs)
+
+        def append(self, text: Any, style: Any = None) -> Any:
+            return super().append(inert(text) if isinstance(text, str) else text, style)
+
+    return InertText
+
+
 @register("terminal", extension=".txt", description="rich summary for the terminal (the default)")
 def render_terminal(view: View, context: RenderContext) -> str:
     """Render with rich into a string at a fixed width; ANSI styles only when context.color is set."""
     from rich.console import Console
     from rich.padding import Padding
     from rich.table import Table
-    from rich.text import Text
+    from rich.text import Text as RichText
 
     from ..i18n import translations
+    from ..text import inert
 
+    Text = _inert_text()  # noqa: N806 - used as the class it is
     d = view["display"]
     model = d["model"]
     _ = translations(view.language).gettext
@@ -129,7 +151,7 @@ def render_terminal(view: View, context: RenderContext) -> str:
             cells = []
             for cell in row["cells"]:
                 shown = cell["shorts"][:CELL_NAMES]
-                text = Text("\n".join(shown) if shown else "·")
+                text = RichText("\n".join(inert(name) for name in shown) if shown else "·")
                 if cell["count"] > CELL_NAMES:
                     text.append("\n" + _("+%d more") % (cell["count"] - CELL_NAMES))
                 cells.append(Padding(text, 0, style=HEAT_STYLE[cell["heat"]] if cell["count"] else ""))
@@ -226,10 +248,9 @@ def _print_source(console: Any, section: Any, _: Any) -> None:
 def _print_actions(console: Any, actions: Any, width: int) -> None:
     """The action items, last: one per operator that needs work or finding, wrapped by hand (names break at '.'
     and '::', never mid-word) so they read at 80 columns."""
-    from rich.text import Text
-
     from ..plan_view import wrap
 
+    Text = _inert_text()  # noqa: N806
     if not actions:
         console.print(Text("Action items: none: every operator runs as is; bring up, validate and tune "
                            "(see the model-level activities)."))
