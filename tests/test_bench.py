@@ -12,7 +12,7 @@ def test_benchmark_runs_at_reduced_size():
                            "--layers", "2", "--repeat", "1"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith("7b ")]
-    assert [row[1] for row in rows] == ["floor", "scan", "export"]
+    assert [row[1] for row in rows] == ["floor", "scan", "isolated", "export"]
     # every measurement produced seconds and a peak memory figure (no '-' placeholders for failures)
     assert all(row[2] != "-" and float(row[3]) > 0 for row in rows)
     assert "2 layers" in done.stdout

@@ -131,7 +131,8 @@ def test_exit_1_for_an_error_in_the_scan_even_with_gates(tmp_path):
     ["--max-risk", "6"],
     ["--fail-on-new"],
     ["--resume"],
-    ["--timeout", "5"],
+    ["--memory-limit", "1"],
+    ["--timeout", "0"],
 ])
 def test_exit_2_for_bad_usage(models, args):
     _, files = models

@@ -1,7 +1,7 @@
 """The one place exceptions become messages and exit codes, shared by every command module.
 
 Exit codes: 0 ok; 1 an error in the input or the scan (one line, no traceback unless --debug); 2 bad command-line
-usage; 3 a CI policy was breached; 130 interrupted.
+usage; 3 a CI policy was breached; 130 interrupted (SIGINT), 143 terminated (SIGTERM), 129 hung up (SIGHUP).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import typer
 
 from ..errors import EXIT_ERROR, InternalError, OpassessError, PolicyBreach
+from ..isolation.signals import Terminated
 from ..report.text import inert
 from ..report.write import release_stdout
 
@@ -35,6 +36,9 @@ def reporting_errors(debug: bool) -> Iterator[None]:
         if debug:
             traceback.print_exc()
         typer.echo(f"opassess: error: {inert(exc, newline=' ')}", err=True)  # one line, whatever the model named
+        raise typer.Exit(exc.exit_code) from None
+    except Terminated as exc:  # SIGTERM / SIGHUP: workers and temporary files are gone by now
+        typer.echo(f"opassess: terminated by {exc.signal_name}", err=True)
         raise typer.Exit(exc.exit_code) from None
     except BrokenPipeError:  # `opassess scan ... | head -c1`: the reader left before the report was written
         release_stdout()

@@ -1,7 +1,9 @@
-"""`opassess scan TARGET...`: one model in this process, or several as a portfolio of worker processes."""
+"""`opassess scan TARGET...`: one model in a worker process, or several as a portfolio of worker processes."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_ERROR
+from ..isolation import terminating_on_signals
 from ..report.registry import REPORTERS, format_for_suffix
 from .errors import fail_on_breaches, reporting_errors
 from .options import (
@@ -130,7 +133,8 @@ def scan(
         min=1, help=f"Models scanned at once, each in its own process (default: the number of cores); these "
                     f"options {_SEVERAL}.")] = None,
     timeout: Annotated[float | None, typer.Option(
-        min=0.1, help="Seconds one model may take before its worker is killed (default 600).")] = None,
+        min=0.1, help="Seconds one model may take before its worker (with its process group) is killed (default "
+                      "600, for one model too).")] = None,
     memory_limit: Annotated[float | None, typer.Option(
         "--memory-limit", min=0, help="GiB of address space a worker may add to what torch and opassess "
                                       "map at start, 0 for none (default: physical memory / jobs).")] = None,
@@ -156,7 +160,7 @@ def scan(
     """
     from ..pipeline import ScanOptions
 
-    with reporting_errors(debug):
+    with reporting_errors(debug), terminating_on_signals():
         policy = build_policy(fail_on, max_person_days, max_risk)
         if fail_on_new and baseline is None:
             raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
@@ -199,14 +203,14 @@ def scan(
                             jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet,
                             executor=executor, ray_address=ray_address)
         else:
-            given = [name for name, value in (("--jobs", jobs), ("--timeout", timeout),
-                                              ("--memory-limit", memory_limit), ("--resume", resume or None),
+            given = [name for name, value in (("--jobs", jobs), ("--memory-limit", memory_limit),
+                                              ("--resume", resume or None),
                                               ("--executor", None if executor == "local" else executor))
                      if value is not None]
             if given:
                 raise typer.BadParameter(_SEVERAL, param_hint=f"'{given[0]}'")
             _scan_one(options, fmt=fmt, output=output, templates=templates, policy=policy, baseline=baseline,
-                      fail_on_new=fail_on_new, quiet=quiet, handoff=handoff)
+                      fail_on_new=fail_on_new, quiet=quiet, handoff=handoff, timeout=timeout, debug=debug)
 
 
 def _shapes(values: list[str] | None) -> tuple[tuple[int, ...], ...]:
@@ -237,12 +241,13 @@ def _check_values(capture: str | None, profile: str) -> None:
 
 
 def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet, handoff=None,
-              run=None) -> None:
-    """One model, in this process (or, with `run`, what it assesses: `opassess source`): report, baseline diff, step
-    summary, gates."""
+              timeout=None, debug=False, run=None) -> None:
+    """One model, in a worker process (isolation/), or, with `run`, what it assesses in this process (`opassess
+    source`, which runs no model code): report, baseline diff, step summary, gates, written here."""
     from ..ci.diff import diff_snapshots
     from ..ci.policy import evaluate
     from ..ci.snapshot import read_snapshot
+    from ..isolation.scan import DEFAULT_TIMEOUT, finish_assessment, in_process, start_assessment
     from ..pipeline import assess
     from ..report import build_view
 
@@ -251,28 +256,38 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
         raise typer.BadParameter(f"unknown format {chosen!r}; expected one of {_format_names()}",
                                  param_hint="'--format'")
     before = read_snapshot(baseline) if baseline is not None else None  # a bad baseline fails before the scan
+    shown = output  # as the user wrote it, in the "wrote ..." line
     if output and output != "-":  # so does an -o that names a device, a FIFO or a folder (checked again on writing)
         from ..report.write import writable_target
 
         writable_target(Path(output))
-    # The model's own code runs inside assess(): whatever it prints goes to stderr, so stdout carries the report only.
-    with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
-        assessment = (run or assess)(options, progress)
-    view = build_view(assessment, options.language)  # the one JSON document: report, snapshot and gates read it
+    # Paths are resolved before any model code runs: a model's os.chdir() cannot move them.
+    output = output if output in (None, "-") else os.path.abspath(output)
+    handoff_dir = None if handoff is None else Path(os.path.abspath(handoff))
+    options = dataclasses.replace(options, **{name: Path(os.path.abspath(value)) for name, value in
+                                              (("weights", options.weights), ("kb_dir", options.kb_dir)) if value})
+    if run is not None or in_process():  # OPASSESS_IN_PROCESS=1: for a debugger; model output still goes to stderr
+        with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
+            view = build_view((run or assess)(options, progress), options.language)
+    else:
+        job = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, debug=debug)
+        with _progress(quiet) as progress:  # the spinner's thread starts after the fork
+            view = finish_assessment(job, options.target, progress)
+    # the view holds the one JSON document: report, snapshot and gates read it
     after = read_snapshot(view.document)
     diff = diff_snapshots(before, after) if before is not None else None
     breaches = evaluate(diff if fail_on_new else after, policy)
-    _write_report(view, chosen, output=output, templates=templates, breaches=breaches, quiet=quiet)
+    _write_report(view, chosen, output=output, templates=templates, breaches=breaches, quiet=quiet, shown=shown)
     if handoff is not None:
         from ..report.handoff import write_handoffs
 
-        written = write_handoffs(view.document, handoff)
+        written = write_handoffs(view.document, handoff_dir)
         if not quiet:
             typer.echo(f"opassess: wrote {len(written)} hand-off file(s) to {handoff}", err=True)
     _finish_ci(after, diff, baseline=baseline, templates=templates, breaches=breaches, language=options.language)
 
 
-def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
+def _write_report(view, chosen, *, output, templates, breaches, quiet, shown=None) -> None:
     """Render the view in the chosen format to -o (the terminal summary to the terminal, at its width)."""
     from ..report import RenderContext, render_view
     from ..report.write import write_output
@@ -287,7 +302,7 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet) -> None:
     else:
         write_output(text, output or "-")
         if output and output != "-" and not quiet:
-            typer.echo(f"opassess: wrote {chosen} report to {output}", err=True)
+            typer.echo(f"opassess: wrote {chosen} report to {shown or output}", err=True)
 
 
 def _finish_ci(after, diff, *, baseline, templates, breaches, language) -> None:

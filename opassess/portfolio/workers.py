@@ -1,10 +1,11 @@
 """Local worker processes: one model per fresh process, with a deadline, an address-space cap and crash isolation.
 
-Every model is scanned in a fresh worker process (forkserver where the platform has it, else spawn) with a
-per-model timeout (counted from the moment the worker begins the scan, not from its start-up) and a cap on the
-address space it may add (resource.setrlimit(RLIMIT_AS)). A worker that hangs is killed at its deadline; one
-that aborts, segfaults or runs out of memory is reported as failed with its cause; every other model's result is
-still written.
+Every model is scanned in a fresh worker process with a per-model timeout (counted from the moment the worker
+begins the scan, not from its start-up) and a cap on the address space it may add (resource.setrlimit(RLIMIT_AS)).
+The worker is forked, in a process group of its own, by a keeper process (isolation/process.py) that the forkserver
+starts (spawn where the platform has no forkserver): a model that kills its parent kills only its keeper. A worker
+that hangs is killed, with its process group, at its deadline; one that aborts, segfaults, runs out of memory or
+exits without a result is reported as failed with its cause; every other model's result is still written.
 
 `LocalWorkers` is one Executor: the portfolio hands it the pending models and a `finish` callback and does not care
 where they run, so an executor on other machines can take its place.
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import os
 import resource
-import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,15 +24,11 @@ from typing import Any, Protocol
 
 from ..ci.policy import Policy, evaluate
 from ..errors import OpassessError
+from ..isolation import Job, Outcome, stop_helpers
+from ..isolation.process import POLL
 from ..pipeline import ScanOptions
 from .records import ModelResult, PortfolioEvent, PortfolioOptions
 from .targets import ModelTarget
-
-_KILL_GRACE = 5.0  # seconds a worker that has sent its result gets to exit before it is killed
-_POLL = 0.5  # seconds between deadline checks while waiting on workers
-# Seconds a worker may take to start (the forkserver imports torch once, 6-8 s on a loaded 2-core machine) before
-# its --timeout, which counts from the moment it reports that it has begun the scan, starts to run.
-_START_GRACE = 120.0
 
 Finish = Callable[[ModelTarget, ModelResult, Mapping[str, str] | None], None]
 
@@ -158,31 +154,6 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
-def _crash_cause(exitcode: int | None) -> str:
-    if exitcode is None:
-        return "worker ended without a result"
-    if exitcode < 0:
-        number = -exitcode
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = f"signal {number}"
-        text = {signal.SIGABRT: "aborted", signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
-                signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction",
-                signal.SIGKILL: "killed (out of memory, or from outside)"}.get(number, "killed by a signal")
-        return f"worker crashed: {name} ({text})"
-    return f"worker exited with status {exitcode} without a result"
-
-
-@dataclass
-class _Running:
-    model: ModelTarget
-    process: Any
-    conn: mp_connection.Connection
-    started: float
-    deadline: float
-
-
 class LocalWorkers:
     """The Executor of local worker processes, at most options.jobs at a time."""
 
@@ -192,96 +163,49 @@ class LocalWorkers:
         context = _context()
         setup = worker_setup(options, options.memory_cap())
         queue = list(pending)
-        running: list[_Running] = []
+        running: list[tuple[ModelTarget, Job]] = []
         try:
             while queue or running:
                 while queue and len(running) < max(1, options.jobs):
                     model = queue.pop(0)
-                    receiver, sender = context.Pipe(duplex=False)
-                    process = context.Process(target=_work, name=f"opassess-{model.name}",
-                                              args=(model.scan_options(options.scan), setup, sender),
-                                              daemon=True)
-                    started = time.monotonic()
-                    process.start()
-                    sender.close()  # the parent keeps only the reading end: EOF when the worker dies
-                    running.append(_Running(model, process, receiver, started,
-                                            started + _START_GRACE + options.timeout))
+                    running.append((model, Job(context, _work, (model.scan_options(options.scan), setup),
+                                               name=f"opassess-{model.name}", timeout=options.timeout)))
                     notify(PortfolioEvent("start", model.name, done, total))
-                now = time.monotonic()
-                wait_for = min(max(0.0, min(r.deadline for r in running) - now), _POLL)
-                mp_connection.wait([r.conn for r in running] + [r.process.sentinel for r in running], wait_for)
-                for job in list(running):
-                    outcome = _collect(job, options.timeout)
+                wait_for = min(max(0.0, min(job.deadline for _, job in running) - time.monotonic()), POLL)
+                mp_connection.wait([handle for _, job in running for handle in job.handles()], wait_for)
+                for model, job in list(running):
+                    outcome = job.poll()
                     if outcome is None:
                         continue
-                    running.remove(job)
-                    status, payload = outcome
-                    seconds = time.monotonic() - job.started
-                    if status == "ok":
-                        finish(job.model, ModelResult(job.model.target, job.model.name, "ok", None, (), seconds),
-                               payload)
-                    else:
-                        finish(job.model, ModelResult(job.model.target, job.model.name, "failed", payload, (),
-                                                      seconds), None)
+                    running.remove((model, job))
+                    ok = outcome.status == "ok"
+                    finish(model, ModelResult(model.target, model.name, "ok" if ok else "failed",
+                                              None if ok else _cause(outcome), (), outcome.seconds),
+                           outcome.payload if ok else None)
                     done += 1
+        except KeyboardInterrupt:  # interrupted or terminated: no worker, forkserver or resource tracker left behind
+            for _, job in running:
+                job.stop()
+            running.clear()
+            stop_helpers()
+            raise
         finally:
-            for job in running:  # interrupted: leave no worker behind
-                _stop(job.process)
-                job.conn.close()
+            for _, job in running:
+                job.stop()
 
 
-def _collect(job: _Running, timeout: float) -> tuple[str, Any] | None:
-    """The worker's outcome once there is one: its message, its crash, or its timeout; None while it runs."""
-    if job.conn.poll():
-        try:
-            status, payload = job.conn.recv()
-        except (EOFError, OSError):  # died before (or while) sending
-            job.process.join(_KILL_GRACE)
-            job.conn.close()
-            return "failed", _crash_cause(job.process.exitcode)
-        if status == "begun":  # set up and about to scan: the model's own time starts now
-            job.started = time.monotonic()
-            job.deadline = job.started + timeout
-            return None
-        job.process.join(_KILL_GRACE)
-        if job.process.is_alive():
-            _stop(job.process)
-        job.conn.close()
-        return status, payload
-    if not job.process.is_alive():
-        job.process.join()
-        job.conn.close()
-        return "failed", _crash_cause(job.process.exitcode)
-    if time.monotonic() >= job.deadline:
-        _stop(job.process)
-        job.conn.close()
-        return "failed", f"timed out after {timeout:g} s (worker killed)"
-    return None
-
-
-def _stop(process: Any) -> None:
-    if process.is_alive():
-        process.kill()  # SIGKILL: a worker stuck in C code does not answer SIGTERM
-    process.join(_KILL_GRACE)
+def _cause(outcome: Outcome) -> str:
+    """A failed outcome's cause as one line (the worker body sends strings; anything else is described)."""
+    return outcome.payload if isinstance(outcome.payload, str) else f"{type(outcome.payload).__name__}: " \
+                                                                     f"{outcome.payload}"
 
 
 def scan_in_worker(options: ScanOptions, setup: _WorkerSetup, timeout: float) -> tuple[str, Any, float]:
     """Scan one model in a fresh worker process of this one and wait for it: ('ok', {format: text}, seconds) or
     ('failed', cause, seconds), its crash or its timeout included (what a remote executor runs on its node)."""
-    context = _context()
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_work, name=f"opassess-{Path(options.target).stem}",
-                              args=(options, setup, sender), daemon=True)
-    started = time.monotonic()
-    process.start()
-    sender.close()
-    job = _Running(ModelTarget(options.target, Path(options.target).stem), process, receiver, started,
-                   started + _START_GRACE + timeout)
+    job = Job(_context(), _work, (options, setup), name=f"opassess-{Path(options.target).stem}", timeout=timeout)
     try:
-        while True:
-            mp_connection.wait([job.conn, process.sentinel], max(0.0, min(job.deadline - time.monotonic(), _POLL)))
-            outcome = _collect(job, timeout)
-            if outcome is not None:
-                return outcome[0], outcome[1], time.monotonic() - started
+        outcome = job.wait()
     finally:
-        _stop(process)  # cancelled or interrupted: leave no worker behind
+        job.stop()  # cancelled or interrupted: leave no worker behind
+    return (outcome.status, outcome.payload if outcome.status == "ok" else _cause(outcome), outcome.seconds)
