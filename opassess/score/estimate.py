@@ -26,7 +26,7 @@ from .cost import (
     origin_shares,
 )
 from .signals import ModelContext, OpSignals, measure_all
-from .weights import RISK_LEVELS, Weights
+from .weights import RISK_LEVELS, Weights, level
 
 
 def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
@@ -151,7 +151,7 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
         if hit and step:
             likelihood += step
             signals_seen.append(f"+{step} {text}")
-    likelihood = _level(likelihood)
+    likelihood = level(likelihood)
 
     share = signals.compute_share
     reached = sum(1 for threshold in rules.impact.share_levels if share >= threshold)
@@ -165,21 +165,9 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
         signals_seen.append(f"+{rules.impact.main_path_bump} on the main path")
     elif signals.on_main_path is None:
         signals_seen.append("main path not measured (the capture has no edges)")
-    impact = _level(impact)
+    impact = level(impact)
 
-    stars = rules.stars.base[op.category]
-    product = likelihood * impact
-    if product >= rules.stars.raise_at:
-        stars += 1
-        signals_seen.append(f"stars +1: likelihood x impact {product} >= {rules.stars.raise_at}")
-    elif product <= rules.stars.lower_at:
-        stars -= 1
-        signals_seen.append(f"stars -1: likelihood x impact {product} <= {rules.stars.lower_at}")
-    return Risk(likelihood=likelihood, impact=impact, stars=_level(stars), signals=tuple(signals_seen))
-
-
-def _level(value: int) -> int:
-    return max(1, min(RISK_LEVELS, value))
+    return rules.cell(op.category, likelihood, impact, signals_seen)
 
 
 def _pareto(ranked: list, total: Effort, share: float) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
 from ..records import Effort, Operator, Risk, SourceEstimate
-from .weights import RISK_LEVELS, Weights
+from .weights import Weights
 
 LIBRARY_KIND = "library"  # Operator.kind of a kernel-library call or a Triton launch the capture stood in for
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
@@ -63,20 +63,7 @@ def site_risk(finding, weights: Weights) -> Risk:
     kernel = finding.kind in rules.kernel_kinds
     impact = rules.kernel_impact if kernel else rules.impact
     signals.append(f"{'a kernel' if kernel else 'a source site'}: impact {impact} (share of compute not measured)")
-    likelihood, impact = _level(likelihood), _level(impact)
-    stars = risk.stars.base[category]
-    product = likelihood * impact
-    if product >= risk.stars.raise_at:
-        stars += 1
-        signals.append(f"stars +1: likelihood x impact {product} >= {risk.stars.raise_at}")
-    elif product <= risk.stars.lower_at:
-        stars -= 1
-        signals.append(f"stars -1: likelihood x impact {product} <= {risk.stars.lower_at}")
-    return Risk(likelihood=likelihood, impact=impact, stars=_level(stars), signals=tuple(signals))
-
-
-def _level(value: int) -> int:
-    return max(1, min(RISK_LEVELS, value))
+    return risk.cell(category, likelihood, impact, signals)
 
 
 def _same_site(source: str, file: str, line: int, root: Path | None) -> bool:

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ..records import Risk
+
 DIMENSIONS = ("functional", "performance", "ecosystem")
 CRITERIA: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
@@ -201,6 +203,25 @@ class RiskRules:
     likelihood: LikelihoodRules
     impact: ImpactRules
     stars: StarRules
+
+    def cell(self, category: str, likelihood: int, impact: int, signals: list[str]) -> Risk:
+        """The Risk at (likelihood, impact), both clamped to the grid: the category's stars, one more when
+        likelihood x impact reaches raise_at, one fewer at or below lower_at (said in `signals`, appended to)."""
+        likelihood, impact = level(likelihood), level(impact)
+        stars = self.stars.base[category]
+        product = likelihood * impact
+        if product >= self.stars.raise_at:
+            stars += 1
+            signals.append(f"stars +1: likelihood x impact {product} >= {self.stars.raise_at}")
+        elif product <= self.stars.lower_at:
+            stars -= 1
+            signals.append(f"stars -1: likelihood x impact {product} <= {self.stars.lower_at}")
+        return Risk(likelihood=likelihood, impact=impact, stars=level(stars), signals=tuple(signals))
+
+
+def level(value: int) -> int:
+    """A likelihood, impact or star count clamped to 1..RISK_LEVELS."""
+    return max(1, min(RISK_LEVELS, value))
 
 
 @dataclass(frozen=True)
