@@ -232,12 +232,13 @@ def _check_values(capture: str | None, profile: str) -> None:
         raise typer.BadParameter(f"{profile!r}: expected one of {', '.join(profile_names())}",
                                  param_hint="'--profile'")
     if capture:
-        from ..trace.methods import METHODS
+        from ..errors import TraceError
+        from ..trace.methods import check_methods
 
-        unknown = [m.strip() for m in capture.split(",") if m.strip() and m.strip() not in METHODS]
-        if unknown:
-            raise typer.BadParameter(f"unknown capture method {unknown[0]!r}; expected one of {', '.join(METHODS)}",
-                                     param_hint="'--capture'")
+        try:
+            check_methods(tuple(m.strip() for m in capture.split(",") if m.strip()))
+        except TraceError as exc:
+            raise typer.BadParameter(str(exc), param_hint="'--capture'") from exc
 
 
 def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet, handoff=None,
