@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ci.snapshot import read_snapshot
+from ..datafile import read_json
 from ..errors import OpassessError, ReportError
 from .records import ModelResult, PortfolioOptions
 from .targets import STATE_FILE
@@ -48,10 +49,7 @@ def read_state(out_dir: Path) -> dict[str, Any]:
     path = out_dir / STATE_FILE
     if not path.exists():
         return {}
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{path}: cannot read the state of the interrupted run: {exc}") from exc
+    state = read_json(path, "state of the interrupted run", ReportError)
     if not isinstance(state, dict) or state.get("state_version") != STATE_VERSION:
         raise ReportError(f"{path}: not a portfolio state file this opassess reads (delete it to scan every model "
                           f"again)")
