@@ -87,14 +87,17 @@ def read_snapshot(source: Assessment | Mapping[str, Any] | str | Path) -> Snapsh
     if isinstance(source, Mapping):
         return _from_document(source, "document")
     path = Path(source)
+    from ..datafile import read_text
+
+    if not path.exists() and not path.is_symlink():
+        raise ReportError(f"{path}: no such report")
+    text = read_text(path, "report", ReportError)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ReportError(f"{path}: no such report") from exc
-    except (OSError, UnicodeError) as exc:
-        raise ReportError(f"{path}: cannot read the report: {exc}") from exc
+        document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}:{exc.lineno}: not a JSON report: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise ReportError(f"{path}: the report is nested too deep to read") from exc
     return _from_document(document, str(path))
 
 
