@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .datafile import check_regular
 from .errors import ModelLoadError
 from .records import ModelInfo
 
@@ -195,6 +196,7 @@ def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[
             raise ModelLoadError(f"{path}: no such model file")
         if path.is_dir():
             raise ModelLoadError(f"{path}: is a directory, expected a model file")
+        check_regular(path, "model file", ModelLoadError)  # a FIFO or device would hang the import
         module = _import_file(path)
         source = display_path(str(path))
         directory = path.parent
