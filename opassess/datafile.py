@@ -7,7 +7,10 @@ a silent fallback to a default.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
+import stat
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -19,17 +22,87 @@ from opassess.errors import ConfigError, OpassessError
 ErrorType = Callable[[str], OpassessError]
 
 
-def read_toml(path: Path, what: str = "data file", error: ErrorType = ConfigError) -> dict[str, Any]:
-    """Parse one TOML file; a syntax error, bad encoding or unreadable file is one `error` naming the file."""
+READ_LIMIT = 256 * 1024 * 1024  # bytes: the largest data file, table or report opassess reads whole
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular(path: Path | str, what: str = "file", error: ErrorType = ConfigError) -> None:
+    """Refuse, without opening it for reading, a path that is not a regular file (a FIFO would block, a device
+    never ends): one `error` naming the file and what it is."""
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise error(f"{path}: TOML syntax error: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text (byte {exc.start}): a {what} must be UTF-8 TOML") from exc
+        mode = os.stat(path).st_mode
     except OSError as exc:
         raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(mode):
+        raise error(f"{path}: cannot read {what}: {_kind(mode)}, not a regular file")
+
+
+def read_bytes(path: Path | str, what: str = "data file", error: ErrorType = ConfigError,
+               limit: int = READ_LIMIT) -> bytes:
+    """The bytes of one regular file, at most `limit` of them: opened with O_NONBLOCK (a FIFO never blocks) and
+    checked with fstat (a FIFO, socket or device is refused), so no input can hang or exhaust the reader."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        check_regular(path, what, error)  # a socket cannot be opened at all: say what it is
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"{path}: cannot read {what}: {_kind(mode)}, not a regular file")
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise error(f"{path}: cannot read {what}: larger than {limit} bytes")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path | str, what: str = "data file", error: ErrorType = ConfigError,
+              limit: int = READ_LIMIT, errors: str = "strict") -> str:
+    """`read_bytes` decoded as UTF-8 (a BOM is dropped); bad encoding is one `error` naming the file."""
+    data = read_bytes(path, what, error, limit)
+    try:
+        return data.decode("utf-8-sig", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text (byte {exc.start}): a {what} must be UTF-8") from exc
+
+
+def read_json(path: Path | str, what: str = "JSON file", error: ErrorType = ConfigError,
+              limit: int = READ_LIMIT) -> Any:
+    """One JSON document; a syntax error or one nested too deep to read is one `error` naming the file."""
+    text = read_text(path, what, error, limit)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise error(f"{path}: not valid JSON ({exc}): a {what} must be JSON") from exc
+    except RecursionError as exc:
+        raise error(f"{path}: {what} is nested too deep to read") from exc
+
+
+def read_toml(path: Path, what: str = "data file", error: ErrorType = ConfigError) -> dict[str, Any]:
+    """Parse one TOML file; a syntax error, bad encoding, nesting too deep, a file that is not a regular file or
+    is too large is one `error` naming the file."""
+    text = read_text(path, what, error)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: TOML syntax error: {exc}") from exc
+    except RecursionError as exc:
+        raise error(f"{path}: {what} is nested too deep to read") from exc
 
 
 def merge_layer(into: dict[str, Any], layer: Mapping[str, Any], file: str, origins: dict[str, str],

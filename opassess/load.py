@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .datafile import check_regular
 from .errors import ModelLoadError
 from .records import ModelInfo
 
@@ -195,6 +196,7 @@ def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[
             raise ModelLoadError(f"{path}: no such model file")
         if path.is_dir():
             raise ModelLoadError(f"{path}: is a directory, expected a model file")
+        check_regular(path, "model file", ModelLoadError)  # a FIFO or device would hang the import
         module = _import_file(path)
         source = display_path(str(path))
         directory = path.parent
@@ -218,6 +220,46 @@ def _device_context(device: str):
     return torch.device(device) if device != "cpu" else contextlib.nullcontext()
 
 
+# Parameter initialisers and the in-place random fills they end in. On the meta device they write nothing (a meta
+# tensor has no data), yet each call costs: a random fill on meta runs a decomposition guarded by
+# torch._disable_dynamo, which imports torch._dynamo (seconds) the first time. While a model is built on meta they
+# return their tensor untouched; the shapes, dtypes and the graph the capture sees are the same (tests/test_load.py).
+_INIT_FUNCTIONS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+                   "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_")
+_RANDOM_FILLS = ("normal_", "uniform_", "random_", "exponential_", "geometric_", "log_normal_", "cauchy_",
+                 "bernoulli_")
+
+
+@contextlib.contextmanager
+def skip_init_on_meta(device: str):
+    """While the model is built on `device`: torch.nn.init and random fills of meta tensors are no-ops (else as is)."""
+    if device != "meta":
+        yield
+        return
+    import torch
+
+    def skipping(original: Callable) -> Callable:
+        @functools.wraps(original)
+        def skip(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(tensor, torch.Tensor) and tensor.is_meta:
+                return tensor
+            return original(tensor, *args, **kwargs)
+        return skip
+
+    patched = [(torch.nn.init, name) for name in _INIT_FUNCTIONS] + [(torch.Tensor, name) for name in _RANDOM_FILLS]
+    originals = [(owner, name, owner.__dict__.get(name)) for owner, name in patched]  # None: inherited (TensorBase)
+    for owner, name, _ in originals:
+        setattr(owner, name, skipping(getattr(owner, name)))
+    try:
+        yield
+    finally:
+        for owner, name, original in originals:
+            if original is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+
 def load_model(req: LoadRequest) -> LoadedModel:
     """Import the model file, build the model and its example inputs on req.device (meta by default)."""
     import torch
@@ -235,7 +277,7 @@ def load_model(req: LoadRequest) -> LoadedModel:
             return _build(device)
 
     def _build(device: str) -> LoadedModel:
-        with _device_context(device), _as_script(source, directory):
+        with _device_context(device), skip_init_on_meta(device), _as_script(source, directory):
             try:
                 model = factory()
             except (Exception, SystemExit) as exc:

@@ -259,8 +259,9 @@ def test_portfolio_of_a_directory_with_a_failing_model_then_resumed(models, tmp_
     (zoo / "broken.py").write_text(BROKEN)
     (zoo / "util.py").write_text("HELPER = 1\n")
     out = tmp_path / "reports"
-    first = scan(zoo, "-o", out, "--jobs", "2", "--timeout", "60", "-f", "json")
-    # broken.py fails: exit 1 (an error, not a policy breach), everything else is written
+    # the same gates as the resumed run below: the policy is part of what a finished model is resumed by
+    first = scan(zoo, "-o", out, "--jobs", "2", "--timeout", "60", "-f", "json", "--fail-on", "custom-dev")
+    # broken.py fails: exit 1 (an error, which wins over a policy breach), everything else is written
     assert first.exit_code == 1, first.output
     assert "broken.py: " in first.stderr and "weights missing" in first.stderr
     assert {p.name for p in out.iterdir()} >= {"plain.json", "custom.json", "portfolio.json", "portfolio.md"}

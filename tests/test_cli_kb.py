@@ -135,3 +135,15 @@ def test_explain_list_shows_every_concrete_code_and_the_families():
     assert any(line.startswith("ACL_ERROR_INVALID_PARAM ") and "100000" in line for line in lines)
     assert not any(line.startswith(("ERR**", "E**")) for line in lines)
     assert "E-codes Emnnnn with m in 1, 3, E, I, Z" in result.output
+
+
+def test_explain_and_kb_show_of_a_source_fact_do_not_import_torch():
+    import subprocess
+    import sys
+
+    for args in (["explain", "EZ9999"], ["kb", "show", "torch.cuda.synchronize"]):
+        code = ("import sys; from opassess.cli import main; sys.argv = ['opassess', *sys.argv[1:]]\n"
+                "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+                "print('torch' in sys.modules)")
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True).stdout
+        assert out.strip().splitlines()[-1] == "False", args

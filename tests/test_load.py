@@ -154,3 +154,45 @@ def test_nested_inputs_are_described_by_dtype_and_shape_not_by_their_values(mode
     for device in ("meta", "cpu"):
         assert load_model(LoadRequest(str(path), device=device)).info.inputs == (
             "[float32[2], int64[3]]", "Pair(a=float32[1], b=None)", "Batch(x=float32[4], n=7)")
+
+
+def _captured(path, monkeypatch, skip: bool):
+    import contextlib
+
+    import opassess.load as load
+    from opassess.trace.driver import trace_model
+
+    if not skip:
+        monkeypatch.setattr(load, "skip_init_on_meta", lambda device: contextlib.nullcontext())
+    capture = trace_model(load_model(LoadRequest(target=str(path))))
+    return capture.method, [(n.key, n.module_path, n.input_shapes, n.output_shapes, n.output_dtypes, n.attrs, n.aten)
+                            for n in capture.nodes]
+
+
+@pytest.mark.parametrize("name", ["resnet_like.py", "transformer_lm.py", "lstm_tagger.py"])
+def test_skipping_initialisers_on_meta_gives_the_same_capture(name, monkeypatch):
+    with_skip = _captured(EXAMPLES / name, monkeypatch, skip=True)
+    without = _captured(EXAMPLES / name, monkeypatch, skip=False)
+    assert with_skip == without and with_skip[1]
+
+
+def test_initialisers_are_skipped_only_on_meta_and_restored():
+    from opassess.load import skip_init_on_meta
+
+    original = torch.nn.init.normal_
+    with skip_init_on_meta("meta"):
+        meta = torch.empty(3, device="meta")
+        assert torch.nn.init.normal_(meta) is meta and meta.normal_() is meta
+        cpu = torch.nn.init.constant_(torch.zeros(3), 2.0)  # a CPU tensor is still initialised
+        assert cpu.tolist() == [2.0, 2.0, 2.0]
+    assert torch.nn.init.normal_ is original and "normal_" not in torch.Tensor.__dict__
+
+
+def test_building_resnet_on_meta_does_not_import_dynamo():
+    import subprocess
+
+    code = ("import sys; from opassess.load import LoadRequest, load_model; "
+            f"load_model(LoadRequest(target={str(EXAMPLES / 'resnet_like.py')!r})); "
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -50,11 +50,21 @@ def test_two_fail_on_reasons_for_one_operator_are_one_line():
     assert "custom-dev, unknown to the knowledge base" in breaches[0].message
 
 
-def test_max_person_days_compares_the_likely_total():
+def test_max_person_days_compares_the_likely_total_of_a_report_without_p50():
     assert evaluate(snap(LEGACY), Policy(max_person_days=17.5)) == ()  # 17.5 is not more than 17.5
     breaches = evaluate(snap(LEGACY), Policy(max_person_days=17))
     assert [(b.rule, b.op) for b in breaches] == [("max-person-days", None)]
     assert "17.5 person-days" in breaches[0].message
+
+
+def test_max_person_days_gates_p50_when_the_report_has_one():
+    # the same operators (likely sum 17.5) in a report whose simulation put P50 at 19.2 (P10 16.0, P90 23.0)
+    document = report("m.py", LEGACY)
+    document["summary"].update(p10=16.0, p50=19.2, p90=23.0)
+    assert evaluate(read_snapshot(document), Policy(max_person_days=19.2)) == ()
+    breaches = evaluate(read_snapshot(document), Policy(max_person_days=18))
+    assert [b.rule for b in breaches] == ["max-person-days"]
+    assert "(P50) 19.2 person-days" in breaches[0].message
 
 
 def test_max_risk_fails_operators_above_the_stars():

@@ -30,7 +30,8 @@ def test_golden(name):
 def test_structure_of_the_hand_built_report():
     text = render(synthetic_example("resnet_like"), "md")
     assert text.startswith("# Ascend NPU migration assessment: ResNet18\n")
-    assert ("| Estimated effort | **27.5 person-days (P10-P90 23.1-32.4)**; likely 27.5, range 21.0\u201336.0 |"
+    assert ("| Estimated effort | **27.5 person-days (P10-P90 23.1-32.4)**; sum of the most likely values 27.5, "
+            "of the lows and highs 21.0\u201336.0 |"
             in text)
     assert "| Profile | default: figures are assumptions until calibrated" in text
     assert "## Action items\n\n- **custom-dev**: " in text

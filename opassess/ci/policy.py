@@ -3,7 +3,7 @@
 Rules, one per command-line flag:
   --fail-on CATEGORY   `custom-dev` breaches on custom-dev operators; `param-converted` on param-converted ones *and
                        worse* (anything that is not direct); `unknown` on operators the knowledge base does not know.
-  --max-person-days N  the model's likely total exceeds N person-days.
+  --max-person-days N  the model's P50 (the headline; the likely total in a report without one) exceeds N.
   --max-risk STARS     an operator's risk exceeds STARS stars (1..5).
 Applied to a Diff (`--fail-on-new`, `opassess diff`), the same rules look only at what the change brought:
 operators added or re-classified to a worse category (or to unknown), the growth of the likely total, and
@@ -71,10 +71,11 @@ def evaluate(subject: Assessment | Snapshot | Diff, policy: Policy) -> tuple[Bre
         return _evaluate_diff(subject, policy)
     snapshot = subject if isinstance(subject, Snapshot) else read_snapshot(subject)
     breaches = list(_operator_breaches(((op, None) for op in snapshot.operators), policy, in_diff=False))
-    if policy.max_person_days is not None and snapshot.total is not None \
-            and snapshot.total.likely > policy.max_person_days:
+    gated = snapshot.gated
+    if policy.max_person_days is not None and gated is not None and gated > policy.max_person_days:
+        what = "P50" if snapshot.band is not None else "likely total"
         breaches.append(Breach("max-person-days", None,
-                               f"estimated effort {days(snapshot.total.likely)} person-days exceeds "
+                               f"estimated effort ({what}) {days(gated)} person-days exceeds "
                                f"--max-person-days {policy.max_person_days:g}"))
     return tuple(breaches)
 

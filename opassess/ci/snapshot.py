@@ -60,6 +60,14 @@ class Snapshot:
     origin: str  # where it was read from: a file name, or "assessment"
     entry: str = ""  # model.entry, the factory's name ("build_model")
     label: str | None = None  # model.label (--label), absent in reports written before it existed
+    band: tuple[float, float, float] | None = None  # summary p10, p50, p90; absent in older reports
+
+    @property
+    def gated(self) -> float | None:
+        """The figure --max-person-days compares: P50 (the headline), or the likely sum in a report without one."""
+        if self.band is not None:
+            return self.band[1]
+        return self.total.likely if self.total is not None else None
 
     @property
     def name(self) -> str:
@@ -79,14 +87,17 @@ def read_snapshot(source: Assessment | Mapping[str, Any] | str | Path) -> Snapsh
     if isinstance(source, Mapping):
         return _from_document(source, "document")
     path = Path(source)
+    from ..datafile import read_text
+
+    if not path.exists() and not path.is_symlink():
+        raise ReportError(f"{path}: no such report")
+    text = read_text(path, "report", ReportError)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ReportError(f"{path}: no such report") from exc
-    except (OSError, UnicodeError) as exc:
-        raise ReportError(f"{path}: cannot read the report: {exc}") from exc
+        document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}:{exc.lineno}: not a JSON report: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise ReportError(f"{path}: the report is nested too deep to read") from exc
     return _from_document(document, str(path))
 
 
@@ -166,8 +177,16 @@ def _from_document(document: Any, origin: str) -> Snapshot:
         return Snapshot(source=model["source"], class_name=model.get("class", ""),
                         total=_effort(summary.get("person_days"), f"{origin}: summary"),
                         operators=tuple(operators), origin=origin, entry=str(model.get("entry") or ""),
-                        label=model.get("label"))
+                        label=model.get("label"), band=_band(summary))
     except ReportError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"{origin}: not an opassess JSON report: missing or malformed {exc}") from exc
+
+
+def _band(summary: dict) -> tuple[float, float, float] | None:
+    """(p10, p50, p90) of a report's summary, or None when it has none (not estimated, or written before P10)."""
+    values = [summary.get(key) for key in ("p10", "p50", "p90")]
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+        return None
+    return float(values[0]), float(values[1]), float(values[2])

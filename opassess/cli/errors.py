@@ -17,6 +17,13 @@ from ..report.text import inert
 from ..report.write import release_stdout
 
 EXIT_INTERRUPTED = 130
+MESSAGE_LIMIT = 500  # characters of one error line: a model's 1 MB exception text is cut, not printed
+
+
+def one_line(exc: object) -> str:
+    """An error as one inert line of at most MESSAGE_LIMIT characters (the cut is marked)."""
+    text = inert(exc, newline=" ")
+    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
 
 
 @contextlib.contextmanager
@@ -29,13 +36,13 @@ def reporting_errors(debug: bool) -> Iterator[None]:
     except InternalError as exc:
         if debug:
             traceback.print_exc()
-        typer.echo(f"opassess: internal error: {inert(exc, newline=' ')} (run with --debug for the traceback)",
+        typer.echo(f"opassess: internal error: {one_line(exc)} (run with --debug for the traceback)",
                    err=True)
         raise typer.Exit(exc.exit_code) from None
     except OpassessError as exc:
         if debug:
             traceback.print_exc()
-        typer.echo(f"opassess: error: {inert(exc, newline=' ')}", err=True)  # one line, whatever the model named
+        typer.echo(f"opassess: error: {one_line(exc)}", err=True)  # one line, whatever the model named
         raise typer.Exit(exc.exit_code) from None
     except Terminated as exc:  # SIGTERM / SIGHUP: workers and temporary files are gone by now
         typer.echo(f"opassess: terminated by {exc.signal_name}", err=True)
@@ -51,7 +58,7 @@ def reporting_errors(debug: bool) -> Iterator[None]:
     except Exception as exc:  # a bug in opassess itself: say so, still one line unless --debug
         if debug:
             traceback.print_exc()
-        typer.echo(f"opassess: internal error: {type(exc).__name__}: {inert(exc, newline=' ')} (run with --debug for "
+        typer.echo(f"opassess: internal error: {type(exc).__name__}: {one_line(exc)} (run with --debug for "
                    "the traceback)",
                    err=True)
         raise typer.Exit(EXIT_ERROR) from None

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import shutil
 import sys
@@ -137,7 +138,8 @@ def scan(
                       "600, for one model too).")] = None,
     memory_limit: Annotated[float | None, typer.Option(
         "--memory-limit", min=0, help="GiB of address space a worker may add to what torch and opassess "
-                                      "map at start, 0 for none (default: physical memory / jobs).")] = None,
+                                      "map at start, 0 for none (default: physical memory / the workers that "
+                                      "run at once, at least 1 GiB).")] = None,
     resume: Annotated[bool, typer.Option(
         help="Continue an interrupted run in -o DIR without rescanning finished models.")] = False,
     executor: Annotated[str, typer.Option(
@@ -395,7 +397,7 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         targets=tuple(targets), scan=options, out_dir=out_dir,
         formats=() if per_model == "json" else (per_model,), jobs=jobs or default_jobs(),
         timeout=timeout if timeout is not None else 600.0,
-        memory_limit=None if memory_limit is None else int(memory_limit * 2**30), resume=resume, policy=policy)
+        memory_limit=None if memory_limit is None else _gib_bytes(memory_limit), resume=resume, policy=policy)
     with _portfolio_progress(quiet) as on_event:
         portfolio = scan_portfolio(portfolio_options, on_event, executor=runner)
     files = portfolio_files(portfolio, templates_dir=templates, language=options.language)
@@ -417,3 +419,8 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
             typer.echo(f"opassess: policy: {name}: {breach.message}", err=True)
         raise typer.Exit(EXIT_ERROR)
     fail_on_breaches([f"{name}: {breach.message}" for name, breach in portfolio.breaches])
+
+
+def _gib_bytes(gib: float) -> int:
+    """--memory-limit in bytes; infinite or not a number is above any cap, refused by PortfolioOptions."""
+    return int(gib * 2**30) if math.isfinite(gib) else 2**64

@@ -28,7 +28,6 @@ necessarily "fails": torch_npu may cast first or take the aclop path (`fallback_
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -229,10 +228,11 @@ class KernelFacts:
     @property
     def data(self) -> dict[str, Any]:
         if self._data is None:
-            try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise KnowledgeBaseError(f"cannot read kernel facts {self.path}: {exc}") from exc
+            from ..datafile import read_json
+
+            data = read_json(self.path, "kernel facts", KnowledgeBaseError)
+            if not isinstance(data, dict):
+                raise KnowledgeBaseError(f"{self.path}: not a kernel-facts file (not a JSON object)")
             missing = [k for k in ("aten", "aclnn", "products", "provenance") if k not in data]
             if missing or tuple(data.get("products", ())) != PRODUCTS:
                 raise KnowledgeBaseError(f"{self.path}: not a kernel-facts file (missing {missing or 'products'}); "

@@ -1,7 +1,6 @@
 """The loaded knowledge base (generated tables read lazily, curated rules, error codes) and where it is found."""
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -9,6 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from opassess.datafile import read_json
 from opassess.errors import EXIT_USAGE, KnowledgeBaseError
 from opassess.resources import data_path
 
@@ -84,13 +84,9 @@ class KnowledgeBase:
     def _table(self, name: str) -> Any:
         if name not in self._cache:
             path = self.directory / f"{name}.json"
-            try:
-                self._cache[name] = json.loads(path.read_text(encoding="utf-8"))
-            except FileNotFoundError as exc:
-                raise KnowledgeBaseError(
-                    f"{path}: knowledge-base table missing (rebuild with tools/build_kb.py)") from exc
-            except json.JSONDecodeError as exc:
-                raise KnowledgeBaseError(f"{path}: not valid JSON ({exc})") from exc
+            if not path.exists() and not path.is_symlink():
+                raise KnowledgeBaseError(f"{path}: knowledge-base table missing (rebuild with tools/build_kb.py)")
+            self._cache[name] = read_json(path, "knowledge-base table", KnowledgeBaseError)
         return self._cache[name]
 
     @cached_property
@@ -140,7 +136,7 @@ class KnowledgeBase:
             return out
         for path in sorted(self.overlay.glob("kernels-*.json")):
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = read_json(path, "imported kernel table", KnowledgeBaseError)
                 problem = _imported_shape_problem(data)
                 if problem is None:
                     out[parse_version(data["torch_version"])] = data

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from opassess.datafile import check_regular
 from opassess.errors import KnowledgeBaseError
 
 from .versions import format_version, parse_version
@@ -163,8 +164,9 @@ def _sha256(path: Path) -> str:
 
 def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
     """Write dest/kernels-<torch version>.json from the wheel's kernel list; return a summary."""
-    if not wheel.is_file():
+    if not wheel.exists():
         raise KnowledgeBaseError(f"{wheel}: wheel not found")
+    check_regular(wheel, "wheel", KnowledgeBaseError)
     try:
         with zipfile.ZipFile(wheel) as archive:
             version = wheel_version(wheel, archive)

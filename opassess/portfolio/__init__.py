@@ -27,7 +27,7 @@ from .records import (
     default_jobs,
     physical_memory,
 )
-from .state import fingerprint, read_state, resumable, write_state
+from .state import fingerprint, read_state, report_digest, resumable, write_state
 from .targets import PORTFOLIO_NAME, STATE_FILE, ModelTarget, Skipped, expand_targets, no_models_message
 from .workers import Executor, LocalWorkers
 
@@ -61,6 +61,7 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
     except OSError as exc:
         raise ReportError(f"cannot create the output directory {out_dir}: {exc.strerror or exc}") from exc
 
+    digests: dict[str, dict[str, str]] = {m.target: {} for m in models}
     fingerprints = {m.target: fingerprint(replace(options, scan=m.scan_options(options.scan)), m.target)
                     for m in models}
     state: dict[str, Any] = read_state(out_dir) if options.resume else {}
@@ -84,6 +85,7 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
                 name = f"{model.name}{REPORTERS[fmt].extension}"  # json's extension is .json
                 write_output(text, out_dir / name)
                 written.append(name)
+                digests[model.target][name] = report_digest(text)
             try:
                 snapshot = read_snapshot(json.loads(texts["json"]))
             except (OpassessError, ValueError) as exc:
@@ -93,7 +95,8 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
         results[model.target] = result
         state[model.target] = {"target": model.target, "name": model.name, "status": result.status,
                                "cause": result.cause, "reports": list(result.reports),
-                               "seconds": round(result.seconds, 3), "fingerprint": fingerprints[model.target]}
+                               "seconds": round(result.seconds, 3), "fingerprint": fingerprints[model.target],
+                               "sha256": digests[model.target]}
         write_state(out_dir, state)  # persisted before the next model can fail
         done += 1
         notify(PortfolioEvent("done", model.name, done, len(models), result))

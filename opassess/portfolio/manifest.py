@@ -30,6 +30,20 @@ def is_manifest(target: str) -> bool:
     return target.endswith(".toml") and Path(target).is_file()
 
 
+def _file_name(item: TomlTable) -> str | None:
+    """The optional `name`: the stem of report files, so one path component and nothing a terminal acts on."""
+    name = item.string("name", None)
+    if name is None:
+        return None
+    if not name or name in (".", "..") or "/" in name or "\\" in name or any(
+            ord(c) < 32 or ord(c) == 127 for c in name):
+        raise item.error("name", f"{name!r} is not a file name (one path component: no '/', '..', absolute path or "
+                                 f"control character)")
+    if len(name.encode()) > 200:
+        raise item.error("name", f"longer than 200 bytes ({len(name.encode())})")
+    return name
+
+
 def read_manifest(path: Path) -> list[tuple[str, str | None, dict[str, Any]]]:
     """(target, name or None, scan-option overrides) per [[model]] of the manifest, in file order."""
     from ..load import parse_shape
@@ -54,7 +68,7 @@ def read_manifest(path: Path) -> list[tuple[str, str | None, dict[str, Any]]]:
         shapes = item.strings("input_shape", None)
         if shapes is not None:
             overrides["input_shapes"] = tuple(parse_shape(s) for s in shapes)
-        models.append((target, item.string("name", None), overrides))
+        models.append((target, _file_name(item), overrides))
         item.finish()
     root.finish()
     if not models:

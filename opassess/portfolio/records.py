@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..ci.policy import Breach, Policy
 from ..ci.snapshot import Snapshot
+from ..errors import UsageError
 from ..pipeline import ScanOptions
 from ..records import Effort
 from .targets import Skipped
@@ -20,6 +21,17 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+MEMORY_FLOOR = 2**30  # bytes: the least address space a default per-worker cap leaves a scan
+
+
+def largest_memory_limit() -> int:
+    """The largest RLIMIT_AS this process may set (its hard limit, or what the kernel's rlim_t holds)."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    return 2**63 - 1 - 2**40 if hard == resource.RLIM_INFINITY else hard  # room for the mapped bytes added to it
 
 
 def physical_memory() -> int:
@@ -44,10 +56,27 @@ class PortfolioOptions:
     resume: bool = False
     policy: Policy = Policy()
 
-    def memory_cap(self) -> int:
+    def __post_init__(self) -> None:
+        if self.memory_limit is not None and self.memory_limit > largest_memory_limit():
+            raise UsageError(f"--memory-limit {self.memory_limit / 2**30:g} GiB is above what this system lets a "
+                             f"process be capped at ({largest_memory_limit() / 2**30:g} GiB)")
+        self.memory_cap()  # a default cap below the floor is refused now, not as a model's failure later
+
+    def memory_cap(self, models: int | None = None) -> int:
+        """The address space a worker may add: --memory-limit, else physical memory shared by the workers that
+        can run at once (min of --jobs, the models and the cores), never below MEMORY_FLOOR."""
         if self.memory_limit is not None:
             return self.memory_limit
-        return physical_memory() // max(1, self.jobs)
+        physical = physical_memory()
+        if not physical:
+            return 0  # the platform does not say: no cap
+        at_once = max(1, min(self.jobs, default_jobs(), models or self.jobs))
+        cap = physical // at_once
+        if cap < MEMORY_FLOOR:
+            raise UsageError(f"{physical / 2**30:.1f} GiB of memory shared by {at_once} workers leaves "
+                             f"{cap / 2**30:.2f} GiB each, below the {MEMORY_FLOOR / 2**30:g} GiB a scan needs: "
+                             f"pass fewer --jobs or an explicit --memory-limit (0 for no cap)")
+        return cap
 
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ci.snapshot import read_snapshot
+from ..datafile import read_bytes, read_json
 from ..errors import OpassessError, ReportError
 from .records import ModelResult, PortfolioOptions
 from .targets import STATE_FILE
@@ -24,12 +25,11 @@ STATE_VERSION = 1
 def fingerprint(options: PortfolioOptions, target: str) -> str:
     """What a finished result depends on: the scan options, the formats, the bytes of the model file and of the
     weights file (the same --weights path with other numbers gives other estimates), and the policy when a
-    per-model format marks breaches (SARIF, JUnit); the portfolio's own breaches are re-read from JSON."""
+    policy that gates the run (a resumed run under other gates scans again)."""
     scan = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(replace(options.scan, target="")).items()
             if k != "extra"}
-    marks_breaches = bool({"sarif", "junit"} & set(options.formats))
     text = json.dumps({"scan": scan, "formats": sorted(options.formats),
-                       "policy": asdict(options.policy) if marks_breaches else None,
+                       "policy": asdict(options.policy),
                        "file": _content_hash(Path(target)),
                        "weights": _content_hash(options.scan.weights) if options.scan.weights else None},
                       sort_keys=True, default=str)
@@ -44,14 +44,32 @@ def _content_hash(path: Path) -> str:
         return ""
 
 
+def report_digest(text: str) -> str:
+    """sha256 of a report as write_output writes it (UTF-8, newlines untouched)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _unchanged(out_dir: Path, reports: list[str], digests: Any) -> bool:
+    """Every report reused is the one written: its bytes still have the sha256 the state recorded."""
+    if not isinstance(digests, dict) or set(digests) != set(reports):
+        return False
+    for name in reports:
+        if Path(name).name != name:
+            return False
+        try:
+            data = read_bytes(out_dir / name, "report", ReportError)
+        except ReportError:
+            return False
+        if hashlib.sha256(data).hexdigest() != digests[name]:
+            return False
+    return True
+
+
 def read_state(out_dir: Path) -> dict[str, Any]:
     path = out_dir / STATE_FILE
     if not path.exists():
         return {}
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{path}: cannot read the state of the interrupted run: {exc}") from exc
+    state = read_json(path, "state of the interrupted run", ReportError)
     if not isinstance(state, dict) or state.get("state_version") != STATE_VERSION:
         raise ReportError(f"{path}: not a portfolio state file this opassess reads (delete it to scan every model "
                           f"again)")
@@ -78,6 +96,8 @@ def resumable(entry: Any, fingerprint: str, out_dir: Path) -> ModelResult | None
     if not (isinstance(name, str) and name and Path(name).name == name and isinstance(target, str)
             and isinstance(reports, list | tuple) and all(isinstance(r, str) for r in reports)
             and isinstance(seconds, int | float) and not isinstance(seconds, bool)):
+        return None
+    if not _unchanged(out_dir, list(reports), entry.get("sha256")):  # edited since: scanned again
         return None
     try:
         snapshot = read_snapshot(out_dir / f"{name}.json")

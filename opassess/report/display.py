@@ -300,7 +300,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
     cards = (
         Card(_("Estimated effort"), summary["headline"] if est else _("not estimated"),
-             _("P50 with its P10-P90 band; likely %(likely)s, range %(range)s")
+             _("P50 with its P10-P90 band; sum of the most likely values %(likely)s, of the lows and highs %(range)s")
              % {"likely": days(total.likely), "range": days_range(total)} if est and total else ""),
         Card(_("Operator types"), str(len(ops)), _("%d calls in the forward pass") % summary["occurrences"]),
         Card(_("Custom development"), str(counts[Category.CUSTOM_DEV]),

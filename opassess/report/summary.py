@@ -24,8 +24,9 @@ def summary_view(snapshot: Snapshot, diff_markdown: str | None = None, breaches:
     return {
         "model": snapshot.source,
         "class_name": snapshot.class_name,
-        "total_text": days(snapshot.total.likely) if snapshot.total else "not estimated",
-        "range_text": days_range(snapshot.total) if snapshot.total else "",
+        "total_text": days(snapshot.gated) if snapshot.gated is not None else "not estimated",
+        "range_text": (f"P10-P90 {days(snapshot.band[0])}-{days(snapshot.band[2])}" if snapshot.band
+                       else f"range {days_range(snapshot.total)}" if snapshot.total else ""),
         "types": len(snapshot.operators),
         "counts": counts,
         "unknown": sum(1 for o in snapshot.operators if o.known is False),

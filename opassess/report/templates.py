@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
 from ..errors import ReportError
@@ -90,14 +91,16 @@ def environment(flavour: str, templates_dir: Path | None = None, language: str =
             raise ReportError(f"templates directory {templates_dir} does not exist or is not a directory")
         loaders.append(jinja2.FileSystemLoader(str(templates_dir)))
     loaders.append(jinja2.FileSystemLoader(str(shipped)))
+    # Sandboxed: a user's template (--templates) is data, so `cycler.__init__.__globals__` is refused at render.
     if flavour == "html":
-        env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=True, finalize=_finalize_plain,
+        env = SandboxedEnvironment(loader=jinja2.ChoiceLoader(loaders), autoescape=True, finalize=_finalize_plain,
                                  extensions=["jinja2.ext.i18n"],
                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                  keep_trailing_newline=True)
     elif flavour == "markdown":
-        env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=False, extensions=["jinja2.ext.i18n"],
-                                 finalize=_finalize_markdown, undefined=jinja2.StrictUndefined,
+        env = SandboxedEnvironment(loader=jinja2.ChoiceLoader(loaders), autoescape=False,
+                                 extensions=["jinja2.ext.i18n"], finalize=_finalize_markdown,
+                                 undefined=jinja2.StrictUndefined,
                                  trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
         env.filters["code"] = code_span
     else:

@@ -8,6 +8,7 @@ device in between is still refused.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -73,7 +74,8 @@ def write_output(text: str, destination: str | Path, what: str = "the report") -
     temporary: str | None = None
     try:
         # Same directory as the target, so os.replace is a rename on one file system (atomic on POSIX).
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        # A short name: a legal 250-byte report name plus a prefix and suffix would pass the 255-byte limit.
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name[:24]}.", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
@@ -151,13 +153,26 @@ def append_text(text: str, destination: str | Path, what: str) -> Path:
         if not stat.S_ISREG(mode):
             raise ReportError(f"cannot append {what} to {given}: it is {_kind(mode)}; {REFUSAL}")
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "a", encoding="utf-8", closefd=False) as handle:
-            handle.write(text)
+        _append_whole(fd, text.encode("utf-8"), os.fstat(fd).st_size)
     except OSError as exc:
-        raise ReportError(f"cannot append {what} to {given}: {exc.strerror or exc}") from exc
+        raise ReportError(f"cannot append {what} to {given}: {exc.strerror or exc}; nothing was appended") from exc
     finally:
         os.close(fd)
     return given
+
+
+def _append_whole(fd: int, data: bytes, size: int) -> None:
+    """Write all of `data` at the end, or (a full disk, a quota) cut the file back to `size` and raise: never a torn
+    part of a summary that a later step would append after."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
 
 
 def write_files(files: Mapping[str, str], directory: str | Path) -> list[Path]:

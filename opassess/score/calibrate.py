@@ -17,12 +17,14 @@ outlier can pull it there) is not proposed: the category keeps its range and say
 from __future__ import annotations
 
 import csv
+import io
 import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..datafile import read_text
 from ..errors import ConfigError
 from ..vocabulary import CATEGORIES
 from .weights import Weights
@@ -183,7 +185,8 @@ def _inside(rows: Sequence[Actual], bounds: tuple[float, float]) -> float | None
 
 def _read(path: Path) -> list[Actual]:
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
+        text = read_text(path, "actuals CSV", ConfigError, errors="strict")
+        with io.StringIO(text, newline="") as handle:
             reader = csv.DictReader(handle)
             columns = [name.strip() for name in reader.fieldnames or ()]
             missing = [name for name in REQUIRED_COLUMNS if name not in columns]

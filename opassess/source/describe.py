@@ -55,6 +55,8 @@ def format_entry_with_source(kb, name: str, torch_version: str | None = None, de
     from ..kb.describe import format_entry
 
     source = describe_source(name)
+    if source and not name.startswith("aten::"):
+        decompose = None  # a source fact (a CUDA API, a library symbol) is no composite op: no torch to import for it
     try:
         entry = format_entry(kb, name, torch_version, decompose)
     except KnowledgeBaseError:

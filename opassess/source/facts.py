@@ -6,7 +6,6 @@ its table and row so a finding can cite it as e.g. "cuda_api_migration.tsv:30".
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache, cached_property
@@ -258,12 +257,11 @@ class SourceFacts:
 @cache
 def _load(path: str) -> SourceFacts:
     file = Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise KnowledgeBaseError(f"{file}: missing; run tools/kb_source.py") from exc
-    except json.JSONDecodeError as exc:
-        raise KnowledgeBaseError(f"{file}: not valid JSON ({exc})") from exc
+    from ..datafile import read_json
+
+    if not file.exists():
+        raise KnowledgeBaseError(f"{file}: missing; run tools/kb_source.py")
+    data = read_json(file, "source facts table", KnowledgeBaseError)
     try:
         return SourceFacts(data, file)
     except KeyError as exc:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from ..datafile import read_bytes
+from ..errors import OpassessError
 from .scan import SKIP_DIRS
 
 MAX_FILES = 500  # a model file's import closure larger than this is a whole code base: --source DIR says so
@@ -67,8 +69,8 @@ def project_files(model_file: str | Path) -> list[Path]:
     while queue and len(order) < MAX_FILES:
         file = queue.pop(0)
         try:
-            tree = ast.parse(file.read_bytes(), filename=str(file))
-        except (OSError, SyntaxError, ValueError):
+            tree = ast.parse(read_bytes(file, "source file", limit=16 * 1024 * 1024), filename=str(file))
+        except (OpassessError, SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for path in _imported(tree, file, project):
             path = path.resolve() if path.is_file() else path

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from ..datafile import check_regular, read_text
 from ..errors import OpassessError
 from .classify import classify_sites
 from .facts import SourceFacts, load_source_facts
@@ -36,6 +37,8 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
         if path.is_file():
             found.add(path)
             continue
+        if path.exists() and not path.is_dir():
+            check_regular(path, "source file", SourceScanError)
         if not path.is_dir():
             raise SourceScanError(f"{path}: no such file or directory")
         for folder, dirs, files in os.walk(path):
@@ -53,8 +56,11 @@ def _relative(path: Path, root: Path) -> str:
         return path.resolve().as_posix()
 
 
+SOURCE_LIMIT = 16 * 1024 * 1024  # bytes: a larger source file is generated, not written by hand; it is skipped
+
+
 def _read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
+    return read_text(path, "source file", SourceScanError, SOURCE_LIMIT, errors="replace")
 
 
 def _with_extension_sizes(sites: list[Site], native_sizes: dict[str, KernelSize]) -> list[Site]:
@@ -100,12 +106,16 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
         rel = _relative(path, root_path)
         try:
             text = _read(path)
-        except OSError as exc:
-            skipped.append(SkippedFile(rel, f"unreadable: {exc.strerror or exc}"))
+        except SourceScanError as exc:
+            reason = str(exc).removeprefix(f"{path}: cannot read source file: ")
+            skipped.append(SkippedFile(rel, f"unreadable: {reason}"))
             continue
         if path.suffix in PYTHON_SUFFIXES:
             try:
                 python_sites += scan_python(text, rel, facts)
+            except (RecursionError, MemoryError):
+                skipped.append(SkippedFile(rel, "not parsable as Python: nested too deep"))
+                continue
             except (SyntaxError, ValueError) as exc:
                 line = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
                 reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)

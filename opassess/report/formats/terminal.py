@@ -91,7 +91,8 @@ def render_terminal(view: View, context: RenderContext) -> str:
         totals = d["totals"]
         line = Text(_("Estimated effort: "))
         line.append(_("%s person-days") % totals["p50_text"], style="bold")
-        line.append(_(" (P10-P90 %(p10)s-%(p90)s; likely %(likely)s, range %(range)s)")
+        line.append(_(" (P10-P90 %(p10)s-%(p90)s; sum of the most likely values %(likely)s, of the lows and highs "
+                      "%(range)s)")
                     % {"p10": totals["p10_text"], "p90": totals["p90_text"], "likely": totals["likely_text"],
                        "range": totals["range_text"]})
         console.print(line)

@@ -1,0 +1,89 @@
+"""Fail loudly, never torn (issue 21, item 6): a step summary that cannot be appended whole leaves the file as it was
+and fails the run in one line; a legal 250-byte -o name is written; an error line is cut to MESSAGE_LIMIT."""
+from __future__ import annotations
+
+import errno
+import os
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from opassess.cli import app
+from opassess.cli.errors import MESSAGE_LIMIT, one_line
+from opassess.errors import ReportError
+from opassess.report import write as write_module
+from opassess.report.write import append_text, write_output
+
+runner = CliRunner()
+TINY = """
+    import torch
+    from torch import nn
+
+    def build_model():
+        return nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    def example_inputs():
+        return (torch.randn(2, 4),)
+"""
+
+
+def _disk_fills_after(monkeypatch, room: int) -> None:
+    """os.write as on a disk with `room` bytes left (what /dev/full does at 0, on a regular file)."""
+    real = os.write
+    left = [room]
+
+    def write(fd, data):
+        if left[0] <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written = real(fd, bytes(data[:left[0]]))
+        left[0] -= written
+        return written
+
+    monkeypatch.setattr(write_module.os, "write", write)
+
+
+def test_a_summary_that_does_not_fit_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    summary.write_text("## earlier step\n")
+    _disk_fills_after(monkeypatch, 10)
+    with pytest.raises(ReportError, match="No space left on device; nothing was appended"):
+        append_text("## opassess\n" + "x" * 1000 + "\n", summary, "the summary")
+    assert summary.read_text() == "## earlier step\n"
+
+
+def test_the_cli_fails_with_one_line_when_the_summary_does_not_fit(tmp_path, monkeypatch):
+    model = tmp_path / "tiny.py"
+    model.write_text(textwrap.dedent(TINY))
+    summary = tmp_path / "summary.md"
+    summary.write_text("before\n")
+    _disk_fills_after(monkeypatch, 3)
+    result = runner.invoke(app, ["scan", str(model), "-f", "json", "-o", str(tmp_path / "r.json")],
+                           env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("opassess: error")]
+    assert len(lines) == 1 and "GITHUB_STEP_SUMMARY" in lines[0] and "No space left" in lines[0], result.output
+    assert "Traceback" not in result.output
+    assert summary.read_text() == "before\n"
+
+
+def test_a_250_byte_output_name_is_written_and_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / ("r" * 245 + ".json")
+    write_output("{}\n", target)
+    assert target.read_text() == "{}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+
+
+def test_an_error_line_is_cut_to_the_limit():
+    text = one_line(ValueError("x" * 10_000 + "\n" + "y"))
+    assert len(text) == MESSAGE_LIMIT and text.endswith("…") and "\n" not in text
+    assert one_line(ValueError("short\nmessage")) == "short message"
+
+
+def test_a_model_raising_a_huge_message_is_one_short_line(tmp_path):
+    model = tmp_path / "loud.py"
+    model.write_text("def build_model():\n    raise RuntimeError('z' * 100_000)\n")
+    result = runner.invoke(app, ["scan", str(model), "-f", "json", "-o", str(tmp_path / "r.json")])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and len(lines[0]) < MESSAGE_LIMIT + 100, len(lines[0])
