@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import __version__
 from .load import LoadRequest, load_model
-from .records import Assessment, Inventory
+from .records import Assessment, Capture, Inventory, ModelInfo
 from .trace.driver import trace_model
 from .trace.methods import check_methods
 from .trace.train import TrainOptions
@@ -46,14 +46,34 @@ def _noop(_: str) -> None:
 
 def scan_inventory(options: ScanOptions, progress: Progress = _noop) -> Inventory:
     """Load and trace the model and group its operators (stages 1-3)."""
-    return _scan_inventory(options, progress, {})
-
-
-def _scan_inventory(options: ScanOptions, progress: Progress, seconds: dict[str, float]) -> Inventory:
     from .inventory import build_inventory
 
+    info, capture, _ = capture_stage(options, progress)
+    return build_inventory(info, capture)
+
+
+def preflight(options: ScanOptions) -> None:
+    """Check the configuration (weights, knowledge base, --target, --torch-npu, --source) before any model code
+    runs, in the process that will assess the capture."""
+    from .kb import format_version, load_kb
+    from .score.weights_load import load_weights
+
+    load_weights(options.weights, options.profile)
+    kb = load_kb(options.kb_dir)
+    kb.resolve_product(options.product)
+    format_version(kb.resolve_version(options.torch_npu))
+    missing = next((p for p in options.source if not Path(p).exists()), None)
+    if missing is not None:
+        from .source import SourceScanError
+
+        raise SourceScanError(f"{missing}: no such file or directory (--source)")
+
+
+def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[ModelInfo, Capture, dict[str, float]]:
+    """Load and trace the model (stages 1-2): all a worker runs, and all it sends back (isolation/wire.py)."""
     if options.methods:
         check_methods(options.methods)  # a mistyped --capture fails before any model code runs
+    seconds: dict[str, float] = {}
     started = time.perf_counter()
     progress(f"loading {options.target}")
     loaded = load_model(LoadRequest(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
@@ -64,15 +84,23 @@ def _scan_inventory(options: ScanOptions, progress: Progress, seconds: dict[str,
     capture = trace_model(loaded, options.methods, progress, train)
     seconds["trace"] = time.perf_counter() - started
     progress(f"captured {len(capture.nodes)} operator calls with {capture.method} on {capture.device}")
-    inventory = build_inventory(loaded.info, capture)
-    return inventory
+    return loaded.info, capture, seconds
 
 
 def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
-    """Run the whole pipeline on one model and return the Assessment every reporter renders."""
+    """Run the whole pipeline on one model in this process and return the Assessment every reporter renders."""
+    preflight(options)
+    info, capture, seconds = capture_stage(options, progress)
+    return assess_capture(options, info, capture, seconds, progress)
+
+
+def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seconds: dict[str, float],
+                   progress: Progress = _noop) -> Assessment:
+    """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker)."""
     from .classify import classify
     from .classify_library import adopt_site_verdicts
     from .findings import DataFlow, find_findings
+    from .inventory import build_inventory
     from .kb import format_version, load_kb
     from .score.criteria import score
     from .score.estimate import estimate
@@ -80,17 +108,12 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     from .score.source_cost import estimate_sources
     from .score.weights_load import load_weights
 
-    seconds: dict[str, float] = {}
-    weights = load_weights(options.weights, options.profile)  # validate configuration before any model code runs
+    seconds = dict(seconds)
+    weights = load_weights(options.weights, options.profile)
     kb = load_kb(options.kb_dir)
-    product = kb.resolve_product(options.product)  # a mistyped --target fails before any model code runs
+    product = kb.resolve_product(options.product)
     torch_version = format_version(kb.resolve_version(options.torch_npu))
-    missing = next((p for p in options.source if not Path(p).exists()), None)
-    if missing is not None:  # a mistyped --source too
-        from .source import SourceScanError
-
-        raise SourceScanError(f"{missing}: no such file or directory (--source)")
-    inventory = _scan_inventory(options, progress, seconds)
+    inventory = build_inventory(info, capture)
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)

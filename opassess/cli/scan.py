@@ -275,7 +275,7 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     else:
         job = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, debug=debug)
         with _progress(quiet) as progress:  # the spinner's thread starts after the fork
-            view = finish_assessment(job, options.target, progress)
+            view = finish_assessment(job, options, progress)
     # the view holds the one JSON document: report, snapshot and gates read it
     after = read_snapshot(view.document)
     diff = diff_snapshots(before, after) if before is not None else None
@@ -374,7 +374,7 @@ def _portfolio_progress(quiet: bool):
 def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, timeout, memory_limit, resume,
                     quiet, executor="local", ray_address=None) -> None:
     """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR."""
-    from ..portfolio import PortfolioOptions, default_jobs, scan_portfolio
+    from ..portfolio import DEFAULT_TIMEOUT, PortfolioOptions, default_jobs, scan_portfolio
     from ..report.portfolio import portfolio_files
     from ..report.summary import append_step_summary
     from ..report.text import days
@@ -396,7 +396,7 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
     portfolio_options = PortfolioOptions(
         targets=tuple(targets), scan=options, out_dir=out_dir,
         formats=() if per_model == "json" else (per_model,), jobs=jobs or default_jobs(),
-        timeout=timeout if timeout is not None else 600.0,
+        timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
         memory_limit=None if memory_limit is None else _gib_bytes(memory_limit), resume=resume, policy=policy)
     with _portfolio_progress(quiet) as on_event:
         portfolio = scan_portfolio(portfolio_options, on_event, executor=runner)

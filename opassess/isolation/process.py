@@ -7,17 +7,25 @@ the worker's children only: the worker leads a session of its own. When a model 
 stopped, the parent kills the worker's whole process group (the model's child processes with it) and the keeper;
 a worker whose keeper dies is killed by the kernel (PR_SET_PDEATHSIG on Linux).
 
-The protocol on the result pipe: the keeper sends ('worker', pid) once it has forked the worker and ('ended',
-exit code) when the worker has ended; the worker's body sends ('begun', None) when the model's own time starts
-(the deadline counts from there), any number of ('progress', text), then one result message of its own choosing
-('ok', ...), ('failed', cause) or ('error', exception). A worker that ends without one has failed, whatever its exit
-status: `os._exit(0)` in a model's forward is an error, never a silent success.
+The protocol: no pickle on any channel a worker can write to. The keeper writes ('worker', pid) once it has forked
+the worker and ('ended', exit code) when the worker has ended, as JSON lines on a pipe of its own that the worker
+closes before model code runs. The worker writes JSON lines on the result pipe (moved to a random high fd), each
+carrying the job's nonce: 'begun' when the model's own time starts (the deadline counts from there), any number of
+'progress' texts, then exactly one result: 'ok' with the capture (wire.py), 'error' with an exception's type name
+and message, or 'failed' with a cause. The outcome is decided once the worker has ended: a worker that ends without
+a result has failed, whatever its exit status (`os._exit(0)` in a model's forward is an error, never a silent
+success); a second result, a malformed line, an oversized one or a wrong nonce is the model's failure, named as
+such, never a chosen winner. A model can still find the pipe and its nonce in its own process: what it can forge
+that way is its capture, which it could fake anyway (README, "Isolation").
 """
 from __future__ import annotations
 
 import codecs
 import contextlib
+import json
 import os
+import random
+import secrets
 import signal
 import sys
 import time
@@ -29,6 +37,7 @@ from typing import Any
 
 from ..errors import OpassessError
 from .signals import reset_in_child
+from .wire import MAX_MESSAGE, MAX_TEXT, dumps
 
 KILL_GRACE = 5.0  # seconds a killed keeper gets to be reaped
 # Seconds a worker may take to start (a forkserver imports torch once, 6-8 s on a loaded 2-core machine) before its
@@ -59,30 +68,64 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _keep(body: Callable[..., None], args: tuple, conn: Any, output: Any) -> None:
+class Channel:
+    """The worker's end of the result pipe: JSON lines with the job's nonce (what `Job` reads)."""
+
+    def __init__(self, fd: int, nonce: str) -> None:
+        self._fd, self._nonce = fd, nonce
+
+    def send(self, kind: str, payload: Any = None) -> None:
+        data = memoryview(dumps({"nonce": self._nonce, "kind": kind, "payload": payload}))
+        while data:
+            data = data[os.write(self._fd, data):]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+def _hidden(fd: int) -> int:
+    """`fd` moved to a random free number above 100 (a model finds no result pipe at a well-known fd)."""
+    for _ in range(64):
+        target = random.randrange(100, 1000)  # noqa: S311 - not a secret, only not a fixed number
+        try:
+            os.fstat(target)
+        except OSError:
+            os.dup2(fd, target, inheritable=False)
+            os.close(fd)
+            return target
+    return fd
+
+
+def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, conn: Any, output: Any) -> None:
     """Keeper body: fork the worker into a session of its own, wait for it, report its exit status."""
     reset_in_child()
     _die_with_parent()
     keeper = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _worker(body, args, conn, output, keeper=keeper)
+        keeper_conn.close()  # the worker (and the model) cannot write the keeper's messages
+        _worker(body, args, Channel(_hidden(os.dup(conn.fileno())), nonce), conn, output, keeper=keeper)
     output.close()
-    conn.send(("worker", pid))
+    conn.close()
+    fd = keeper_conn.fileno()
+    os.write(fd, dumps({"kind": "worker", "payload": pid}))
     while True:
         try:
             _, status = os.waitpid(pid, 0)
             break
         except InterruptedError:
             continue
-    conn.send(("ended", os.waitstatus_to_exitcode(status)))
-    conn.close()
+    os.write(fd, dumps({"kind": "ended", "payload": os.waitstatus_to_exitcode(status)}))
+    keeper_conn.close()
 
 
-def _worker(body: Callable[..., None], args: tuple, conn: Any, output: Any, *, keeper: int) -> None:
-    """Worker body (never returns): own session, fd 1 and 2 to the output pipe, run `body(*args, conn)`."""
+def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Any, output: Any, *,
+            keeper: int) -> None:
+    """Worker body (never returns): own session, fd 1 and 2 to the output pipe, run `body(*args, channel)`."""
     code = 1
     try:
+        conn.close()
         os.setsid()  # its own session and process group: killpg(0) reaches this worker and its children only
         _die_with_parent()
         if os.getppid() != keeper:  # the keeper died before the request above took hold
@@ -93,7 +136,7 @@ def _worker(body: Callable[..., None], args: tuple, conn: Any, output: Any, *, k
         output.close()
         sys.stdout = sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1,  # noqa: SIM115
                                        closefd=False)
-        body(*args, conn)
+        body(*args, channel)
         code = 0
     except BaseException:  # noqa: BLE001 - reported on the relayed stderr; the missing result makes it a failure
         with contextlib.suppress(BaseException):
@@ -134,6 +177,51 @@ def exit_cause(code: int) -> str:
     return f"worker exited with status {code} without a result (the model ended its process, e.g. os._exit)"
 
 
+FORGED = "the model wrote to opassess's result channel"
+
+
+class _Lines:
+    """JSON lines read from one pipe, with a cap on each line."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn: Any = conn
+        self.buffer = bytearray()
+
+    def read(self, budget: int = 64 * 2**20) -> list[Any]:
+        """The messages readable now (a line that is not JSON is the string 'malformed'); EOF closes the pipe."""
+        messages: list[Any] = []
+        while self.conn is not None and budget > 0:
+            try:
+                if not self.conn.poll():
+                    break
+                data = os.read(self.conn.fileno(), 2**20)
+            except OSError:
+                data = b""
+            if not data:
+                self.conn.close()
+                self.conn = None
+                break
+            budget -= len(data)
+            start = len(self.buffer)
+            self.buffer += data
+            while (end := self.buffer.find(b"\n", start)) >= 0:
+                line, self.buffer[:] = bytes(self.buffer[:end]), self.buffer[end + 1:]
+                start = 0
+                try:
+                    messages.append(json.loads(line))
+                except (ValueError, RecursionError):
+                    messages.append("malformed")
+            if len(self.buffer) > MAX_MESSAGE:
+                messages.append("oversized")
+                self.buffer.clear()
+        return messages
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
 class Job:
     """One model running in a keeper and worker started from `context` (a multiprocessing context)."""
 
@@ -141,23 +229,29 @@ class Job:
                  on_progress: Callable[[str], None] | None = None) -> None:
         self.timeout = timeout
         self.on_progress = on_progress
-        self.conn, sender = context.Pipe(duplex=False)
+        self.nonce = secrets.token_hex(16)
+        keeper_conn, keeper_sender = context.Pipe(duplex=False)
+        conn, sender = context.Pipe(duplex=False)
         self.output, output_sender = context.Pipe(duplex=False)
-        self.keeper = context.Process(target=_keep, name=name, args=(body, args, sender, output_sender), daemon=True)
+        self.keeper = context.Process(target=_keep, name=name, daemon=True,
+                                      args=(body, args, self.nonce, keeper_sender, sender, output_sender))
         self.started = time.monotonic()
         self.deadline = self.started + START_GRACE + timeout
         self.keeper.start()
-        sender.close()  # the parent keeps only the reading ends: EOF once the keeper, worker and children are gone
-        output_sender.close()
+        for end in (keeper_sender, sender, output_sender):  # the parent keeps only the reading ends
+            end.close()
+        self._keeper_lines, self._lines = _Lines(keeper_conn), _Lines(conn)
         self.worker: int | None = None
         self.ended: int | None = None
         self.result: tuple[str, Any] | None = None
+        self.violation: str | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._open = True
 
     def handles(self) -> list[Any]:
         """What to wait on (multiprocessing.connection.wait) for this job's next event."""
-        return [self.keeper.sentinel, *(end for end in (self.conn, self.output if self._open else None) if end)]
+        ends = (self._keeper_lines.conn, self._lines.conn, self.output if self._open else None)
+        return [self.keeper.sentinel, *(end for end in ends if end)]
 
     def relay(self) -> None:
         """Copy what the worker wrote to fd 1 / 2 so far to this process's stderr (it is never stdout)."""
@@ -178,41 +272,59 @@ class Job:
                 sys.stderr.flush()
 
     def _drain(self) -> None:
-        while self.conn is not None:
-            try:
-                if not self.conn.poll():
-                    return
-                message = self.conn.recv()
-            except (EOFError, OSError):
-                self.conn.close()
-                self.conn = None
-                return
-            except Exception as exc:  # noqa: BLE001 - a result that cannot be unpickled is the model's failure
-                message = ("failed", f"unreadable message from the worker: {type(exc).__name__}: {exc}")
-            kind, payload = message if isinstance(message, tuple) and len(message) == 2 else ("failed", None)
-            if payload is None and kind == "failed":
-                payload = "unreadable message from the worker"
-            if kind == "worker":
+        for message in self._keeper_lines.read():
+            kind, payload = (message.get("kind"), message.get("payload")) if isinstance(message, dict) else ("", 0)
+            if kind == "worker" and type(payload) is int:
                 self.worker = payload
-            elif kind == "ended":
+            elif kind == "ended" and type(payload) is int:
                 self.ended = payload
-            elif kind == "begun":  # set up and about to run model code: the model's own time starts now
-                self.deadline = time.monotonic() + self.timeout
-            elif kind == "progress":
-                if self.on_progress is not None:
-                    self.on_progress(str(payload))
-            elif self.result is None:
+        for message in self._lines.read():
+            if self.violation is None:
+                self._take(message)
+
+    def _take(self, message: Any) -> None:
+        """One message of the worker's: checked strictly; anything amiss is a violation naming what it was."""
+        if message in ("malformed", "oversized"):
+            self.violation = f"the worker sent a {message} message: {FORGED}"
+            return
+        if not isinstance(message, dict) or set(message) != {"nonce", "kind", "payload"}:
+            self.violation = f"the worker sent a malformed message: {FORGED}"
+            return
+        if message["nonce"] != self.nonce:
+            self.violation = f"the worker sent a message without its nonce: {FORGED}"
+            return
+        kind, payload = message["kind"], message["payload"]
+        if kind == "begun" and payload is None:  # set up and about to run model code: the model's time starts now
+            self.deadline = time.monotonic() + self.timeout
+        elif kind == "progress" and type(payload) is str and len(payload) <= MAX_TEXT:
+            if self.on_progress is not None:
+                self.on_progress(payload)
+        elif kind in ("ok", "error", "failed"):
+            if self.result is not None:
+                self.violation = f"the worker sent two results: {FORGED}"
+            elif kind == "error" and not (isinstance(payload, dict) and set(payload) == {"type", "message"}
+                                          and all(type(v) is str and len(v) <= MAX_TEXT for v in payload.values())):
+                self.violation = f"the worker sent a malformed error: {FORGED}"
+            elif kind == "failed" and not (type(payload) is str and len(payload) <= MAX_TEXT):
+                self.violation = f"the worker sent a malformed failure: {FORGED}"
+            else:
                 self.result = (kind, payload)
+        else:
+            self.violation = f"the worker sent a malformed {str(kind)[:40]!r} message: {FORGED}"
 
     def poll(self) -> Outcome | None:
-        """The outcome once there is one (the processes are then gone); None while the model runs."""
+        """The outcome once there is one (the processes are then gone); None while the model runs. A result counts
+        once the worker has ended (a second result sent before then is seen): a worker sends it and exits."""
         self.relay()
         self._drain()
-        if self.result is not None:  # nothing of the model is wanted after its result (a thread it left running)
-            return self._finish(*self.result)
-        if not self.keeper.is_alive():
-            self.keeper.join()
+        if self.violation is not None:
+            return self._finish("failed", self.violation)
+        if self.ended is not None or not self.keeper.is_alive():
+            if self.ended is None:
+                self.keeper.join()
             self._drain()
+            if self.violation is not None:
+                return self._finish("failed", self.violation)
             if self.result is not None:
                 return self._finish(*self.result)
             if self.ended is not None:
@@ -243,14 +355,13 @@ class Job:
         if self.keeper.is_alive():
             self.keeper.kill()
         self.keeper.join(KILL_GRACE)
-        if self.worker is None and self.conn is not None:  # killed before it said who its worker is
+        if self.worker is None and self._keeper_lines.conn is not None:  # killed before it said who its worker is
             self._drain()
             kill_group(self.worker)
         self.relay()
-        for end in (self.conn, self.output):
-            if end is not None:
-                end.close()
-        self.conn = None
+        self._keeper_lines.close()
+        self._lines.close()
+        self.output.close()
         self._open = False
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MissingExtra, OpassessError
+from ..isolation import Outcome
 from .records import ModelResult, PortfolioEvent, PortfolioOptions, default_jobs, physical_memory
 from .shipping import relocate_options, restore, stage
 from .targets import ModelTarget
-from .workers import Finish, scan_in_worker, worker_setup
+from .workers import Finish, capture_in_worker, render_outcome, worker_setup
 
 _GUARD = 60.0  # seconds past a model's --timeout before the driver cancels its task (its node enforces the timeout)
 _POLL = 0.5  # seconds between checks while waiting on tasks
@@ -40,18 +41,17 @@ def import_ray() -> Any:
     return ray
 
 
-def scan_task(options: PortfolioOptions, target: str, driver_cwd: str) -> tuple[str, Any, float]:
-    """The body of one Ray task, on its node: ('ok', {format: text}, seconds) or ('failed', cause, seconds), with
-    the node's staging root taken out of every path."""
+def scan_task(options: PortfolioOptions, target: str, driver_cwd: str) -> tuple[str, Any, float, str]:
+    """The body of one Ray task, on its node: the worker's outcome as plain data (status, capture or cause, seconds)
+    and the node's staging root, which the driver takes out of every path before it checks and assesses the capture
+    (the node runs no opassess stage past the trace either)."""
     root = os.path.realpath(os.getcwd())  # Ray starts the task in the unpacked working_dir
     cwd = root + driver_cwd
     os.makedirs(cwd, exist_ok=True)
     cap = options.memory_limit if options.memory_limit is not None else physical_memory() // default_jobs()
     setup = worker_setup(options, cap, cwd=cwd, drop_path=root)
-    status, payload, seconds = scan_in_worker(relocate_options(options, target, root), setup, options.timeout)
-    if status == "ok":
-        return status, {fmt: restore(text, root) for fmt, text in payload.items()}, seconds
-    return status, restore(str(payload), root), seconds
+    outcome = capture_in_worker(relocate_options(options, target, root), setup, options.timeout)
+    return outcome.status, outcome.payload, outcome.seconds, root
 
 
 @dataclass
@@ -109,7 +109,7 @@ class RayExecutor:
                 ready, _ = ray.wait([t.ref for t in running], num_returns=1, timeout=_POLL)
                 for task in list(running):
                     if task.ref in ready:
-                        status, payload, seconds = self._outcome(task)
+                        status, payload, seconds = self._outcome(task, options)
                     elif time.monotonic() >= task.deadline:
                         ray.cancel(task.ref, force=True)
                         status, payload = "failed", f"timed out after {options.timeout:g} s (Ray task cancelled)"
@@ -125,12 +125,15 @@ class RayExecutor:
             for task in running:  # interrupted: leave no task behind
                 ray.cancel(task.ref, force=True)
 
-    def _outcome(self, task: _Task) -> tuple[str, Any, float]:
-        """The task's answer, or why Ray could not run it."""
+    def _outcome(self, task: _Task, options: PortfolioOptions) -> tuple[str, Any, float]:
+        """The task's answer, checked and assessed here, or why Ray could not run it."""
         exceptions = self.ray.exceptions
         seconds = time.monotonic() - task.started
         try:
-            return self.ray.get(task.ref)
+            status, payload, worked, root = self.ray.get(task.ref)
+            status, payload = render_outcome(Outcome(status, payload, worked), task.model.scan_options(options.scan),
+                                             options, lambda text: restore(text, root))
+            return status, payload, worked
         except exceptions.OutOfMemoryError:
             return "failed", "out of memory: Ray's memory monitor killed the task", seconds
         except exceptions.RuntimeEnvSetupError as exc:

@@ -8,11 +8,10 @@ from pathlib import Path
 from ..ci.policy import Breach, Policy
 from ..ci.snapshot import Snapshot
 from ..errors import UsageError
+from ..isolation.worker import DEFAULT_TIMEOUT
 from ..pipeline import ScanOptions
 from ..records import Effort
 from .targets import Skipped
-
-DEFAULT_TIMEOUT = 600.0  # seconds per model
 
 
 def default_jobs() -> int:

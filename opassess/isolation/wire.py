@@ -1,0 +1,155 @@
+"""The capture as plain data: what a worker sends the parent, and the strict check the parent makes of it.
+
+A worker loads and runs the model and sends only the records of the load and trace stages (ModelInfo, Capture and
+the stage times) as JSON, which builds no objects; the parent, which has run no model code, decodes it here and
+refuses anything that is not exactly the shape of those records (an unknown or missing key, a wrong type, a string
+or message over its cap) before it builds the inventory, classifies, scores and renders. What the parent cannot
+check is whether the capture is true: a model runs the code that captures it and can hide an op by not calling it.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import OpassessError
+from ..records import AtenCall, Capture, CaptureAttempt, ModelInfo, OpNode, StandIn
+
+MAX_MESSAGE = 512 * 2**20  # bytes of one message from a worker (a 7B model's capture is a few MiB)
+MAX_TEXT = 2**20  # characters of one string in it
+MAX_DEPTH = 16  # nesting of an attribute value
+
+
+class BadCapture(OpassessError):
+    """What a worker sent is not a capture: the model wrote to opassess's result channel, or the worker broke."""
+
+
+# field -> type spec: "str", "str?", "int", "float", "strs" (list of str), "dtypes" (list of str|None), "shapes"
+# (list of list[int]|None), "value" (a JSON value), or a record class, or [record class] (a list of them)
+_ATEN = {"op": "str", "overload": "str", "input_shapes": "shapes", "input_dtypes": "dtypes",
+         "output_shapes": "shapes", "output_dtypes": "dtypes"}
+_NODE = {"name": "str", "key": "str", "kind": "str", "module_path": "str", "attrs": "attrs", "input_shapes": "shapes",
+         "input_dtypes": "dtypes", "output_shapes": "shapes", "output_dtypes": "dtypes", "aten": [AtenCall],
+         "source": "str?", "flops": "int", "bytes_moved": "int", "entry": "strs", "backward": [AtenCall],
+         "project_source": "str?"}
+_ATTEMPT = {"method": "str", "error": "str?", "seconds": "float"}
+_STAND_IN = {"library": "str", "symbols": "strs", "why": "str"}
+_CAPTURE = {"method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
+            "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn]}
+_INFO = {"source": "str", "entry": "str", "class_name": "str", "parameters": "int", "dtype": "str", "inputs": "strs",
+         "label": "str?"}
+_SCHEMA: dict[type, dict[str, Any]] = {AtenCall: _ATEN, OpNode: _NODE, CaptureAttempt: _ATTEMPT, StandIn: _STAND_IN,
+                                       Capture: _CAPTURE, ModelInfo: _INFO}
+
+
+def _plain(record: Any) -> Any:
+    spec = _SCHEMA[type(record)]
+    out = {}
+    for name, kind in spec.items():
+        value = getattr(record, name)
+        if isinstance(kind, list):
+            value = [_plain(item) for item in value]
+        elif kind in ("attrs", "names"):
+            value = dict(value)
+        out[name] = value
+    return out
+
+
+def encode_capture(info: ModelInfo, capture: Capture, seconds: dict[str, float]) -> dict[str, Any]:
+    """The capture as JSON-able plain data (for `decode_capture` in the parent)."""
+    return {"info": _plain(info), "capture": _plain(capture), "seconds": dict(seconds)}
+
+
+def _fail(where: str, what: str) -> BadCapture:
+    return BadCapture(f"malformed capture from the worker at {where}: {what}")
+
+
+def _text(value: Any, where: str, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if type(value) is not str:
+        raise _fail(where, f"expected a string, got {type(value).__name__}")
+    if len(value) > MAX_TEXT:
+        raise _fail(where, f"a string of {len(value)} characters (at most {MAX_TEXT})")
+    return value
+
+
+def _number(value: Any, where: str, kinds: tuple[type, ...]) -> Any:
+    if type(value) not in kinds:
+        raise _fail(where, f"expected a number, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list:
+    if type(value) is not list:
+        raise _fail(where, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _value(value: Any, where: str, depth: int = 0) -> Any:
+    """An attribute value: None, bool, int, float, str, or a list of them (trace.values.jsonable makes no more)."""
+    if depth > MAX_DEPTH:
+        raise _fail(where, "an attribute nested too deep")
+    if value is None or type(value) in (bool, int, float):
+        return value
+    if type(value) is str:
+        return _text(value, where)
+    if type(value) is list:
+        return [_value(item, where, depth + 1) for item in value]
+    raise _fail(where, f"an attribute of type {type(value).__name__}")
+
+
+def _field(kind: Any, value: Any, where: str) -> Any:
+    if isinstance(kind, list):
+        return tuple(_record(kind[0], item, f"{where}[{i}]") for i, item in enumerate(_list(value, where)))
+    if kind in ("str", "str?"):
+        return _text(value, where, kind == "str?")
+    if kind == "int":
+        return _number(value, where, (int,))
+    if kind == "float":
+        return float(_number(value, where, (int, float)))
+    if kind == "strs":
+        return tuple(_text(v, where) for v in _list(value, where))
+    if kind == "dtypes":
+        return tuple(_text(v, where, True) for v in _list(value, where))
+    if kind == "shapes":
+        return tuple(None if s is None else tuple(_number(d, where, (int,)) for d in _list(s, where))
+                     for s in _list(value, where))
+    if kind == "edges":
+        edges = []
+        for pair in _list(value, where):
+            if len(_list(pair, where)) != 2:
+                raise _fail(where, "an edge that is not a pair")
+            edges.append((_text(pair[0], where), _text(pair[1], where)))
+        return tuple(edges)
+    if kind in ("attrs", "names"):
+        if type(value) is not dict:
+            raise _fail(where, f"expected an object, got {type(value).__name__}")
+        check = _text if kind == "names" else _value
+        return {_text(k, where): check(v, f"{where}.{k}") for k, v in value.items()}
+    raise AssertionError(kind)  # pragma: no cover - the schema above names only these
+
+
+def _record(cls: type, value: Any, where: str) -> Any:
+    spec = _SCHEMA[cls]
+    if type(value) is not dict:
+        raise _fail(where, f"expected an object, got {type(value).__name__}")
+    if set(value) != set(spec):
+        odd = sorted(set(value) ^ set(spec))
+        raise _fail(where, f"unknown or missing key(s) {', '.join(odd)[:200]}")
+    return cls(**{name: _field(kind, value[name], f"{where}.{name}") for name, kind in spec.items()})
+
+
+def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
+    """The records a worker's capture message holds, or BadCapture saying what is wrong with it."""
+    if type(data) is not dict or set(data) != {"info", "capture", "seconds"}:
+        raise _fail("the top", "expected an object with info, capture and seconds")
+    seconds = data["seconds"]
+    if type(seconds) is not dict or not set(seconds) <= {"load", "trace"}:
+        raise _fail("seconds", "expected the load and trace times")
+    times = {_text(k, "seconds"): float(_number(v, f"seconds.{k}", (int, float))) for k, v in seconds.items()}
+    return _record(ModelInfo, data["info"], "info"), _record(Capture, data["capture"], "capture"), times
+
+
+def dumps(message: Any) -> bytes:
+    """One message as one line of JSON (json.dumps never writes a raw newline)."""
+    return json.dumps(message, separators=(",", ":"), allow_nan=True).encode("utf-8") + b"\n"

@@ -1,0 +1,130 @@
+"""The one worker body, for single scans, local portfolios and Ray tasks alike: load and trace the model, send the
+capture (wire.py) or one error, nothing else. Inventory, classification, findings, scores, estimates and reports
+are built by the parent from the capture it has checked (`assess_outcome`), never in the process that ran the model.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import errors
+from .process import Channel, Outcome, WorkerFailed
+from .wire import BadCapture, decode_capture, encode_capture
+
+DEFAULT_TIMEOUT = 600.0  # seconds a model may take, in a single scan and in a portfolio
+# What every worker imports, imported before the fork (single scans) or in the forkserver (portfolios) so each worker
+# inherits it; none of it runs model code. torch's tracing machinery (torch._dynamo, torch.export, sympy) is left to
+# the worker: a dispatch capture (large models) never needs it.
+PRELOAD = ("torch", "torch.fx", "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.trace.decompose",
+           "opassess.isolation.wire")
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What a worker needs besides the scan options: the parent's (cwd, environment, sys.path) for a worker that
+    comes from a forkserver (None when it is forked from the parent itself), the address-space cap (0: none) and
+    whether to print the traceback of an error (--debug)."""
+
+    where: tuple[str, Mapping[str, str], tuple[str, ...]] | None = None
+    memory_cap: int = 0
+    debug: bool = False
+
+
+def _mapped_bytes() -> int:
+    """The address space this process has mapped now (0 where /proc does not say)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def cap_memory(cap: int) -> None:
+    """Let the model allocate at most `cap` bytes of address space beyond what the worker has mapped already (a CUDA
+    build of torch maps about 3 GiB at import, a CPU build 0.6 GiB: an absolute cap would mean different things)."""
+    if cap > 0:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = _mapped_bytes() + cap
+        limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _out_of_memory(exc: BaseException | None) -> bool:
+    """MemoryError, or torch's allocator failing, anywhere in the chain of causes (the loader wraps them)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        text = str(exc).lower()
+        if isinstance(exc, MemoryError) or "can't allocate memory" in text or "not enough memory" in text:
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def _memory_message(exc: BaseException, cap: int) -> str:
+    within = f" under the memory cap of {cap / 2**30:.1f} GiB" if cap else ""
+    first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return f"out of memory{within}: {first}"
+
+
+def capture_body(options: Any, setup: WorkerSetup, channel: Channel) -> None:
+    """Worker body: load and trace the model, send ('ok', capture), ('error', {type, message}) or ('failed', cause)."""
+    if setup.where is not None:
+        cwd, environ, sys_path = setup.where
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(environ)
+        sys.path[:] = list(sys_path)
+    import torch  # noqa: F401 - mapped before the cap is measured: the cap is for the model, not for opassess
+
+    from ..pipeline import capture_stage
+
+    cap_memory(setup.memory_cap)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
+    channel.send("begun")  # the timeout counts from here, not from the worker's start-up
+    try:
+        kind, payload = "ok", encode_capture(*capture_stage(options, lambda text: channel.send("progress", text)))
+    except Exception as exc:  # noqa: BLE001 - the parent turns it into the line and exit code it always was
+        if setup.debug:
+            traceback.print_exc()
+        if _out_of_memory(exc):
+            kind, payload = "failed", _memory_message(exc, setup.memory_cap)
+        else:
+            name = type(exc).__name__ if isinstance(exc, errors.OpassessError) else "InternalError"
+            text = str(exc) if isinstance(exc, errors.OpassessError) else f"{type(exc).__name__}: {exc}"
+            kind, payload = "error", {"type": name, "message": text[:100_000]}
+    except BaseException as exc:  # noqa: BLE001 - sys.exit(0) or a stray KeyboardInterrupt in model code
+        kind, payload = "failed", f"the model raised {type(exc).__name__}({exc}) instead of returning"[:10_000]
+    channel.send(kind, payload)
+    channel.close()
+
+
+def _error(payload: Mapping[str, str]) -> errors.OpassessError:
+    """The worker's error as the parent raises it: a known error class of opassess's by name, else InternalError."""
+    cls = getattr(errors, payload["type"], None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.OpassessError)):
+        from ..source import SourceScanError
+
+        cls = SourceScanError if payload["type"] == "SourceScanError" else errors.InternalError
+    return cls(payload["message"])
+
+
+def assess_outcome(outcome: Outcome, options: Any, target: str,
+                   progress: Callable[[str], None] | None = None) -> Any:
+    """The Assessment the parent builds from a worker's outcome; the worker's error raised again; WorkerFailed
+    naming the target when the worker failed or sent something that is not a capture."""
+    from ..pipeline import assess_capture
+
+    if outcome.status == "ok":
+        try:
+            info, capture, seconds = decode_capture(outcome.payload)
+        except BadCapture as exc:
+            raise WorkerFailed(f"{target}: {exc}") from None
+        return assess_capture(options, info, capture, seconds, progress or (lambda _text: None))
+    if outcome.status == "error":
+        raise _error(outcome.payload)
+    raise WorkerFailed(f"{target}: {outcome.payload}")
