@@ -4,9 +4,13 @@ Each signature (one distinct attribute/shape/dtype combination) is judged on its
   1. a project's own op (kind "custom") is custom-dev unless a replacement exists (then param-converted);
      an autograd.Function whose traced forward only dispatches ATen ops with NPU kernels is param-converted
      (its hand-written backward was not traced and must be checked);
-  2. a documented native API: ✘ for the target product is custom-dev; ✔ is direct unless this signature trips
-     a documented limit (a dtype outside the allowed list, a parameter value outside its rule, an input rank) -
-     then param-converted; a limitation saying it always falls back to the CPU is custom-dev;
+  2. one evidence hierarchy (kb/evidence.py) for every kind of fact: the kernel facts for the target product (the
+     aclnn docs of the kernels that ran: product support, dtypes, exclusions) decide, the torch_npu API page where
+     they are silent; a disagreement lowers the confidence and is said in the reason, never raises the category.
+     So an API page ✘ is custom-dev only where the kernel docs do not list the product (else direct, confidence
+     low, "not verified"); a supported API is direct unless this signature trips a documented limit (a dtype
+     outside the allowed list, a parameter value outside its rule, an input rank) - then param-converted; a
+     limitation saying it always falls back to the CPU is custom-dev;
   3. the ATen ops the node dispatched: each needs an NPU kernel for the torch version, or runs on every
      backend (CompositeExplicitAutograd), or decomposes (CompositeImplicitAutograd: direct with a
      performance note). Composites torch_npu takes whole (scaled_dot_product_attention, lstm) are judged by
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from .classify_library import classify_library
 from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
-from .kb.evidence import check_dtype, remedy, verdict_confidence
+from .kb.evidence import ProductCheck, check_dtype, check_product, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation
 from .kb.products import Product
 from .kb.store import KnowledgeBase
@@ -210,24 +214,31 @@ class _Classifier(EntryAndBackward):
                 verdicts: dict[str, AtenVerdict], required) -> None:
         kb = self.kb
         documented = api.supported(self.page) if api else None
-        if api is not None and documented is False:
-            if required is not None:
-                j.add("replacement", f"{op.key} is not supported on {self.product}; use {required.api} "
-                      f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
-            else:
-                j.add("api-unsupported", f"{api.api} is marked unsupported (✘) for {self.product} in the torch "
-                      f"{api.doc_version} support list", api.evidence(), Category.CUSTOM_DEV)
+        mark = check_product(documented, [a for a, v in verdicts.items() if v.status == "kernel"], self.target,
+                             self.facts)
+        if not mark.ok:
+            self._unsupported(op, j, api, mark, required)
             return
+        if mark.confidence is not None:
+            j.confidences.append(mark.confidence)
+        if mark.disagree or mark.kernel is False:
+            said = mark.disagreement(self.product, self.page) if mark.disagree else (
+                f"{', '.join(mark.kernel_apis)} marked not supported on {self.product} in its doc")
+            verdict = (f"the kernel facts decide; not verified on {self.product}" if mark.kernel else
+                       "the API page decides" if mark.page else "the kernel falls back to the aclop path there")
+            j.add("kernel-product", f"{said}: {verdict}", "; ".join((*mark.evidence, api.evidence() if api else "")
+                                                                    ).strip("; "), None, per_signature=False)
         if api is not None and documented:
             j.add("api-supported", f"{api.api} is documented as supported on {self.product} (torch {api.doc_version})",
                   api.evidence(), None, per_signature=False)
+        if api is not None and documented is not None:  # the page's limits hold where the page speaks at all
             if api.limitation is not None and sig is not None:
                 self._limits(op, sig, j, api)
             called = kb.api(kb.rules.calls[op.key], self.version_text) if op.key in kb.rules.calls else None
             if called is not None and called.limitation is not None and sig is not None:
                 # The module's forward calls this functional: its parameter and shape limits apply too.
                 self._limits(op, sig, j, called, dtypes=False)
-        if sig is not None and documented is not False:
+        if sig is not None:
             self._dtypes(op, sig, j, api, verdicts)
         if api is not None and documented is None:
             j.add("api-undocumented", f"{api.api} has no support mark for {self.product}; judged by its ATen kernels",
@@ -258,6 +269,20 @@ class _Classifier(EntryAndBackward):
                 j.add("host-op", f"{op.key} dispatched no ATen operator (Python-level indexing or metadata)",
                       kb.rules.host_evidence if op.key in kb.rules.host_ops else "trace: no ATen op dispatched",
                       Category.DIRECT)
+
+    def _unsupported(self, op: Operator, j: _Judgement, api: ApiFact | None, mark: ProductCheck, required) -> None:
+        """The hierarchy says the operator does not run on the product: a replacement, else custom-dev."""
+        if required is not None:
+            j.add("replacement", f"{op.key} is not supported on {self.product}; use {required.api} "
+                  f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
+        elif mark.page is False:
+            agree = f"; {', '.join(mark.kernel_apis)}'s doc agrees" if mark.kernel is False else ""
+            j.add("api-unsupported", f"{api.api} is marked unsupported (✘) for {self.product} in the torch "
+                  f"{api.doc_version} support list{agree}", "; ".join((api.evidence(), *mark.evidence)),
+                  Category.CUSTOM_DEV)
+        else:
+            j.add("kernel-unsupported", f"{', '.join(mark.kernel_apis)} is marked not supported on {self.product} "
+                  f"in its doc and the kernel has no aclop fallback", "; ".join(mark.evidence), Category.CUSTOM_DEV)
 
     def _limits(self, op: Operator, sig: Signature, j: _Judgement, api: ApiFact, dtypes: bool = True) -> None:
         lim: Limitation = api.limitation

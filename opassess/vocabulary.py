@@ -70,4 +70,4 @@ PROJECT_KINDS: tuple[str, ...] = ("custom", "extension")
 CONFIDENCES: tuple[str, ...] = ("low", "medium", "high")
 # Reason codes of the exclusion trail: what was checked and ruled out (ClassifiedOp.exclusions).
 EXCLUSION_CODES = frozenset({"view-op", "host-op", "composite", "cpu-only-decomposition", "taken-whole", "decomposes",
-                             "options-only", "kernel-dtype", "replacement"})
+                             "options-only", "kernel-dtype", "kernel-product", "replacement"})

@@ -91,9 +91,13 @@ def test_lstm_with_proj_size(scanned):
     # torch_npu takes aten::lstm.input whole: the meta-device unrolling (addmm, sigmoid_, ...) is not judged.
     assert "composite" in codes(lstm) and lstm.aten_support["aten::lstm.input"] is True
     assert lstm.replacement == "torch_npu.npu_lstm" and lstm.cann_op == "DynamicRNN"
-    # The same model on Ascend 950DT, where the LSTM row is ✘: custom-dev.
+    # The same model on Ascend 950DT: the API page marks LSTM ✘, but the aclnn doc of the kernel that ran lists 950 as
+    # supported, so the kernel facts decide (issue 22): the page's proj_size limit still holds, confidence low.
     on_950 = scanned("lstm_proj.py", target="Ascend 950DT")["torch.nn.LSTM"]
-    assert on_950.category == "custom-dev" and "api-unsupported" in codes(on_950)
+    assert on_950.category == "param-converted" and "api-unsupported" not in codes(on_950)
+    (overruled,) = [r for r in on_950.reasons if r.code == "kernel-product"]
+    assert overruled.message.startswith("the API page marks Ascend 950DT ✘;") and "not verified" in overruled.message
+    assert on_950.confidence == "low"
 
 
 def test_torch_library_custom_op(scanned):
@@ -142,9 +146,10 @@ def test_scaled_dot_product_attention(scanned):
     assert "composite" in codes(sdpa) and sdpa.replacement == "torch_npu.npu_fusion_attention"
     # Whatever the trace recorded below the composite (the meta-device math path, bmm, _safe_softmax) is not judged.
     assert not any(r.code == "no-kernel" for r in sdpa.reasons)
-    # On Ascend 950DT the row is ✘ and the replacement is optional only: custom-dev.
-    on_950 = scanned("sdpa.py", target="Ascend 950DT")
-    assert on_950["torch.nn.functional.scaled_dot_product_attention"].category == "custom-dev"
+    # On Ascend 950DT the API page's row is ✘, but the aclnn docs of the kernel taken whole list 950 as supported: the
+    # kernel facts decide (issue 22), direct with low confidence and the disagreement said.
+    on_950 = scanned("sdpa.py", target="Ascend 950DT")["torch.nn.functional.scaled_dot_product_attention"]
+    assert on_950.category == "direct" and on_950.confidence == "low" and "kernel-product" in codes(on_950)
 
 
 def test_deformable_convolution(scanned):

@@ -1,5 +1,12 @@
-"""The evidence hierarchy for one dtype of one signature: the kernel facts for the target product first (ATen op ->
-aclnn API -> its dtypes and per-product exclusions), then the torch_npu API page's dtype list, then nothing.
+"""The one evidence hierarchy, per signature and per kind of fact (a product mark, a dtype): the kernel facts for the
+target product first (ATen op -> aclnn API -> its per-product support, dtypes and exclusions), then the torch_npu
+API page (its ✔/✘ mark and dtype list for the product), then the dispatcher's structure.
+
+A disagreement lowers the confidence and is said in the reason; it never raises the category on its own. Product
+marks (`check_product`): an API page ✘ where the aclnn docs of the kernels that ran list the product as supported is
+direct with low confidence ("not verified on Ascend 950"); a page ✔ where a doc marks the product unsupported stays
+direct, confidence medium; a doc's ✘ decides against the op only where the page does not mark it ✔ and the kernel has
+no aclop fallback (older products run such ops through the aclop path).
 
 When the two disagree the kernel facts decide and the message says so ("the API page lists float16, float32;
 aclnnAddmm's doc lists bfloat16 on Atlas A2"). The kernel facts count against a dtype only where a doc
@@ -119,6 +126,74 @@ def check_dtype(dtype: str, product: Product, page_allowed: tuple[str, ...] | No
     if page_unparsed and by != "kernel":
         confidence = "low"  # a conditional clause of the page the facts do not parse may decide this dtype
     return DtypeCheck(dtype, ok, by, page_allowed, kernel_ok, apis, tuple(allowed), confidence, tuple(evidence))
+
+
+@dataclass(frozen=True)
+class ProductCheck:
+    """What the evidence says about one operator running on one product at all (before its dtypes and limits)."""
+
+    page: bool | None  # the API page's mark for the product (None: no page row, or no mark for the product)
+    kernel: bool | None  # True: the docs of the kernels that ran list the product; False: one marks it ✘; None: silent
+    kernel_apis: tuple[str, ...]  # the aclnn APIs whose docs spoke (the ones that decided)
+    aclop: bool  # a kernel that ran falls back to the aclop path where CANN lacks the aclnn API
+    evidence: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """The verdict: the operator runs on the product. A doc's ✘ decides only where the page does not say ✔ and
+        no aclop path exists; the page decides where the docs are silent."""
+        if self.kernel is True:
+            return True
+        if self.kernel is False:
+            return self.page is True or (self.page is None and self.aclop)
+        return self.page is not False
+
+    @property
+    def decided_by(self) -> str:
+        return "kernel" if self.kernel is not None else "api-page" if self.page is not None else "none"
+
+    @property
+    def disagree(self) -> bool:
+        return self.page is not None and self.kernel is not None and self.page != self.kernel
+
+    @property
+    def confidence(self) -> str | None:
+        """'low' for a page ✘ overruled by the docs (not verified on the product), 'medium' for a doc's ✘ the page
+        or an aclop path overrules; None when nothing disagrees (the other checks set the confidence)."""
+        if self.disagree:
+            return "low" if self.kernel else "medium"
+        if self.kernel is False and self.ok:
+            return "low"
+        return None
+
+    def disagreement(self, product: str, page_product: str) -> str:
+        """'the API page marks Ascend 950DT ✘; aclnnMm's doc lists Ascend 950: supported'."""
+        page = f"the API page marks {page_product} {'✔' if self.page else '✘'}"
+        said = "supported" if self.kernel else "not supported"
+        docs = (f"{self.kernel_apis[0]}'s doc lists" if len(self.kernel_apis) == 1 else
+                f"the docs of {', '.join(self.kernel_apis)} list")
+        return f"{page}; {docs} {product}: {said}"
+
+
+def check_product(page: bool | None, aten_ops: Iterable[str], product: Product,
+                  facts: kernels.KernelFacts) -> ProductCheck:
+    """The hierarchy for one product mark: the aclnn docs of the kernels that ran (their main API's ✔/✘ for the
+    product; any ✘ counts against), then the API page's mark."""
+    takes, denies, evidence, aclop = [], [], [], False
+    for aten in dict.fromkeys(aten_ops):
+        verdict = facts.judge(aten, product.kernel, ())
+        head = verdict.main_api if verdict else None
+        if head is None or not head.documented or head.product_support is None:
+            continue
+        (takes if head.product_support else denies).append(head.api)
+        aclop = aclop or verdict.fallback_aclop or verdict.other_acl_op_path
+        state = "supported" if head.product_support else "not supported (API-level)"
+        evidence.append(f"{verdict.evidence[0]}; cann_aclnn_dtypes.tsv {head.api}: {state} on {product.kernel}")
+    if denies:
+        return ProductCheck(page, False, tuple(dict.fromkeys(denies)), aclop, tuple(evidence))
+    if takes:
+        return ProductCheck(page, True, tuple(dict.fromkeys(takes)), aclop, tuple(evidence))
+    return ProductCheck(page, None, (), aclop, ())
 
 
 def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, ...], documented: bool) -> str:
