@@ -51,7 +51,7 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
         from opassess.pipeline import ScanOptions
 
         options = ScanOptions(target=str(LLAMA))
-        view = finish_assessment(start_assessment(options, timeout=600, debug=False), options.target)
+        view = finish_assessment(start_assessment(options, timeout=600, debug=False), options)
         capture = view.document["model"]["capture"]
         detail = f"{len(view.document['operators'])} op types, capture {capture['method']} (in a worker)"
         seconds = time.perf_counter() - started
