@@ -28,12 +28,16 @@ TINY = """
 """
 
 
-def _disk_fills_after(monkeypatch, room: int) -> None:
-    """os.write as on a disk with `room` bytes left (what /dev/full does at 0, on a regular file)."""
+def _disk_fills_after(monkeypatch, room: int, path) -> None:
+    """os.write to `path` as on a disk with `room` bytes left (what /dev/full does at 0, on a regular file); every
+    other descriptor (the worker's result channel, the report) writes as usual."""
     real = os.write
     left = [room]
+    inode = os.stat(path).st_ino
 
     def write(fd, data):
+        if os.fstat(fd).st_ino != inode:
+            return real(fd, data)
         if left[0] <= 0:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         written = real(fd, bytes(data[:left[0]]))
@@ -46,7 +50,7 @@ def _disk_fills_after(monkeypatch, room: int) -> None:
 def test_a_summary_that_does_not_fit_leaves_the_file_as_it_was(tmp_path, monkeypatch):
     summary = tmp_path / "summary.md"
     summary.write_text("## earlier step\n")
-    _disk_fills_after(monkeypatch, 10)
+    _disk_fills_after(monkeypatch, 10, summary)
     with pytest.raises(ReportError, match="No space left on device; nothing was appended"):
         append_text("## opassess\n" + "x" * 1000 + "\n", summary, "the summary")
     assert summary.read_text() == "## earlier step\n"
@@ -57,7 +61,7 @@ def test_the_cli_fails_with_one_line_when_the_summary_does_not_fit(tmp_path, mon
     model.write_text(textwrap.dedent(TINY))
     summary = tmp_path / "summary.md"
     summary.write_text("before\n")
-    _disk_fills_after(monkeypatch, 3)
+    _disk_fills_after(monkeypatch, 3, summary)
     result = runner.invoke(app, ["scan", str(model), "-f", "json", "-o", str(tmp_path / "r.json")],
                            env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert result.exit_code == 1, result.output
