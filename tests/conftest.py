@@ -34,3 +34,16 @@ def model_file(tmp_path):
 def _no_ci_step_summary(monkeypatch):
     """Tests run under GitHub Actions must not append to the job's real step summary."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+# A two-layer model file (indented: textwrap.dedent it) for the CLI tests of inputs and outputs.
+TINY = """
+    import torch
+    from torch import nn
+
+    def build_model():
+        return nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    def example_inputs():
+        return (torch.randn(2, 4),)
+"""

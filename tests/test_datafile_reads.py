@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import TINY
 from typer.testing import CliRunner
 
 from opassess import datafile
@@ -16,16 +17,6 @@ from opassess.datafile import read_bytes, read_json, read_toml
 from opassess.errors import ConfigError, ReportError
 
 runner = CliRunner()
-TINY = """
-    import torch
-    from torch import nn
-
-    def build_model():
-        return nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-
-    def example_inputs():
-        return (torch.randn(2, 4),)
-"""
 
 
 def fifo(path: Path) -> Path:

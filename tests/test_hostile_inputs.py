@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, TINY
 from typer.testing import CliRunner
 
 from opassess.cli import app
@@ -29,16 +29,6 @@ from opassess.report.write import append_text, write_output
 
 runner = CliRunner()
 
-TINY = """
-    import torch
-    from torch import nn
-
-    def build_model():
-        return nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-
-    def example_inputs():
-        return (torch.randn(2, 4),)
-"""
 # Module and class names that try to leave their code span or table row, start a heading, open raw HTML, drive the
 # terminal (ESC, OSC, BEL) or reorder what is read (U+2028, U+202E).
 HOSTILE = """

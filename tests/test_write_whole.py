@@ -7,6 +7,7 @@ import os
 import textwrap
 
 import pytest
+from conftest import TINY
 from typer.testing import CliRunner
 
 from opassess.cli import app
@@ -16,16 +17,6 @@ from opassess.report import write as write_module
 from opassess.report.write import append_text, write_output
 
 runner = CliRunner()
-TINY = """
-    import torch
-    from torch import nn
-
-    def build_model():
-        return nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-
-    def example_inputs():
-        return (torch.randn(2, 4),)
-"""
 
 
 def _disk_fills_after(monkeypatch, room: int, path) -> None:
