@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from .classify_library import classify_library
 from .classify_project import judge_project_op
 from .classify_scope import EntryAndBackward
-from .kb.evidence import ProductCheck, check_dtype, check_product, remedy, verdict_confidence
+from .kb.evidence import ProductCheck, check_binding, check_dtype, check_product, remedy, verdict_confidence
 from .kb.facts import ApiFact, Limitation
 from .kb.products import Product
 from .kb.store import KnowledgeBase
 from .kb.versions import Version, format_version
-from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
-from .trace.decompose import dispatch_kinds, torch_version_text
+from .records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
+from .trace.decompose import composite_calls, dispatch_kinds, has_backend_kernel, torch_version_text
 from .vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 
 _NON_ATEN = ("aten", "prims")
@@ -48,14 +48,48 @@ def worst(categories: Iterable[str]) -> Category:
     return Category.worst(categories)
 
 
+_MAX_DEPTH = 3  # composites calling composites: select_backward -> zeros -> zero_
+
+
 @dataclass(frozen=True)
 class AtenVerdict:
     """How one ATen op would run on the NPU."""
 
     op: str
-    status: str  # "kernel" | "everywhere" | "decomposes" | "missing"
+    status: str  # "kernel" | "everywhere" | "decomposes" | "binding" | "missing"
     evidence: str
     supported: bool
+    kernels: tuple[str, ...] = ()  # the NPU kernels it runs when not its own (a composite's callees, an out variant)
+    binding: str | None = None  # status "binding": the CANN aclnn API an op-plugin registration would bind
+
+    @property
+    def kernel_ops(self) -> tuple[str, ...]:
+        """The ATen ops whose kernel facts speak for this one (for the product, dtype and limit checks)."""
+        return self.kernels or ((self.op,) if self.status == "kernel" else ())
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A composite's callee as recorded while its kernel ran: what the next level is run with."""
+
+    input_shapes: tuple
+    output: tuple | None
+
+    @property
+    def example(self) -> tuple:
+        return tuple(self.input_shapes), self.output
+
+
+def _example(call) -> tuple:
+    """(inputs as (shape, dtype) pairs, first output shape) of a recorded call, for composite_calls."""
+    if call is None:
+        return (), None
+    if isinstance(call, _Call):
+        return call.example
+    shapes = tuple(s for s in call.input_shapes)
+    dtypes = tuple(call.input_dtypes)
+    inputs = tuple((tuple(s), d) for s, d in zip(shapes, dtypes) if s is not None)
+    return inputs, (tuple(call.output_shapes[0]) if call.output_shapes and call.output_shapes[0] is not None else None)
 
 
 @dataclass
@@ -84,10 +118,26 @@ class _Classifier(EntryAndBackward):
         self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
         self.version = version
         self.version_text = format_version(version)
+        self._verdicts: dict[str, AtenVerdict] = {}
+        self.samples: dict[str, AtenCall] = {}  # qualified ATen op -> a recorded call of it (of the current operator)
 
     # -------------------------------------------------------------- ATen evidence
 
-    def aten_verdict(self, aten: str) -> AtenVerdict:
+    def aten_verdict(self, aten: str, call: AtenCall | None = None, depth: int = 0) -> AtenVerdict:
+        """How `aten` runs on the NPU: its own kernel, a view everywhere, or (the dispatcher's structure) what its
+        composite kernel calls, judged in turn (`call`: a recorded call whose shapes the composite is run with);
+        a missing op whose CANN kernel exists is a binding to write."""
+        if aten not in self._verdicts:  # the first call seen decides: a decomposition does not vary with shapes
+            verdict = self._aten_verdict(aten, _example(call), depth)
+            if not verdict.supported:
+                binding = check_binding(aten, self.target, self.facts)
+                if binding is not None:
+                    verdict = AtenVerdict(aten, "binding", f"{binding.evidence}; {support_line(verdict)}", False,
+                                          binding=binding.api)
+            self._verdicts[aten] = verdict
+        return self._verdicts[aten]
+
+    def _aten_verdict(self, aten: str, example, depth: int) -> AtenVerdict:
         support = self.kb.kernel_support(aten, self.version)
         if support.supported:
             return AtenVerdict(aten, "kernel", support.evidence, True)
@@ -95,13 +145,31 @@ class _Classifier(EntryAndBackward):
             evidence = f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})"
             return AtenVerdict(aten, "everywhere", evidence, True)
         kinds = dispatch_kinds(aten)
-        if "CompositeExplicitAutograd" in kinds:
-            return AtenVerdict(aten, "everywhere", f"PyTorch {torch_version_text()} dispatcher: {aten} has a "
-                                                   f"CompositeExplicitAutograd kernel", True)
-        if "CompositeImplicitAutograd" in kinds:
-            return AtenVerdict(aten, "decomposes", f"PyTorch {torch_version_text()} dispatcher: {aten} has a "
-                                                   f"CompositeImplicitAutograd kernel", True)
-        return AtenVerdict(aten, "missing", support.evidence, False)
+        if not kinds:
+            return AtenVerdict(aten, "missing", support.evidence, False)
+        where = f"PyTorch {torch_version_text()} dispatcher: {aten} has a {kinds[0]} kernel"
+        calls = composite_calls(aten, *example) if depth < _MAX_DEPTH else None
+        if calls is None:  # the composite could not be run on an example: its registration alone decides
+            if kinds[0] == "CompositeImplicitAutograd":
+                return AtenVerdict(aten, "decomposes", where, True)
+            if kinds[0] == "CompositeExplicitAutograd" or not has_backend_kernel(aten):
+                return AtenVerdict(aten, "everywhere", where, True)
+            return AtenVerdict(aten, "missing", f"{support.evidence}; {where} (it calls the backend's kernels)",
+                               False)
+        parts = [self.aten_verdict(name, _Call(ins, out), depth + 1) for name, ins, out in calls]
+        called = ", ".join(dict.fromkeys(v.op for v in parts)) or "nothing"
+        lacking = [v for v in parts if not v.supported]
+        if lacking:
+            return AtenVerdict(aten, "missing", f"{support.evidence}; {where} calling {called}: "
+                               + "; ".join(dict.fromkeys(v.evidence for v in lacking)), False)
+        kernels = tuple(dict.fromkeys(k for v in parts for k in v.kernel_ops))
+        base = aten.partition(".")[0]
+        if len(parts) == 1 and parts[0].status == "kernel" and parts[0].op.partition(".")[0] == base:
+            return AtenVerdict(aten, "kernel", f"{where} calling its out variant {parts[0].op}: "
+                               f"{parts[0].evidence}", True, kernels)
+        status = "everywhere" if kinds[0] == "CompositeExplicitAutograd" and all(
+            v.status == "everywhere" or v.kernel_ops for v in parts) else "decomposes"
+        return AtenVerdict(aten, status, f"{where} calling {called}", True, kernels)
 
     # -------------------------------------------------------------- one operator
 
@@ -109,6 +177,9 @@ class _Classifier(EntryAndBackward):
         if op.kind == "library":  # a stand-in's record of GPU-only library code: judged from the source facts
             return classify_library(op)
         kb = self.kb
+        for node in op.nodes:
+            for call in (*node.aten, *node.backward):
+                self.samples.setdefault(call.qualified, call)
         composite = kb.rules.composite_for_api(op.key)
         api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS else None
         replacements = kb.replacements_for(op.key)
@@ -121,14 +192,16 @@ class _Classifier(EntryAndBackward):
         skipped = ([a for a in op.aten if a != composite.aten] if composite
                    else [a for a in op.aten if kb.rules.cpu_only_of(a)])
         whole = () if composite or op.kind in PROJECT_KINDS else self._taken_whole(op)
-        verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys((*whole, *judged)) if a.split("::")[0] in _NON_ATEN}
+        verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in dict.fromkeys((*whole, *judged))
+                    if a.split("::")[0] in _NON_ATEN}
         # The CPU/meta decomposition of an op taken whole is not judged: its verdicts leave `verdicts`.
         removed = {a: verdicts.pop(a) for a in [a for a, v in verdicts.items() if whole and not v.supported]}
         decomposition = list(removed)
         skipped += decomposition
         aten_support = {a: v.supported for a, v in verdicts.items()}
         for a in skipped:
-            aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a)).supported)
+            aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a, self.samples.get(a))
+                                        ).supported)
         if composite:
             traced = (f"; the decomposition traced here ({', '.join(dict.fromkeys(skipped))}) is not judged"
                       if skipped else "")
@@ -214,8 +287,7 @@ class _Classifier(EntryAndBackward):
                 verdicts: dict[str, AtenVerdict], required) -> None:
         kb = self.kb
         documented = api.supported(self.page) if api else None
-        mark = check_product(documented, [a for a, v in verdicts.items() if v.status == "kernel"], self.target,
-                             self.facts)
+        mark = check_product(documented, _kernel_ops(verdicts), self.target, self.facts)
         if not mark.ok:
             self._unsupported(op, j, api, mark, required)
             return
@@ -244,7 +316,8 @@ class _Classifier(EntryAndBackward):
             j.add("api-undocumented", f"{api.api} has no support mark for {self.product}; judged by its ATen kernels",
                   api.evidence(), None, per_signature=False)
 
-        missing = [v for v in verdicts.values() if not v.supported]
+        missing = [v for v in verdicts.values() if not v.supported and v.status != "binding"]
+        bindings = [v for v in verdicts.values() if v.status == "binding"]
         for v in verdicts.values():
             if v.status == "kernel":
                 j.add("kernel", f"{v.op} has an NPU kernel for torch {self.version_text}", v.evidence, None, False)
@@ -253,6 +326,10 @@ class _Classifier(EntryAndBackward):
             elif v.status == "decomposes":
                 j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
                       f"extra kernel launches", v.evidence, None, False)
+        if bindings and (missing or documented or required is None):
+            j.add(*_binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
+        elif bindings:
+            missing += bindings
         if missing:
             names = ", ".join(v.op for v in missing)
             if documented:
@@ -344,8 +421,7 @@ class _Classifier(EntryAndBackward):
         lim = api.limitation if api is not None else None
         page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
         unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
-        atens = [a for a, v in verdicts.items() if v.status == "kernel"]
-        check = check_dtype(dtype, self.target, page, atens, self.facts, unparsed)
+        check = check_dtype(dtype, self.target, page, _kernel_ops(verdicts), self.facts, unparsed)
         j.confidences.append(check.confidence)
         evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
         if check.ok and check.disagree:
@@ -373,6 +449,24 @@ class _Classifier(EntryAndBackward):
                 elif check.kind == "int64-cast-int32" and "int64" in dtypes:
                     j.add("dtype-cast", f"the NPU kernel of {aten} casts int64 input to int32 (values beyond 2^31 "
                           f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
+
+
+def support_line(verdict: AtenVerdict) -> str:
+    """The kernel list's line of a verdict ('npu_aten_ops: no row for lgamma'), without the dispatcher's."""
+    return verdict.evidence.split("; ")[0]
+
+
+def _kernel_ops(verdicts: dict[str, AtenVerdict]) -> list[str]:
+    """The ATen ops whose kernel facts speak for the verdicts: their own kernels, their composites' callees."""
+    return list(dict.fromkeys(k for v in verdicts.values() for k in v.kernel_ops))
+
+
+def _binding_reason(bindings: list[AtenVerdict]) -> tuple[str, str, str]:
+    """(code, message, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
+    names = ", ".join(v.op for v in bindings)
+    apis = ", ".join(dict.fromkeys(v.binding for v in bindings))
+    return ("binding", f"{names} has no torch_npu registration, but CANN has the kernel ({apis}): register it "
+            f"through op-plugin (a binding to write, not a new kernel)", "; ".join(v.evidence for v in bindings))
 
 
 def _fused_route(fused) -> str:
