@@ -327,6 +327,32 @@ def test_backward_without_npu_registration_is_a_binding(trained):
     assert linear.category == "direct" and "backward" in codes(linear) and all(linear.backward_support.values())
 
 
+def test_backward_ops_covered_by_an_out_variant_or_a_composite_are_not_custom_dev(trained):
+    ops = trained("train_select_softplus.py")
+    # softplus_backward: no npu_aten_ops row of its own; torch's CompositeExplicitAutogradNonFunctional kernel (the
+    # structured functional wrapper) calls softplus_backward.grad_input, which torch_npu registers -> a kernel
+    softplus = ops["torch.nn.functional.softplus"]
+    assert softplus.category == "direct" and softplus.backward_support == {"aten::softplus_backward": True}
+    # select_backward: no NPU kernel; its composite kernel calls zeros, select and copy_, all of which run
+    getitem = ops["Tensor.__getitem__"]
+    assert getitem.category == "direct" and getitem.backward_support == {"aten::select_backward": True}
+    assert "backward-no-kernel" not in codes(getitem) | codes(softplus)
+    assert not [k for k, c in ops.items() if c.category == "custom-dev"]
+
+
+def test_composite_callees_speak_for_the_product(kb):
+    # Tensor.new_ones: the API page marks Ascend 950DT ✘ and op-plugin has no new_ones row, but its
+    # CompositeExplicitAutograd kernel calls fill_.Scalar, whose aclnn doc (aclnnInplaceFillScalar) lists 950:
+    # direct, confidence low, the disagreement said
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / "train_select_softplus.py"), dtype="bfloat16"))
+    ops = {c.operator.key: c for c in classify(inventory, kb, target="Ascend 950DT")}
+    new_ones = ops["Tensor.new_ones"]
+    assert new_ones.category == "direct" and new_ones.confidence == "low"
+    (said,) = [r for r in new_ones.reasons if r.code == "kernel-product"]
+    assert said.message.startswith("the API page marks Ascend 950DT ✘; aclnnInplaceFillScalar's doc lists Ascend 950")
+    assert "aten::fill_.Scalar" in next(r.evidence for r in new_ones.reasons if r.code == "view-op")
+
+
 def test_backward_of_a_replaced_op_comes_with_its_replacement(trained):
     deform = trained("deform_conv.py")["torchvision::deform_conv2d"]
     # no NPU kernel for torchvision::_deform_conv2d_backward; npu_deformable_conv2d replaces forward and backward

@@ -81,9 +81,12 @@ def decomposition(base: str) -> tuple[str, ...] | None:
                                for c in calls if hasattr(c, "name")))
 
 
+Tensors = tuple[tuple[Shape, str], ...]  # (shape, dtype) of each tensor argument, in order
+
+
 @cache
-def composite_calls(qualified: str, inputs: tuple[tuple[Shape, str], ...] = (),
-                    output: Shape | None = None) -> tuple[tuple[str, tuple[tuple[Shape, str], ...], Shape | None], ...] | None:
+def composite_calls(qualified: str, inputs: Tensors = (),
+                    output: Shape | None = None) -> tuple[tuple[str, Tensors, Shape | None], ...] | None:
     """What the composite kernel of `qualified` ('aten::select_backward') calls when given meta tensors shaped like
     `inputs` ((shape, dtype) of a recorded call's tensors, in order), int lists shaped like `output` and defaults
     elsewhere: ((callee, its inputs, its output shape), ...) without allocations; None when torch registers no
@@ -95,7 +98,7 @@ def composite_calls(qualified: str, inputs: tuple[tuple[Shape, str], ...] = (),
     op = _overload(qualified)
     if not kinds or op is None:
         return None
-    seen: list[tuple[str, tuple[tuple[Shape, str], ...], Shape | None]] = []
+    seen: list[tuple[str, Tensors, Shape | None]] = []
 
     class Calls(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -134,7 +137,7 @@ def _qualified(func: Any) -> str:
     return name.removesuffix(".default")
 
 
-def _described(args: Any, kwargs: Any) -> tuple[tuple[Shape, str], ...]:
+def _described(args: Any, kwargs: Any) -> Tensors:
     import torch
 
     flat = [*args, *(kwargs or {}).values()]
@@ -155,7 +158,7 @@ def _first_shape(value: Any) -> Shape | None:
     return None
 
 
-def _example_args(op: Any, inputs: tuple[tuple[Shape, str], ...], output: Shape | None, number: int) -> list | None:
+def _example_args(op: Any, inputs: Tensors, output: Shape | None, number: int) -> list | None:
     """(args, kwargs) for one call of `op` on meta: tensors from `inputs` in order, int lists shaped like the
     output (a backward's input_sizes, new_ones' size), defaults where the schema has them, 0 / 1 / False else."""
     import torch

@@ -11,11 +11,15 @@ Each signature (one distinct attribute/shape/dtype combination) is judged on its
      low, "not verified"); a supported API is direct unless this signature trips a documented limit (a dtype
      outside the allowed list, a parameter value outside its rule, an input rank) - then param-converted; a
      limitation saying it always falls back to the CPU is custom-dev;
-  3. the ATen ops the node dispatched: each needs an NPU kernel for the torch version, or runs on every
-     backend (CompositeExplicitAutograd), or decomposes (CompositeImplicitAutograd: direct with a
-     performance note). Composites torch_npu takes whole (scaled_dot_product_attention, lstm) are judged by
-     their own kernel; the CPU/meta decomposition seen while tracing is not judged. An ATen op with none of
-     these is custom-dev (it would fall back to the CPU), unless a replacement exists;
+  3. the ATen ops the node dispatched (aten.py): each needs an NPU kernel for the torch version, or runs on every
+     backend (a view), or is covered as the dispatcher of the torch in use runs it: the composite kernel torch
+     registers (CompositeImplicitAutograd, CompositeExplicitAutograd, CompositeExplicitAutogradNonFunctional) is run
+     on meta and what it calls is judged in turn (a structured op's functional calls its out variant:
+     softplus_backward -> softplus_backward.grad_input; select_backward -> zeros, select, copy_). Composites
+     torch_npu takes whole (scaled_dot_product_attention, lstm) are judged by their own kernel; the CPU/meta
+     decomposition seen while tracing is not judged. An ATen op with none of these whose CANN aclnn kernel is
+     documented for the product is param-converted, reason "binding" (an op-plugin registration, not a kernel:
+     lgamma -> aclnnLgamma); else custom-dev (it would fall back to the CPU), unless a replacement exists;
   4. kernel argument checks add float64 / int64 cast findings for the dtypes this signature carries;
   5. an operator nothing in the knowledge base speaks for is custom-dev, "not in the knowledge base";
   6. a training step (--train): the ATen ops its backward dispatched are judged the same way (one without an NPU
@@ -28,14 +32,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..kb.evidence import ProductCheck, check_binding, check_dtype, check_product, remedy, verdict_confidence
+from ..kb.evidence import ProductCheck, check_dtype, check_product, remedy, verdict_confidence
 from ..kb.facts import ApiFact, Limitation
 from ..kb.products import Product
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
 from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
-from .decompose import composite_calls, dispatch_kinds, has_backend_kernel, torch_version_text
+from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .library import classify_library
 from .project import judge_project_op
 from .scope import EntryAndBackward
@@ -46,50 +50,6 @@ _NON_ATEN = ("aten", "prims")
 def worst(categories: Iterable[str]) -> Category:
     """The hardest category among `categories` ('direct' when there are none)."""
     return Category.worst(categories)
-
-
-_MAX_DEPTH = 3  # composites calling composites: select_backward -> zeros -> zero_
-
-
-@dataclass(frozen=True)
-class AtenVerdict:
-    """How one ATen op would run on the NPU."""
-
-    op: str
-    status: str  # "kernel" | "everywhere" | "decomposes" | "binding" | "missing"
-    evidence: str
-    supported: bool
-    kernels: tuple[str, ...] = ()  # the NPU kernels it runs when not its own (a composite's callees, an out variant)
-    binding: str | None = None  # status "binding": the CANN aclnn API an op-plugin registration would bind
-
-    @property
-    def kernel_ops(self) -> tuple[str, ...]:
-        """The ATen ops whose kernel facts speak for this one (for the product, dtype and limit checks)."""
-        return self.kernels or ((self.op,) if self.status == "kernel" else ())
-
-
-@dataclass(frozen=True)
-class _Call:
-    """A composite's callee as recorded while its kernel ran: what the next level is run with."""
-
-    input_shapes: tuple
-    output: tuple | None
-
-    @property
-    def example(self) -> tuple:
-        return tuple(self.input_shapes), self.output
-
-
-def _example(call) -> tuple:
-    """(inputs as (shape, dtype) pairs, first output shape) of a recorded call, for composite_calls."""
-    if call is None:
-        return (), None
-    if isinstance(call, _Call):
-        return call.example
-    shapes = tuple(s for s in call.input_shapes)
-    dtypes = tuple(call.input_dtypes)
-    inputs = tuple((tuple(s), d) for s, d in zip(shapes, dtypes) if s is not None)
-    return inputs, (tuple(call.output_shapes[0]) if call.output_shapes and call.output_shapes[0] is not None else None)
 
 
 @dataclass
@@ -108,7 +68,7 @@ class _Judgement:
         self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))
 
 
-class _Classifier(EntryAndBackward):
+class _Classifier(AtenJudge, EntryAndBackward):
     def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
         self.kb = kb
         self.target = product
@@ -120,56 +80,6 @@ class _Classifier(EntryAndBackward):
         self.version_text = format_version(version)
         self._verdicts: dict[str, AtenVerdict] = {}
         self.samples: dict[str, AtenCall] = {}  # qualified ATen op -> a recorded call of it (of the current operator)
-
-    # -------------------------------------------------------------- ATen evidence
-
-    def aten_verdict(self, aten: str, call: AtenCall | None = None, depth: int = 0) -> AtenVerdict:
-        """How `aten` runs on the NPU: its own kernel, a view everywhere, or (the dispatcher's structure) what its
-        composite kernel calls, judged in turn (`call`: a recorded call whose shapes the composite is run with);
-        a missing op whose CANN kernel exists is a binding to write."""
-        if aten not in self._verdicts:  # the first call seen decides: a decomposition does not vary with shapes
-            verdict = self._aten_verdict(aten, _example(call), depth)
-            if not verdict.supported:
-                binding = check_binding(aten, self.target, self.facts)
-                if binding is not None:
-                    verdict = AtenVerdict(aten, "binding", f"{binding.evidence}; {support_line(verdict)}", False,
-                                          binding=binding.api)
-            self._verdicts[aten] = verdict
-        return self._verdicts[aten]
-
-    def _aten_verdict(self, aten: str, example, depth: int) -> AtenVerdict:
-        support = self.kb.kernel_support(aten, self.version)
-        if support.supported:
-            return AtenVerdict(aten, "kernel", support.evidence, True)
-        if aten in self.kb.rules.everywhere:
-            evidence = f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})"
-            return AtenVerdict(aten, "everywhere", evidence, True)
-        kinds = dispatch_kinds(aten)
-        if not kinds:
-            return AtenVerdict(aten, "missing", support.evidence, False)
-        where = f"PyTorch {torch_version_text()} dispatcher: {aten} has a {kinds[0]} kernel"
-        calls = composite_calls(aten, *example) if depth < _MAX_DEPTH else None
-        if calls is None:  # the composite could not be run on an example: its registration alone decides
-            if kinds[0] == "CompositeImplicitAutograd":
-                return AtenVerdict(aten, "decomposes", where, True)
-            if kinds[0] == "CompositeExplicitAutograd" or not has_backend_kernel(aten):
-                return AtenVerdict(aten, "everywhere", where, True)
-            return AtenVerdict(aten, "missing", f"{support.evidence}; {where} (it calls the backend's kernels)",
-                               False)
-        parts = [self.aten_verdict(name, _Call(ins, out), depth + 1) for name, ins, out in calls]
-        called = ", ".join(dict.fromkeys(v.op for v in parts)) or "nothing"
-        lacking = [v for v in parts if not v.supported]
-        if lacking:
-            return AtenVerdict(aten, "missing", f"{support.evidence}; {where} calling {called}: "
-                               + "; ".join(dict.fromkeys(v.evidence for v in lacking)), False)
-        kernels = tuple(dict.fromkeys(k for v in parts for k in v.kernel_ops))
-        base = aten.partition(".")[0]
-        if len(parts) == 1 and parts[0].status == "kernel" and parts[0].op.partition(".")[0] == base:
-            return AtenVerdict(aten, "kernel", f"{where} calling its out variant {parts[0].op}: "
-                               f"{parts[0].evidence}", True, kernels)
-        status = "everywhere" if kinds[0] == "CompositeExplicitAutograd" and all(
-            v.status == "everywhere" or v.kernel_ops for v in parts) else "decomposes"
-        return AtenVerdict(aten, status, f"{where} calling {called}", True, kernels)
 
     # -------------------------------------------------------------- one operator
 
@@ -287,7 +197,7 @@ class _Classifier(EntryAndBackward):
                 verdicts: dict[str, AtenVerdict], required) -> None:
         kb = self.kb
         documented = api.supported(self.page) if api else None
-        mark = check_product(documented, _kernel_ops(verdicts), self.target, self.facts)
+        mark = check_product(documented, kernel_ops(verdicts), self.target, self.facts)
         if not mark.ok:
             self._unsupported(op, j, api, mark, required)
             return
@@ -327,7 +237,7 @@ class _Classifier(EntryAndBackward):
                 j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
                       f"extra kernel launches", v.evidence, None, False)
         if bindings and (missing or documented or required is None):
-            j.add(*_binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
+            j.add(*binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
         elif bindings:
             missing += bindings
         if missing:
@@ -421,7 +331,7 @@ class _Classifier(EntryAndBackward):
         lim = api.limitation if api is not None else None
         page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
         unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
-        check = check_dtype(dtype, self.target, page, _kernel_ops(verdicts), self.facts, unparsed)
+        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed)
         j.confidences.append(check.confidence)
         evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
         if check.ok and check.disagree:
@@ -449,24 +359,6 @@ class _Classifier(EntryAndBackward):
                 elif check.kind == "int64-cast-int32" and "int64" in dtypes:
                     j.add("dtype-cast", f"the NPU kernel of {aten} casts int64 input to int32 (values beyond 2^31 "
                           f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
-
-
-def support_line(verdict: AtenVerdict) -> str:
-    """The kernel list's line of a verdict ('npu_aten_ops: no row for lgamma'), without the dispatcher's."""
-    return verdict.evidence.split("; ")[0]
-
-
-def _kernel_ops(verdicts: dict[str, AtenVerdict]) -> list[str]:
-    """The ATen ops whose kernel facts speak for the verdicts: their own kernels, their composites' callees."""
-    return list(dict.fromkeys(k for v in verdicts.values() for k in v.kernel_ops))
-
-
-def _binding_reason(bindings: list[AtenVerdict]) -> tuple[str, str, str]:
-    """(code, message, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
-    names = ", ".join(v.op for v in bindings)
-    apis = ", ".join(dict.fromkeys(v.binding for v in bindings))
-    return ("binding", f"{names} has no torch_npu registration, but CANN has the kernel ({apis}): register it "
-            f"through op-plugin (a binding to write, not a new kernel)", "; ".join(v.evidence for v in bindings))
 
 
 def _fused_route(fused) -> str:
