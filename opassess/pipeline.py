@@ -98,7 +98,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
                    progress: Progress = _noop) -> Assessment:
     """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker)."""
     from .classify import classify
-    from .classify_library import adopt_site_verdicts
+    from .classify.library import adopt_site_verdicts
     from .findings import DataFlow, find_findings
     from .inventory import build_inventory
     from .kb import format_version, load_kb
