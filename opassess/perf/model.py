@@ -70,7 +70,8 @@ def time_call(work: CallWork, profile: DeviceProfile) -> CallTime:
     base = max(compute, memory) + launch
     bound = _bound(compute, memory, launch)
     pen = profile.penalties
-    penalties: list[Penalty] = []
+    penalties: list[Penalty] = []  # added over the roofline
+    carved: list[Penalty] = []  # taken out of the roofline: time the call spends that a better route would not
     if work.fallback:
         host = profile.host
         transfer = work.bytes / host.link * US  # inputs to the host and outputs back: each byte crosses once
@@ -109,12 +110,14 @@ def time_call(work: CallWork, profile: DeviceProfile) -> CallTime:
             low, low_mem, _ = roofline(work, profile, "bfloat16")
             gain = max(compute, memory) - max(low, low_mem * 0.5)
             if gain > 0:
-                penalties.append(Penalty("fp32-cube", gain,
-                                         "float32 matmul on the cube: bf16 (or allow_hf32, whose peak the tables do "
-                                         "not give here) recovers at most this"))
+                carved.append(Penalty("fp32-cube", gain,
+                                      "float32 matmul on the cube: bf16 (or allow_hf32, whose peak the tables do not "
+                                      "give here) recovers at most this"))
     us = base + sum(p.us for p in penalties)
     if "unfused" in work.flags:  # the fused op that replaces the chain keeps its anchor's time, not this call's
-        penalties.append(Penalty("unfused", base, "part of a chain one fused torch_npu op replaces"))
-        base = 0.0
+        carved = [Penalty("unfused", base, "part of a chain one fused torch_npu op replaces")]
+    # Carved penalties are part of the call's own time (not added to it): the roofline is what is left without them
+    base -= sum(p.us for p in carved)
+    penalties += carved
     return CallTime(node=work.node, op=work.op, unit="cpu-fallback" if work.fallback else work.unit, bound=bound,
                     roofline_us=base, us=us, penalties=tuple(penalties), compute_us=compute, memory_us=memory)
