@@ -29,9 +29,9 @@ def profile_command(
 
     Exit codes: 0 ok, 1 an unreadable export or report, 2 bad usage.
     """
+    from ..output import write_output
     from ..profile import assess_profile
     from ..profile.formats import PROFILE_FORMATS, render_profile
-    from ..report.write import write_output
 
     with reporting_errors(debug):
         chosen = fmt or {".json": "json", ".md": "md", ".html": "html"}.get(Path(output).suffix.lower(),

@@ -1,5 +1,5 @@
 """The profile document rendered: json, md, html, terminal (a registry of pure string renderers, as report/registry.py
-does for scan reports; the CLI writes the string through report/write.py).
+does for scan reports; the CLI writes the string through output.py).
 
 Every format reads the same rows (`profile_view`): the numbers are formatted once there, the renderers only lay
 them out. Names from the export are untrusted text: inert() for the terminal, escaped for Markdown and HTML.
