@@ -44,6 +44,7 @@ from .weights import (
     VersionRules,
     Weights,
 )
+from .weights_decisions import read_decisions
 
 # Bounds on what a weights file may say, so every sum stays finite and a scan's time bounded: a person-day figure
 # above 10,000 (about forty working years) is a typo, as is a pessimism factor above 100; a million Monte Carlo
@@ -166,6 +167,7 @@ def _build(root: TomlTable, source: str) -> Weights:
         calibration=_calibration(root.table("calibration")),
         activities=_activities(root.table("activities")),
         source_rules=_source(root.table("source")),
+        decisions=read_decisions(root.table("decisions"), root.table("changes"), _triple),
     )
     root.finish()
     return weights
