@@ -49,8 +49,8 @@ def kb_show(
 ) -> None:
     """Show one entry of the knowledge base, and what the source-level facts say about it (kernel libraries, CUDA
     APIs, transfer_to_npu's patches, triton-ascend's limits)."""
+    from ..classify.decompose import decomposition  # imports the tracer: only `kb show` needs it
     from ..source.describe import format_entry_with_source
-    from ..trace.decompose import decomposition  # imports the tracer: only `kb show` needs it
 
     with _errors():
         typer.echo(format_entry_with_source(load_kb(kb_dir or ctx.obj), name, torch_npu, decomposition))
