@@ -91,7 +91,7 @@ def _cause(reason: Reason, model_dtype: str) -> str | None:
     if reason.code == "dtype":
         match = _DTYPE.match(reason.message)
         return PRECISION if match and match["dtype"] == model_dtype else None
-    if reason.code == "api-undocumented":
+    if reason.code in ("api-undocumented", "kernel-product"):  # the product's support rests on one run on the chip
         return KERNEL_CHECK
     return None
 
@@ -168,8 +168,8 @@ def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[F
             product = next((m["product"] for k in keys for r in by_key[k].reasons if r.code == "api-undocumented"
                             for m in [_UNDOCUMENTED.search(r.message)] if m), "the target")
             title = f"{rule.title}: one run on {product} confirms the kernels of {len(keys)} operator type(s)"
-            cause = (f"the torch_npu API page has no support mark for {product}; the operators are judged by their "
-                     f"ATen kernels")
+            cause = (f"the torch_npu API page has no support mark for {product} (or the kernel docs overrule it); "
+                     f"the operators are judged by their ATen kernels")
             plan = (f"run the model once on {product} and compare every listed operator's output with the "
                     f"reference run",)
         out.append(Decision(name=name, title=title, cause=cause, operators=tuple(sorted(keys)),
