@@ -118,7 +118,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     seconds["classify"] = time.perf_counter() - started
-    source_scan = _source_stage(options, progress, seconds)
+    source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
     classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
@@ -152,7 +152,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     )
 
 
-def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float]):
+def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str):
     """The source scan of a model scan: --source paths, plus the model file and the project files it imports (when
     the target is a file); None when there is nothing to scan. Static: nothing more of the project is run."""
     from .source import scan_sources
@@ -166,7 +166,7 @@ def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, f
         return None
     started = time.perf_counter()
     progress(f"scanning the source of {len(paths)} path(s)")
-    scan = scan_sources(paths)
+    scan = scan_sources(paths, product=kernel)
     seconds["source"] = time.perf_counter() - started
     return scan
 
@@ -188,7 +188,7 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     torch_version = format_version(kb.resolve_version(options.torch_npu))
     started = time.perf_counter()
     progress(f"scanning the source of {len(paths)} path(s)")
-    scan = scan_sources(paths)
+    scan = scan_sources(paths, product=kb.product(options.product).kernel)
     seconds = {"source": time.perf_counter() - started}
     root = Path(scan.root)
     model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",

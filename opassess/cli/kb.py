@@ -40,9 +40,10 @@ def kb_summary(ctx: typer.Context, kb_dir: KbDir = None) -> None:
 @kb_app.command("show")
 def kb_show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(
+    name: Annotated[list[str], typer.Argument(
         help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms, flash_attn.flash_attn_func, "
-             "torch.cuda.synchronize, tl.atomic_add ...")],
+             "torch.cuda.synchronize, tl.atomic_add ...; or `device PRODUCT` (A2, A3, 950, a variant name): the "
+             "device profile the time model uses.")],
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
     kb_dir: KbDir = None,
@@ -52,8 +53,16 @@ def kb_show(
     from ..classify.decompose import decomposition  # imports the tracer: only `kb show` needs it
     from ..source.describe import format_entry_with_source
 
+    if len(name) == 2 and name[0] == "device":
+        from ..perf.describe import format_device
+
+        with _errors():
+            typer.echo(format_device(load_kb(kb_dir or ctx.obj), name[1]))
+        return
+    if len(name) != 1:
+        raise typer.BadParameter("expected one NAME, or `device PRODUCT`", param_hint="'NAME'")
     with _errors():
-        typer.echo(format_entry_with_source(load_kb(kb_dir or ctx.obj), name, torch_npu, decomposition))
+        typer.echo(format_entry_with_source(load_kb(kb_dir or ctx.obj), name[0], torch_npu, decomposition))
 
 
 @kb_app.command("import")
