@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..reasons import REASONS
 from ..records import ClassifiedOp, Decision, Effort, Finding, Inventory, OpScore, Reason
 from ..vocabulary import PROJECT_KINDS, Category
 from .weights import Weights
@@ -23,10 +24,6 @@ from .weights_decisions import ALGORITHM, DecisionRules
 
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
 PRECISION, KERNEL_CHECK = "precision", "kernel-check"
-# Reason codes that give an operator work of its own besides [effort] limit_reasons: a verdict-raising fact that no
-# decision or priced change covers keeps the operator on its own range.
-_BLOCKING = ("no-kernel", "api-unsupported", "kernel-unsupported", "extension", "custom-op", "backward-no-kernel",
-             "custom-dev", "cpu-fallback")
 _DTYPE = re.compile(r"^input dtype (?P<dtype>\S+) is not supported by (?P<who>.+?) on (?P<product>.+?) "
                     r"\(allowed: (?P<allowed>[^)]*)\)")
 _UNDOCUMENTED = re.compile(r"has no support mark for (?P<product>.+?); judged by its ATen kernels")
@@ -97,9 +94,13 @@ def _cause(reason: Reason, model_dtype: str) -> str | None:
 
 
 def _blocking(reason: Reason, weights: Weights) -> bool:
+    """A reason that gives the operator work of its own: a limit reason ([effort] limit_reasons) or a code that can
+    decide a non-direct verdict (the reason registry) which no decision or priced change covers."""
     if reason.code == "replacement":
         return reason.signature is not None  # a required replacement; the shared one is advice
-    return reason.code in weights.effort.limit_reasons or reason.code in _BLOCKING
+    code = REASONS.get(reason.code)
+    return reason.code in weights.effort.limit_reasons or (
+        code is not None and code.decides in (Category.PARAM_CONVERTED, Category.CUSTOM_DEV))
 
 
 def _points(values: Iterable[float]) -> str:
