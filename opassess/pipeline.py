@@ -101,7 +101,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
                    progress: Progress = _noop) -> Assessment:
     """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker)."""
     from .classify import classify
-    from .classify_library import adopt_site_verdicts
+    from .classify.library import adopt_site_verdicts
     from .findings import DataFlow, find_findings
     from .inventory import build_inventory
     from .kb import format_version, load_kb
@@ -122,7 +122,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     seconds["classify"] = time.perf_counter() - started
     graph = _graph_stage(options, capture, classified, kb, torch_version, seconds)
-    source_scan = _source_stage(options, progress, seconds)
+    source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
     classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
@@ -170,7 +170,7 @@ def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_v
     return graph
 
 
-def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float]):
+def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str):
     """The source scan of a model scan: --source paths, plus the model file and the project files it imports (when
     the target is a file); None when there is nothing to scan. Static: nothing more of the project is run."""
     from .source import scan_sources
@@ -184,7 +184,7 @@ def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, f
         return None
     started = time.perf_counter()
     progress(f"scanning the source of {len(paths)} path(s)")
-    scan = scan_sources(paths)
+    scan = scan_sources(paths, product=kernel)
     seconds["source"] = time.perf_counter() - started
     return scan
 
@@ -206,7 +206,7 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     torch_version = format_version(kb.resolve_version(options.torch_npu))
     started = time.perf_counter()
     progress(f"scanning the source of {len(paths)} path(s)")
-    scan = scan_sources(paths)
+    scan = scan_sources(paths, product=kb.product(options.product).kernel)
     seconds = {"source": time.perf_counter() - started}
     root = Path(scan.root)
     model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",

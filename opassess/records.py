@@ -5,7 +5,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .vocabulary import CATEGORIES, EXCLUSION_CODES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
+from .reasons import EXCLUSION_CODES
+from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
 # Shapes are tuples of ints (a scalar is ()); a non-tensor argument has shape None.
 Shape = tuple[int, ...] | None

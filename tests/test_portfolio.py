@@ -12,7 +12,7 @@ from ci_records import op, report, sig
 from opassess.ci.snapshot import read_snapshot
 from opassess.pipeline import ScanOptions
 from opassess.portfolio import STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio
-from opassess.report.portfolio import render_portfolio
+from opassess.portfolio.report import render_portfolio
 from opassess.score.weights_load import load_weights
 
 ROOT = Path(__file__).resolve().parent.parent

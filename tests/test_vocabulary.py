@@ -8,6 +8,7 @@ from pathlib import Path
 import opassess.report
 from opassess.kb import load_kb
 from opassess.kb.evidence import CONFIDENCES
+from opassess.reasons import EXCLUSION_CODES, REASONS
 from opassess.score.cost import COST_BASES
 from opassess.trace import METHODS
 from opassess.vocabulary import CAPTURE_STEPS, CATEGORIES, NO_CAPTURE, OPERATOR_KINDS, Category
@@ -53,7 +54,8 @@ def test_schema_cost_bases_are_the_cost_model_s():
 def test_every_schema_enum_is_a_known_vocabulary():
     """A new enum in the schema must be tied to a vocabulary here (and tested), not typed a second time."""
     known = {tuple(CATEGORIES), tuple(METHODS), OPERATOR_KINDS, CAPTURE_STEPS,
-             ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES)}
+             ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES),
+             tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES)}  # tests/test_reasons.py
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
 

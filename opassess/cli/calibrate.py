@@ -109,7 +109,7 @@ def calibrate_command(
 ) -> None:
     """Propose category ranges from a team's recorded actuals, with the error before and after; -o writes them as a
     profile."""
-    from ..report.write import write_output
+    from ..output import write_output
     from ..score.calibrate import calibrate
     from ..score.weights_load import load_weights, profile_path
 

@@ -13,8 +13,8 @@ import typer
 
 from ..errors import EXIT_ERROR, InternalError, OpassessError, PolicyBreach
 from ..isolation.signals import Terminated
+from ..output import release_stdout
 from ..report.text import inert
-from ..report.write import release_stdout
 
 EXIT_INTERRUPTED = 130
 MESSAGE_LIMIT = 500  # characters of one error line: a model's 1 MB exception text is cut, not printed

@@ -261,7 +261,7 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     before = read_snapshot(baseline) if baseline is not None else None  # a bad baseline fails before the scan
     shown = output  # as the user wrote it, in the "wrote ..." line
     if output and output != "-":  # so does an -o that names a device, a FIFO or a folder (checked again on writing)
-        from ..report.write import writable_target
+        from ..output import writable_target
 
         writable_target(Path(output))
     # Paths are resolved before any model code runs: a model's os.chdir() cannot move them.
@@ -292,8 +292,8 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
 
 def _write_report(view, chosen, *, output, templates, breaches, quiet, shown=None) -> None:
     """Render the view in the chosen format to -o (the terminal summary to the terminal, at its width)."""
+    from ..output import write_output
     from ..report import RenderContext, render_view
-    from ..report.write import write_output
 
     to_terminal = chosen == DEFAULT_FORMAT and (output is None or output == "-") and sys.stdout.isatty()
     # COLUMNS is honoured on a terminal and when piped; without it a pipe gets 100 columns
@@ -311,7 +311,7 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet, shown=Non
 def _finish_ci(after, diff, *, baseline, templates, breaches, language) -> None:
     """The baseline diff's one-line account, the step summary, then the gates."""
     from ..ci.diff_format import new_custom_dev, render_diff
-    from ..report.summary import append_step_summary, render_summary
+    from ..ci.summary import append_step_summary, render_summary
     from ..report.text import signed_days
 
     diff_markdown = None
@@ -374,11 +374,11 @@ def _portfolio_progress(quiet: bool):
 def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, timeout, memory_limit, resume,
                     quiet, executor="local", ray_address=None) -> None:
     """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR."""
+    from ..ci.summary import append_step_summary
+    from ..output import write_files
     from ..portfolio import DEFAULT_TIMEOUT, PortfolioOptions, default_jobs, scan_portfolio
-    from ..report.portfolio import portfolio_files
-    from ..report.summary import append_step_summary
+    from ..portfolio.report import portfolio_files
     from ..report.text import days
-    from ..report.write import write_files
 
     if not output or output == "-":
         raise typer.BadParameter("with several models, -o names the directory for the per-model and portfolio "

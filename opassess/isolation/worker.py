@@ -20,7 +20,7 @@ DEFAULT_TIMEOUT = 600.0  # seconds a model may take, in a single scan and in a p
 # What every worker imports, imported before the fork (single scans) or in the forkserver (portfolios) so each worker
 # inherits it; none of it runs model code. torch's tracing machinery (torch._dynamo, torch.export, sympy) is left to
 # the worker: a dispatch capture (large models) never needs it.
-PRELOAD = ("torch", "torch.fx", "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.trace.decompose",
+PRELOAD = ("torch", "torch.fx", "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.classify.decompose",
            "opassess.isolation.wire")
 
 

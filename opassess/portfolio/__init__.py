@@ -40,8 +40,8 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
                    weights: Any = None, executor: Executor | None = None) -> Portfolio:
     """Scan every model of the portfolio (in local worker processes unless another executor is given), write each
     one's reports as it finishes, and plan."""
+    from ..output import write_output
     from ..report import REPORTERS
-    from ..report.write import write_output
     from ..score.weights_load import load_weights
 
     notify = on_event or (lambda _event: None)

@@ -10,7 +10,7 @@
   opassess's own format (not checked against any precision tool's config format): feed the names to the
   precision-comparison run's API list as that tool expects them.
 
-Built from the JSON document only; every file goes through report/write.py.
+Built from the JSON document only; every file goes through opassess/output.py.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..output import write_files
 from ..vocabulary import Category
 from .plan_view import shown_source
 from .text import days_detail, percent, share
-from .write import write_files
 
 VERIFY_FILE = "verify_apis.txt"
 # Reasons after which a direct operator's numbers still need a look (the classification's confidence is medium).

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable
 
 from ..vocabulary import Category
+from .classify_distributed import KINDS as DISTRIBUTED
+from .classify_distributed import DistributedClassifier
 from .facts import KernelLibrary, MigrationRule, SourceFacts
 from .records import SourceFinding
 
@@ -272,7 +274,17 @@ class Classifier:
                              [f"calls {', '.join(site.all('call'))}"])
 
 
-def classify_sites(sites: Iterable, facts: SourceFacts) -> list[SourceFinding]:
-    """Findings for the sites the facts speak about, in the order given."""
+def classify_sites(sites: Iterable, facts: SourceFacts, routes=None, product: str = "") -> list[SourceFinding]:
+    """Findings for the sites the facts speak about, in the order given; distributed sites are judged against the
+    HCCL facts (`routes`) for the product's kernel column (`product`, e.g. "950")."""
     classifier = Classifier(facts)
-    return [f for f in (classifier.classify(s) for s in sites) if f is not None]
+    distributed = DistributedClassifier(routes, facts, product) if routes is not None else None
+    out = []
+    for site in sites:
+        if site.kind in DISTRIBUTED:
+            finding = distributed.classify(site) if distributed else None
+        else:
+            finding = classifier.classify(site)
+        if finding is not None:
+            out.append(finding)
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from .distributed import scan_distributed
 from .facts import SourceFacts
 from .records import KernelSize, Site
 
@@ -340,9 +341,13 @@ class PythonScanner(ast.NodeVisitor):
         return flags
 
 
-def scan_python(text: str, file: str, facts: SourceFacts) -> list[Site]:
-    """The sites of one Python source; raises SyntaxError (with its line) when the text does not parse."""
+def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None) -> list[Site]:
+    """The sites of one Python source; raises SyntaxError (with its line) when the text does not parse.
+
+    `known_distributed(api)`: whether the HCCL facts name a torch.distributed API; given, the distributed sites
+    (distributed.py) are collected too."""
     tree = ast.parse(text, filename=file)
     scanner = PythonScanner(tree, text.splitlines(), file, facts)
     scanner.visit(tree)
-    return [*scanner.sites, *scanner.kernel_sites()]
+    extra = scan_distributed(tree, scanner, known_distributed) if known_distributed else []
+    return [*scanner.sites, *scanner.kernel_sites(), *extra]

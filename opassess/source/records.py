@@ -23,6 +23,12 @@ KINDS = (
     "cuda-kernel",      # a __global__ kernel in a .cu/.cuh file, sized
     "native-binding",   # PYBIND11_MODULE / TORCH_LIBRARY in C++/CUDA sources
     "native-runtime",   # CUDA runtime / cuBLAS / cuDNN / NCCL calls in C++/CUDA sources
+    "collective",       # a torch.distributed collective HCCL treats differently (gather, a float64 all_reduce, ...)
+    "reduce-op",        # a ReduceOp HCCL lacks (BAND/BOR/BXOR) or emulates (AVG, PREMUL_SUM)
+    "comm-hook",        # a DDP communication hook (HCCL: fp32 input only)
+    "dist-api",         # another torch.distributed API the HCCL facts restrict (FSDP1 optim state, parallelize_module)
+    "env-var",          # an NCCL_* environment variable name (nothing on the NPU reads it)
+    "process-group",    # init_process_group / new_group options HCCL does not take as given (pg_options, timeout)
 )
 
 

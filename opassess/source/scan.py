@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 
 from ..datafile import check_regular, read_text
 from ..errors import OpassessError
+from ..kb.routes import RouteFacts, load_route_facts
 from .classify import classify_sites
 from .facts import SourceFacts, load_source_facts
 from .native import NATIVE_SUFFIXES, file_summary, scan_native
@@ -81,12 +82,19 @@ def _with_extension_sizes(sites: list[Site], native_sizes: dict[str, KernelSize]
 
 
 def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: str | os.PathLike | None = None,
-                 facts: SourceFacts | None = None) -> SourceScan:
+                 facts: SourceFacts | None = None, product: str = "A2", routes: RouteFacts | None = None
+                 ) -> SourceScan:
     """Scan files and folders statically (nothing is imported or run) and classify every GPU-specific site.
 
     `root` (default: the single folder given, else the common parent) is what finding paths are relative to.
-    Unreadable or unparsable files are returned in `skipped` with the reason.
+    `product` is the target's kernel column in products.toml ("A2", "950", ...): the distributed pre-flight judges
+    dtype-gated collectives by it. Unreadable or unparsable files are returned in `skipped` with the reason.
     """
+    routes = routes or load_route_facts()
+
+    def known(api: str) -> bool:
+        return routes.hccl(api) is not None
+
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     paths = [Path(p) for p in paths]
@@ -112,7 +120,7 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
             continue
         if path.suffix in PYTHON_SUFFIXES:
             try:
-                python_sites += scan_python(text, rel, facts)
+                python_sites += scan_python(text, rel, facts, known)
             except (RecursionError, MemoryError):
                 skipped.append(SkippedFile(rel, "not parsable as Python: nested too deep"))
                 continue
@@ -128,7 +136,7 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
         scanned.append(rel)
         total += text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     sites = _with_extension_sizes(python_sites, native_sizes) + native_sites
-    findings = classify_sites(sites, facts)
+    findings = classify_sites(sites, facts, routes, product)
     findings.sort(key=lambda f: (f.file, f.line, f.kind, f.subject))
     return SourceScan(root=root_path.as_posix(), findings=tuple(findings), files=tuple(scanned),
                       skipped=tuple(skipped), lines=total)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .records import ClassifiedOp, Operator, Reason
-from .source.classify import _preferred
-from .source.facts import SourceFacts, load_source_facts
-from .vocabulary import Category
+from ..records import ClassifiedOp, Operator, Reason
+from ..source.classify import _preferred
+from ..source.facts import SourceFacts, load_source_facts
+from ..vocabulary import Category
 
 _NPU_API = re.compile(r"torch_npu\.[A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_]")
 

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import ReportError
+from .errors import ReportError
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))

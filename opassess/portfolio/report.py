@@ -10,10 +10,10 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from ..errors import ReportError
-from ..portfolio import Portfolio
-from .document import effort_doc as _effort_doc
-from .templates import escape_markdown
-from .text import days, days_range, percent, share
+from .records import Portfolio
+from ..report.document import effort_doc as _effort_doc
+from ..report.templates import escape_markdown
+from ..report.text import days, days_range, percent, share
 
 PORTFOLIO_FORMAT_VERSION = 1
 PORTFOLIO_FORMATS = ("json", "md", "html")
@@ -110,7 +110,7 @@ def portfolio_files(portfolio: Portfolio, *, templates_dir: Path | None = None, 
 
 def _render_page(view: dict[str, Any], fmt: str, templates_dir: Path | None, language: str) -> str:
     """The Markdown or HTML page of a portfolio view, through its template."""
-    from .templates import render_template
+    from ..report.templates import render_template
 
     if fmt == "md":
         text = render_template("portfolio.md.j2", "markdown", view, templates_dir, language)

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ci.snapshot import Snapshot
+from ..report.text import days, days_range
 from ..vocabulary import CATEGORIES, Category
-from .text import days, days_range
+from .snapshot import Snapshot
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 TOP_CUSTOM = 10  # custom-dev operators listed by name
@@ -41,7 +41,7 @@ def summary_view(snapshot: Snapshot, diff_markdown: str | None = None, breaches:
 def render_summary(snapshot: Snapshot, *, diff_markdown: str | None = None, breaches: Sequence[Any] = (),
                    templates_dir: Path | None = None, language: str = "en") -> str:
     """The Markdown digest of one scan, in `language`."""
-    from .templates import render_template
+    from ..report.templates import render_template
 
     text = render_template("summary.md.j2", "markdown", summary_view(snapshot, diff_markdown, breaches),
                            templates_dir, language)
@@ -54,6 +54,6 @@ def append_step_summary(text: str, environ: Mapping[str, str] | None = None) -> 
     destination = (os.environ if environ is None else environ).get(STEP_SUMMARY_ENV)
     if not destination:
         return None
-    from .write import append_text
+    from ..output import append_text
 
     return append_text(text if text.endswith("\n") else text + "\n", destination, f"the {STEP_SUMMARY_ENV} summary")

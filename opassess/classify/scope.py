@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kb.rules import Replacement
-from .records import Operator
-from .vocabulary import Category
+from ..kb.rules import Replacement
+from ..records import Operator
+from ..vocabulary import Category
 
 _PLAIN_OVERLOADS = ("input", "Tensor", "default", "self")  # an unnamed entry op's likely overload
 
 
 class EntryAndBackward:
-    """Mixed into the classifier (opassess/classify.py), whose state (kb, version, aten_verdict) these read."""
+    """Mixed into the classifier (classify/operators.py), whose state (kb, version, aten_verdict) these read."""
 
     def _taken_whole(self, op: Operator) -> tuple[str, ...]:
         """Entry ops (what the user called, before decomposition) that have an NPU kernel of their own but were

@@ -28,17 +28,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .classify_library import classify_library
-from .classify_project import judge_project_op
-from .classify_scope import EntryAndBackward
-from .kb.evidence import ProductCheck, check_dtype, check_product, remedy, verdict_confidence
-from .kb.facts import ApiFact, Limitation
-from .kb.products import Product
-from .kb.store import KnowledgeBase
-from .kb.versions import Version, format_version
-from .records import ClassifiedOp, Inventory, Operator, Reason, Signature
-from .trace.decompose import dispatch_kinds, torch_version_text
-from .vocabulary import CONFIDENCES, PROJECT_KINDS, Category
+from ..kb.evidence import ProductCheck, check_dtype, check_product, remedy, verdict_confidence
+from ..kb.facts import ApiFact, Limitation
+from ..kb.products import Product
+from ..kb.store import KnowledgeBase
+from ..kb.versions import Version, format_version
+from ..records import ClassifiedOp, Inventory, Operator, Reason, Signature
+from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
+from .decompose import dispatch_kinds, torch_version_text
+from .library import classify_library
+from .project import judge_project_op
+from .scope import EntryAndBackward
 
 _NON_ATEN = ("aten", "prims")
 

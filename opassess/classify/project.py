@@ -1,15 +1,15 @@
 """How a project's own operators are judged: a required replacement, a compiled C++ extension, a torch.library op
 (registered for every backend or not), a custom autograd.Function (its forward's ATen ops, its backward traced or
-not). Called by classify.py once per signature."""
+not). Called by classify/operators.py once per signature."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from .kb.rules import Replacement
-from .records import Operator
-from .trace.decompose import dispatch_kinds
-from .vocabulary import Category
+from ..kb.rules import Replacement
+from ..records import Operator
+from ..vocabulary import Category
+from .decompose import dispatch_kinds
 
 
 def judge_project_op(op: Operator, j: Any, verdicts: Mapping[str, Any], required: Replacement | None,
