@@ -336,3 +336,4 @@ class Assessment:
     # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
     effort_ranges: Mapping[str, tuple[float, float]] | None = None
     source_scan: Any = None  # opassess.source.SourceScan when source files were scanned (root, files, skipped)
+    graph_mode: Any = None  # opassess.graphmode.GraphMode: readiness per NPU graph back-end; None with --no-graph-mode

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
@@ -88,7 +89,7 @@ def _signature_doc(signature: Signature, category: str | None) -> dict[str, Any]
     }
 
 
-def _operator_doc(row: Row) -> dict[str, Any]:
+def _operator_doc(row: Row, graph: Any = None) -> dict[str, Any]:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     categories = classified.signature_categories if classified else ()
     doc: dict[str, Any] = {
@@ -124,6 +125,7 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "pareto": None,
         "cost": None,
         "origin": None,
+        "graph_mode": verdicts_doc(graph.operators.get(operator.key)) if graph is not None else None,
     }
     if estimate is not None:
         doc["cost"] = estimate.cost
@@ -213,7 +215,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "torch_npu": assessment.torch_version,
         "kb_version": assessment.kb_version,
         "weights_source": assessment.weights_source,
-        "operators": [_operator_doc(r) for r in rows],
+        "operators": [_operator_doc(r, assessment.graph_mode) for r in rows],
         "summary": summary,
         "risk_matrix": risk_matrix,
         "by_module": by_module,
@@ -224,6 +226,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,
                                "modules": list(r.operator.modules), "source": list(r.operator.sources)}
                               for r in unknown],
+        "graph_mode": graph_mode_doc(assessment.graph_mode),
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
     }
 
