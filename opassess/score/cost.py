@@ -26,7 +26,7 @@ COST_BASES = (ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR, SOURCE_FINDING, DECISIO
 PROJECT = "project"  # the origin of operators whose source lines lie in the project's own code
 MODEL_LEVEL = "model-level"  # the by_origin key of the model-level activities
 VALIDATION = "validation"  # the activity the validation-block operators share
-_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
+SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
 
 
@@ -137,7 +137,7 @@ def origin_of(source: str | None) -> str:
     'transformers')."""
     if not source:
         return PROJECT
-    match = _LIBRARY.search(source)
+    match = SITE_PACKAGES.search(source)
     if not match:
         return PROJECT
     name = match.group(1).split(":")[0]
