@@ -114,9 +114,9 @@ def kernel_ops(verdicts: dict[str, AtenVerdict]) -> list[str]:
     return list(dict.fromkeys(k for v in verdicts.values() for k in v.kernel_ops))
 
 
-def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, str, str]:
-    """(code, message, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
+def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, str]:
+    """(message, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
     names = ", ".join(v.op for v in bindings)
     apis = ", ".join(dict.fromkeys(v.binding for v in bindings))
-    return ("binding", f"{names} has no torch_npu registration, but CANN has the kernel ({apis}): register it "
-            f"through op-plugin (a binding to write, not a new kernel)", "; ".join(v.evidence for v in bindings))
+    return (f"{names} has no torch_npu registration, but CANN has the kernel ({apis}): register it through op-plugin "
+            f"(a binding to write, not a new kernel)", "; ".join(v.evidence for v in bindings))

@@ -237,7 +237,7 @@ class _Classifier(AtenJudge, EntryAndBackward):
                 j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
                       f"extra kernel launches", v.evidence, None, False)
         if bindings and (missing or documented or required is None):
-            j.add(*binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
+            j.add("binding", *binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
         elif bindings:
             missing += bindings
         if missing:
