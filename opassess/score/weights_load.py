@@ -275,6 +275,9 @@ def _effort(table: TomlTable) -> EffortRules:
     by_reason: dict[str, CategoryEffort] = {}
     if "reasons" in table:  # a reason code whose work has its own range (binding: an op-plugin registration)
         reasons = table.table("reasons")
+        unknown = unknown_codes(reasons.keys())
+        if unknown:
+            raise reasons.error(unknown[0], "not a registered reason code (docs/reasons.md lists them)")
         by_reason = {code: _range(reasons.table(code)) for code in reasons.keys()}
         reasons.finish()
     rules = EffortRules(_days(table, "per_extra_signature"), _days(table, "per_occurrence"),
