@@ -141,5 +141,12 @@ LIBRARY_ROUTE = reason_code("library-route", "the third-party kernel table's rou
 SOURCE_SITE = reason_code("source-site", "the source scan found the same call: the site's verdict decides and its "
                           "effort is counted there, once", decides=_CUSTOM)
 
+# ---------------------------------------------------------- results from the user's hardware (classify/verified.py)
+VERIFIED_PASSED = reason_code("verified-passed", "the verification harness ran this signature on the user's NPU and it "
+                              "matched the CPU (the overlay's verified.json): direct, high confidence",
+                              decides=_DIRECT)
+VERIFIED_FAILED = reason_code("verified-failed", "the verification harness failed this signature on the user's NPU "
+                              "(the overlay's verified.json, the failure quoted): custom-dev", decides=_CUSTOM)
+
 # Reason codes of the exclusion trail: what was checked and ruled out (ClassifiedOp.exclusions).
 EXCLUSION_CODES = frozenset(code for code, record in REASONS.items() if record.exclusion)
