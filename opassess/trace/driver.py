@@ -12,6 +12,7 @@ from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_order, check_methods, method_named
 from .nodes import NodeFailure
 from .registry import Skipped, no_progress
+from .train import COMPILING as TRAIN_COMPILING
 from .train import TrainCapture, TrainOptions
 
 # The CPU fallback allocates real weights: it is refused when they would take more than this share of the
@@ -45,7 +46,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     (trace/train): forward, backward and optimizer step."""
     training = TrainCapture(train) if train is not None else None
     if training is not None:
-        methods = (training.name,)
+        methods = (training.name, TRAIN_COMPILING)
     else:
         methods = methods or capture_order(loaded.info.parameters)
         check_methods(methods)
@@ -66,7 +67,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 progress(f"capturing with {method} on {device}")
             started = time.perf_counter()
             try:
-                capturer = training if training is not None else method_named(method)
+                capturer = training.variant(method) if training is not None else method_named(method)
                 with _standins(current, device):
                     nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
@@ -91,11 +92,12 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                                            time.perf_counter() - started))
             types = {name: type(m).__name__ for name, m in current.module.named_modules()}
             # the training step's forward is the dispatch capture: the method the report names
-            return Capture(method="dispatch" if training is not None else method, device=device,
+            named = ("dispatch-compiling" if method == TRAIN_COMPILING else "dispatch") if training else method
+            return Capture(method=named, device=device,
                            device_note=device_note, attempts=tuple(attempts),
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step="train" if training is not None else "forward",
-                           step_note=training.note if training is not None else None,
+                           step_note=capturer.note if training is not None else None,
                            stand_ins=current.standins.records() if current.standins is not None else ())
         if forward_error is None or not is_meta_problem(forward_error):
             break
