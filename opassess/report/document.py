@@ -13,6 +13,7 @@ from typing import Any
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
+from .route_view import routes_doc
 from .text import days, share
 
 FORMAT_VERSION = 1
@@ -225,6 +226,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                                "modules": list(r.operator.modules), "source": list(r.operator.sources)}
                               for r in unknown],
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
+        **routes_doc(assessment),
     }
 
 
