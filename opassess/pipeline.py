@@ -42,6 +42,9 @@ class ScanOptions:
     opset: int = 17  # with route onnx: the ONNX opset to export at (11..18)
     exporter: str = "auto"  # with route onnx: "auto" (dynamo where it works, else TorchScript), "dynamo", "torchscript"
     quant: str = ""  # with route vllm-ascend: a quantisation scheme to check against the chip ("w8a8")
+    # Graph-mode readiness (opassess.graphmode): "capture" (from the dispatched calls, the default), "dynamo" (the
+    # worker also runs torch._dynamo on the model), "off" (--no-graph-mode)
+    graph_mode: str = "capture"
 
 
 def _noop(_: str) -> None:
@@ -116,6 +119,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     with a route, its check too (`onnx_export`: what the worker's ONNX export sent, checked by isolation/wire.py)."""
     from .classify import classify
     from .classify.library import adopt_site_verdicts
+    from .classify.verified import apply_verified
     from .findings import DataFlow, find_findings
     from .inventory import build_inventory
     from .kb import format_version, load_kb
@@ -134,7 +138,9 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
+    classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     seconds["classify"] = time.perf_counter() - started
+    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
@@ -167,6 +173,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},
         source_scan=source_scan,
         **_route_stage(options, info, onnx_export, kb),
+        graph_mode=graph,
     )
 
 
@@ -188,6 +195,19 @@ def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict
         return {"serving": check_serving(info.class_name, options.quant, product.kernel, product.name,
                                          load_route_facts())}
     return {}
+
+
+def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,
+                 seconds: dict[str, float]):
+    """Graph-mode readiness per operator and per back-end (None when switched off), from the capture and the facts."""
+    if options.graph_mode == "off":
+        return None
+    from .graphmode import assess_graph_mode
+
+    started = time.perf_counter()
+    graph = assess_graph_mode(capture, classified, kb, torch_version)
+    seconds["graph_mode"] = time.perf_counter() - started
+    return graph
 
 
 def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str):
