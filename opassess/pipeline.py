@@ -106,10 +106,9 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     info, capture, seconds = capture_stage(options, progress)
     export = None
     if options.route == "onnx":  # in this process only under OPASSESS_IN_PROCESS=1 (a debugger): no isolation
-        from .isolation.wire import decode_onnx
-        from .routes.onnx_export import export_plain
+        from .routes.onnx_export import export_model
 
-        export = decode_onnx({"onnx": export_plain(options, progress)})
+        export = export_model(options, progress)
     return assess_capture(options, info, capture, seconds, progress, onnx_export=export)
 
 

@@ -134,16 +134,20 @@ def export_onnx(module, args: tuple, kwargs: dict, opset: int, exporter: str = "
     return OnnxExport(opset, 0, "", (), tuple(failures))
 
 
-def export_plain(options: Any, progress=None) -> dict[str, Any]:
-    """The worker's part of `--route onnx`: load the model on the CPU, export it, return the OnnxExport as plain data
-    (for wire.decode_onnx)."""
+def export_model(options: Any, progress=None) -> OnnxExport:
+    """Load the model of a scan's options on the CPU and export it (runs model code: the worker's part)."""
     from ..load import LoadRequest, load_model
 
     if progress:
         progress(f"exporting to ONNX at opset {options.opset}")
     loaded = load_model(LoadRequest(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
                                     input_dtype=options.input_dtype, dtype=options.dtype, device="cpu"))
-    result = export_onnx(loaded.module, loaded.args, loaded.kwargs, options.opset, options.exporter)
+    return export_onnx(loaded.module, loaded.args, loaded.kwargs, options.opset, options.exporter)
+
+
+def export_plain(options: Any, progress=None) -> dict[str, Any]:
+    """The worker's part of `--route onnx`: the export as plain data (for isolation/wire.decode_onnx)."""
+    result = export_model(options, progress)
     return {"requested_opset": result.requested_opset, "opset": result.opset, "exporter": result.exporter,
             "ops": [list(op) for op in result.ops],
             "failures": [{"exporter": f.exporter, "op": f.op, "message": f.message} for f in result.failures]}
