@@ -76,6 +76,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker)."""
     from .classify import classify
     from .classify.library import adopt_site_verdicts
+    from .classify.verified import apply_verified
     from .findings import DataFlow, find_findings
     from .inventory import build_inventory
     from .kb import format_version, load_kb
@@ -94,6 +95,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
+    classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     seconds["classify"] = time.perf_counter() - started
     graph = _graph_stage(options, capture, classified, kb, torch_version, seconds)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
