@@ -36,6 +36,10 @@ class ScanOptions:
     profile: str = "default"  # shipped weights profile; `weights` applies on top of it
     source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
     project_scan: bool = True  # also source-scan the model file and the project files it imports
+    route: str | None = None  # "onnx" (export in the worker, judge the nodes) or "vllm-ascend" (serving check)
+    opset: int = 17  # with route onnx: the ONNX opset to export at (11..18)
+    exporter: str = "auto"  # with route onnx: "auto" (dynamo where it works, else TorchScript), "dynamo", "torchscript"
+    quant: str = ""  # with route vllm-ascend: a quantisation scheme to check against the chip ("w8a8")
     # Graph-mode readiness (opassess.graphmode): "capture" (from the dispatched calls, the default), "dynamo" (the
     # worker also runs torch._dynamo on the model), "off" (--no-graph-mode)
     graph_mode: str = "capture"
