@@ -335,3 +335,4 @@ class Assessment:
     # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
     effort_ranges: Mapping[str, tuple[float, float]] | None = None
     source_scan: Any = None  # opassess.source.SourceScan when source files were scanned (root, files, skipped)
+    performance: Any = None  # opassess.perf.Performance: the time model's step on the target (and --compare products)

@@ -14,6 +14,7 @@ from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Si
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
 from .text import days, share
+from .time_doc import finding_time_doc, operator_time_doc, performance_doc
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"
@@ -88,7 +89,7 @@ def _signature_doc(signature: Signature, category: str | None) -> dict[str, Any]
     }
 
 
-def _operator_doc(row: Row) -> dict[str, Any]:
+def _operator_doc(row: Row, performance: Any = None) -> dict[str, Any]:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     categories = classified.signature_categories if classified else ()
     doc: dict[str, Any] = {
@@ -124,6 +125,7 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "pareto": None,
         "cost": None,
         "origin": None,
+        "estimated_time": operator_time_doc(performance, operator.key),
     }
     if estimate is not None:
         doc["cost"] = estimate.cost
@@ -213,12 +215,14 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "torch_npu": assessment.torch_version,
         "kb_version": assessment.kb_version,
         "weights_source": assessment.weights_source,
-        "operators": [_operator_doc(r) for r in rows],
+        "operators": [_operator_doc(r, assessment.performance) for r in rows],
         "summary": summary,
         "risk_matrix": risk_matrix,
         "by_module": by_module,
         "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
-                      "source": f.source, "npu_api": f.npu_api, "effect": f.effect} for f in assessment.findings],
+                      "source": f.source, "npu_api": f.npu_api, "effect": f.effect,
+                      "time": finding_time_doc(assessment.performance, f)} for f in assessment.findings],
+        "performance": performance_doc(assessment.performance),
         "source_findings": source_findings_doc(assessment),
         "source": _source_scan_doc(assessment.source_scan),
         "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,
