@@ -38,6 +38,9 @@ class ScanOptions:
     profile: str = "default"  # shipped weights profile; `weights` applies on top of it
     source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
     project_scan: bool = True  # also source-scan the model file and the project files it imports
+    # Graph-mode readiness (opassess.graphmode): "capture" (from the dispatched calls, the default), "dynamo" (the
+    # worker also runs torch._dynamo on the model), "off" (--no-graph-mode)
+    graph_mode: str = "capture"
     compare: tuple[str, ...] = ()  # products to time the step on besides the target (--compare)
     device_profile: Path | None = None  # an overlay TOML over the target's device profile (--device-profile)
 
@@ -134,6 +137,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     seconds["classify"] = time.perf_counter() - started
+    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
@@ -168,8 +172,22 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         seconds=seconds,
         effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},
         source_scan=source_scan,
+        graph_mode=graph,
         performance=performance,
     )
+
+
+def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,
+                 seconds: dict[str, float]):
+    """Graph-mode readiness per operator and per back-end (None when switched off), from the capture and the facts."""
+    if options.graph_mode == "off":
+        return None
+    from .graphmode import assess_graph_mode
+
+    started = time.perf_counter()
+    graph = assess_graph_mode(capture, classified, kb, torch_version)
+    seconds["graph_mode"] = time.perf_counter() - started
+    return graph
 
 
 def _performance_stage(options: ScanOptions, kb, inventory: Inventory, classified, findings, product: str,

@@ -82,16 +82,23 @@ def kb_import(
 
 def explain(
     code: Annotated[list[str] | None, typer.Argument(
-        help="ACL_ERROR_* name, its number (107000), torch_npu's ERRxxyyy, a CANN E-code (EZ9999), or a pasted log "
-             "line or block (quoted; `-` or nothing reads standard input).")] = None,
+        help="ACL_ERROR_* name, its number (107000), torch_npu's ERRxxyyy, a CANN E-code (EZ9999), a pasted log "
+             "line or block (quoted; `-` or nothing reads standard input), or one of opassess's own reason codes "
+             "(param-limit, no-kernel, ...: docs/reasons.md).")] = None,
     list_codes: Annotated[bool, typer.Option("--list", help="List every known code and the code families.")] = False,
 ) -> None:
-    """Explain Ascend error codes (cause and remedy), alone or picked out of a pasted log."""
+    """Explain Ascend error codes (cause and remedy), alone or picked out of a pasted log, or a reason code of a
+    report (what it means and what it can decide)."""
+    from ..reasons import REASONS, format_reason
+
     with _errors():
         if list_codes:
             typer.echo(format_error_list(load_kb()))
             return
         text = " ".join(code or [])
+        if text.strip() in REASONS:
+            typer.echo(format_reason(REASONS[text.strip()]))
+            return
         if not text.strip() or text.strip() == "-":
             text = sys.stdin.read()
         typer.echo(format_errors_in_text(load_kb(), text))

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import KnowledgeBaseError
+from ..reasons import EXCLUSION_CODES as EXCLUSION_CODES  # re-exported
 from ..vocabulary import CONFIDENCES
-from ..vocabulary import EXCLUSION_CODES as EXCLUSION_CODES  # re-exported
 from . import kernels, products
 from .products import Product
 

@@ -332,6 +332,7 @@ class Display(Record):
     assumptions: str = ""  # "figures are assumptions until calibrated ..."
     band_text: str = ""  # what the P10-P90 band means
     activities: tuple[ActivityRow, ...] = ()  # model-level lines
+    decisions: tuple[DecisionRow, ...] = ()  # model-level decisions (operators sharing one cause and one fix)
     origins: tuple[OriginRow, ...] = ()  # effort by origin, largest first
     zero_cost: tuple[str, ...] = ()  # operators that put no work on the device
     validation_block: tuple[str, ...] = ()  # direct operators that share the validation activity
@@ -352,6 +353,18 @@ class ActivityRow(Record):
     likely_text: str
     range_text: str
     basis: str
+
+
+@dataclass(frozen=True)
+class DecisionRow(Record):
+    """A model-level decision: operators sharing one cause and one fix, priced once plus a check each."""
+
+    title: str
+    likely_text: str
+    range_text: str
+    basis: str
+    operators: tuple[str, ...]
+    plan: tuple[str, ...]
 
 
 @dataclass(frozen=True)

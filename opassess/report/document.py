@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
@@ -89,7 +90,7 @@ def _signature_doc(signature: Signature, category: str | None) -> dict[str, Any]
     }
 
 
-def _operator_doc(row: Row, performance: Any = None) -> dict[str, Any]:
+def _operator_doc(row: Row, graph: Any = None, performance: Any = None) -> dict[str, Any]:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     categories = classified.signature_categories if classified else ()
     doc: dict[str, Any] = {
@@ -125,11 +126,16 @@ def _operator_doc(row: Row, performance: Any = None) -> dict[str, Any]:
         "pareto": None,
         "cost": None,
         "origin": None,
+        "cost_note": None,
+        "decisions": [],
+        "graph_mode": verdicts_doc(graph.operators.get(operator.key)) if graph is not None else None,
         "estimated_time": operator_time_doc(performance, operator.key),
     }
     if estimate is not None:
         doc["cost"] = estimate.cost
         doc["origin"] = estimate.origin
+        doc["cost_note"] = estimate.basis or None
+        doc["decisions"] = list(estimate.decisions)
         score = estimate.score
         doc["scores"] = {
             "functional": _round(score.functional, 4),
@@ -159,7 +165,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "unknown": len(unknown),
         "person_days": None, "p50": None, "p90": None, "method": None, "pareto": None, "by_category": None,
         "p10": None, "headline": None, "band": None, "profile": None, "assumptions": None, "by_origin": None,
-        "activities": None, "cost_bases": None,
+        "activities": None, "cost_bases": None, "decisions": None,
     }
     risk_matrix = None
     by_module = None
@@ -185,6 +191,9 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                             "basis": a.basis} for a in est.activities],
             "cost_bases": {basis: [e.score.classified.operator.key for e in est.ops if e.cost == basis]
                            for basis in COST_BASES},
+            "decisions": [{"name": d.name, "title": d.title, "cause": d.cause, "operators": list(d.operators),
+                           "person_days": effort_doc(d.person_days), "once": effort_doc(d.once), "basis": d.basis,
+                           "plan": list(d.plan)} for d in est.decisions],
         })
         risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
         by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}
@@ -215,7 +224,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "torch_npu": assessment.torch_version,
         "kb_version": assessment.kb_version,
         "weights_source": assessment.weights_source,
-        "operators": [_operator_doc(r, assessment.performance) for r in rows],
+        "operators": [_operator_doc(r, assessment.graph_mode, assessment.performance) for r in rows],
         "summary": summary,
         "risk_matrix": risk_matrix,
         "by_module": by_module,
@@ -228,6 +237,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,
                                "modules": list(r.operator.modules), "source": list(r.operator.sources)}
                               for r in unknown],
+        "graph_mode": graph_mode_doc(assessment.graph_mode),
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
     }
 

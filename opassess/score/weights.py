@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..records import Risk
+from .weights_decisions import DecisionRules
 
 DIMENSIONS = ("functional", "performance", "ecosystem")
 CRITERIA: Mapping[str, tuple[str, ...]] = MappingProxyType(
@@ -264,3 +265,4 @@ class Weights:
     activities: tuple[ActivityRule, ...] = ()
     profile: str = "default"
     source_rules: SourceRules | None = None  # [source]; None only in weights built in code without a [source] table
+    decisions: DecisionRules | None = None  # [decisions] and [changes]; None: every operator priced on its own

@@ -186,6 +186,19 @@ def render_terminal(view: View, context: RenderContext) -> str:
                                f"validation line; zero-cost (no device work): "
                                f"{', '.join(d['zero_cost']) or 'none'}.", style="dim"))
         console.print()
+    if d["decisions"]:
+        table = Table(title="Decisions (priced once, plus a check per operator)", title_justify="left",
+                      show_edge=False, pad_edge=False)
+        for name, justify in (("Decision", "left"), ("Person-days", "right"), ("Range", "right"), ("Basis", "left")):
+            table.add_column(name, justify=justify, overflow="fold")
+        for item in d["decisions"]:
+            table.add_row(Text(item["title"]), item["likely_text"], item["range_text"], Text(item["basis"]))
+        console.print(table)
+        for item in d["decisions"]:
+            console.print(Text(f"{item['title']}: {', '.join(item['operators'])}", style="dim"))
+            for line in item["plan"]:
+                console.print(Text(f"  - {line}", style="dim"))
+        console.print()
     if len(d["origins"]) > 1:
         origins = Table(title="Effort by origin", title_justify="left", show_edge=False, pad_edge=False)
         for name, justify in (("Origin", "left"), ("Person-days", "right"), ("Share", "right"), ("Who", "left")):

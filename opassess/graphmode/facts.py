@@ -1,0 +1,96 @@
+"""The graph-mode facts (kb/graph_mode.json, written by tools/kb_graph.py) and the ATen op tags torch itself states."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..datafile import read_json
+from ..errors import KnowledgeBaseError
+
+TABLE = "graph_mode.json"
+_KEYS = ("sources", "ge_converters", "ge_apis", "inductor_fallback", "verified", "capture")
+
+
+@dataclass(frozen=True)
+class GraphFacts:
+    """Lookups over graph_mode.json; every answer carries the table row it came from."""
+
+    path: Path
+    data: Mapping[str, Any]
+
+    def cite(self, table: str, row: int) -> str:
+        """'torchair_ge_converter_status.tsv:6'."""
+        return f"{self.data['sources'][table]['table']}:{row}"
+
+    def ge_converter(self, aten: str) -> Mapping[str, Any] | None:
+        """The converter entry of a qualified ATen op ('aten::add.Tensor'), None when none is registered."""
+        return self.data["ge_converters"].get(aten)
+
+    def ge_api(self, *names: str) -> tuple[str, Mapping[str, Any]] | None:
+        """The first of `names` (operator key, qualified or base ATen op) the documented GE API list has."""
+        for name in names:
+            entry = self.data["ge_apis"].get(name)
+            if entry is not None:
+                return name, entry
+        return None
+
+    def inductor_fallback(self, aten: str) -> Mapping[str, Any] | None:
+        """The fallback-list entry of a qualified ATen op, by overload first, then by its base name."""
+        table = self.data["inductor_fallback"]
+        return table.get(aten) or table.get(aten.split(".")[0])
+
+    def verified(self, key: str) -> int | None:
+        """The row of torch_npu's graph-verified API list naming `key` ('torch.addmm', 'Tensor.mul'), else None."""
+        return self.data["verified"].get(key)
+
+    @property
+    def capture(self) -> Mapping[str, Any]:
+        return self.data["capture"]
+
+    def capture_cite(self, rule: str) -> str:
+        """'graph_mode_capture_facts.tsv:7 (Ascend/torchair docs/zh/overview.md)' for a capture rule."""
+        entry = self.capture[rule]
+        return f"{self.cite('capture', entry['row'])} ({entry['path']})"
+
+    def update_handler(self, op: str) -> Mapping[str, Any] | None:
+        return self.capture["update_handlers"].get(op)
+
+    @property
+    def recapture_limit(self) -> int:
+        return int(self.capture["recapture_limit"]["value"])
+
+
+def load_graph_facts(directory: Path) -> GraphFacts:
+    """The graph-mode facts of a knowledge-base folder; a missing or malformed table is one KnowledgeBaseError."""
+    return _load(Path(directory) / TABLE)
+
+
+@cache
+def _load(path: Path) -> GraphFacts:
+    if not path.is_file():
+        raise KnowledgeBaseError(f"{path}: knowledge-base table missing (rebuild with tools/kb_graph.py)")
+    data = read_json(path, "knowledge-base table", KnowledgeBaseError)
+    missing = [key for key in _KEYS if not isinstance(data, dict) or key not in data]
+    if missing:
+        raise KnowledgeBaseError(f"{path}: missing key {missing[0]!r} (rebuild with tools/kb_graph.py)")
+    return GraphFacts(path, data)
+
+
+@cache
+def op_tags(aten: str) -> frozenset[str]:
+    """The tags PyTorch's own schema gives an ATen overload ('aten::nonzero' -> {'dynamic_output_shape', ...}):
+    nondeterministic_seeded marks an RNG op, dynamic_output_shape and data_dependent_output a data-dependent result.
+    Empty for an op torch does not know (a custom namespace not loaded here)."""
+    import torch
+
+    namespace, _, rest = aten.partition("::")
+    base, _, overload = rest.partition(".")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), base)
+        handle = getattr(packet, overload or "default")
+    except (AttributeError, RuntimeError):
+        return frozenset()
+    return frozenset(str(tag).rsplit(".", 1)[-1] for tag in getattr(handle, "tags", ()))

@@ -1,0 +1,78 @@
+"""Per model, per back-end: the breaks, the FLOPs inside capturable regions, the split points, from the capture."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..records import Capture, OpNode
+from .facts import GraphFacts, op_tags
+from .records import BACKENDS, BackendReadiness, BackendVerdict, DynamoReport, GraphBreak
+
+# The cheap fix of each break kind found in the dispatched calls (action items in the reports).
+FIXES = {
+    "host-sync": "keep the value on the device (torch.where instead of a Python branch) or move {op} out of forward",
+    "data-dependent": "use a fixed-size form (a mask multiply, nonzero_static with a bound) or move {op} out of the "
+                      "compiled region",
+}
+CAPTURE_UNSEEN = ("Python-level breaks (side effects such as print or list appends, unsupported builtins, "
+                  "data-dependent Python control flow that dispatches no ATen op) are not seen by the capture alone: "
+                  "scan with --graph-mode dynamo to run torch._dynamo on the model")
+DYNAMO_UNSEEN = ("torch._dynamo ran on the CPU with the example inputs only: a branch the inputs did not take and "
+                 "re-compiles for other shapes are not seen")
+
+
+def node_breaks(node: OpNode) -> list[GraphBreak]:
+    """The breaks every back-end shares at one node: a host read, a data-dependent output size (torch._dynamo
+    breaks the graph at both unless told to capture them)."""
+    out = []
+    for call in node.aten:
+        tags = op_tags(call.qualified)
+        if "data_dependent_output" in tags:
+            out.append(GraphBreak(node.key, f"host sync: {call.qualified} reads a device value on the host",
+                                  node.source, "host-sync", fix=FIXES["host-sync"].format(op=node.key)))
+        elif "dynamic_output_shape" in tags:
+            out.append(GraphBreak(node.key, f"data-dependent output shape: {call.qualified}", node.source,
+                                  "data-dependent", fix=FIXES["data-dependent"].format(op=node.key)))
+    return out[:1]
+
+
+def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdict, ...]], facts: GraphFacts,
+                    dynamo: DynamoReport | None = None) -> tuple[BackendReadiness, ...]:
+    """One BackendReadiness per back-end: ready when nothing breaks its graph."""
+    shared = {node.name: node_breaks(node) for node in capture.nodes}
+    python = tuple(GraphBreak(reason.split("\n")[0][:200], f"torch._dynamo: {reason.splitlines()[0][:200]}", source,
+                              "dynamo", method="dynamo") for reason, source in (dynamo.breaks if dynamo else ()))
+    total = sum(node.flops for node in capture.nodes)
+    train = capture.step == "train"
+    out = []
+    for index, backend in enumerate(BACKENDS):
+        breaks: list[GraphBreak] = []
+        split: list[str] = []
+        inside = 0
+        for node in capture.nodes:
+            if node.kind == "optimizer":  # the optimizer step is not part of the model's compiled graph
+                continue
+            found = list(shared[node.name])
+            verdict = verdicts.get(node.key, ())[index] if node.key in verdicts else None
+            if not found and verdict is not None and verdict.blocking:
+                found.append(GraphBreak(node.key, f"{verdict.verdict}: {verdict.reason}", node.source, "operator"))
+            if found:
+                split.append(node.key)
+                breaks += found
+            else:
+                inside += node.flops
+        notes: list[str] = []
+        if backend == "npugraph_ex":
+            if train:
+                breaks.append(GraphBreak("backward pass", "npugraph_ex does not capture the backward pass (the "
+                                         f"training step's backward runs eager; {facts.capture_cite('no_backward')})",
+                                         None, "backward"))
+            if any(b.kind == "data-dependent" for b in breaks):
+                notes.append(f"each new data-dependent size is a new capture; after {facts.recapture_limit} captures "
+                             f"of a graph it runs eager ({facts.capture_cite('recapture_limit')})")
+        if backend == "ge" and train:
+            notes.append(f"torchair GE is documented as inference-focused ({facts.capture_cite('ge_no_fallback')})")
+        breaks += python
+        unique = tuple(dict.fromkeys(breaks))
+        share = inside / total if total else None  # the forward's FLOPs: a training step's backward is not counted
+        out.append(BackendReadiness(backend, not unique, unique, share, tuple(dict.fromkeys(split)), tuple(notes)))
+    return tuple(out)
