@@ -151,7 +151,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     performance = _performance_stage(options, kb, inventory, classified, findings, product, torch_version, flow)
     seconds["performance"] = time.perf_counter() - started
     started = time.perf_counter()
-    context = ModelContext.of(inventory, weights, flow)  # compute shares and the main path, measured once
+    context = ModelContext.of(inventory, weights, flow, performance)  # time shares and the main path, measured once
     signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read them
     scores = score(classified, inventory, weights, findings, signals=signals)
     started = time.perf_counter()

@@ -386,3 +386,4 @@ class ActionItem(Record):
     subject: str  # operator key or finding title
     action: str
     days_text: str  # '' when not costed on its own
+    time_text: str = ""  # "recovers ~12.00 ms per step (estimate), 6.00 ms per person-day"; '' when nothing measured

@@ -304,6 +304,7 @@ def _print_actions(console: Any, actions: Any, width: int) -> None:
     console.print(Text("Action items:", style="bold"))
     for item in actions:
         days = f" [{item['days_text']}]" if item["days_text"] else ""
-        text = f"- {item['kind']}: {item['subject']}: {item['action']}{days}"
+        time = f"; {item['time_text']}" if item["time_text"] else ""
+        text = f"- {item['kind']}: {item['subject']}: {item['action']}{days}{time}"
         for line in wrap(text, width, indent="    "):
             console.print(Text(line), overflow="ignore", crop=False)
