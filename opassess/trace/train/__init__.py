@@ -30,7 +30,7 @@ from .autocast import autocast_mode
 from .backward import GradOwners, record_backward
 from .step import TrainOptions, TrainPlan, foreach_on_meta, optimizer_attrs, optimizer_key, plan_step
 
-__all__ = ["COMPILING", "TrainCapture", "TrainOptions"]
+__all__ = ["COMPILING", "TrainCapture", "TrainCompilingCapture", "TrainOptions"]
 
 
 class _TrainForward(ForwardStep):
@@ -65,20 +65,18 @@ COMPILING = "train-compiling"
 
 
 class TrainCapture(CaptureMethod):
-    """One training step: forward + loss, backward, clipping and the optimizer step. The same ladder as the forward
-    capture: `variant(COMPILING)` is the step with torch.compiler.is_compiling() true (meta only: libraries then skip
-    their value reads, as Hugging Face's mask helpers do); a batch of 1 that BatchNorm refuses is doubled."""
+    """One training step: forward + loss, backward, clipping and the optimizer step; a batch of 1 that train-mode
+    BatchNorm refuses is doubled (and the note says so)."""
 
     name = "train"
+    eager = True
+    reported_as = "dispatch"  # the training step's forward is the dispatch capture: the method the report names
+    step = "train"
+    compiling = False
 
-    def __init__(self, options: TrainOptions, compiling: bool = False) -> None:
+    def __init__(self, options: TrainOptions) -> None:
         self.options = options
-        self.compiling = compiling
         self.note: str | None = None
-
-    def variant(self, method: str) -> TrainCapture:
-        """The capture for one rung of the ladder: "train" or COMPILING."""
-        return TrainCapture(self.options, compiling=True) if method == COMPILING else self
 
     def capture(self, loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
         if not self.compiling:
@@ -157,6 +155,16 @@ def _doubled(loaded: LoadedModel) -> LoadedModel | None:
         return value
 
     return dataclasses.replace(loaded, args=double(loaded.args), kwargs=double(loaded.kwargs))
+
+
+class TrainCompilingCapture(TrainCapture):
+    """The training step with torch.compiler.is_compiling() true, tried on meta after the plain step failed on a
+    value: the same rung as the forward's dispatch-compiling (Hugging Face's mask helpers skip their value reads)."""
+
+    name = COMPILING
+    eager = False
+    reported_as = "dispatch-compiling"
+    compiling = True
 
 
 class _OptimizerCalls:
