@@ -20,12 +20,16 @@ from .options import (
     CAST_DTYPES,
     Debug,
     FailOn,
+    GraphBackend,
+    GraphModeOption,
     Lang,
     MaxPersonDays,
     MaxRisk,
+    NoGraphMode,
     Templates,
     build_policy,
     dtype_value,
+    graph_mode_value,
     report_language,
 )
 
@@ -125,6 +129,9 @@ def scan(
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
     max_risk: MaxRisk = None,
+    graph_mode: GraphModeOption = "capture",
+    no_graph_mode: NoGraphMode = False,
+    graph_backend: GraphBackend = "inductor",
     baseline: Annotated[Path | None, typer.Option(
         help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change "
              "in effort.")] = None,
@@ -163,7 +170,8 @@ def scan(
     from ..pipeline import ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
-        policy = build_policy(fail_on, max_person_days, max_risk)
+        policy = build_policy(fail_on, max_person_days, max_risk, graph_backend)
+        graph_mode = graph_mode_value(graph_mode, no_graph_mode, graph_backend, fail_on)
         if fail_on_new and baseline is None:
             raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
                                      param_hint="'--fail-on-new'")
@@ -190,6 +198,7 @@ def scan(
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
             train=train, amp=amp, profile=profile, source=tuple(str(p) for p in source or ()),
+            graph_mode=graph_mode, graph_backend=graph_backend,
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:

@@ -337,6 +337,7 @@ class Display(Record):
     actions: tuple[ActionItem, ...] = ()  # what to do, in every format
     source: Any = None  # report.source_view.SourceSection: the source scan's sites; None when it found nothing
     source_only: bool = False  # `opassess source`: no model was loaded, the header says so
+    graph: Any = None  # report.graph_view.GraphSection: readiness per NPU graph back-end; None with --no-graph-mode
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)
