@@ -104,3 +104,18 @@ def op_tags(aten: str) -> frozenset[str]:
     Empty for an op torch does not know (a custom namespace not loaded here)."""
     handle = _handle(aten)
     return frozenset(str(tag).rsplit(".", 1)[-1] for tag in getattr(handle, "tags", ()))
+
+
+def host_sync(call: Any) -> bool:
+    """An AtenCall reading a device value on the host (aten::_local_scalar_dense: .item(), .tolist(), `if t:`)."""
+    return "data_dependent_output" in op_tags(call.qualified)
+
+
+def data_dependent(call: Any) -> bool:
+    """An AtenCall whose output size depends on the data: tagged so by PyTorch, and for an indexing op only when an
+    index is a boolean (or uint8) mask (aten::index.Tensor with int64 indices has a static size)."""
+    if "dynamic_output_shape" not in op_tags(call.qualified):
+        return False
+    if "indices" in op_arguments(call.qualified):
+        return any(d in ("bool", "uint8") for d in call.input_dtypes[1:])
+    return True

@@ -5,8 +5,9 @@ import os
 from collections.abc import Mapping
 
 from ..records import Capture, OpNode
-from .facts import GraphFacts, op_tags
+from .facts import GraphFacts, data_dependent, host_sync
 from .records import BACKENDS, BackendReadiness, BackendVerdict, GraphBreak
+from .verdicts import functional
 
 # The cheap fix of each break kind found in the dispatched calls (action items in the reports).
 FIXES = {
@@ -27,11 +28,10 @@ def node_breaks(node: OpNode) -> list[GraphBreak]:
     breaks the graph at both unless told to capture them)."""
     out = []
     for call in node.aten:
-        tags = op_tags(call.qualified)
-        if "data_dependent_output" in tags:
+        if host_sync(call):
             out.append(GraphBreak(node.key, f"host sync: {call.qualified} reads a device value on the host",
                                   node.source, "host-sync", fix=FIXES["host-sync"].format(op=node.key)))
-        elif "dynamic_output_shape" in tags:
+        elif data_dependent(call):
             out.append(GraphBreak(node.key, f"data-dependent output shape: {call.qualified}", node.source,
                                   "data-dependent", fix=FIXES["data-dependent"].format(op=node.key)))
     return out[:1]
@@ -40,6 +40,15 @@ def node_breaks(node: OpNode) -> list[GraphBreak]:
 def _line_key(source: str) -> tuple[str, str]:
     path, _, line = source.rpartition(":")
     return os.path.realpath(path), line
+
+
+def _decided_here(verdict: BackendVerdict, node: OpNode) -> bool:
+    """Whether an operator's verdict comes from this node's own calls (an operator such as Tensor.__getitem__ is a
+    boolean-mask index in one place and a plain slice in another)."""
+    if not verdict.aten:
+        return True
+    own = {c.qualified for c in node.aten} | {functional(c.qualified) for c in node.aten} | set(node.entry)
+    return bool(own & set(verdict.aten))
 
 
 def dynamo_breaks(capture: Capture, seen: set[str]) -> tuple[GraphBreak, ...]:
@@ -77,7 +86,7 @@ def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdic
                 continue
             found = list(shared[node.name])
             verdict = verdicts.get(node.key, ())[index] if node.key in verdicts else None
-            if not found and verdict is not None and verdict.blocking:
+            if not found and verdict is not None and verdict.blocking and _decided_here(verdict, node):
                 found.append(GraphBreak(node.key, f"{verdict.verdict}: {verdict.reason}", node.source, "operator"))
             if found:
                 split.append(node.key)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..records import ClassifiedOp, Operator
 from ..vocabulary import PROJECT_KINDS
-from .facts import GraphFacts, op_arguments, op_tags
+from .facts import GraphFacts, data_dependent, host_sync, op_arguments, op_tags
 from .records import VERDICTS, BackendVerdict
 
 # Schema arguments that make an op's randomness optional (a dropout probability, a training flag): such an op draws
@@ -103,18 +103,20 @@ def aclgraph_verdict(classified: ClassifiedOp, facts: GraphFacts, kb: Any, versi
     if op.kind in PROJECT_KINDS and not op.aten:
         found.append(BackendVerdict(backend, "not-capturable", f"{op.key} is a project op with no known aclnn kernel "
                                     "(only aclnn kernels are captured)", (facts.capture_cite("aclnn_only"),)))
+    calls = [call for node in op.nodes for call in node.aten]
+    for aten in dict.fromkeys(c.qualified for c in calls if host_sync(c)):
+        found.append(BackendVerdict(backend, "not-capturable", f"{aten} reads a device value on the host (a stream "
+                                    "sync inside the capture)", (facts.capture_cite("no_sync"),), (aten,)))
+    for aten in dict.fromkeys(c.qualified for c in calls if data_dependent(c)):
+        found.append(BackendVerdict(backend, "not-capturable", f"{aten}'s output size depends on the data (a "
+                                    "captured graph replays fixed shapes)", (facts.capture_cite("recapture_limit"),),
+                                    (aten,)))
     for aten in kernel_ops(op, kb, version):
         tags = op_tags(aten)
         support = kb.kernel_support(aten, version) if aten.startswith("aten::") else None
-        if "data_dependent_output" in tags:
-            found.append(BackendVerdict(backend, "not-capturable", f"{aten} reads a device value on the host (a "
-                                        "stream sync inside the capture)", (facts.capture_cite("no_sync"),),
-                                        (aten,)))
-        elif "dynamic_output_shape" in tags:
-            found.append(BackendVerdict(backend, "not-capturable", f"{aten}'s output size depends on the data (a "
-                                        "captured graph replays fixed shapes)",
-                                        (facts.capture_cite("recapture_limit"),), (aten,)))
-        elif "nondeterministic_seeded" in tags and (train or not op_arguments(aten) & _OPTIONAL_RNG):
+        if "data_dependent_output" in tags or "dynamic_output_shape" in tags:
+            continue  # judged per call above
+        if "nondeterministic_seeded" in tags and (train or not op_arguments(aten) & _OPTIONAL_RNG):
             found.append(BackendVerdict(backend, "not-capturable", f"{aten} draws random numbers (no RNG-op capture)",
                                         (facts.capture_cite("no_rng"),), (aten,)))
         elif support is not None and not classified.aten_support.get(aten, support.supported):
