@@ -167,14 +167,14 @@ def user_frame(frames: Sequence[traceback.FrameSummary]) -> str | None:
 
 
 _MARKERS = ("<frozen ", "/contextlib.py", "<eval_with_key>", "/importlib/")
-_OPASSESS_DIR = str(Path(__file__).resolve().parent) + "/"
+OPASSESS_DIR = str(Path(__file__).resolve().parent) + "/"
 
 
 @functools.cache
 def _library_dirs() -> tuple[str, ...]:
     import torch
 
-    return (str(Path(torch.__file__).parent) + "/", str(Path(torch.__file__).resolve().parent) + "/", _OPASSESS_DIR)
+    return (str(Path(torch.__file__).parent) + "/", str(Path(torch.__file__).resolve().parent) + "/", OPASSESS_DIR)
 
 
 def is_library_file(filename: str) -> bool:

@@ -3,45 +3,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
 from .load import LoadRequest, load_model
+from .options import ScanOptions
 from .records import Assessment, Capture, Inventory, ModelInfo
 from .trace.driver import trace_model
 from .trace.methods import check_methods
 from .trace.train import TrainOptions
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ScanOptions:
-    """Everything a scan needs to know; the CLI fills it from flags."""
-
-    target: str
-    entry: str | None = None
-    input_shapes: tuple[tuple[int, ...], ...] = ()
-    input_dtype: str = "float32"
-    dtype: str | None = None
-    device: str = "meta"
-    methods: tuple[str, ...] | None = None  # None: by model size (trace.capture_order)
-    product: str = "Atlas A2"
-    torch_npu: str | None = None  # None: the knowledge base's default version
-    weights: Path | None = None  # None: the shipped weights.toml
-    kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
-    label: str | None = None  # the model's name for baselines (--label); None: matched by entry and class
-    language: str = "en"  # language of the human report formats (--lang); the JSON contract stays English
-    train: bool = False  # capture one training step (forward, backward, optimizer) instead of a forward pass
-    amp: str | None = None  # with train: autocast "bf16" or "fp16" (with a GradScaler)
-    profile: str = "default"  # shipped weights profile; `weights` applies on top of it
-    source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
-    project_scan: bool = True  # also source-scan the model file and the project files it imports
-    # Graph-mode readiness (opassess.graphmode): "capture" (from the dispatched calls, the default), "dynamo" (the
-    # worker also runs torch._dynamo on the model), "off" (--no-graph-mode)
-    graph_mode: str = "capture"
-    graph_backend: str = "inductor"  # the back-end the --fail-on graph-break gate and the graph effort item are for
 
 
 def _noop(_: str) -> None:
@@ -71,6 +44,12 @@ def preflight(options: ScanOptions) -> None:
         from .source import SourceScanError
 
         raise SourceScanError(f"{missing}: no such file or directory (--source)")
+    if options.route == "onnx":
+        from .routes.onnx_export import check_onnx_installed
+        from .routes.onnx_judge import check_opset
+
+        check_opset(options.opset)
+        check_onnx_installed()
 
 
 def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[ModelInfo, Capture, dict[str, float]]:
@@ -107,14 +86,21 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     """Run the whole pipeline on one model in this process and return the Assessment every reporter renders."""
     preflight(options)
     info, capture, seconds = capture_stage(options, progress)
-    return assess_capture(options, info, capture, seconds, progress)
+    export = None
+    if options.route == "onnx":  # in this process only under OPASSESS_IN_PROCESS=1 (a debugger): no isolation
+        from .routes.onnx_export import export_model
+
+        export = export_model(options, progress)
+    return assess_capture(options, info, capture, seconds, progress, onnx_export=export)
 
 
 def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seconds: dict[str, float],
-                   progress: Progress = _noop) -> Assessment:
-    """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker)."""
+                   progress: Progress = _noop, onnx_export=None) -> Assessment:
+    """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker);
+    with a route, its check too (`onnx_export`: what the worker's ONNX export sent, checked by isolation/wire.py)."""
     from .classify import classify
     from .classify.library import adopt_site_verdicts
+    from .classify.verified import apply_verified
     from .findings import DataFlow, find_findings
     from .inventory import build_inventory
     from .kb import format_version, load_kb
@@ -133,6 +119,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
+    classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     seconds["classify"] = time.perf_counter() - started
     graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
@@ -166,8 +153,29 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         seconds=seconds,
         effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},
         source_scan=source_scan,
+        **_route_stage(options, info, onnx_export, kb),
         graph_mode=graph,
     )
+
+
+def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict:
+    """The route's record for the Assessment: {"onnx": OnnxRoute} or {"serving": ServingCheck}; {} without a route."""
+    from .kb.routes import load_route_facts
+
+    if options.route == "onnx":
+        from .routes import OnnxExport, judge_onnx
+        from .routes.records import OnnxFailure
+
+        export = onnx_export or OnnxExport(options.opset, 0, "", (), (
+            OnnxFailure("torchscript", "", "no export came back from the worker"),))
+        return {"onnx": judge_onnx(export, load_route_facts())}
+    if options.route == "vllm-ascend":
+        from .routes import check_serving
+
+        product = kb.product(options.product)
+        return {"serving": check_serving(info.class_name, options.quant, product.kernel, product.name,
+                                         load_route_facts())}
+    return {}
 
 
 def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,

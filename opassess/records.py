@@ -266,6 +266,9 @@ class OpEstimate:
     # (a share of the model's validation block), "zero-cost" (no work on the device)
     cost: str = "per-operator"
     origin: str = "project"  # "project", or the upstream library its source lines lie in ("transformers", ...)
+    # cost "decision": how its own effort was reached (its decisions' checks, its priced changes); "" otherwise
+    basis: str = ""
+    decisions: tuple[str, ...] = ()  # Decision.name of each decision the operator belongs to
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,20 @@ class Activity:
     title: str
     person_days: Effort
     basis: str  # what scaled it: "3 findings x 0.25", "validated once for 12 direct operator types"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Operators sharing one cause and one fix (opassess/score/decisions.py), priced once plus a check each."""
+
+    name: str  # "precision" | "kernel-check"
+    title: str  # "precision plan: run in float16 with loss scaling on Atlas training series (...)"
+    cause: str  # the one fact behind it
+    operators: tuple[str, ...]  # the operator keys it covers (each keeps its verdict and reasons)
+    person_days: Effort  # once + the operators' checks
+    once: Effort  # the decision's own effort, counted once in the total (the checks are on the operators' lines)
+    basis: str  # "1-2-4 once + 8 operator type(s) x 0.02-0.05-0.15 (a check each)"
+    plan: tuple[str, ...] = ()  # what to do: dtype on the target, loss scaling, overflow-prone operators
 
 
 @dataclass(frozen=True)
@@ -316,6 +333,7 @@ class Estimate:
     by_origin: Mapping[str, Effort] = field(default_factory=dict)  # "project" / library / "model-level" -> effort
     profile: str = "default"  # the weights profile used
     source: tuple[SourceEstimate, ...] = ()  # the source scan's findings, in the total and the risk grid
+    decisions: tuple[Decision, ...] = ()  # model-level decisions: their `once` efforts are in the total
 
 
 @dataclass(frozen=True)
@@ -356,4 +374,6 @@ class Assessment:
     # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
     effort_ranges: Mapping[str, tuple[float, float]] | None = None
     source_scan: Any = None  # opassess.source.SourceScan when source files were scanned (root, files, skipped)
+    onnx: Any = None  # opassess.routes.OnnxRoute of `scan --route onnx`
+    serving: Any = None  # opassess.routes.ServingCheck of `scan --route vllm-ascend`
     graph_mode: Any = None  # opassess.graphmode.GraphMode: readiness per NPU graph back-end; None with --no-graph-mode

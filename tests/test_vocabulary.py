@@ -9,7 +9,9 @@ import opassess.report
 from opassess.kb import load_kb
 from opassess.kb.evidence import CONFIDENCES
 from opassess.reasons import EXCLUSION_CODES, REASONS
+from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
+from opassess.score.weights_decisions import DECISION_NAMES
 from opassess.trace import METHODS
 from opassess.vocabulary import CAPTURE_STEPS, CATEGORIES, NO_CAPTURE, OPERATOR_KINDS, Category
 
@@ -51,13 +53,26 @@ def test_schema_cost_bases_are_the_cost_model_s():
     assert SCHEMA["$defs"]["operator"]["properties"]["cost"]["oneOf"][0]["enum"] == list(COST_BASES)
 
 
+def test_schema_decision_names_are_the_decision_rules():
+    decisions = SCHEMA["properties"]["summary"]["properties"]["decisions"]["oneOf"][1]["items"]["properties"]
+    assert decisions["name"]["enum"] == list(DECISION_NAMES)
+
+
 def test_every_schema_enum_is_a_known_vocabulary():
     """A new enum in the schema must be tied to a vocabulary here (and tested), not typed a second time."""
     known = {tuple(CATEGORIES), tuple(METHODS), OPERATOR_KINDS, CAPTURE_STEPS,
              ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES),
-             tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES)}  # tests/test_reasons.py
+             tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES),  # tests/test_reasons.py
+             DECISION_NAMES, EXPORTERS, (*EXPORTERS, None), VERDICTS, SERVING_STATUSES}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
+
+
+def test_schema_route_enums_are_the_routes_vocabularies():
+    onnx, serving = SCHEMA["properties"]["onnx"]["properties"], SCHEMA["properties"]["serving"]["properties"]
+    assert onnx["exporter"]["enum"] == [*EXPORTERS, None]
+    assert onnx["nodes"]["items"]["properties"]["verdict"]["enum"] == list(VERDICTS)
+    assert serving["items"]["items"]["properties"]["status"]["enum"] == list(SERVING_STATUSES)
 
 
 def test_schema_target_is_a_product_of_the_knowledge_base_by_contract_only():

@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 
 from ..records import ClassifiedOp, Operator, Reason
-from ..source.classify import _preferred
+from ..source.classify import preferred_library
 from ..source.facts import SourceFacts, load_source_facts
 from ..vocabulary import Category
 
@@ -36,7 +36,7 @@ def classify_library(op: Operator, facts: SourceFacts | None = None) -> Classifi
 
 def _triton(op: Operator, facts: SourceFacts):
     name = op.key.removeprefix("triton:")
-    lib = _preferred(facts.library_rows("triton.jit"))
+    lib = preferred_library(facts.library_rows("triton.jit"))
     rule = facts.migration("triton.jit")
     evidence = "; ".join(e for e in (lib.cite if lib else "", rule.cite if rule else "") if e) or "knowledge base: none"
     reasons = [Reason("stand-in", f"the Triton kernel {name} was launched but not run (no GPU here); the capture "
@@ -49,7 +49,7 @@ def _triton(op: Operator, facts: SourceFacts):
 
 
 def _library_call(op: Operator, facts: SourceFacts):
-    lib = _preferred(facts.library_rows(op.key))
+    lib = preferred_library(facts.library_rows(op.key))
     library = op.key.split(".")[0]
     stand_in = Reason("stand-in", f"{library} is not installed here: {op.key} was recorded by a stand-in with the "
                       "output shapes the library documents", "trace: stand-in call")

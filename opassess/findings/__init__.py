@@ -3,7 +3,8 @@
 What is matched, and with which NPU API each is replaced, is data: opassess/data/patterns.toml, loaded and
 validated by `patterns.load_patterns`. The code is the matching engine (`match`), the graph it walks (`graph`)
 and one module per finding family (`layout`, `dynamic`, `precision`, `compute`; `attention` and `llm` add facts
-to their patterns' titles), each registered in `registry` next to its implementation.
+to their patterns' titles), each registered next to its implementation (`families`; `registry` holds what
+patterns.toml is checked against).
 
 Why match on the records' edges and not with torch.fx's SubgraphMatcher: only the fx capture has a real fx
 graph, and it never leaves the trace stage; the export and dispatch captures (the ones large or untraceable
@@ -24,18 +25,19 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import KnowledgeBaseError
+from ..options import DEFAULT_PRODUCT
 from ..records import Finding, Inventory
 
 # Importing a family module registers it (and its detail functions, FLOP formulas and roles).
 from . import attention, compute, dynamic, layout, llm, match, precision, slow  # noqa: F401
+from .families import Survey, families
 from .graph import DataFlow, Graph
 from .patterns import PatternBook, load_patterns
-from .registry import Survey, families
 
 __all__ = ["DataFlow", "PatternBook", "find_findings", "load_patterns"]
 
 
-def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, product: str = "Atlas A2",
+def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, product: str = DEFAULT_PRODUCT,
                   torch_version: str | None = None, patterns: PatternBook | None = None,
                   flow: DataFlow | None = None) -> tuple[Finding, ...]:
     """Every performance-work finding in the captured graph, family by family: patterns (as listed in

@@ -6,8 +6,9 @@ import math
 
 from ..dtypes import node_bytes, numel
 from ..records import Finding, OpNode
+from .families import Survey, family
 from .graph import Graph
-from .registry import FLOP_FORMULAS, Survey, family, flop_formula
+from .registry import FLOP_FORMULAS, flop_formula
 
 
 @flop_formula("conv")

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from ..records import Finding
+from .families import Survey, family
 from .graph import Graph
-from .registry import Survey, family, uses_roles
+from .registry import uses_roles
 
 uses_roles(__name__, "compute", "transpose", "matmul", "contiguous")
 

@@ -39,8 +39,17 @@ from .display_records import (
 from .document import Row
 from .graph_view import graph_actions, graph_section
 from .i18n import DEFAULT, N_, number, translations
-from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shorten_paths, shown_source
+from .plan_view import (
+    action_items,
+    activity_rows,
+    decision_rows,
+    group_repeats,
+    origin_rows,
+    shorten_paths,
+    shown_source,
+)
 from .reasons import reason_rows, signature_rows
+from .route_view import onnx_section, serving_section
 from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
 
@@ -368,6 +377,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         assumptions=summary["assumptions"] or "",
         band_text=summary["band"] or "",
         activities=activity_rows(est) if est else (),
+        decisions=decision_rows(est) if est else (),
         origins=origin_rows(est) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
@@ -376,5 +386,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         source=source_section(document, _),
         graph=graph_section(document, _, shown_source),
         source_only=capture.method == NO_CAPTURE,
+        onnx=onnx_section(document, _),
+        serving=serving_section(document, _),
     )
 

@@ -14,6 +14,7 @@ from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
+from .route_view import routes_doc
 from .text import days, share
 
 FORMAT_VERSION = 1
@@ -125,11 +126,15 @@ def _operator_doc(row: Row, graph: Any = None) -> dict[str, Any]:
         "pareto": None,
         "cost": None,
         "origin": None,
+        "cost_note": None,
+        "decisions": [],
         "graph_mode": verdicts_doc(graph.operators.get(operator.key)) if graph is not None else None,
     }
     if estimate is not None:
         doc["cost"] = estimate.cost
         doc["origin"] = estimate.origin
+        doc["cost_note"] = estimate.basis or None
+        doc["decisions"] = list(estimate.decisions)
         score = estimate.score
         doc["scores"] = {
             "functional": _round(score.functional, 4),
@@ -159,7 +164,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "unknown": len(unknown),
         "person_days": None, "p50": None, "p90": None, "method": None, "pareto": None, "by_category": None,
         "p10": None, "headline": None, "band": None, "profile": None, "assumptions": None, "by_origin": None,
-        "activities": None, "cost_bases": None,
+        "activities": None, "cost_bases": None, "decisions": None,
     }
     risk_matrix = None
     by_module = None
@@ -185,6 +190,9 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                             "basis": a.basis} for a in est.activities],
             "cost_bases": {basis: [e.score.classified.operator.key for e in est.ops if e.cost == basis]
                            for basis in COST_BASES},
+            "decisions": [{"name": d.name, "title": d.title, "cause": d.cause, "operators": list(d.operators),
+                           "person_days": effort_doc(d.person_days), "once": effort_doc(d.once), "basis": d.basis,
+                           "plan": list(d.plan)} for d in est.decisions],
         })
         risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
         by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}
@@ -228,6 +236,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                               for r in unknown],
         "graph_mode": graph_mode_doc(assessment.graph_mode),
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
+        **routes_doc(assessment),
     }
 
 

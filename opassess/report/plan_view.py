@@ -11,10 +11,10 @@ from typing import Any
 
 from ..records import Effort, Estimate, Finding
 
-# _LIBRARY: '.../site-packages/' + the package (group 1)
-from ..score.cost import _LIBRARY, MODEL_LEVEL, PROJECT, SOURCE_FINDING
+# SITE_PACKAGES: '.../site-packages/' + the package (group 1)
+from ..score.cost import MODEL_LEVEL, PROJECT, SITE_PACKAGES, SOURCE_FINDING
 from ..vocabulary import Category
-from .display_records import ActionItem, ActivityRow, OriginRow
+from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from .text import days, days_range, percent, share
 
 _IN_TEXT = re.compile(r"[^\s()'\"]*?[/\\](?:site|dist)-packages[/\\]")
@@ -26,14 +26,14 @@ _NUMBERED = re.compile(r"^\d+$")
 
 def is_library_source(source: str | None) -> bool:
     """True for a 'file:line' inside an installed package (site-packages / dist-packages)."""
-    return bool(source) and _LIBRARY.search(source) is not None
+    return bool(source) and SITE_PACKAGES.search(source) is not None
 
 
 def shown_source(source: str) -> str:
     """A source line as a reader can use it: relative to the project as recorded, a library file relative to its
     site-packages ('/venv/.../site-packages/transformers/x.py:3' -> 'transformers/x.py:3')."""
     source = source.replace("\\", "/")
-    match = _LIBRARY.search(source)
+    match = SITE_PACKAGES.search(source)
     return source[match.start(1):] if match else source
 
 
@@ -63,6 +63,13 @@ def project_source(source: str | None, fallback: str) -> str | None:
 def activity_rows(estimate: Estimate) -> tuple[ActivityRow, ...]:
     return tuple(ActivityRow(title=a.title, likely_text=days(a.person_days.likely),
                              range_text=days_range(a.person_days), basis=a.basis) for a in estimate.activities)
+
+
+def decision_rows(estimate: Estimate) -> tuple[DecisionRow, ...]:
+    """The estimate's decisions, each with its operators and plan."""
+    return tuple(DecisionRow(title=d.title, likely_text=days(d.person_days.likely),
+                             range_text=days_range(d.person_days), basis=d.basis, operators=d.operators, plan=d.plan)
+                 for d in estimate.decisions)
 
 
 def origin_rows(estimate: Estimate) -> tuple[OriginRow, ...]:

@@ -45,6 +45,7 @@ from .weights import (
     VersionRules,
     Weights,
 )
+from .weights_decisions import read_decisions
 
 # Bounds on what a weights file may say, so every sum stays finite and a scan's time bounded: a person-day figure
 # above 10,000 (about forty working years) is a typo, as is a pessimism factor above 100; a million Monte Carlo
@@ -188,6 +189,7 @@ def _build(root: TomlTable, source: str) -> Weights:
         calibration=_calibration(root.table("calibration")),
         activities=_activities(root.table("activities")),
         source_rules=_source(root.table("source")),
+        decisions=read_decisions(root.table("decisions"), root.table("changes"), _triple),
         graph_mode=_graph_mode(root.table("graph_mode")),
     )
     root.finish()
@@ -260,21 +262,31 @@ def _days(table: TomlTable, key: str, default: Any = None) -> float:
     return table.number(key, default, maximum=MAX_DAYS)
 
 
+def _range(t: TomlTable) -> CategoryEffort:
+    effort = CategoryEffort(_days(t, "low"), _days(t, "high"), _unit(t, "optimism"),
+                            t.number("pessimism", maximum=MAX_FACTOR))
+    if effort.low > effort.high:
+        raise t.error("low", f"low {effort.low:g} is greater than high {effort.high:g}")
+    t.finish()
+    return effort
+
+
 def _effort(table: TomlTable) -> EffortRules:
-    categories: dict[str, CategoryEffort] = {}
-    for category in CATEGORIES:
-        t = table.table(category)
-        effort = CategoryEffort(_days(t, "low"), _days(t, "high"), _unit(t, "optimism"),
-                                t.number("pessimism", maximum=MAX_FACTOR))
-        if effort.low > effort.high:
-            raise t.error("low", f"low {effort.low:g} is greater than high {effort.high:g}")
-        t.finish()
-        categories[category] = effort
+    categories = {category: _range(table.table(category)) for category in CATEGORIES}
+    by_reason: dict[str, CategoryEffort] = {}
+    if "reasons" in table:  # a reason code whose work has its own range (binding: an op-plugin registration)
+        reasons = table.table("reasons")
+        unknown = unknown_codes(reasons.keys())
+        if unknown:
+            raise reasons.error(unknown[0], "not a registered reason code (docs/reasons.md lists them)")
+        by_reason = {code: _range(reasons.table(code)) for code in reasons.keys()}
+        reasons.finish()
     rules = EffortRules(_days(table, "per_extra_signature"), _days(table, "per_occurrence"),
                         _days(table, "max_occurrence_days"), table.number("unknown_pessimism", maximum=MAX_FACTOR),
                         MappingProxyType(categories), zero_cost=table.boolean("zero_cost"),
                         block_direct=table.boolean("block_direct"), limit_reasons=_codes(table, "limit_reasons"),
-                        zero_cost_aten=frozenset(table.strings("zero_cost_aten")))
+                        zero_cost_aten=frozenset(table.strings("zero_cost_aten")),
+                        by_reason=MappingProxyType(by_reason))
     table.finish()
     return rules
 

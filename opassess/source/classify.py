@@ -40,7 +40,7 @@ def _handling(rule: MigrationRule) -> tuple[Category, str]:
     return CUSTOM, "medium"
 
 
-def _preferred(rows: Iterable[KernelLibrary]) -> KernelLibrary | None:
+def preferred_library(rows: Iterable[KernelLibrary]) -> KernelLibrary | None:
     """Of several rows for one symbol, the one about calling it directly, else the first with a route."""
     rows = list(rows)
     return (next((r for r in rows if "direct" in r.context), None)
@@ -99,13 +99,13 @@ class Classifier:
             return self._no_op(site, rule)
         if rule and (rule.handling != "automatic" or not patches):
             category, confidence = _handling(rule)
-            lib = _preferred(libs)
+            lib = preferred_library(libs)
             return self._finding(site, "library-call" if lib else "gpu-api", category,
                                  rule.npu_equivalent, [rule.cite, *patches, lib.cite if lib else ""], confidence)
         if patches:
             route = self.facts.patches(q)[0].effect if self.facts.patches(q) else "transfer_to_npu"
             return self._finding(site, "gpu-api", DIRECT, route, [*patches, rule.cite if rule else ""], "high")
-        lib = _preferred(libs)
+        lib = preferred_library(libs)
         if lib:
             return self._library_call(site, lib, kwargs)
         if q.startswith("torch.cuda."):
@@ -142,7 +142,7 @@ class Classifier:
         guarded = site.get("guarded") == "yes"
         rule = self.facts.migration_for_import(module.split(".")[0])
         named = [row for name in site.all("name") for row in self.facts.library_rows(f"{module}.{name}")]
-        lib = _preferred(named or [lib for lib in self.facts.libraries
+        lib = preferred_library(named or [lib for lib in self.facts.libraries
                                    if any(module == m or module.startswith(m + ".") for m in lib.modules)])
         if lib and lib.library == "triton":
             return None  # each @triton.jit kernel is its own finding
@@ -232,7 +232,7 @@ class Classifier:
 
     def _triton_kernel(self, site) -> SourceFinding:
         rule = self.facts.migration("triton.jit")
-        lib = _preferred(self.facts.library_rows("triton.jit"))
+        lib = preferred_library(self.facts.library_rows("triton.jit"))
         evidence = [rule.cite if rule else "", lib.cite if lib else ""]
         lacking = [*site.all("dtype"), *site.all("arg")]
         notes = [f"triton-ascend lacks {flag}" for flag in lacking]
