@@ -16,6 +16,7 @@ VERDICTS: Mapping[str, tuple[str, ...]] = {
     "npugraph_ex": ("capturable", "needs-update-handler", "not-capturable"),
     "ge": ("supported", "partial", "no-converter"),
 }
+ALL_VERDICTS: tuple[str, ...] = tuple(v for backend in BACKENDS for v in VERDICTS[backend])  # the schema's enum
 BLOCKING: Mapping[str, frozenset[str]] = {
     "inductor": frozenset(), "npugraph_ex": frozenset({"not-capturable"}), "ge": frozenset({"no-converter"}),
 }
