@@ -9,10 +9,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..reasons import REASONS
 from ..records import Effort, Estimate, Finding
 
 # SITE_PACKAGES: '.../site-packages/' + the package (group 1)
-from ..score.cost import MODEL_LEVEL, PROJECT, SITE_PACKAGES, SOURCE_FINDING
+from ..score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
+from ..score.weights_decisions import CHANGE_TIERS
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from .text import days, days_range, percent, share
@@ -129,20 +131,30 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
     """One item per operator that needs work (not direct, or costed on its own), per source site that needs a hand
     edit or a port, and per performance finding, with what to do: the replacement, the route, the kernel to write,
     who owns the code."""
-    items = []
+    decisions = (document.get("summary") or {}).get("decisions") or []
+    items = [ActionItem(kind="decision", subject=d["title"], action="; ".join(d["plan"]),
+                        days_text=f"{days(d['person_days']['likely'])} person-days") for d in decisions]
+    decided = {key for d in decisions for key in d["operators"]}
+    precision = {key for d in decisions if d["name"] == "precision" for key in d["operators"]}
     for op in document["operators"]:
         category = op.get("category")
         if category in (None, Category.DIRECT) and op.get("cost") != "per-operator":
             continue
         if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: its item is the site's, below
             continue
+        note = op.get("cost_note") or ""
+        if op["op"] in decided and not any(f": {tier} " in note for tier in CHANGE_TIERS):
+            continue  # the decision's item says what to do
         days_text = f"{days(op['person_days']['likely'])} person-days" if op.get("person_days") else ""
-        if op.get("replacement"):
+        if op.get("cost") == PRICED_CHANGE or op["op"] in decided:
+            action = note or "change one argument"
+        elif op.get("replacement"):
             action = f"use {op['replacement']}"
         elif category == Category.CUSTOM_DEV:
             action = "write an NPU kernel (Ascend C) or change the model to avoid it"
         elif category == Category.PARAM_CONVERTED:
-            reason = (op.get("reasons") or [{}])[0].get("message", "")
+            reasons = op.get("reasons") or [{}]
+            reason = next((r for r in reasons if _decides(r.get("code", ""))), reasons[0]).get("message", "")
             action = reason.rstrip(".") or "convert its parameters"
         else:
             action = "check it numerically: " + ((op.get("reasons") or [{}])[-1].get("message", "") or "").rstrip(".")
@@ -152,13 +164,19 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
                                 days_text=days_text))
     items += _site_actions(document)
     for finding in findings:
-        if finding.kind == "compute":
-            continue
+        if finding.kind == "compute" or (finding.kind == "mixed-precision" and set(finding.ops) <= precision):
+            continue  # a share of compute is no work; the precision decision's item covers its operators
         # the effect's first clause says what to do; the rest says how it moves the score (in the findings table)
         advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", finding.effect, maxsplit=1)[0]
         action = f"adopt {finding.npu_api}" if finding.npu_api else advice
         items.append(ActionItem(kind=finding.kind, subject=finding.title, action=action, days_text=""))
     return tuple(items)
+
+
+def _decides(code: str) -> bool:
+    """A reason code that can make an operator non-direct (the reason registry): the one an action names."""
+    record = REASONS.get(code)
+    return record is not None and record.decides in (Category.PARAM_CONVERTED, Category.CUSTOM_DEV)
 
 
 SITES_NAMED = 3  # sites named per action item of the source scan; the count says how many more
