@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[test,ray]"
+	$(BIN)/python -m pip install --quiet -e ".[test,ray,onnx]"
 	touch $@
 
 install-torch214: $(VENV214)/.installed
@@ -26,7 +26,7 @@ $(VENV214)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV214)
 	$(VENV214)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV214)/bin/python -m pip install --quiet $(TORCH214_SPEC)
-	$(VENV214)/bin/python -m pip install --quiet -e ".[test,integration]"
+	$(VENV214)/bin/python -m pip install --quiet -e ".[test,integration,onnx]"
 	touch $@
 
 demo: install

@@ -38,6 +38,10 @@ class ScanOptions:
     profile: str = "default"  # shipped weights profile; `weights` applies on top of it
     source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
     project_scan: bool = True  # also source-scan the model file and the project files it imports
+    route: str | None = None  # "onnx" (export in the worker, judge the nodes) or "vllm-ascend" (serving check)
+    opset: int = 17  # with route onnx: the ONNX opset to export at (11..18)
+    exporter: str = "auto"  # with route onnx: "auto" (dynamo where it works, else TorchScript), "dynamo", "torchscript"
+    quant: str = ""  # with route vllm-ascend: a quantisation scheme to check against the chip ("w8a8")
     # Graph-mode readiness (opassess.graphmode): "capture" (from the dispatched calls, the default), "dynamo" (the
     # worker also runs torch._dynamo on the model), "off" (--no-graph-mode)
     graph_mode: str = "capture"
@@ -70,6 +74,12 @@ def preflight(options: ScanOptions) -> None:
         from .source import SourceScanError
 
         raise SourceScanError(f"{missing}: no such file or directory (--source)")
+    if options.route == "onnx":
+        from .routes.onnx_export import check_onnx_installed
+        from .routes.onnx_judge import check_opset
+
+        check_opset(options.opset)
+        check_onnx_installed()
 
 
 def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[ModelInfo, Capture, dict[str, float]]:
@@ -94,14 +104,21 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     """Run the whole pipeline on one model in this process and return the Assessment every reporter renders."""
     preflight(options)
     info, capture, seconds = capture_stage(options, progress)
-    return assess_capture(options, info, capture, seconds, progress)
+    export = None
+    if options.route == "onnx":  # in this process only under OPASSESS_IN_PROCESS=1 (a debugger): no isolation
+        from .routes.onnx_export import export_model
+
+        export = export_model(options, progress)
+    return assess_capture(options, info, capture, seconds, progress, onnx_export=export)
 
 
 def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seconds: dict[str, float],
-                   progress: Progress = _noop) -> Assessment:
-    """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker)."""
+                   progress: Progress = _noop, onnx_export=None) -> Assessment:
+    """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker);
+    with a route, its check too (`onnx_export`: what the worker's ONNX export sent, checked by isolation/wire.py)."""
     from .classify import classify
     from .classify.library import adopt_site_verdicts
+    from .classify.verified import apply_verified
     from .findings import DataFlow, find_findings
     from .inventory import build_inventory
     from .kb import format_version, load_kb
@@ -120,6 +137,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
+    classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     seconds["classify"] = time.perf_counter() - started
     graph = _graph_stage(options, capture, classified, kb, torch_version, seconds)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
@@ -153,8 +171,29 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         seconds=seconds,
         effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},
         source_scan=source_scan,
+        **_route_stage(options, info, onnx_export, kb),
         graph_mode=graph,
     )
+
+
+def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict:
+    """The route's record for the Assessment: {"onnx": OnnxRoute} or {"serving": ServingCheck}; {} without a route."""
+    from .kb.routes import load_route_facts
+
+    if options.route == "onnx":
+        from .routes import OnnxExport, judge_onnx
+        from .routes.records import OnnxFailure
+
+        export = onnx_export or OnnxExport(options.opset, 0, "", (), (
+            OnnxFailure("torchscript", "", "no export came back from the worker"),))
+        return {"onnx": judge_onnx(export, load_route_facts())}
+    if options.route == "vllm-ascend":
+        from .routes import check_serving
+
+        product = kb.product(options.product)
+        return {"serving": check_serving(info.class_name, options.quant, product.kernel, product.name,
+                                         load_route_facts())}
+    return {}
 
 
 def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,

@@ -62,12 +62,14 @@ _DIRECT, _PARAM, _CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.C
 KERNEL = reason_code("kernel", "an ATen op the operator dispatched has an NPU kernel for the torch version")
 VIEW_OP = reason_code("view-op", "an ATen op that runs on every backend (a view or CompositeExplicitAutograd "
                       "kernel): nothing to port", exclusion=True)
-DECOMPOSES = reason_code("decomposes", "no NPU kernel of its own, but it decomposes into ops that have one "
-                         "(CompositeImplicitAutograd): direct, with extra kernel launches", decides=_DIRECT,
+DECOMPOSES = reason_code("decomposes", "no NPU kernel of its own, but its composite kernel (as the dispatcher "
+                         "runs it) calls only ops that have one: direct, with extra kernel launches", decides=_DIRECT,
                          exclusion=True)
 NO_KERNEL = reason_code("no-kernel", "an ATen op with no NPU kernel for the torch version and no decomposition: it "
                         "would fall back to the CPU (unless the API page documents the operator as supported)",
                         decides=_CUSTOM)
+BINDING = reason_code("binding", "an ATen op torch_npu does not register whose CANN aclnn kernel is documented for the "
+                      "product: an op-plugin registration to write (a binding, not a new kernel)", decides=_PARAM)
 HOST_OP = reason_code("host-op", "the operator dispatched no ATen op (Python-level indexing or metadata): nothing "
                       "runs on the device", decides=_DIRECT, exclusion=True)
 REPLACEMENT = reason_code("replacement", "a torch_npu replacement: required (another signature), optional (a fused "
@@ -138,6 +140,13 @@ LIBRARY_ROUTE = reason_code("library-route", "the third-party kernel table's rou
                             "of the library, a torch_npu API, or none)", decides=_CUSTOM)
 SOURCE_SITE = reason_code("source-site", "the source scan found the same call: the site's verdict decides and its "
                           "effort is counted there, once", decides=_CUSTOM)
+
+# ---------------------------------------------------------- results from the user's hardware (classify/verified.py)
+VERIFIED_PASSED = reason_code("verified-passed", "the verification harness ran this signature on the user's NPU and it "
+                              "matched the CPU (the overlay's verified.json): direct, high confidence",
+                              decides=_DIRECT)
+VERIFIED_FAILED = reason_code("verified-failed", "the verification harness failed this signature on the user's NPU "
+                              "(the overlay's verified.json, the failure quoted): custom-dev", decides=_CUSTOM)
 
 # Reason codes of the exclusion trail: what was checked and ruled out (ClassifiedOp.exclusions).
 EXCLUSION_CODES = frozenset(code for code, record in REASONS.items() if record.exclusion)

@@ -354,4 +354,6 @@ class Assessment:
     # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
     effort_ranges: Mapping[str, tuple[float, float]] | None = None
     source_scan: Any = None  # opassess.source.SourceScan when source files were scanned (root, files, skipped)
+    onnx: Any = None  # opassess.routes.OnnxRoute of `scan --route onnx`
+    serving: Any = None  # opassess.routes.ServingCheck of `scan --route vllm-ascend`
     graph_mode: Any = None  # opassess.graphmode.GraphMode: readiness per NPU graph back-end; None with --no-graph-mode

@@ -68,7 +68,7 @@ def test_elementwise_add_within_2x_of_bytes_over_bandwidth():
 def test_a_cpu_fallback_between_two_matmuls_ranks_first_in_time_at_risk():
     step = run("perf_fallback.py").step
     first = step.operators[0]
-    assert first.op == "torch.lgamma" and first.unit == "cpu-fallback" and first.bound == "host"
+    assert first.op == "torch.i0" and first.unit == "cpu-fallback" and first.bound == "host"
     assert first.at_risk_us > 5000  # 134 MB over a 25 GB/s link is 5.4 ms on its own
     linear = step.operator("torch.nn.Linear")
     assert linear.at_risk_us < first.at_risk_us and "cpu-fallback" not in linear.penalties

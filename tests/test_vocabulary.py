@@ -9,6 +9,7 @@ import opassess.report
 from opassess.kb import load_kb
 from opassess.kb.evidence import CONFIDENCES
 from opassess.reasons import EXCLUSION_CODES, REASONS
+from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
 from opassess.score.weights_decisions import DECISION_NAMES
 from opassess.trace import METHODS
@@ -62,9 +63,16 @@ def test_every_schema_enum_is_a_known_vocabulary():
     known = {tuple(CATEGORIES), tuple(METHODS), OPERATOR_KINDS, CAPTURE_STEPS,
              ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES),
              tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES),  # tests/test_reasons.py
-             DECISION_NAMES}
+             DECISION_NAMES, EXPORTERS, (*EXPORTERS, None), VERDICTS, SERVING_STATUSES}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
+
+
+def test_schema_route_enums_are_the_routes_vocabularies():
+    onnx, serving = SCHEMA["properties"]["onnx"]["properties"], SCHEMA["properties"]["serving"]["properties"]
+    assert onnx["exporter"]["enum"] == [*EXPORTERS, None]
+    assert onnx["nodes"]["items"]["properties"]["verdict"]["enum"] == list(VERDICTS)
+    assert serving["items"]["items"]["properties"]["status"]["enum"] == list(SERVING_STATUSES)
 
 
 def test_schema_target_is_a_product_of_the_knowledge_base_by_contract_only():

@@ -1,6 +1,7 @@
 """Classify stage: give every operator a migration category (direct / param-converted / custom-dev) with its reasons.
 
-operators.py holds the classifier and its numbered steps; library.py judges the stand-ins of GPU-only libraries,
+operators.py holds the classifier and its numbered steps; aten.py judges one ATen op (kernel, view, composite,
+binding); library.py judges the stand-ins of GPU-only libraries,
 project.py a project's own ops, scope.py entry ops and backward ops, decompose.py asks the PyTorch dispatcher.
 """
 from __future__ import annotations

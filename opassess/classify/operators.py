@@ -11,11 +11,15 @@ Each signature (one distinct attribute/shape/dtype combination) is judged on its
      low, "not verified"); a supported API is direct unless this signature trips a documented limit (a dtype
      outside the allowed list, a parameter value outside its rule, an input rank) - then param-converted; a
      limitation saying it always falls back to the CPU is custom-dev;
-  3. the ATen ops the node dispatched: each needs an NPU kernel for the torch version, or runs on every
-     backend (CompositeExplicitAutograd), or decomposes (CompositeImplicitAutograd: direct with a
-     performance note). Composites torch_npu takes whole (scaled_dot_product_attention, lstm) are judged by
-     their own kernel; the CPU/meta decomposition seen while tracing is not judged. An ATen op with none of
-     these is custom-dev (it would fall back to the CPU), unless a replacement exists;
+  3. the ATen ops the node dispatched (aten.py): each needs an NPU kernel for the torch version, or runs on every
+     backend (a view), or is covered as the dispatcher of the torch in use runs it: the composite kernel torch
+     registers (CompositeImplicitAutograd, CompositeExplicitAutograd, CompositeExplicitAutogradNonFunctional) is run
+     on meta and what it calls is judged in turn (a structured op's functional calls its out variant:
+     softplus_backward -> softplus_backward.grad_input; select_backward -> zeros, select, copy_). Composites
+     torch_npu takes whole (scaled_dot_product_attention, lstm) are judged by their own kernel; the CPU/meta
+     decomposition seen while tracing is not judged. An ATen op with none of these whose CANN aclnn kernel is
+     documented for the product is param-converted, reason "binding" (an op-plugin registration, not a kernel:
+     lgamma -> aclnnLgamma); else custom-dev (it would fall back to the CPU), unless a replacement exists;
   4. kernel argument checks add float64 / int64 cast findings for the dtypes this signature carries;
   5. an operator nothing in the knowledge base speaks for is custom-dev, "not in the knowledge base";
   6. a training step (--train): the ATen ops its backward dispatched are judged the same way (one without an NPU
@@ -33,9 +37,9 @@ from ..kb.facts import ApiFact, Limitation
 from ..kb.products import Product
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
-from ..records import ClassifiedOp, Inventory, Operator, Reason, Signature
+from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
-from .decompose import dispatch_kinds, torch_version_text
+from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .library import classify_library
 from .project import judge_project_op
 from .scope import EntryAndBackward
@@ -46,16 +50,6 @@ _NON_ATEN = ("aten", "prims")
 def worst(categories: Iterable[str]) -> Category:
     """The hardest category among `categories` ('direct' when there are none)."""
     return Category.worst(categories)
-
-
-@dataclass(frozen=True)
-class AtenVerdict:
-    """How one ATen op would run on the NPU."""
-
-    op: str
-    status: str  # "kernel" | "everywhere" | "decomposes" | "missing"
-    evidence: str
-    supported: bool
 
 
 @dataclass
@@ -74,7 +68,7 @@ class _Judgement:
         self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))
 
 
-class _Classifier(EntryAndBackward):
+class _Classifier(AtenJudge, EntryAndBackward):
     def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
         self.kb = kb
         self.target = product
@@ -84,24 +78,8 @@ class _Classifier(EntryAndBackward):
         self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
         self.version = version
         self.version_text = format_version(version)
-
-    # -------------------------------------------------------------- ATen evidence
-
-    def aten_verdict(self, aten: str) -> AtenVerdict:
-        support = self.kb.kernel_support(aten, self.version)
-        if support.supported:
-            return AtenVerdict(aten, "kernel", support.evidence, True)
-        if aten in self.kb.rules.everywhere:
-            evidence = f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})"
-            return AtenVerdict(aten, "everywhere", evidence, True)
-        kinds = dispatch_kinds(aten)
-        if "CompositeExplicitAutograd" in kinds:
-            return AtenVerdict(aten, "everywhere", f"PyTorch {torch_version_text()} dispatcher: {aten} has a "
-                                                   f"CompositeExplicitAutograd kernel", True)
-        if "CompositeImplicitAutograd" in kinds:
-            return AtenVerdict(aten, "decomposes", f"PyTorch {torch_version_text()} dispatcher: {aten} has a "
-                                                   f"CompositeImplicitAutograd kernel", True)
-        return AtenVerdict(aten, "missing", support.evidence, False)
+        self._verdicts: dict[str, AtenVerdict] = {}
+        self.samples: dict[str, AtenCall] = {}  # qualified ATen op -> a recorded call of it (of the current operator)
 
     # -------------------------------------------------------------- one operator
 
@@ -109,6 +87,9 @@ class _Classifier(EntryAndBackward):
         if op.kind == "library":  # a stand-in's record of GPU-only library code: judged from the source facts
             return classify_library(op)
         kb = self.kb
+        for node in op.nodes:
+            for call in (*node.aten, *node.backward):
+                self.samples.setdefault(call.qualified, call)
         composite = kb.rules.composite_for_api(op.key)
         api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS else None
         replacements = kb.replacements_for(op.key)
@@ -121,14 +102,16 @@ class _Classifier(EntryAndBackward):
         skipped = ([a for a in op.aten if a != composite.aten] if composite
                    else [a for a in op.aten if kb.rules.cpu_only_of(a)])
         whole = () if composite or op.kind in PROJECT_KINDS else self._taken_whole(op)
-        verdicts = {a: self.aten_verdict(a) for a in dict.fromkeys((*whole, *judged)) if a.split("::")[0] in _NON_ATEN}
+        verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in dict.fromkeys((*whole, *judged))
+                    if a.split("::")[0] in _NON_ATEN}
         # The CPU/meta decomposition of an op taken whole is not judged: its verdicts leave `verdicts`.
         removed = {a: verdicts.pop(a) for a in [a for a, v in verdicts.items() if whole and not v.supported]}
         decomposition = list(removed)
         skipped += decomposition
         aten_support = {a: v.supported for a, v in verdicts.items()}
         for a in skipped:
-            aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a)).supported)
+            aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a, self.samples.get(a))
+                                        ).supported)
         if composite:
             traced = (f"; the decomposition traced here ({', '.join(dict.fromkeys(skipped))}) is not judged"
                       if skipped else "")
@@ -214,8 +197,7 @@ class _Classifier(EntryAndBackward):
                 verdicts: dict[str, AtenVerdict], required) -> None:
         kb = self.kb
         documented = api.supported(self.page) if api else None
-        mark = check_product(documented, [a for a, v in verdicts.items() if v.status == "kernel"], self.target,
-                             self.facts)
+        mark = check_product(documented, kernel_ops(verdicts), self.target, self.facts)
         if not mark.ok:
             self._unsupported(op, j, api, mark, required)
             return
@@ -244,7 +226,8 @@ class _Classifier(EntryAndBackward):
             j.add("api-undocumented", f"{api.api} has no support mark for {self.product}; judged by its ATen kernels",
                   api.evidence(), None, per_signature=False)
 
-        missing = [v for v in verdicts.values() if not v.supported]
+        missing = [v for v in verdicts.values() if not v.supported and v.status != "binding"]
+        bindings = [v for v in verdicts.values() if v.status == "binding"]
         for v in verdicts.values():
             if v.status == "kernel":
                 j.add("kernel", f"{v.op} has an NPU kernel for torch {self.version_text}", v.evidence, None, False)
@@ -253,6 +236,10 @@ class _Classifier(EntryAndBackward):
             elif v.status == "decomposes":
                 j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
                       f"extra kernel launches", v.evidence, None, False)
+        if bindings and (missing or documented or required is None):
+            j.add("binding", *binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
+        elif bindings:
+            missing += bindings
         if missing:
             names = ", ".join(v.op for v in missing)
             if documented:
@@ -344,8 +331,7 @@ class _Classifier(EntryAndBackward):
         lim = api.limitation if api is not None else None
         page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
         unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
-        atens = [a for a, v in verdicts.items() if v.status == "kernel"]
-        check = check_dtype(dtype, self.target, page, atens, self.facts, unparsed)
+        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed)
         j.confidences.append(check.confidence)
         evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
         if check.ok and check.disagree:

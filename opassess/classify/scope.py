@@ -41,11 +41,17 @@ class EntryAndBackward:
 
     def _backward(self, op: Operator, judgements: list, composite, required) -> dict[str, bool]:
         """Judge the ATen ops op's backward dispatched; returns op -> runs on the NPU."""
-        verdicts = {a: self.aten_verdict(a) for a in op.backward_aten}
+        verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in op.backward_aten}
         missing = [v.op for v in verdicts.values() if not v.supported]
+        bindings = [v for v in verdicts.values() if v.status == "binding"]
         evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
         for j in judgements:
-            if not missing:
+            if missing and len(bindings) == len(missing) and not composite and required is None:
+                apis = ", ".join(dict.fromkeys(v.binding for v in bindings))
+                j.add("binding", f"its backward dispatches {', '.join(missing)}, which has no torch_npu registration "
+                      f"but a CANN kernel ({apis}): register it through op-plugin (a binding to write, not a new "
+                      f"kernel)", evidence, Category.PARAM_CONVERTED, per_signature=False)
+            elif not missing:
                 j.add("backward", f"its backward dispatches only ops the NPU runs ({', '.join(verdicts)})",
                       "trace: backward ATen ops; npu_aten_ops", None, per_signature=False)
             elif composite:

@@ -59,3 +59,38 @@ def dtype_value(value: str, option: str, accepted: tuple[str, ...] | None = None
                            for aliases in [[k for k, v in DTYPES.items() if v == name and k != name]])
         raise typer.BadParameter(f"{value!r}: expected one of {listed}", param_hint=f"'{option}'")
     return canonical
+
+
+Route = Annotated[str | None, typer.Option(
+    "--route", help="Also check a route beyond eager training: 'onnx' (export with torch.onnx in the worker, judge "
+                    "each node against the ONNX -> CANN map; pip install 'opassess[onnx]') or 'vllm-ascend' (the "
+                    "architecture and --quant against the serving facts for --target).")]
+Opset = Annotated[int, typer.Option(
+    "--opset", help="With --route onnx: the ONNX opset to export at, 11 to 18 (ATC takes 11 or later).")]
+Exporter = Annotated[str, typer.Option(
+    "--exporter", help="With --route onnx: auto (the dynamo exporter where it works, else TorchScript), dynamo or "
+                       "torchscript.")]
+Quant = Annotated[str | None, typer.Option(
+    "--quant", help="With --route vllm-ascend: a quantisation scheme (w8a8, w8a8_dynamic, w4a8, w4a16, mxfp8, "
+                    "...) to check against the chip.")]
+
+
+def route_values(route: str | None, opset: int, exporter: str, quant: str | None) -> dict:
+    """The route options as ScanOptions fields; a value that does not fit (an unknown route, --opset below 11 or
+    above 18, --quant without --route vllm-ascend) is a usage error with the reason."""
+    from ..errors import UsageError
+    from ..routes.onnx_judge import check_opset
+    from ..routes.records import EXPORTERS, ROUTES
+
+    if route is not None and route not in ROUTES:
+        raise typer.BadParameter(f"{route!r}: expected one of {', '.join(ROUTES)}", param_hint="'--route'")
+    if exporter not in ("auto", *EXPORTERS):
+        raise typer.BadParameter(f"{exporter!r}: expected auto, dynamo or torchscript", param_hint="'--exporter'")
+    if route == "onnx":
+        try:
+            check_opset(opset)
+        except UsageError as exc:
+            raise typer.BadParameter(str(exc).split(": ", 1)[1], param_hint="'--opset'") from exc
+    if quant and route != "vllm-ascend":
+        raise typer.BadParameter("needs --route vllm-ascend", param_hint="'--quant'")
+    return {"route": route, "opset": opset, "exporter": exporter, "quant": quant or ""}

@@ -19,14 +19,19 @@ from .errors import fail_on_breaches, reporting_errors
 from .options import (
     CAST_DTYPES,
     Debug,
+    Exporter,
     FailOn,
     Lang,
     MaxPersonDays,
     MaxRisk,
+    Opset,
+    Quant,
+    Route,
     Templates,
     build_policy,
     dtype_value,
     report_language,
+    route_values,
 )
 
 DEFAULT_FORMAT = "terminal"
@@ -121,6 +126,10 @@ def scan(
                          "libraries, Triton and CUDA kernels, extensions) and report its sites with the model's "
                          "operators (repeatable). The model file and the project files it imports are scanned "
                          "anyway.")] = None,
+    route: Route = None,
+    opset: Opset = 17,
+    exporter: Exporter = "auto",
+    quant: Quant = None,
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
@@ -190,6 +199,7 @@ def scan(
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
             train=train, amp=amp, profile=profile, source=tuple(str(p) for p in source or ()),
+            **route_values(route, opset, exporter, quant),
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:

@@ -140,8 +140,9 @@ def _record(cls: type, value: Any, where: str) -> Any:
 
 
 def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
-    """The records a worker's capture message holds, or BadCapture saying what is wrong with it."""
-    if type(data) is not dict or set(data) != {"info", "capture", "seconds"}:
+    """The records a worker's capture message holds, or BadCapture saying what is wrong with it (an `onnx` part, of
+    `--route onnx`, is decode_onnx's)."""
+    if type(data) is not dict or set(data) - {"onnx"} != {"info", "capture", "seconds"}:
         raise _fail("the top", "expected an object with info, capture and seconds")
     seconds = data["seconds"]
     if type(seconds) is not dict or not set(seconds) <= {"load", "trace"}:
@@ -153,3 +154,44 @@ def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
 def dumps(message: Any) -> bytes:
     """One message as one line of JSON (json.dumps never writes a raw newline)."""
     return json.dumps(message, separators=(",", ":"), allow_nan=True).encode("utf-8") + b"\n"
+
+
+MAX_ONNX_OPS = 10_000  # distinct op types in one export (ONNX defines a few hundred)
+MAX_ONNX_FAILURES = 8  # attempts: one per exporter
+
+
+def decode_onnx(data: Any) -> Any:
+    """The OnnxExport of a capture message's `onnx` part (None when it has none), or BadCapture: exactly the keys
+    export_plain writes, an opset 0..99, known exporters, op counts as [domain, op_type, count] with count >= 1."""
+    from ..routes.records import EXPORTERS, OnnxExport, OnnxFailure
+
+    if type(data) is not dict or "onnx" not in data:
+        return None
+    part = data["onnx"]
+    keys = {"requested_opset", "opset", "exporter", "ops", "failures"}
+    if type(part) is not dict or set(part) != keys:
+        raise _fail("onnx", f"expected an object with {', '.join(sorted(keys))}")
+    opsets = [_number(part[k], f"onnx.{k}", (int,)) for k in ("requested_opset", "opset")]
+    if not all(0 <= o < 100 for o in opsets):
+        raise _fail("onnx", "an opset outside 0..99")
+    exporter = _text(part["exporter"], "onnx.exporter")
+    if exporter not in ("", *EXPORTERS):
+        raise _fail("onnx.exporter", f"unknown exporter {exporter[:40]!r}")
+    ops = []
+    for i, item in enumerate(_list(part["ops"], "onnx.ops")[:MAX_ONNX_OPS + 1]):
+        if i == MAX_ONNX_OPS or len(_list(item, f"onnx.ops[{i}]")) != 3:
+            raise _fail(f"onnx.ops[{i}]", "expected [domain, op_type, count] (at most 10000 of them)")
+        domain, op, count = _text(item[0], f"onnx.ops[{i}]"), _text(item[1], f"onnx.ops[{i}]"), item[2]
+        if type(count) is not int or count < 1 or len(domain) > 200 or not 0 < len(op) <= 200:
+            raise _fail(f"onnx.ops[{i}]", "a count that is not a positive int, or a name over 200 characters")
+        ops.append((domain, op, count))
+    failures = []
+    for i, item in enumerate(_list(part["failures"], "onnx.failures")):
+        where = f"onnx.failures[{i}]"
+        if i == MAX_ONNX_FAILURES or type(item) is not dict or set(item) != {"exporter", "op", "message"}:
+            raise _fail(where, "expected {exporter, op, message} (at most 8 of them)")
+        if item["exporter"] not in EXPORTERS:
+            raise _fail(where, "unknown exporter")
+        failures.append(OnnxFailure(item["exporter"], _text(item["op"], where)[:200], _text(item["message"], where)
+                                    [:2000]))
+    return OnnxExport(opsets[0], opsets[1], exporter, tuple(ops), tuple(failures))

@@ -196,12 +196,43 @@ def check_product(page: bool | None, aten_ops: Iterable[str], product: Product,
     return ProductCheck(page, None, (), aclop, ())
 
 
+@dataclass(frozen=True)
+class BindingCheck:
+    """An ATen op torch_npu does not register whose CANN kernel exists: the work is an op-plugin binding."""
+
+    aten: str
+    api: str  # the aclnn API named like the op ("aclnnLgamma")
+    dtypes: tuple[str, ...]  # its data carrier's dtypes on the product
+    evidence: str
+
+
+def check_binding(aten: str, product: Product, facts: kernels.KernelFacts) -> BindingCheck | None:
+    """The documented aclnn API named like `aten` that op-plugin has no row for, when its doc does not mark the
+    product ✘ ('aten::lgamma' -> aclnnLgamma); None when op-plugin has a row, no such API exists, or the doc
+    excludes the product (a binding would not help there)."""
+    if facts.lookup(aten) is not None:
+        return None
+    api = facts.named_api(aten)
+    if api is None:
+        return None
+    support, dtypes = facts.api_support(api, product.kernel)
+    if support is False:
+        return None
+    doc = facts.api_entry(api).get("doc") or ()
+    where = f" ({doc[0]} {doc[1]})" if len(doc) >= 2 else ""
+    said = "supported" if support else "the doc does not name the product"
+    name = kernels.overload_key(aten)
+    return BindingCheck(aten, api, dtypes, f"cann_aclnn_dtypes.tsv {api}{where}: {said} on {product.kernel}; "
+                                           f"op_plugin_aten_to_aclnn.tsv: no row for {name}")
+
+
 def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, ...], documented: bool) -> str:
     """One signature's confidence from its dtype checks' (`checks`), else from what decided it: high when the
     sources that speak agree (or only view/metadata ops ran); medium when one source speaks or they disagree."""
     if checks:
         return min(checks, key=CONFIDENCES.index)
-    if codes & {"custom-op", "extension", "autograd-function", "api-unsupported", "no-kernel", "replacement"}:
+    if codes & {"custom-op", "extension", "autograd-function", "api-unsupported", "no-kernel", "replacement",
+                 "binding"}:
         return "medium"
     if (statuses and all(s == "everywhere" for s in statuses)) or "host-op" in codes:
         return "high"

@@ -48,6 +48,7 @@ from .plan_view import (
     shown_source,
 )
 from .reasons import reason_rows, signature_rows
+from .route_view import onnx_section, serving_section
 from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
 
@@ -383,5 +384,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         evidence_order=evidence_order(assessment.target),
         source=source_section(document, _),
         source_only=capture.method == NO_CAPTURE,
+        onnx=onnx_section(document, _),
+        serving=serving_section(document, _),
     )
 

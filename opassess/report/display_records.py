@@ -338,6 +338,8 @@ class Display(Record):
     actions: tuple[ActionItem, ...] = ()  # what to do, in every format
     source: Any = None  # report.source_view.SourceSection: the source scan's sites; None when it found nothing
     source_only: bool = False  # `opassess source`: no model was loaded, the header says so
+    onnx: Any = None  # report.route_view.OnnxSection of --route onnx; None without
+    serving: Any = None  # report.route_view.ServingSection of --route vllm-ascend; None without
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)

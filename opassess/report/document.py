@@ -14,6 +14,7 @@ from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
+from .route_view import routes_doc
 from .text import days, share
 
 FORMAT_VERSION = 1
@@ -235,6 +236,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                               for r in unknown],
         "graph_mode": graph_mode_doc(assessment.graph_mode),
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
+        **routes_doc(assessment),
     }
 
 

@@ -76,6 +76,9 @@ def operator_effort(score: OpScore, weights: Weights) -> Effort:
     """
     rules = weights.effort
     category = rules.categories[score.classified.category]
+    if score.classified.category == Category.PARAM_CONVERTED:  # the work one reason names has its own range
+        category = next((rules.by_reason[r.code] for r in score.classified.reasons if r.code in rules.by_reason),
+                        category)
     placed = category.low + score.composite * (category.high - category.low)
     extras = max(0, distinct_limits(score.classified) - 1) * rules.per_extra_signature
     extras += min(rules.max_occurrence_days, max(0, score.classified.operator.count - 1) * rules.per_occurrence)

@@ -3,7 +3,7 @@ risk, calibration. Read and validated by `opassess.score.weights_load.load_weigh
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..records import Risk
@@ -139,6 +139,8 @@ class EffortRules:
     block_direct: bool = False  # direct operators with a kernel and no tripped limit share the validation block
     limit_reasons: tuple[str, ...] = ()  # reason codes that take a direct operator out of the block
     zero_cost_aten: frozenset[str] = frozenset()  # ATen ops that do no work on the device
+    # reason code -> its own range for a param-converted operator whose work that reason names ("binding")
+    by_reason: Mapping[str, CategoryEffort] = field(default_factory=lambda: MappingProxyType({}))
 
 
 # What an activity's per-unit days count (opassess/score/cost.py counts them) -> how a cost basis names the unit.

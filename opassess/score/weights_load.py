@@ -261,21 +261,31 @@ def _days(table: TomlTable, key: str, default: Any = None) -> float:
     return table.number(key, default, maximum=MAX_DAYS)
 
 
+def _range(t: TomlTable) -> CategoryEffort:
+    effort = CategoryEffort(_days(t, "low"), _days(t, "high"), _unit(t, "optimism"),
+                            t.number("pessimism", maximum=MAX_FACTOR))
+    if effort.low > effort.high:
+        raise t.error("low", f"low {effort.low:g} is greater than high {effort.high:g}")
+    t.finish()
+    return effort
+
+
 def _effort(table: TomlTable) -> EffortRules:
-    categories: dict[str, CategoryEffort] = {}
-    for category in CATEGORIES:
-        t = table.table(category)
-        effort = CategoryEffort(_days(t, "low"), _days(t, "high"), _unit(t, "optimism"),
-                                t.number("pessimism", maximum=MAX_FACTOR))
-        if effort.low > effort.high:
-            raise t.error("low", f"low {effort.low:g} is greater than high {effort.high:g}")
-        t.finish()
-        categories[category] = effort
+    categories = {category: _range(table.table(category)) for category in CATEGORIES}
+    by_reason: dict[str, CategoryEffort] = {}
+    if "reasons" in table:  # a reason code whose work has its own range (binding: an op-plugin registration)
+        reasons = table.table("reasons")
+        unknown = unknown_codes(reasons.keys())
+        if unknown:
+            raise reasons.error(unknown[0], "not a registered reason code (docs/reasons.md lists them)")
+        by_reason = {code: _range(reasons.table(code)) for code in reasons.keys()}
+        reasons.finish()
     rules = EffortRules(_days(table, "per_extra_signature"), _days(table, "per_occurrence"),
                         _days(table, "max_occurrence_days"), table.number("unknown_pessimism", maximum=MAX_FACTOR),
                         MappingProxyType(categories), zero_cost=table.boolean("zero_cost"),
                         block_direct=table.boolean("block_direct"), limit_reasons=_codes(table, "limit_reasons"),
-                        zero_cost_aten=frozenset(table.strings("zero_cost_aten")))
+                        zero_cost_aten=frozenset(table.strings("zero_cost_aten")),
+                        by_reason=MappingProxyType(by_reason))
     table.finish()
     return rules
 

@@ -162,6 +162,8 @@ def render_terminal(view: View, context: RenderContext) -> str:
 
     if d["source"]:
         _print_source(console, d["source"], _)
+    if d["onnx"] or d["serving"]:
+        _print_routes(console, d["onnx"], d["serving"], _)
     for op in d["operators"]:
         if op["replacement_deprecated"]:
             line = Text(_("Deprecated replacement: "), style="yellow")
@@ -220,6 +222,39 @@ def render_terminal(view: View, context: RenderContext) -> str:
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+def _print_routes(console: Any, onnx: Any, serving: Any, _: Any) -> None:
+    """The ONNX -> ATC section (gaps first, every row) and the serving check's lines."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if onnx:
+        table = Table(title=_("ONNX -> ATC: %s") % onnx["summary"], title_justify="left", show_edge=False,
+                      pad_edge=False)
+        for name, justify in ((_("ONNX op"), "left"), (_("Nodes"), "right"), (_("CANN op"), "left"),
+                              (_("Verdict"), "left")):
+            table.add_column(name, justify=justify, overflow="fold")
+        for row in onnx["rows"]:
+            style = "" if row["verdict"] == "supported" else "yellow"
+            table.add_row(Text(row["op_type"]), str(row["count"]), Text(row["cann_op"]), Text(row["verdict"], style))
+        console.print(table)
+        for failure in onnx["failures"]:
+            what = f"{failure['exporter']} {failure['op']}".strip()
+            console.print(Text(_("Export failure (%(what)s): %(message)s") % {
+                "what": what, "message": failure["message"][:300]}, style="yellow" if failure["finding"] else "dim"))
+        console.print(Text(onnx["limits"], style="dim"))
+        console.print()
+    if serving:
+        table = Table(title=_("Serving: %s") % serving["summary"], title_justify="left", show_edge=False,
+                      pad_edge=False)
+        for name in (_("Checked"), _("Status"), _("Detail")):
+            table.add_column(name, overflow="fold")
+        for row in serving["rows"]:
+            table.add_row(Text(row["subject"]), Text(row["status"], "" if row["status"] == "supported" else "yellow"),
+                          Text(row["detail"]))
+        console.print(table)
+        console.print()
 
 
 def _print_source(console: Any, section: Any, _: Any) -> None:
