@@ -3,48 +3,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
 from .load import LoadRequest, load_model
+from .options import ScanOptions
 from .records import Assessment, Capture, Inventory, ModelInfo
 from .trace.driver import trace_model
 from .trace.methods import check_methods
 from .trace.train import TrainOptions
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ScanOptions:
-    """Everything a scan needs to know; the CLI fills it from flags."""
-
-    target: str
-    entry: str | None = None
-    input_shapes: tuple[tuple[int, ...], ...] = ()
-    input_dtype: str = "float32"
-    dtype: str | None = None
-    device: str = "meta"
-    methods: tuple[str, ...] | None = None  # None: by model size (trace.capture_order)
-    product: str = "Atlas A2"
-    torch_npu: str | None = None  # None: the knowledge base's default version
-    weights: Path | None = None  # None: the shipped weights.toml
-    kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
-    label: str | None = None  # the model's name for baselines (--label); None: matched by entry and class
-    language: str = "en"  # language of the human report formats (--lang); the JSON contract stays English
-    train: bool = False  # capture one training step (forward, backward, optimizer) instead of a forward pass
-    amp: str | None = None  # with train: autocast "bf16" or "fp16" (with a GradScaler)
-    profile: str = "default"  # shipped weights profile; `weights` applies on top of it
-    source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
-    project_scan: bool = True  # also source-scan the model file and the project files it imports
-    route: str | None = None  # "onnx" (export in the worker, judge the nodes) or "vllm-ascend" (serving check)
-    opset: int = 17  # with route onnx: the ONNX opset to export at (11..18)
-    exporter: str = "auto"  # with route onnx: "auto" (dynamo where it works, else TorchScript), "dynamo", "torchscript"
-    quant: str = ""  # with route vllm-ascend: a quantisation scheme to check against the chip ("w8a8")
-    # Graph-mode readiness (opassess.graphmode): "capture" (from the dispatched calls, the default), "dynamo" (the
-    # worker also runs torch._dynamo on the model), "off" (--no-graph-mode)
-    graph_mode: str = "capture"
 
 
 def _noop(_: str) -> None:

@@ -106,24 +106,37 @@ def calibrate_command(
     profile: Annotated[str, typer.Option(help="The shipped profile to calibrate: default or classic (the "
                                               "practice table, per operator type).")] = "default",
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write the calibrated profile here (a TOML file for scan --weights).")] = None,
+        "--output", "-o", help="Write the calibrated profile here (a TOML file for scan --weights; with "
+                               "--profile-data a device overlay for scan --device-profile).")] = None,
     verified: Annotated[Path | None, typer.Option(
         help="JUnit results of the hand-off's verification harness (pytest --junitxml): recorded into the "
              "knowledge-base overlay as verified on your hardware, used by later scans.")] = None,
     kb_dir: Annotated[Path | None, typer.Option(
         "--kb-dir", help="With --verified: the overlay folder for verified.json (default: OPASSESS_KB_DIR, else "
                          "the user folder `opassess kb import` writes).")] = None,
+    profile_data: Annotated[Path | None, typer.Option(
+        help="A profiler export (kernel_details.csv, op_summary_*.csv or their folder): fit the time model's "
+             "efficiencies and launch costs to it (needs --report).")] = None,
+    report: Annotated[Path | None, typer.Option(
+        "--report", "-r", help="With --profile-data: the scan's JSON report.")] = None,
     debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False,
 ) -> None:
-    """Calibrate opassess to your team and hardware: effort ranges from recorded actuals (ACTUALS), or the knowledge
-    base from verification results (--verified)."""
-    modes = [name for name, value in (("ACTUALS", actuals), ("--verified", verified)) if value is not None]
+    """Calibrate opassess to your team and hardware: effort ranges from recorded actuals (ACTUALS), the knowledge
+    base from verification results (--verified), or the time model from a profile (--profile-data)."""
+    modes = [name for name, value in (("ACTUALS", actuals), ("--verified", verified),
+                                      ("--profile-data", profile_data)) if value is not None]
     if len(modes) != 1:
-        raise typer.BadParameter("give exactly one of ACTUALS or --verified"
+        raise typer.BadParameter("give exactly one of ACTUALS, --verified or --profile-data"
                                  + (f" (got {', '.join(modes)})" if modes else ""))
+    if profile_data is not None and report is None:
+        raise typer.BadParameter("--profile-data needs --report REPORT.json", param_hint="'--report'")
     with reporting_errors(debug):
         if verified is not None:
             _record_verified(verified, kb_dir)
+        elif profile_data is not None:
+            from .calibrate_device import calibrate_device
+
+            calibrate_device(profile_data, report, output)
         else:
             _calibrate_effort(actuals, weights, profile, output)
 

@@ -14,6 +14,7 @@ import typer
 
 from ..errors import EXIT_ERROR
 from ..isolation import terminating_on_signals
+from ..options import DEFAULT_PRODUCT
 from ..report.registry import REPORTERS, format_for_suffix
 from .errors import fail_on_breaches, reporting_errors
 from .options import (
@@ -106,7 +107,7 @@ def scan(
     product: Annotated[str, typer.Option(
         "--target", help="Ascend product (or an alias: 910B/A2, 910C/A3, 950PR/950DT, 910A/910, 310P, 310B) "
                          "assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950', 'Atlas training series', "
-                         "'Atlas inference series', 'Atlas 200I/500 A2'.")] = "Atlas A2",
+                         "'Atlas inference series', 'Atlas 200I/500 A2'.")] = DEFAULT_PRODUCT,
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
                             "base).")] = None,
@@ -169,7 +170,7 @@ def scan(
     Exit codes: 0 ok, 1 an error (bad input, a failed scan, any model of a portfolio failed), 2 bad usage,
     3 a --fail-on / --max-person-days / --max-risk gate was breached.
     """
-    from ..pipeline import ScanOptions
+    from ..options import ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
         policy = build_policy(fail_on, max_person_days, max_risk)
@@ -180,19 +181,11 @@ def scan(
             raise typer.BadParameter("expected local or ray", param_hint="'--executor'")
         if ray_address is not None and executor != "ray":
             raise typer.BadParameter("needs --executor ray", param_hint="'--ray-address'")
-        if device not in ("meta", "cpu"):
-            raise typer.BadParameter("expected meta or cpu", param_hint="'--device'")
         if dtype:
             dtype = dtype_value(dtype, "--dtype", CAST_DTYPES)
         input_dtype = dtype_value(input_dtype, "--input-dtype")
         _check_values(capture, profile)
-        if amp is not None and amp not in ("bf16", "fp16"):
-            raise typer.BadParameter("expected bf16 or fp16", param_hint="'--amp'")
-        if train and capture:
-            raise typer.BadParameter("does not apply with --train (a training step is captured by one eager step "
-                                     "under the dispatch recorder)", param_hint="'--capture'")
-        if amp is not None and not train:
-            raise typer.BadParameter("needs --train (autocast is assessed on a training step)", param_hint="'--amp'")
+        # the rules between the scan's own options (--amp needs --train, ...) are ScanOptions' (opassess/options.py)
         options = ScanOptions(
             target=targets[0], entry=entry, input_shapes=_shapes(input_shape),
             input_dtype=input_dtype, dtype=dtype, device=device,

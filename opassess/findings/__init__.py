@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import KnowledgeBaseError
+from ..options import DEFAULT_PRODUCT
 from ..records import Finding, Inventory
 
 # Importing a family module registers it (and its detail functions, FLOP formulas and roles).
@@ -36,7 +37,7 @@ from .patterns import PatternBook, load_patterns
 __all__ = ["DataFlow", "PatternBook", "find_findings", "load_patterns"]
 
 
-def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, product: str = "Atlas A2",
+def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, product: str = DEFAULT_PRODUCT,
                   torch_version: str | None = None, patterns: PatternBook | None = None,
                   flow: DataFlow | None = None) -> tuple[Finding, ...]:
     """Every performance-work finding in the captured graph, family by family: patterns (as listed in

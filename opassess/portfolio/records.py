@@ -9,7 +9,7 @@ from ..ci.policy import Breach, Policy
 from ..ci.snapshot import Snapshot
 from ..errors import UsageError
 from ..isolation.worker import DEFAULT_TIMEOUT
-from ..pipeline import ScanOptions
+from ..options import ScanOptions
 from ..records import Effort
 from .targets import Skipped
 
