@@ -22,10 +22,20 @@ def _scheme_key(text: str) -> str:
     return ",".join(re.findall(r"w\d+a\d+|mxfp8|gguf|awq|gptq", text.lower()))
 
 
+def _named(scheme: QuantScheme, quant: str) -> bool:
+    """Whether `quant` is a variant this row names: its quant_type ('W8A8_DYNAMIC'), or its scheme text with '_' as
+    a space ('w8a8_dynamic' in 'compressed-tensors W8A8 dynamic')."""
+    text = quant.lower()
+    if "_" not in text:  # 'w8a8' is the scheme family (the sglang quant_type W8A8 is its static variant only)
+        return False
+    return text == scheme.quant_type.lower() or text.replace("_", " ") in scheme.scheme.lower()
+
+
 def _matches(scheme: QuantScheme, quant: str) -> bool:
+    """'w8a8' names every row whose scheme text says W8A8 (static and dynamic, not MXFP8, whose quant_type
+    W8A8_MXFP8 only shares the prefix)."""
     wanted = _scheme_key(quant) or quant.lower()
-    names = _scheme_key(f"{scheme.scheme} {scheme.quant_type}").split(",")
-    return wanted in names or (wanted.replace("_", " ") in scheme.scheme.lower())
+    return wanted in _scheme_key(scheme.scheme).split(",") or quant.lower() == scheme.scheme.lower()
 
 
 def _status(cell: str) -> str:
@@ -46,7 +56,8 @@ def check_serving(architecture: str, quant: str, kernel: str, product: str, fact
                          "the serving facts list quantisation schemes, not architectures: not checked",
                          f"{QUANT_TABLE}: no architecture column")]
     if quant:
-        rows = [s for s in facts.quant_schemes if _matches(s, quant)]
+        typed = [s for s in facts.quant_schemes if _named(s, quant)]  # W8A8_DYNAMIC: that variant only
+        rows = typed or [s for s in facts.quant_schemes if _matches(s, quant)]
         rows.sort(key=lambda s: (s.engine != ENGINE, s.row))
         for scheme in rows:
             cell = scheme.status(kernel)
