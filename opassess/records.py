@@ -357,3 +357,4 @@ class Assessment:
     onnx: Any = None  # opassess.routes.OnnxRoute of `scan --route onnx`
     serving: Any = None  # opassess.routes.ServingCheck of `scan --route vllm-ascend`
     graph_mode: Any = None  # opassess.graphmode.GraphMode: readiness per NPU graph back-end; None with --no-graph-mode
+    performance: Any = None  # opassess.perf.Performance: the time model's step on the target (and --compare products)

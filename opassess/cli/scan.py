@@ -111,6 +111,12 @@ def scan(
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
                             "base).")] = None,
+    compare: Annotated[str | None, typer.Option(
+        "--compare", help="Also estimate the step time on these products, comma-separated (A3,950): one "
+                          "table.")] = None,
+    device_profile: Annotated[Path | None, typer.Option(
+        "--device-profile", help="A TOML overlay of the target's device profile (efficiencies, peaks, launch costs, "
+                                 "host link) for the time model; see README 'How fast it will run'.")] = None,
     weights: Annotated[Path | None, typer.Option(
         help="A weights file whose keys override the profile's (only the keys it changes are needed).")] = None,
     profile: Annotated[str, typer.Option(
@@ -192,6 +198,7 @@ def scan(
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
             train=train, amp=amp, profile=profile, source=tuple(str(p) for p in source or ()),
+            compare=tuple(p.strip() for p in (compare or "").split(",") if p.strip()), device_profile=device_profile,
             **route_values(route, opset, exporter, quant),
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):

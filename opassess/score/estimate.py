@@ -183,10 +183,13 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
             signals_seen.append(f"+{step} {text}")
     likelihood = level(likelihood)
 
-    share = signals.compute_share
+    share = signals.compute_share if signals.time_share is None else signals.time_share
     reached = sum(1 for threshold in rules.impact.share_levels if share >= threshold)
     impact = 1 + reached
-    signals_seen.append(f"{share:.1%} of compute ({signals.compute_measure}): impact {impact}")
+    if signals.time_share is not None:  # the time model's share of the step (opassess/perf)
+        signals_seen.append(f"carries {share:.1%} of the {signals.time_measure} (an estimate): impact {impact}")
+    else:
+        signals_seen.append(f"{share:.1%} of compute ({signals.compute_measure}): impact {impact}")
     if signals.occurrences >= rules.impact.many_occurrences and rules.impact.occurrence_bump:
         impact += rules.impact.occurrence_bump
         signals_seen.append(f"+{rules.impact.occurrence_bump} {signals.occurrences} occurrences")

@@ -72,6 +72,7 @@ class PipelineRules:
     dynamic_finding: float
     per_extra_shape: float
     reasons: Mapping[str, float]
+    time_at_risk: float = 0.25  # the time model: at-risk time of this share of the estimated step scores 1
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,9 @@ def _signals(table: TomlTable) -> SignalRules:
 
     t = table.table("pipeline")
     pipeline = PipelineRules(_unit(t, "no_kernel"), _unit(t, "dynamic"), _unit(t, "dynamic_finding"),
-                             _unit(t, "per_extra_shape"), _reason_table(t, "reasons"))
+                             _unit(t, "per_extra_shape"), _reason_table(t, "reasons"), _unit(t, "time_at_risk"))
+    if pipeline.time_at_risk <= 0:
+        raise t.error("time_at_risk", "must be above 0")
     t.finish()
 
     t = table.table("compute")
