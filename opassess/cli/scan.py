@@ -388,6 +388,7 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
     from ..output import write_files
     from ..portfolio import DEFAULT_TIMEOUT, PortfolioOptions, default_jobs, scan_portfolio
     from ..portfolio.report import portfolio_files
+    from ..report.document import headline
     from ..report.text import days
 
     if not output or output == "-":
@@ -417,8 +418,8 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         resumed = sum(1 for r in portfolio.results if r.resumed)
         typer.echo(f"opassess: {len(portfolio.results)} models, {len(portfolio.results) - len(portfolio.failed)} "
                    f"scanned{f' ({resumed} resumed)' if resumed else ''}, {len(portfolio.failed)} failed; "
-                   f"{days(portfolio.shared_total.likely)} person-days with operators shared "
-                   f"({days(portfolio.standalone_total.likely)} one by one); wrote {out_dir / 'portfolio.md'}",
+                   f"{headline(*portfolio.shared_band)} with operators shared "
+                   f"({days(portfolio.standalone_band[1])} one by one); wrote {out_dir / 'portfolio.md'}",
                    err=True)
     for result in portfolio.failed:  # a scan error names its file already: 'pf2/x.py: ...' is said once
         cause = result.cause or ""
