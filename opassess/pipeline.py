@@ -39,6 +39,7 @@ def preflight(options: ScanOptions) -> None:
     kb = load_kb(options.kb_dir)
     kb.resolve_product(options.product)
     format_version(kb.resolve_version(options.torch_npu))
+    _device_profiles(options, kb)
     missing = next((p for p in options.source if not Path(p).exists()), None)
     if missing is not None:
         from .source import SourceScanError
@@ -50,6 +51,19 @@ def preflight(options: ScanOptions) -> None:
 
         check_opset(options.opset)
         check_onnx_installed()
+
+
+def _device_profiles(options: ScanOptions, kb) -> tuple[str, ...]:
+    """The --compare products resolved (an unknown name is a usage error) after the --device-profile overlay has been
+    read and checked against the target."""
+    from .perf import NoDeviceProfile, load_profile
+
+    if options.device_profile is not None:
+        try:
+            load_profile(kb.resolve_product(options.product), kb, options.device_profile)
+        except NoDeviceProfile:
+            pass
+    return tuple(dict.fromkeys(kb.resolve_product(name) for name in options.compare))
 
 
 def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[ModelInfo, Capture, dict[str, float]]:
@@ -66,6 +80,18 @@ def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[Mod
     train = TrainOptions(amp=options.amp) if options.train else None
     capture = trace_model(loaded, options.methods, progress, train)
     seconds["trace"] = time.perf_counter() - started
+    if options.graph_mode == "dynamo":  # torch._dynamo on the model, here in the worker (model code runs here)
+        from .graphmode.dynamo import run_dynamo
+
+        progress("running torch._dynamo on the forward (--graph-mode dynamo)")
+        started = time.perf_counter()
+        on = loaded if capture.device == loaded.device else loaded.rebuild(capture.device)
+        run = run_dynamo(on.module, on.args, on.kwargs)
+        if run.error and on.device == "meta":  # a value read on the host (.item()) needs real data: the CPU
+            on = on.rebuild("cpu")
+            run = run_dynamo(on.module, on.args, on.kwargs)
+        capture = replace(capture, dynamo=run)
+        seconds["dynamo"] = time.perf_counter() - started
     progress(f"captured {len(capture.nodes)} operator calls with {capture.method} on {capture.device}")
     return loaded.info, capture, seconds
 
@@ -109,7 +135,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     seconds["classify"] = time.perf_counter() - started
-    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds)
+    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
@@ -120,7 +146,10 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
                              torch_version=torch_version, flow=flow)
     seconds["findings"] = time.perf_counter() - started
     started = time.perf_counter()
-    context = ModelContext.of(inventory, weights, flow)  # compute shares and the main path, measured once
+    performance = _performance_stage(options, kb, inventory, classified, findings, product, torch_version, flow)
+    seconds["performance"] = time.perf_counter() - started
+    started = time.perf_counter()
+    context = ModelContext.of(inventory, weights, flow, performance)  # time shares and the main path, measured once
     signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read them
     scores = score(classified, inventory, weights, findings, signals=signals)
     started = time.perf_counter()
@@ -143,6 +172,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         source_scan=source_scan,
         **_route_stage(options, info, onnx_export, kb),
         graph_mode=graph,
+        performance=performance,
     )
 
 
@@ -167,16 +197,32 @@ def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict
 
 
 def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,
-                 seconds: dict[str, float]):
+                 seconds: dict[str, float], rates):
     """Graph-mode readiness per operator and per back-end (None when switched off), from the capture and the facts."""
     if options.graph_mode == "off":
         return None
     from .graphmode import assess_graph_mode
 
     started = time.perf_counter()
-    graph = assess_graph_mode(capture, classified, kb, torch_version)
+    graph = assess_graph_mode(capture, classified, kb, torch_version, backend=options.graph_backend, rates=rates)
     seconds["graph_mode"] = time.perf_counter() - started
     return graph
+
+
+def _performance_stage(options: ScanOptions, kb, inventory: Inventory, classified, findings, product: str,
+                       torch_version: str, flow):
+    """The time model (opassess/perf): the step on the target and on each --compare product."""
+    from .perf import estimate_performance
+
+    version = kb.resolve_version(torch_version)
+
+    def aclop_only(aten: str) -> bool:
+        fact = kb.kernel_support(aten, version).fact
+        return fact is not None and fact.paths(version) == ("aclop",)
+
+    return estimate_performance(inventory, classified, findings, product, kb=kb,
+                                compare=_device_profiles(options, kb), overlay=options.device_profile,
+                                aclop_only=aclop_only, flow=flow)
 
 
 def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str):

@@ -98,3 +98,20 @@ def test_overlay_overrides_efficiencies_and_refuses_unknown_keys(tmp_path):
     overlay.write_text('product = "Atlas A3"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match="calibrates 'Atlas A3'"):
         load_profile("Atlas A2", overlay=overlay)
+
+
+def test_a_fallback_op_carrying_most_of_the_step_is_the_top_risk_and_says_so():
+    """i0 is 12.1 of 16.1 ms (75%) in perf_fallback.py: five stars, the risk signal names its share of the step,
+    its performance.pipeline sub-score is 1 from its time at risk; the action item says what it recovers."""
+    from opassess.report.view import build_view
+
+    assessment = _RUNS.get(("perf_fallback.py", None)) or assess(
+        ScanOptions(target=str(MODELS / "perf_fallback.py"), project_scan=False))
+    top = max(assessment.estimate.ops, key=lambda e: (e.risk.stars, e.risk.likelihood * e.risk.impact))
+    assert top.score.classified.operator.key == "torch.i0" and top.risk.stars == 5
+    assert any(s.startswith("carries 7") and "of the estimated step time on Atlas A2" in s for s in top.risk.signals)
+    assert top.score.classified.operator.key in assessment.estimate.risk_matrix[4][4]
+    pipeline = next(s for s in top.score.subscores if s.criterion == "pipeline")
+    assert pipeline.value == 1.0 and "at risk" in pipeline.signal
+    actions = build_view(assessment).display.actions
+    assert actions[0].subject == "torch.i0" and "recovers ~12.00 ms per step (estimate)" in actions[0].time_text

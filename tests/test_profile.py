@@ -202,3 +202,41 @@ def test_huge_export_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
     path.write_text(kernel_details(steps=3), encoding="utf-8")
     with pytest.raises(ProfileError, match="larger than 1000 bytes"):
         read_profile(path, load_facts())
+
+
+SINC_MODEL = """
+import torch
+from torch import nn
+
+
+class Sinc(nn.Module):
+    def forward(self, x):
+        return torch.sinc(torch.relu(x))
+
+
+def build_model():
+    return Sinc()
+
+
+def example_inputs():
+    return (torch.randn(4, 8),)
+"""
+
+
+def test_cpu_fallback_and_the_aclnn_dtype_fix(tmp_path, model_file):
+    # The facts give aten::sinc an NPU kernel (the report says direct), but op-plugin's sinc kernel warns that it
+    # runs on the CPU: a profile with no device kernel for torch.sinc flags it. The relu kernel ran on the AI CPU
+    # with float64 inputs, which aclnnRelu's doc does not list for Atlas A2: the fix is a cast into its float dtypes.
+    document = build_view(assess(ScanOptions(target=str(model_file(SINC_MODEL))))).document
+    assert {op["op"]: op["category"] for op in document["operators"]}["torch.sinc"] == "direct"
+    report_path = tmp_path / "sinc.json"
+    report_path.write_text(json.dumps(document), encoding="utf-8")
+    export = tmp_path / "op_summary_1.csv"
+    export.write_text("Op Name,OP Type,Task Type,Task Duration(us),Input Shapes,Input Data Types\n"
+                      'aclnnRelu_ReluAiCpu_Relu,Relu,AI_CPU,9.5,"4,8",DOUBLE\n', encoding="utf-8")
+    checks = {c["check"]: c for c in assess_profile(export, report_path)["checks"]}
+    fallback = checks["cpu-fallback"]
+    assert fallback["op"] == "torch.sinc" and "SincKernelNpu.cpp:22" in fallback["evidence"]
+    ai_cpu = checks["ai-cpu"]
+    assert ai_cpu["op"] == "torch.relu"
+    assert ai_cpu["fix"].startswith("cast float64 to one of bfloat16, float16, float32 (aclnnRelu's documented")

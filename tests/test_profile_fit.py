@@ -61,3 +61,21 @@ def test_calibrate_profile_data_writes_an_overlay_the_time_model_reads(tmp_path)
     assert fitted.efficiency["cube"] != shipped.efficiency["cube"] or \
         fitted.launch_us["cube"] != shipped.launch_us["cube"]
     assert CliRunner().invoke(app, ["calibrate", "--profile-data", str(export)]).exit_code == 2  # no --report
+
+
+def test_rows_take_the_unit_and_added_penalties_from_the_time_model():
+    from opassess.profile.fit import fit_rows
+
+    document = json.loads(json.dumps(report()))
+    linear = next(op for op in document["operators"] if op["op"] == "torch.nn.Linear")
+    linear["estimated_time"] = {"us": 30.0, "at_risk_us": 12.0, "bound": "compute", "unit": "cube", "calls": 1,
+                                "penalties": [{"code": "unaligned-cube", "us": 5.0}, {"code": "fp32-cube", "us": 7.0}]}
+    measured = {"operators": [{"op": "torch.nn.Linear", "measured_us": 20.0, "placement": "AI_VECTOR_CORE"},
+                              {"op": "torch.relu", "measured_us": 4.0, "placement": "AI_VECTOR_CORE"},
+                              {"op": "torch.argsort", "measured_us": 50.0, "placement": "COMMUNICATION"}]}
+    rows, skipped = fit_rows(measured, document)
+    by_op = {row.op: row for row in rows}
+    # the time model's unit wins over the placement; fp32-cube is carved out of the roofline, not added to it
+    assert (by_op["torch.nn.Linear"].unit, by_op["torch.nn.Linear"].fixed_us) == ("cube", 5.0)
+    assert by_op["torch.relu"].unit == "vector" and by_op["torch.relu"].unit_from == "placement AI_VECTOR_CORE"
+    assert skipped == [("torch.argsort", "placement COMMUNICATION names no unit")]

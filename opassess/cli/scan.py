@@ -22,15 +22,19 @@ from .options import (
     Debug,
     Exporter,
     FailOn,
+    GraphBackend,
+    GraphModeOption,
     Lang,
     MaxPersonDays,
     MaxRisk,
+    NoGraphMode,
     Opset,
     Quant,
     Route,
     Templates,
     build_policy,
     dtype_value,
+    graph_mode_value,
     report_language,
     route_values,
 )
@@ -111,6 +115,12 @@ def scan(
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
                             "base).")] = None,
+    compare: Annotated[str | None, typer.Option(
+        "--compare", help="Also estimate the step time on these products, comma-separated (A3,950): one "
+                          "table.")] = None,
+    device_profile: Annotated[Path | None, typer.Option(
+        "--device-profile", help="A TOML overlay of the target's device profile (efficiencies, peaks, launch costs, "
+                                 "host link) for the time model; see README 'How fast it will run'.")] = None,
     weights: Annotated[Path | None, typer.Option(
         help="A weights file whose keys override the profile's (only the keys it changes are needed).")] = None,
     profile: Annotated[str, typer.Option(
@@ -135,6 +145,9 @@ def scan(
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
     max_risk: MaxRisk = None,
+    graph_mode: GraphModeOption = "capture",
+    no_graph_mode: NoGraphMode = False,
+    graph_backend: GraphBackend = "inductor",
     baseline: Annotated[Path | None, typer.Option(
         help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change "
              "in effort.")] = None,
@@ -173,7 +186,8 @@ def scan(
     from ..options import ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
-        policy = build_policy(fail_on, max_person_days, max_risk)
+        policy = build_policy(fail_on, max_person_days, max_risk, graph_backend)
+        graph_mode = graph_mode_value(graph_mode, no_graph_mode, graph_backend, fail_on)
         if fail_on_new and baseline is None:
             raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
                                      param_hint="'--fail-on-new'")
@@ -192,7 +206,9 @@ def scan(
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
             train=train, amp=amp, profile=profile, source=tuple(str(p) for p in source or ()),
+            compare=tuple(p.strip() for p in (compare or "").split(",") if p.strip()), device_profile=device_profile,
             **route_values(route, opset, exporter, quant),
+            graph_mode=graph_mode, graph_backend=graph_backend,
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:
@@ -381,6 +397,7 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
     from ..output import write_files
     from ..portfolio import DEFAULT_TIMEOUT, PortfolioOptions, default_jobs, scan_portfolio
     from ..portfolio.report import portfolio_files
+    from ..report.document import headline
     from ..report.text import days
 
     if not output or output == "-":
@@ -410,8 +427,8 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         resumed = sum(1 for r in portfolio.results if r.resumed)
         typer.echo(f"opassess: {len(portfolio.results)} models, {len(portfolio.results) - len(portfolio.failed)} "
                    f"scanned{f' ({resumed} resumed)' if resumed else ''}, {len(portfolio.failed)} failed; "
-                   f"{days(portfolio.shared_total.likely)} person-days with operators shared "
-                   f"({days(portfolio.standalone_total.likely)} one by one); wrote {out_dir / 'portfolio.md'}",
+                   f"{headline(*portfolio.shared_band)} with operators shared "
+                   f"({days(portfolio.standalone_band[1])} one by one); wrote {out_dir / 'portfolio.md'}",
                    err=True)
     for result in portfolio.failed:  # a scan error names its file already: 'pf2/x.py: ...' is said once
         cause = result.cause or ""

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import cache
 
-from ..dtypes import FLOAT_DTYPES, numel
+from ..dtypes import FLOAT_DTYPES, element_bytes, numel
 from ..findings.compute import node_cost
 from ..findings.graph import Graph
 from ..records import AtenCall, ClassifiedOp, Finding, OpNode
@@ -29,7 +30,7 @@ CUBE_ATEN = frozenset({
     "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_flash_attention", "aten::einsum",
     "aten::_grouped_mm"})
 NO_KERNEL_REASONS = frozenset({"view-op", "host-op"})
-FUSED_KINDS = frozenset({"fusion", "attention", "rmsnorm", "rotary", "swiglu"})
+FUSED_KINDS = frozenset({"fusion", "attention", "rmsnorm", "rotary", "swiglu", "attention-variant"})
 
 
 def compute_dtype(dtypes: Sequence[str | None]) -> str | None:
@@ -78,6 +79,8 @@ def node_work(graph: Graph, node: OpNode, classified: ClassifiedOp | None, flags
     roles = graph.roles[node.name]
     unit = _unit(node, roles, classified)
     flops, nbytes, _ = node_cost(graph, node)
+    if node.aten:  # memory traffic of the calls that move memory (the trace's count adds views' in and out)
+        nbytes = call_bytes(node.aten)
     if "transdata" in flags:
         unit = "vector"
     if unit == "vector" and not flops and node.output_shapes:
@@ -94,10 +97,33 @@ def node_work(graph: Graph, node: OpNode, classified: ClassifiedOp | None, flags
                     attention_axes=_attention_axes(node) if attention else (), flags=flags)
 
 
-def _call_bytes(calls: Iterable[AtenCall]) -> int:
-    from ..dtypes import element_bytes
+# Views the schema does not mark as aliasing (they move no memory either)
+NO_COPY_ATEN = frozenset({"aten::_unsafe_view", "aten::_reshape_alias", "aten::lift_fresh", "aten::detach_"})
 
-    return sum(numel(s) * element_bytes(d) for c in calls
+
+@cache
+def is_view(qualified: str) -> bool:
+    """Whether an ATen overload returns an alias of its input (a view: no memory moved), from its schema's alias
+    annotations ('t(Tensor(a) self) -> Tensor(a)'); in-place ops write, so they count."""
+    op = qualified.split(".")[0]
+    if op in NO_COPY_ATEN:
+        return True
+    namespace, _, rest = qualified.partition("::")
+    name, _, overload = rest.partition(".")
+    try:
+        import torch
+
+        schema = getattr(getattr(getattr(torch.ops, namespace), name), overload or "default")._schema
+    except (AttributeError, RuntimeError, ImportError):
+        return False
+    return bool(schema.returns) and all(r.alias_info is not None and not r.alias_info.is_write
+                                        for r in schema.returns)
+
+
+def call_bytes(calls: Iterable[AtenCall]) -> int:
+    """Bytes the calls read and write, views left out: the trace's own count adds a view's input and output (a
+    Linear's weight three times over aten::t and aten::mm), the time model counts memory traffic."""
+    return sum(numel(s) * element_bytes(d) for c in calls if not is_view(c.qualified)
                for shapes, dtypes in ((c.input_shapes, c.input_dtypes), (c.output_shapes, c.output_dtypes))
                for s, d in zip(shapes, dtypes, strict=False))
 
@@ -108,7 +134,7 @@ def backward_work(forward: CallWork, node: OpNode) -> CallWork | None:
     if not node.backward:
         return None
     flops = 2 * forward.flops if forward.unit == "cube" else forward.flops
-    return replace(forward, node=f"{node.name}.backward", flops=flops, bytes=float(_call_bytes(node.backward)),
+    return replace(forward, node=f"{node.name}.backward", flops=flops, bytes=float(call_bytes(node.backward)),
                    launches=max(1, len(node.backward)), flags=forward.flags - {"host-sync", "transdata"})
 
 

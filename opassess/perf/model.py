@@ -114,8 +114,9 @@ def time_call(work: CallWork, profile: DeviceProfile) -> CallTime:
                                       "float32 matmul on the cube: bf16 (or allow_hf32, whose peak the tables do not "
                                       "give here) recovers at most this"))
     us = base + sum(p.us for p in penalties)
-    if "unfused" in work.flags:  # the fused op that replaces the chain keeps its anchor's time, not this call's
+    if "unfused" in work.flags and base > 0:  # the fused op that replaces the chain keeps its anchor's time
         carved = [Penalty("unfused", base, "part of a chain one fused torch_npu op replaces")]
+    penalties = [p for p in penalties if p.us > 0]
     # Carved penalties are part of the call's own time (not added to it): the roofline is what is left without them
     base -= sum(p.us for p in carved)
     penalties += carved

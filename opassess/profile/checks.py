@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..dtypes import FLOAT_DTYPES
 from ..kb import kernels as kernel_facts
 from ..kb.products import UnknownProductError
 from .facts import ProfilerFacts
@@ -66,8 +67,10 @@ def ai_cpu_fix(kernels: Sequence[Kernel], atens: Sequence[str], op: Mapping[str,
                 break
             if verdict is not None and verdict.not_native and verdict.allowed:
                 api = verdict.main_api.api if verdict.main_api else aten
-                return (f"cast {', '.join(verdict.not_native)} to one of {', '.join(verdict.allowed)} ({api}'s "
-                        f"documented dtypes on {product})", "; ".join(verdict.evidence[:2]))
+                floating = all(d in FLOAT_DTYPES for d in verdict.not_native)  # a float input: a float target
+                targets = [d for d in verdict.allowed if d in FLOAT_DTYPES] if floating else list(verdict.allowed)
+                return (f"cast {', '.join(verdict.not_native)} to one of {', '.join(targets or verdict.allowed)} "
+                        f"({api}'s documented dtypes on {product})", "; ".join(verdict.evidence[:2]))
     if op is not None and op.get("replacement"):
         return f"use {op['replacement']} (the report's replacement for {op['op']})", "the scan report"
     return None, "no fact names an AI Core path for these inputs"
@@ -103,7 +106,8 @@ def placement_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, 
             continue
         evidence = ", ".join(e for b in host for e in facts.host_cpu[b]["evidence"]) if host else reason["evidence"]
         fix = (f"use {op['replacement']}" if op.get("replacement")
-               else "an NPU kernel (the facts name no NPU path): see the custom-dev hand-off")
+               else "keep it off the hot path or express it with ops that have NPU kernels; else a custom kernel "
+                    "(the facts name no NPU path)")
         found.append(_check("cpu-fallback", "warning", op["op"], None,
                             f"{op['op']} left no device kernel in the profile: it falls back to the host CPU"
                             + (f" (aten::{', aten::'.join(host)})" if host else ""), fix, evidence))

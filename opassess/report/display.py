@@ -37,6 +37,7 @@ from .display_records import (
     Totals,
 )
 from .document import Row
+from .graph_view import graph_actions, graph_section
 from .i18n import DEFAULT, N_, number, translations
 from .plan_view import (
     action_items,
@@ -51,6 +52,7 @@ from .reasons import reason_rows, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
+from .time_view import gain_text, time_section
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
@@ -368,7 +370,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         module_rows=MODULE_ROWS,
         findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops),
                                   source=shown_source(f.source) if f.source else "",
-                                  npu_api=f.npu_api or "", effect=f.effect) for f in assessment.findings),
+                                  npu_api=f.npu_api or "", effect=f.effect, time_text=gain_text(doc["time"], _))
+                       for f, doc in zip(assessment.findings, document["findings"], strict=True)),
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",
         effort_ranges=rule_ranges(assessment.effort_ranges),
@@ -380,9 +383,11 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         origins=origin_rows(est) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
-        actions=action_items(document, assessment.findings),
+        actions=action_items(document, assessment.findings) + graph_actions(document, shown_source),
         evidence_order=evidence_order(assessment.target),
         source=source_section(document, _),
+        time=time_section(document, _),
+        graph=graph_section(document, _, shown_source),
         source_only=capture.method == NO_CAPTURE,
         onnx=onnx_section(document, _),
         serving=serving_section(document, _),

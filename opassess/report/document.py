@@ -16,6 +16,7 @@ from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
 from .route_view import routes_doc
 from .text import days, share
+from .time_doc import finding_time_doc, operator_time_doc, performance_doc
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"
@@ -90,7 +91,7 @@ def _signature_doc(signature: Signature, category: str | None) -> dict[str, Any]
     }
 
 
-def _operator_doc(row: Row, graph: Any = None) -> dict[str, Any]:
+def _operator_doc(row: Row, graph: Any = None, performance: Any = None) -> dict[str, Any]:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     categories = classified.signature_categories if classified else ()
     doc: dict[str, Any] = {
@@ -129,6 +130,7 @@ def _operator_doc(row: Row, graph: Any = None) -> dict[str, Any]:
         "cost_note": None,
         "decisions": [],
         "graph_mode": verdicts_doc(graph.operators.get(operator.key)) if graph is not None else None,
+        "estimated_time": operator_time_doc(performance, operator.key),
     }
     if estimate is not None:
         doc["cost"] = estimate.cost
@@ -223,12 +225,14 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "torch_npu": assessment.torch_version,
         "kb_version": assessment.kb_version,
         "weights_source": assessment.weights_source,
-        "operators": [_operator_doc(r, assessment.graph_mode) for r in rows],
+        "operators": [_operator_doc(r, assessment.graph_mode, assessment.performance) for r in rows],
         "summary": summary,
         "risk_matrix": risk_matrix,
         "by_module": by_module,
         "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
-                      "source": f.source, "npu_api": f.npu_api, "effect": f.effect} for f in assessment.findings],
+                      "source": f.source, "npu_api": f.npu_api, "effect": f.effect,
+                      "time": finding_time_doc(assessment.performance, f)} for f in assessment.findings],
+        "performance": performance_doc(assessment.performance),
         "source_findings": source_findings_doc(assessment),
         "source": _source_scan_doc(assessment.source_scan),
         "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,

@@ -98,7 +98,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
                            basis=covers[k].basis if k in covers else "",
                            decisions=covers[k].decisions if k in covers else ())
                 for s, e, r in ranked for k in [s.classified.operator.key])
-    p10, p50, p90 = _simulate([*own, *model_level, *block], weights, [e for e in sites if e.high > 0])
+    p10, p50, p90 = simulate([*own, *model_level, *block], weights, [e for e in sites if e.high > 0])
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
@@ -183,10 +183,13 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
             signals_seen.append(f"+{step} {text}")
     likelihood = level(likelihood)
 
-    share = signals.compute_share
+    share = signals.compute_share if signals.time_share is None else signals.time_share
     reached = sum(1 for threshold in rules.impact.share_levels if share >= threshold)
     impact = 1 + reached
-    signals_seen.append(f"{share:.1%} of compute ({signals.compute_measure}): impact {impact}")
+    if signals.time_share is not None:  # the time model's share of the step (opassess/perf)
+        signals_seen.append(f"carries {share:.1%} of the {signals.time_measure} (an estimate): impact {impact}")
+    else:
+        signals_seen.append(f"{share:.1%} of compute ({signals.compute_measure}): impact {impact}")
     if signals.occurrences >= rules.impact.many_occurrences and rules.impact.occurrence_bump:
         impact += rules.impact.occurrence_bump
         signals_seen.append(f"+{rules.impact.occurrence_bump} {signals.occurrences} occurrences")
@@ -220,7 +223,7 @@ def _pert(e: Effort, rules) -> tuple[float, float]:
     return (1 + rules.pert_lambda * (e.likely - e.low) / width, 1 + rules.pert_lambda * (e.high - e.likely) / width)
 
 
-def _simulate(efforts: list[Effort], weights: Weights, sites: Sequence[Effort] = ()) -> tuple[float, float, float]:
+def simulate(efforts: list[Effort], weights: Weights, sites: Sequence[Effort] = ()) -> tuple[float, float, float]:
     """P10, P50 and P90 of the total: each operator drawn from its PERT-beta distribution, summed, with a fixed seed.
 
     PERT-beta on [low, high] with mode likely: alpha = 1 + lambda (likely - low) / (high - low),

@@ -62,6 +62,9 @@ class TrainCapture(CaptureMethod):
     """One training step: forward + loss, backward, clipping and the optimizer step."""
 
     name = "train"
+    eager = True
+    reported_as = "dispatch"  # the training step's forward is the dispatch capture: the method the report names
+    step = "train"
 
     def __init__(self, options: TrainOptions) -> None:
         self.options = options
