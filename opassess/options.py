@@ -45,6 +45,7 @@ class ScanOptions:
     graph_mode: str = "capture"
     compare: tuple[str, ...] = ()  # products to time the step on besides the target (--compare)
     device_profile: Path | None = None  # an overlay TOML over the target's device profile (--device-profile)
+    graph_backend: str = "inductor"  # the back-end the --fail-on graph-break gate and the graph effort item are for
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:

@@ -80,6 +80,18 @@ def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[Mod
     train = TrainOptions(amp=options.amp) if options.train else None
     capture = trace_model(loaded, options.methods, progress, train)
     seconds["trace"] = time.perf_counter() - started
+    if options.graph_mode == "dynamo":  # torch._dynamo on the model, here in the worker (model code runs here)
+        from .graphmode.dynamo import run_dynamo
+
+        progress("running torch._dynamo on the forward (--graph-mode dynamo)")
+        started = time.perf_counter()
+        on = loaded if capture.device == loaded.device else loaded.rebuild(capture.device)
+        run = run_dynamo(on.module, on.args, on.kwargs)
+        if run.error and on.device == "meta":  # a value read on the host (.item()) needs real data: the CPU
+            on = on.rebuild("cpu")
+            run = run_dynamo(on.module, on.args, on.kwargs)
+        capture = replace(capture, dynamo=run)
+        seconds["dynamo"] = time.perf_counter() - started
     progress(f"captured {len(capture.nodes)} operator calls with {capture.method} on {capture.device}")
     return loaded.info, capture, seconds
 
@@ -123,7 +135,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     seconds["classify"] = time.perf_counter() - started
-    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds)
+    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
@@ -187,14 +199,14 @@ def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict
 
 
 def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,
-                 seconds: dict[str, float]):
+                 seconds: dict[str, float], rates):
     """Graph-mode readiness per operator and per back-end (None when switched off), from the capture and the facts."""
     if options.graph_mode == "off":
         return None
     from .graphmode import assess_graph_mode
 
     started = time.perf_counter()
-    graph = assess_graph_mode(capture, classified, kb, torch_version)
+    graph = assess_graph_mode(capture, classified, kb, torch_version, backend=options.graph_backend, rates=rates)
     seconds["graph_mode"] = time.perf_counter() - started
     return graph
 

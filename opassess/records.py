@@ -80,6 +80,25 @@ class StandIn:
 
 
 @dataclass(frozen=True)
+class DynamoBreak:
+    """One graph break torch._dynamo reported: its reason and the user's line it happened at."""
+
+    reason: str
+    source: str | None  # "model.py:19"
+
+
+@dataclass(frozen=True)
+class DynamoRun:
+    """What torch._dynamo reported when the worker ran it on the model's forward (--graph-mode dynamo)."""
+
+    graphs: int  # graphs it built
+    ops: int  # ops in them
+    breaks: tuple[DynamoBreak, ...]
+    seconds: float
+    error: str | None = None  # why the run did not finish, when it did not (the breaks are then incomplete)
+
+
+@dataclass(frozen=True)
 class Capture:
     """Everything the trace stage learned about one forward pass."""
 
@@ -93,6 +112,7 @@ class Capture:
     step: str = "forward"  # "forward" (one forward pass, eval mode) | "train" (forward, backward, optimizer step)
     step_note: str | None = None  # what the training step ran: its loss, optimizer, clipping, autocast
     stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
+    dynamo: DynamoRun | None = None  # torch._dynamo's report on the forward (--graph-mode dynamo), else None
 
 
 @dataclass(frozen=True)

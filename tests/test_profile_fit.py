@@ -54,10 +54,31 @@ def test_calibrate_profile_data_writes_an_overlay_the_time_model_reads(tmp_path)
     result = CliRunner().invoke(app, ["calibrate", "--profile-data", str(export), "--report", str(report_path),
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert "mean relative error:" in result.output and "placement AI_CORE" in result.output
+    assert "mean relative error:" in result.output and "cube (time model)" in result.output
     fitted = load_profile("Atlas A2", overlay=out)
     shipped = load_profile("Atlas A2")
     assert fitted.overlay is not None and str(out) in fitted.overlay
     assert fitted.efficiency["cube"] != shipped.efficiency["cube"] or \
         fitted.launch_us["cube"] != shipped.launch_us["cube"]
     assert CliRunner().invoke(app, ["calibrate", "--profile-data", str(export)]).exit_code == 2  # no --report
+
+
+def test_rows_take_the_unit_and_added_penalties_from_the_time_model():
+    from opassess.profile.fit import fit_rows
+
+    document = json.loads(json.dumps(report()))
+    ops = {op["op"]: op for op in document["operators"]}
+    ops["torch.relu"].pop("estimated_time", None)  # without the time model the placement names the unit
+    ops["torch.argsort"].pop("estimated_time", None)
+    linear = ops["torch.nn.Linear"]
+    linear["estimated_time"] = {"us": 30.0, "at_risk_us": 12.0, "bound": "compute", "unit": "cube", "calls": 1,
+                                "penalties": [{"code": "unaligned-cube", "us": 5.0}, {"code": "fp32-cube", "us": 7.0}]}
+    measured = {"operators": [{"op": "torch.nn.Linear", "measured_us": 20.0, "placement": "AI_VECTOR_CORE"},
+                              {"op": "torch.relu", "measured_us": 4.0, "placement": "AI_VECTOR_CORE"},
+                              {"op": "torch.argsort", "measured_us": 50.0, "placement": "COMMUNICATION"}]}
+    rows, skipped = fit_rows(measured, document)
+    by_op = {row.op: row for row in rows}
+    # the time model's unit wins over the placement; fp32-cube is carved out of the roofline, not added to it
+    assert (by_op["torch.nn.Linear"].unit, by_op["torch.nn.Linear"].fixed_us) == ("cube", 5.0)
+    assert by_op["torch.relu"].unit == "vector" and by_op["torch.relu"].unit_from == "placement AI_VECTOR_CORE"
+    assert skipped == [("torch.argsort", "placement COMMUNICATION names no unit")]

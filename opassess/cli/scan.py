@@ -22,15 +22,19 @@ from .options import (
     Debug,
     Exporter,
     FailOn,
+    GraphBackend,
+    GraphModeOption,
     Lang,
     MaxPersonDays,
     MaxRisk,
+    NoGraphMode,
     Opset,
     Quant,
     Route,
     Templates,
     build_policy,
     dtype_value,
+    graph_mode_value,
     report_language,
     route_values,
 )
@@ -141,6 +145,9 @@ def scan(
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
     max_risk: MaxRisk = None,
+    graph_mode: GraphModeOption = "capture",
+    no_graph_mode: NoGraphMode = False,
+    graph_backend: GraphBackend = "inductor",
     baseline: Annotated[Path | None, typer.Option(
         help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change "
              "in effort.")] = None,
@@ -179,7 +186,8 @@ def scan(
     from ..options import ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
-        policy = build_policy(fail_on, max_person_days, max_risk)
+        policy = build_policy(fail_on, max_person_days, max_risk, graph_backend)
+        graph_mode = graph_mode_value(graph_mode, no_graph_mode, graph_backend, fail_on)
         if fail_on_new and baseline is None:
             raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
                                      param_hint="'--fail-on-new'")
@@ -200,6 +208,7 @@ def scan(
             train=train, amp=amp, profile=profile, source=tuple(str(p) for p in source or ()),
             compare=tuple(p.strip() for p in (compare or "").split(",") if p.strip()), device_profile=device_profile,
             **route_values(route, opset, exporter, quant),
+            graph_mode=graph_mode, graph_backend=graph_backend,
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:
@@ -388,6 +397,7 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
     from ..output import write_files
     from ..portfolio import DEFAULT_TIMEOUT, PortfolioOptions, default_jobs, scan_portfolio
     from ..portfolio.report import portfolio_files
+    from ..report.document import headline
     from ..report.text import days
 
     if not output or output == "-":
@@ -417,8 +427,8 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         resumed = sum(1 for r in portfolio.results if r.resumed)
         typer.echo(f"opassess: {len(portfolio.results)} models, {len(portfolio.results) - len(portfolio.failed)} "
                    f"scanned{f' ({resumed} resumed)' if resumed else ''}, {len(portfolio.failed)} failed; "
-                   f"{days(portfolio.shared_total.likely)} person-days with operators shared "
-                   f"({days(portfolio.standalone_total.likely)} one by one); wrote {out_dir / 'portfolio.md'}",
+                   f"{headline(*portfolio.shared_band)} with operators shared "
+                   f"({days(portfolio.standalone_band[1])} one by one); wrote {out_dir / 'portfolio.md'}",
                    err=True)
     for result in portfolio.failed:  # a scan error names its file already: 'pf2/x.py: ...' is said once
         cause = result.cause or ""

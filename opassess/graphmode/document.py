@@ -23,9 +23,14 @@ def graph_mode_doc(graph: GraphMode | None) -> dict[str, Any] | None:
     """The model's readiness per back-end, with how the breaks were found and what that method cannot see."""
     if graph is None:
         return None
-    dynamo = graph.dynamo
+    dynamo, effort = graph.dynamo, graph.effort
     return {
         "method": graph.method,
+        "backend": graph.chosen,
+        "effort": None if effort is None else {
+            "backend": effort.backend, "basis": effort.basis,
+            "person_days": {"low": round(effort.person_days.low, 2), "likely": round(effort.person_days.likely, 2),
+                            "high": round(effort.person_days.high, 2)}},
         "unseen": graph.unseen,
         "backends": {b.backend: {"ready": b.ready, "breaks": [break_doc(x) for x in b.breaks],
                                  "capturable_flops_share": (round(b.capturable_flops_share, 4)
@@ -34,5 +39,5 @@ def graph_mode_doc(graph: GraphMode | None) -> dict[str, Any] | None:
                      for b in graph.backends},
         "dynamo": None if dynamo is None else {
             "graphs": dynamo.graphs, "ops": dynamo.ops, "seconds": round(dynamo.seconds, 3), "error": dynamo.error,
-            "breaks": [{"reason": reason, "source": source} for reason, source in dynamo.breaks]},
+            "breaks": [{"reason": item.reason, "source": item.source} for item in dynamo.breaks]},
     }

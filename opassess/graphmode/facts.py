@@ -80,17 +80,42 @@ def _load(path: Path) -> GraphFacts:
 
 
 @cache
-def op_tags(aten: str) -> frozenset[str]:
-    """The tags PyTorch's own schema gives an ATen overload ('aten::nonzero' -> {'dynamic_output_shape', ...}):
-    nondeterministic_seeded marks an RNG op, dynamic_output_shape and data_dependent_output a data-dependent result.
-    Empty for an op torch does not know (a custom namespace not loaded here)."""
+def op_arguments(aten: str) -> frozenset[str]:
+    """The argument names of an ATen overload's schema ('aten::lstm.input' -> {'input', 'dropout', 'train', ...})."""
+    handle = _handle(aten)
+    return frozenset(a.name for a in handle._schema.arguments) if handle is not None else frozenset()
+
+
+def _handle(aten: str):
     import torch
 
     namespace, _, rest = aten.partition("::")
     base, _, overload = rest.partition(".")
     try:
-        packet = getattr(getattr(torch.ops, namespace), base)
-        handle = getattr(packet, overload or "default")
+        return getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
     except (AttributeError, RuntimeError):
-        return frozenset()
+        return None
+
+
+@cache
+def op_tags(aten: str) -> frozenset[str]:
+    """The tags PyTorch's own schema gives an ATen overload ('aten::nonzero' -> {'dynamic_output_shape', ...}):
+    nondeterministic_seeded marks an RNG op, dynamic_output_shape and data_dependent_output a data-dependent result.
+    Empty for an op torch does not know (a custom namespace not loaded here)."""
+    handle = _handle(aten)
     return frozenset(str(tag).rsplit(".", 1)[-1] for tag in getattr(handle, "tags", ()))
+
+
+def host_sync(call: Any) -> bool:
+    """An AtenCall reading a device value on the host (aten::_local_scalar_dense: .item(), .tolist(), `if t:`)."""
+    return "data_dependent_output" in op_tags(call.qualified)
+
+
+def data_dependent(call: Any) -> bool:
+    """An AtenCall whose output size depends on the data: tagged so by PyTorch, and for an indexing op only when an
+    index is a boolean (or uint8) mask (aten::index.Tensor with int64 indices has a static size)."""
+    if "dynamic_output_shape" not in op_tags(call.qualified):
+        return False
+    if "indices" in op_arguments(call.qualified):
+        return any(d in ("bool", "uint8") for d in call.input_dtypes[1:])
+    return True

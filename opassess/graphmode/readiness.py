@@ -1,23 +1,26 @@
 """Per model, per back-end: the breaks, the FLOPs inside capturable regions, the split points, from the capture."""
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from ..records import Capture, OpNode
-from .facts import GraphFacts, op_tags
-from .records import BACKENDS, BackendReadiness, BackendVerdict, DynamoReport, GraphBreak
+from .facts import GraphFacts, data_dependent, host_sync
+from .records import BACKENDS, BackendReadiness, BackendVerdict, GraphBreak
+from .verdicts import functional
 
 # The cheap fix of each break kind found in the dispatched calls (action items in the reports).
 FIXES = {
     "host-sync": "keep the value on the device (torch.where instead of a Python branch) or move {op} out of forward",
     "data-dependent": "use a fixed-size form (a mask multiply, nonzero_static with a bound) or move {op} out of the "
                       "compiled region",
+    "dynamo": "rewrite the construct torch._dynamo cannot trace, or move it out of the compiled region",
 }
 CAPTURE_UNSEEN = ("Python-level breaks (side effects such as print or list appends, unsupported builtins, "
                   "data-dependent Python control flow that dispatches no ATen op) are not seen by the capture alone: "
                   "scan with --graph-mode dynamo to run torch._dynamo on the model")
-DYNAMO_UNSEEN = ("torch._dynamo ran on the CPU with the example inputs only: a branch the inputs did not take and "
-                 "re-compiles for other shapes are not seen")
+DYNAMO_UNSEEN = ("torch._dynamo ran on the forward with the example inputs only (on the capture's device): a branch "
+                 "those inputs did not take, the backward pass and re-compiles for other shapes are not seen")
 
 
 def node_breaks(node: OpNode) -> list[GraphBreak]:
@@ -25,22 +28,52 @@ def node_breaks(node: OpNode) -> list[GraphBreak]:
     breaks the graph at both unless told to capture them)."""
     out = []
     for call in node.aten:
-        tags = op_tags(call.qualified)
-        if "data_dependent_output" in tags:
+        if host_sync(call):
             out.append(GraphBreak(node.key, f"host sync: {call.qualified} reads a device value on the host",
                                   node.source, "host-sync", fix=FIXES["host-sync"].format(op=node.key)))
-        elif "dynamic_output_shape" in tags:
+        elif data_dependent(call):
             out.append(GraphBreak(node.key, f"data-dependent output shape: {call.qualified}", node.source,
                                   "data-dependent", fix=FIXES["data-dependent"].format(op=node.key)))
     return out[:1]
 
 
-def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdict, ...]], facts: GraphFacts,
-                    dynamo: DynamoReport | None = None) -> tuple[BackendReadiness, ...]:
+def _line_key(source: str) -> tuple[str, str]:
+    path, _, line = source.rpartition(":")
+    return os.path.realpath(path), line
+
+
+def _decided_here(verdict: BackendVerdict, node: OpNode) -> bool:
+    """Whether an operator's verdict comes from this node's own calls (an operator such as Tensor.__getitem__ is a
+    boolean-mask index in one place and a plain slice in another)."""
+    if not verdict.aten:
+        return True
+    own = {c.qualified for c in node.aten} | {functional(c.qualified) for c in node.aten} | set(node.entry)
+    return bool(own & set(verdict.aten))
+
+
+def dynamo_breaks(capture: Capture, seen: set[str]) -> tuple[GraphBreak, ...]:
+    """The breaks torch._dynamo reported at lines the capture's own breaks do not already name, each source spelt
+    as the capture spells that file."""
+    if capture.dynamo is None:
+        return ()
+    spelling = {_line_key(s)[0]: s.rpartition(":")[0] for s in (n.source for n in capture.nodes) if s}
+    taken = {_line_key(s) for s in seen}
+    out = []
+    for item in capture.dynamo.breaks:
+        key = _line_key(item.source) if item.source else None
+        if key in taken:
+            continue
+        source = f"{spelling.get(key[0], item.source.rpartition(':')[0])}:{key[1]}" if key else None
+        out.append(GraphBreak(item.reason.split(":")[0][:120], f"torch._dynamo: {item.reason}", source, "dynamo",
+                              method="dynamo", fix=FIXES["dynamo"]))
+    return tuple(dict.fromkeys(out))
+
+
+def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdict, ...]], facts: GraphFacts
+                    ) -> tuple[BackendReadiness, ...]:
     """One BackendReadiness per back-end: ready when nothing breaks its graph."""
     shared = {node.name: node_breaks(node) for node in capture.nodes}
-    python = tuple(GraphBreak(reason.split("\n")[0][:200], f"torch._dynamo: {reason.splitlines()[0][:200]}", source,
-                              "dynamo", method="dynamo") for reason, source in (dynamo.breaks if dynamo else ()))
+    python = dynamo_breaks(capture, {b.source for found in shared.values() for b in found if b.source})
     total = sum(node.flops for node in capture.nodes)
     train = capture.step == "train"
     out = []
@@ -53,7 +86,7 @@ def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdic
                 continue
             found = list(shared[node.name])
             verdict = verdicts.get(node.key, ())[index] if node.key in verdicts else None
-            if not found and verdict is not None and verdict.blocking:
+            if not found and verdict is not None and verdict.blocking and _decided_here(verdict, node):
                 found.append(GraphBreak(node.key, f"{verdict.verdict}: {verdict.reason}", node.source, "operator"))
             if found:
                 split.append(node.key)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..records import DynamoRun, Effort
+
 # The NPU graph back-ends, each stated once: torch.compile with torch_npu's inductor; aclgraph capture through
 # torchair's npugraph_ex (the npugraphs back-end shares its capture rules); torchair's GE graph (max-autotune).
 BACKENDS: tuple[str, ...] = ("inductor", "npugraph_ex", "ge")
@@ -14,6 +16,7 @@ VERDICTS: Mapping[str, tuple[str, ...]] = {
     "npugraph_ex": ("capturable", "needs-update-handler", "not-capturable"),
     "ge": ("supported", "partial", "no-converter"),
 }
+ALL_VERDICTS: tuple[str, ...] = tuple(v for backend in BACKENDS for v in VERDICTS[backend])  # the schema's enum
 BLOCKING: Mapping[str, frozenset[str]] = {
     "inductor": frozenset(), "npugraph_ex": frozenset({"not-capturable"}), "ge": frozenset({"no-converter"}),
 }
@@ -65,14 +68,12 @@ class BackendReadiness:
 
 
 @dataclass(frozen=True)
-class DynamoReport:
-    """What torch._dynamo reported when the worker ran it on the model (plain data, validated by the parent)."""
+class GraphEffort:
+    """Person-days to make one back-end work for this model, apart from the eager migration (not in its total)."""
 
-    graphs: int
-    breaks: tuple[tuple[str, str | None], ...]  # (reason, file:line)
-    ops: int  # ops in the graphs dynamo built
-    seconds: float
-    error: str | None = None  # why the run did not finish, when it did not
+    backend: str
+    person_days: Effort
+    basis: str  # "2 host-sync x [0.1-0.25-1] + 1 operator x [0.5-2-5]"; "" when nothing is to do
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,9 @@ class GraphMode:
     unseen: str  # what the method cannot see
     backends: tuple[BackendReadiness, ...]  # in BACKENDS order
     operators: Mapping[str, tuple[BackendVerdict, ...]] = field(default_factory=dict)  # op key -> BACKENDS order
-    dynamo: DynamoReport | None = None
+    dynamo: DynamoRun | None = None  # torch._dynamo's report (--graph-mode dynamo), as the capture carried it
+    chosen: str = "inductor"  # --graph-backend: the back-end the CI gate and the effort item are for
+    effort: GraphEffort | None = None
 
     def backend(self, name: str) -> BackendReadiness:
         return next(b for b in self.backends if b.backend == name)

@@ -6,8 +6,12 @@ from typing import Any
 
 from ..records import ClassifiedOp, Operator
 from ..vocabulary import PROJECT_KINDS
-from .facts import GraphFacts, op_tags
+from .facts import GraphFacts, data_dependent, host_sync, op_arguments, op_tags
 from .records import VERDICTS, BackendVerdict
+
+# Schema arguments that make an op's randomness optional (a dropout probability, a training flag): such an op draws
+# random numbers only in a training step (aten::scaled_dot_product_attention's dropout_p, aten::lstm's dropout).
+_OPTIONAL_RNG = frozenset({"dropout_p", "dropout", "train"})
 
 # torchair's converter statuses that leave an overload without a working converter.
 _NO_CONVERTER = frozenset({"not_implemented", "not_supported", "not_supported_redundant_out_variant"})
@@ -83,7 +87,8 @@ def inductor_verdict(op: Operator, facts: GraphFacts, kb: Any) -> BackendVerdict
 # ------------------------------------------------------------------ aclgraph (npugraph_ex)
 
 
-def aclgraph_verdict(classified: ClassifiedOp, facts: GraphFacts, kb: Any, version: Any) -> BackendVerdict:
+def aclgraph_verdict(classified: ClassifiedOp, facts: GraphFacts, kb: Any, version: Any, train: bool = False
+                     ) -> BackendVerdict:
     """not-capturable for a host read, a data-dependent size, an RNG op, an op without an NPU
     kernel or with an aclop-only kernel; needs-update-handler for an op replayed through an update handler."""
     op = classified.operator
@@ -98,18 +103,20 @@ def aclgraph_verdict(classified: ClassifiedOp, facts: GraphFacts, kb: Any, versi
     if op.kind in PROJECT_KINDS and not op.aten:
         found.append(BackendVerdict(backend, "not-capturable", f"{op.key} is a project op with no known aclnn kernel "
                                     "(only aclnn kernels are captured)", (facts.capture_cite("aclnn_only"),)))
+    calls = [call for node in op.nodes for call in node.aten]
+    for aten in dict.fromkeys(c.qualified for c in calls if host_sync(c)):
+        found.append(BackendVerdict(backend, "not-capturable", f"{aten} reads a device value on the host (a stream "
+                                    "sync inside the capture)", (facts.capture_cite("no_sync"),), (aten,)))
+    for aten in dict.fromkeys(c.qualified for c in calls if data_dependent(c)):
+        found.append(BackendVerdict(backend, "not-capturable", f"{aten}'s output size depends on the data (a "
+                                    "captured graph replays fixed shapes)", (facts.capture_cite("recapture_limit"),),
+                                    (aten,)))
     for aten in kernel_ops(op, kb, version):
         tags = op_tags(aten)
         support = kb.kernel_support(aten, version) if aten.startswith("aten::") else None
-        if "data_dependent_output" in tags:
-            found.append(BackendVerdict(backend, "not-capturable", f"{aten} reads a device value on the host (a "
-                                        "stream sync inside the capture)", (facts.capture_cite("no_sync"),),
-                                        (aten,)))
-        elif "dynamic_output_shape" in tags:
-            found.append(BackendVerdict(backend, "not-capturable", f"{aten}'s output size depends on the data (a "
-                                        "captured graph replays fixed shapes)",
-                                        (facts.capture_cite("recapture_limit"),), (aten,)))
-        elif "nondeterministic_seeded" in tags:
+        if "data_dependent_output" in tags or "dynamic_output_shape" in tags:
+            continue  # judged per call above
+        if "nondeterministic_seeded" in tags and (train or not op_arguments(aten) & _OPTIONAL_RNG):
             found.append(BackendVerdict(backend, "not-capturable", f"{aten} draws random numbers (no RNG-op capture)",
                                         (facts.capture_cite("no_rng"),), (aten,)))
         elif support is not None and not classified.aten_support.get(aten, support.supported):
@@ -141,15 +148,27 @@ def ge_verdict(op: Operator, facts: GraphFacts, kb: Any) -> BackendVerdict:
     found = []
     signatures = op.signatures or ()
     dtypes = {d for sig in signatures for d in sig.input_dtypes[:1] if d}
+    documented = facts.ge_api(op.key)  # the GE API list names the call itself: its word outranks the heuristic
     for aten in graph_ops(op, kb):
         entry = facts.ge_converter(aten)
+        if entry is None and documented:
+            name, api = documented
+            found.append(BackendVerdict(backend, "supported", f"{name} is a documented GE API ({aten} has no "
+                                        "converter row of its own)", (f"{facts.cite('ge_apis', api['row'])} ({name})",),
+                                        (aten,)))
+            continue
         if entry is None:
             found.append(BackendVerdict(backend, "no-converter", f"no GE converter is registered for {aten}",
                                         (f"{facts.data['sources']['ge_converters']['table']}: no row for {aten}",),
                                         (aten,)))
             continue
         cite = f"{facts.cite('ge_converters', entry['row'])} ({aten}: {entry['status']})"
-        if entry["status"] in _NO_CONVERTER:
+        if entry["status"] in _NO_CONVERTER and documented:
+            name, api = documented
+            found.append(BackendVerdict(backend, "supported", f"{name} is a documented GE API (the converter status "
+                                        f"of {aten}, {entry['status']}, is a text heuristic)",
+                                        (f"{facts.cite('ge_apis', api['row'])} ({name})", cite), (aten,)))
+        elif entry["status"] in _NO_CONVERTER:
             found.append(BackendVerdict(backend, "no-converter", f"torchair's converter for {aten} is "
                                         f"{entry['status'].replace('_', ' ')}", (cite,), (aten,)))
         elif entry["status"] != "implemented":
@@ -185,9 +204,9 @@ def _api_checks(op: Operator, aten: str, facts: GraphFacts, dtypes: set[str]) ->
     return out
 
 
-def operator_verdicts(classified: ClassifiedOp, facts: GraphFacts, kb: Any, version: Any
+def operator_verdicts(classified: ClassifiedOp, facts: GraphFacts, kb: Any, version: Any, train: bool = False
                       ) -> tuple[BackendVerdict, ...]:
-    """The three verdicts of one operator, in BACKENDS order."""
+    """The three verdicts of one operator, in BACKENDS order (`train`: the capture is a training step)."""
     op = classified.operator
-    return (inductor_verdict(op, facts, kb), aclgraph_verdict(classified, facts, kb, version),
+    return (inductor_verdict(op, facts, kb), aclgraph_verdict(classified, facts, kb, version, train),
             ge_verdict(op, facts, kb))

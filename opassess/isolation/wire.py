@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..errors import OpassessError
-from ..records import AtenCall, Capture, CaptureAttempt, ModelInfo, OpNode, StandIn
+from ..records import AtenCall, Capture, CaptureAttempt, DynamoBreak, DynamoRun, ModelInfo, OpNode, StandIn
 
 MAX_MESSAGE = 512 * 2**20  # bytes of one message from a worker (a 7B model's capture is a few MiB)
 MAX_TEXT = 2**20  # characters of one string in it
@@ -24,7 +24,8 @@ class BadCapture(OpassessError):
 
 
 # field -> type spec: "str", "str?", "int", "float", "strs" (list of str), "dtypes" (list of str|None), "shapes"
-# (list of list[int]|None), "value" (a JSON value), or a record class, or [record class] (a list of them)
+# (list of list[int]|None), "value" (a JSON value), or a record class, or [record class] (a list of them), or
+# (record class,) (one of them or null)
 _ATEN = {"op": "str", "overload": "str", "input_shapes": "shapes", "input_dtypes": "dtypes",
          "output_shapes": "shapes", "output_dtypes": "dtypes"}
 _NODE = {"name": "str", "key": "str", "kind": "str", "module_path": "str", "attrs": "attrs", "input_shapes": "shapes",
@@ -33,12 +34,16 @@ _NODE = {"name": "str", "key": "str", "kind": "str", "module_path": "str", "attr
          "project_source": "str?"}
 _ATTEMPT = {"method": "str", "error": "str?", "seconds": "float"}
 _STAND_IN = {"library": "str", "symbols": "strs", "why": "str"}
+_DYNAMO_BREAK = {"reason": "str", "source": "str?"}
+_DYNAMO = {"graphs": "int", "ops": "int", "breaks": [DynamoBreak], "seconds": "float", "error": "str?"}
 _CAPTURE = {"method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
-            "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn]}
+            "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn],
+            "dynamo": (DynamoRun,)}
 _INFO = {"source": "str", "entry": "str", "class_name": "str", "parameters": "int", "dtype": "str", "inputs": "strs",
          "label": "str?"}
 _SCHEMA: dict[type, dict[str, Any]] = {AtenCall: _ATEN, OpNode: _NODE, CaptureAttempt: _ATTEMPT, StandIn: _STAND_IN,
-                                       Capture: _CAPTURE, ModelInfo: _INFO}
+                                       Capture: _CAPTURE, ModelInfo: _INFO, DynamoRun: _DYNAMO,
+                                       DynamoBreak: _DYNAMO_BREAK}
 
 
 def _plain(record: Any) -> Any:
@@ -48,6 +53,8 @@ def _plain(record: Any) -> Any:
         value = getattr(record, name)
         if isinstance(kind, list):
             value = [_plain(item) for item in value]
+        elif isinstance(kind, tuple):
+            value = None if value is None else _plain(value)
         elif kind in ("attrs", "names"):
             value = dict(value)
         out[name] = value
@@ -101,6 +108,8 @@ def _value(value: Any, where: str, depth: int = 0) -> Any:
 def _field(kind: Any, value: Any, where: str) -> Any:
     if isinstance(kind, list):
         return tuple(_record(kind[0], item, f"{where}[{i}]") for i, item in enumerate(_list(value, where)))
+    if isinstance(kind, tuple):
+        return None if value is None else _record(kind[0], value, where)
     if kind in ("str", "str?"):
         return _text(value, where, kind == "str?")
     if kind == "int":
@@ -145,8 +154,8 @@ def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
     if type(data) is not dict or set(data) - {"onnx"} != {"info", "capture", "seconds"}:
         raise _fail("the top", "expected an object with info, capture and seconds")
     seconds = data["seconds"]
-    if type(seconds) is not dict or not set(seconds) <= {"load", "trace"}:
-        raise _fail("seconds", "expected the load and trace times")
+    if type(seconds) is not dict or not set(seconds) <= {"load", "trace", "dynamo"}:
+        raise _fail("seconds", "expected the load, trace and dynamo times")
     times = {_text(k, "seconds"): float(_number(v, f"seconds.{k}", (int, float))) for k, v in seconds.items()}
     return _record(ModelInfo, data["info"], "info"), _record(Capture, data["capture"], "capture"), times
 

@@ -12,6 +12,7 @@ from markupsafe import Markup
 from ..errors import ReportError
 from .records import Portfolio
 from ..report.document import effort_doc as _effort_doc
+from ..report.document import headline
 from ..report.templates import escape_markdown
 from ..report.text import days, days_range, percent, share
 
@@ -29,9 +30,15 @@ def portfolio_document(portfolio: Portfolio) -> dict[str, Any]:
                    for r in portfolio.results],
         "skipped": [{"path": s.path, "reason": s.reason} for s in portfolio.skipped],
         "person_days": {"standalone": _effort_doc(portfolio.standalone_total),
-                        "shared": _effort_doc(portfolio.shared_total), "saved_likely": round(saved, 2)},
+                        "shared": _effort_doc(portfolio.shared_total), "saved_likely": round(saved, 2),
+                        # the headline: P50 of the simulated shared total with its P10-P90 band
+                        "headline": headline(*(round(v, 2) for v in portfolio.shared_band)),
+                        "shared_band": _band_doc(portfolio.shared_band),
+                        "standalone_band": _band_doc(portfolio.standalone_band),
+                        "saved_p50": round(portfolio.standalone_band[1] - portfolio.shared_band[1], 2)},
         "plan": [{"order": i + 1, "name": p.name, "target": p.target, "standalone": _effort_doc(p.standalone),
                   "marginal": _effort_doc(p.marginal), "cumulative": _effort_doc(p.cumulative),
+                  "model_level": _effort_doc(p.model_level),
                   "new_ops": list(p.new_ops), "extended_ops": list(p.extended_ops), "shared_ops": list(p.shared_ops),
                   "custom_dev": list(p.custom_dev), "costs": {op: _effort_doc(cost) for op, cost in p.costs}}
                  for i, p in enumerate(portfolio.plan)],
@@ -41,6 +48,14 @@ def portfolio_document(portfolio: Portfolio) -> dict[str, Any]:
         "breaches": [{"model": name, "rule": b.rule, "op": b.op, "message": b.message, "source": b.source}
                      for name, b in portfolio.breaches],
     }
+
+
+def _band_doc(band: tuple[float, float, float]) -> dict[str, float]:
+    return {"p10": round(band[0], 2), "p50": round(band[1], 2), "p90": round(band[2], 2)}
+
+
+def _band_text(band: tuple[float, float, float]) -> str:
+    return f"P10-P90 {days(band[0])}-{days(band[2])}"
 
 
 def _link(name: str, reports: tuple[str, ...]) -> Markup:
@@ -53,8 +68,8 @@ def _link(name: str, reports: tuple[str, ...]) -> Markup:
 def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
     """The portfolio with every number formatted, for templates/portfolio.md.j2."""
     ok = [r for r in portfolio.results if r.status == "ok"]
-    saved = portfolio.standalone_total.likely - portfolio.shared_total.likely
-    saved_share = share(saved, portfolio.standalone_total.likely)
+    saved = portfolio.standalone_band[1] - portfolio.shared_band[1]  # P50s, as the headline
+    saved_share = share(saved, portfolio.standalone_band[1])
     reports = {r.name: r.reports for r in portfolio.results}
     return {
         "models": len(portfolio.results),
@@ -62,8 +77,12 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
         "resumed": sum(1 for r in portfolio.results if r.resumed),
         "failed": [{"name": r.name, "target": r.target, "cause": r.cause or ""} for r in portfolio.failed],
         "skipped": [{"path": s.path, "reason": s.reason} for s in portfolio.skipped],
-        "standalone_text": days(portfolio.standalone_total.likely),
-        "shared_text": days(portfolio.shared_total.likely),
+        "standalone_text": days(portfolio.standalone_band[1]),
+        "standalone_band_text": _band_text(portfolio.standalone_band),
+        "standalone_likely": days(portfolio.standalone_total.likely),
+        "shared_text": days(portfolio.shared_band[1]),
+        "shared_band_text": _band_text(portfolio.shared_band),
+        "shared_likely": days(portfolio.shared_total.likely),
         "shared_range": days_range(portfolio.shared_total),
         "saved_text": days(saved),
         "saved_share": percent(saved_share),

@@ -37,6 +37,7 @@ from .display_records import (
     Totals,
 )
 from .document import Row
+from .graph_view import graph_actions, graph_section
 from .i18n import DEFAULT, N_, number, translations
 from .plan_view import (
     action_items,
@@ -382,10 +383,11 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         origins=origin_rows(est) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
-        actions=action_items(document, assessment.findings),
+        actions=action_items(document, assessment.findings) + graph_actions(document, shown_source),
         evidence_order=evidence_order(assessment.target),
         source=source_section(document, _),
         time=time_section(document, _),
+        graph=graph_section(document, _, shown_source),
         source_only=capture.method == NO_CAPTURE,
         onnx=onnx_section(document, _),
         serving=serving_section(document, _),

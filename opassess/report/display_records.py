@@ -342,6 +342,7 @@ class Display(Record):
     onnx: Any = None  # report.route_view.OnnxSection of --route onnx; None without
     serving: Any = None  # report.route_view.ServingSection of --route vllm-ascend; None without
     time: Any = None  # report.time_view.TimeSection: the time model's step and operators; None without one
+    graph: Any = None  # report.graph_view.GraphSection: readiness per NPU graph back-end; None with --no-graph-mode
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)

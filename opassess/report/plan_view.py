@@ -9,10 +9,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..reasons import REASONS
 from ..records import Effort, Estimate, Finding
 
 # SITE_PACKAGES: '.../site-packages/' + the package (group 1)
-from ..score.cost import MODEL_LEVEL, PROJECT, SITE_PACKAGES, SOURCE_FINDING
+from ..score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
+from ..score.weights_decisions import CHANGE_TIERS
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from .text import days, days_range, percent, share
@@ -151,21 +153,33 @@ MIN_GAIN_US = 0.05  # below this an item recovers nothing the time model can tel
 def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tuple[ActionItem, ...]:
     """One item per operator that needs work (not direct, or costed on its own), per source site that needs a hand
     edit or a port, and per performance finding, with what to do: the replacement, the route, the kernel to write,
-    who owns the code. With a time model, ordered by the estimated time each recovers per person-day."""
-    items: list[tuple[ActionItem, float, float | None]] = []
+    who owns the code; a model-level decision is one item (its operators none of their own). With a time model,
+    ordered by the estimated time each recovers per person-day."""
+    decisions = (document.get("summary") or {}).get("decisions") or []
+    items: list[tuple[ActionItem, float, float | None]] = [
+        (ActionItem(kind="decision", subject=d["title"], action="; ".join(d["plan"]),
+                    days_text=f"{days(d['person_days']['likely'])} person-days"), 0.0, None) for d in decisions]
+    decided = {key for d in decisions for key in d["operators"]}
+    precision = {key for d in decisions if d["name"] == "precision" for key in d["operators"]}
     for op in document["operators"]:
         category = op.get("category")
         if category in (None, Category.DIRECT) and op.get("cost") != "per-operator":
             continue
         if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: its item is the site's, below
             continue
+        note = op.get("cost_note") or ""
+        if op["op"] in decided and not any(f": {tier} " in note for tier in CHANGE_TIERS):
+            continue  # the decision's item says what to do
         days_text = f"{days(op['person_days']['likely'])} person-days" if op.get("person_days") else ""
-        if op.get("replacement"):
+        if op.get("cost") == PRICED_CHANGE or op["op"] in decided:
+            action = note or "change one argument"
+        elif op.get("replacement"):
             action = f"use {op['replacement']}"
         elif category == Category.CUSTOM_DEV:
             action = "write an NPU kernel (Ascend C) or change the model to avoid it"
         elif category == Category.PARAM_CONVERTED:
-            reason = (op.get("reasons") or [{}])[0].get("message", "")
+            reasons = op.get("reasons") or [{}]
+            reason = next((r for r in reasons if _decides(r.get("code", ""))), reasons[0]).get("message", "")
             action = reason.rstrip(".") or "convert its parameters"
         else:
             action = "check it numerically: " + ((op.get("reasons") or [{}])[-1].get("message", "") or "").rstrip(".")
@@ -179,8 +193,8 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
     items += [(item, 0.0, None) for item in _site_actions(document)]
     times = [f.get("time") for f in document.get("findings") or ()]
     for finding, time in zip(findings, times or [None] * len(findings), strict=False):
-        if finding.kind == "compute":
-            continue
+        if finding.kind == "compute" or (finding.kind == "mixed-precision" and set(finding.ops) <= precision):
+            continue  # a share of compute is no work; the precision decision's item covers its operators
         # the effect's first clause says what to do; the rest says how it moves the score (in the findings table)
         advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", finding.effect, maxsplit=1)[0]
         action = f"adopt {finding.npu_api}" if finding.npu_api else advice
@@ -188,6 +202,12 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
         items.append((ActionItem(kind=finding.kind, subject=finding.title, action=action, days_text="",
                                  time_text=_time_text(gain, None) if gain >= MIN_GAIN_US else ""), gain, None))
     return _by_time_recovered(items)
+
+
+def _decides(code: str) -> bool:
+    """A reason code that can make an operator non-direct (the reason registry): the one an action names."""
+    record = REASONS.get(code)
+    return record is not None and record.decides in (Category.PARAM_CONVERTED, Category.CUSTOM_DEV)
 
 
 SITES_NAMED = 3  # sites named per action item of the source scan; the count says how many more

@@ -98,7 +98,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
                            basis=covers[k].basis if k in covers else "",
                            decisions=covers[k].decisions if k in covers else ())
                 for s, e, r in ranked for k in [s.classified.operator.key])
-    p10, p50, p90 = _simulate([*own, *model_level, *block], weights, [e for e in sites if e.high > 0])
+    p10, p50, p90 = simulate([*own, *model_level, *block], weights, [e for e in sites if e.high > 0])
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
@@ -223,7 +223,7 @@ def _pert(e: Effort, rules) -> tuple[float, float]:
     return (1 + rules.pert_lambda * (e.likely - e.low) / width, 1 + rules.pert_lambda * (e.high - e.likely) / width)
 
 
-def _simulate(efforts: list[Effort], weights: Weights, sites: Sequence[Effort] = ()) -> tuple[float, float, float]:
+def simulate(efforts: list[Effort], weights: Weights, sites: Sequence[Effort] = ()) -> tuple[float, float, float]:
     """P10, P50 and P90 of the total: each operator drawn from its PERT-beta distribution, summed, with a fixed seed.
 
     PERT-beta on [low, high] with mode likely: alpha = 1 + lambda (likely - low) / (high - low),

@@ -269,3 +269,5 @@ class Weights:
     profile: str = "default"
     source_rules: SourceRules | None = None  # [source]; None only in weights built in code without a [source] table
     decisions: DecisionRules | None = None  # [decisions] and [changes]; None: every operator priced on its own
+    # [graph_mode]: person-days (low, likely, high) per graph break kind, to make the chosen graph back-end work
+    graph_mode: Mapping[str, tuple[float, float, float]] | None = None  # None: weights built in code without one

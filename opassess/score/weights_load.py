@@ -190,6 +190,7 @@ def _build(root: TomlTable, source: str) -> Weights:
         activities=_activities(root.table("activities")),
         source_rules=_source(root.table("source")),
         decisions=read_decisions(root.table("decisions"), root.table("changes"), _triple),
+        graph_mode=_graph_mode(root.table("graph_mode")),
     )
     root.finish()
     return weights
@@ -380,6 +381,15 @@ def _triple(table: TomlTable, key: str) -> tuple[float, float, float]:
     if len(values) != 3 or not values[0] <= values[1] <= values[2]:
         raise table.error(key, f"expected [low, likely, high] with low <= likely <= high, got {list(values)}")
     return values[0], values[1], values[2]
+
+
+def _graph_mode(table: TomlTable) -> Mapping[str, tuple[float, float, float]]:
+    """[graph_mode]: a triple per graph break kind (opassess.graphmode.BREAK_KINDS), every kind named."""
+    from ..graphmode.records import BREAK_KINDS
+
+    values = {kind: _triple(table, kind) for kind in BREAK_KINDS}
+    table.finish()
+    return MappingProxyType(values)
 
 
 def _source(table: TomlTable) -> SourceRules:

@@ -163,6 +163,8 @@ def render_terminal(view: View, context: RenderContext) -> str:
 
     if d["time"]:
         _print_time(console, d["time"], _)
+    if d["graph"]:
+        _print_graph(console, d["graph"], _)
     if d["source"]:
         _print_source(console, d["source"], _)
     if d["onnx"] or d["serving"]:
@@ -225,6 +227,20 @@ def render_terminal(view: View, context: RenderContext) -> str:
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+def _print_graph(console: Any, section: Any, _: Any) -> None:
+    """Graph mode: one line per back-end (ready, or its first blockers with file:line), then the effort item."""
+    Text = _inert_text()  # noqa: N806
+    console.print(Text(_("Graph mode (%s):") % section["method_text"], style="bold"))
+    for line in section["lines"]:
+        text = Text(f"  {line['backend']}{' *' if line['chosen'] else ''}: ")
+        text.append(line["text"], style="green" if line["ready"] else "yellow")
+        console.print(text)
+    if section["effort_text"]:
+        console.print(Text(f"  {section['effort_text']}", style="dim"))
+    console.print(Text(f"  {section['unseen']}.", style="dim"))
+    console.print()
 
 
 def _print_time(console: Any, section: Any, _: Any) -> None:
