@@ -42,7 +42,7 @@ def test_the_fit_recovers_known_efficiencies_and_launch_costs():
     assert set(result.fitted) == set(TRUE)  # no AI CPU row: its parameters are not fitted
     for name, value in TRUE.items():
         assert result.after[name] == pytest.approx(value, rel=0.01), name
-    assert result.error_before > 0.05 and result.error_after < 0.001
+    assert result.error_before > 0.1 and result.error_after < 0.001
 
 
 def test_calibrate_profile_data_writes_an_overlay_the_time_model_reads(tmp_path):
@@ -54,7 +54,9 @@ def test_calibrate_profile_data_writes_an_overlay_the_time_model_reads(tmp_path)
     result = CliRunner().invoke(app, ["calibrate", "--profile-data", str(export), "--report", str(report_path),
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert "mean relative error:" in result.output and "cube (time model)" in result.output
+    assert "fit error:" in result.output and "cube (time model)" in result.output
+    # the ArgSort kernel ran on the AI CPU, though the time model puts torch.argsort on the vector unit
+    assert "aicpu (placement AI_CPU)" in result.output
     fitted = load_profile("Atlas A2", overlay=out)
     shipped = load_profile("Atlas A2")
     assert fitted.overlay is not None and str(out) in fitted.overlay
