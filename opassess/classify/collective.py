@@ -22,7 +22,7 @@ def collective_name(key: str) -> str | None:
     return short if short in COLLECTIVES else None
 
 
-def _judge(name: str, dtype: str | None, kernel: str, facts: RouteFacts, index: int) -> tuple[Category, Reason]:
+def _judge(name: str, dtype: str | None, kernel: str, facts: RouteFacts, index: int | None) -> tuple[Category, Reason]:
     fact = facts.hccl(DIST + name)
     gate = facts.hccl_feature("collective dtypes")
     if dtype and gate and dtype in gate.gated_dtypes and kernel != gate.gated_from:
