@@ -9,6 +9,7 @@ import opassess.report
 from opassess.graphmode import records as graph
 from opassess.kb import load_kb
 from opassess.kb.evidence import CONFIDENCES
+from opassess.perf import records as perf
 from opassess.reasons import EXCLUSION_CODES, REASONS
 from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
@@ -65,7 +66,8 @@ def test_every_schema_enum_is_a_known_vocabulary():
              ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES),
              tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES),  # tests/test_reasons.py
              DECISION_NAMES, EXPORTERS, (*EXPORTERS, None), VERDICTS, SERVING_STATUSES,
-             graph.ALL_VERDICTS, graph.BREAK_KINDS, graph.METHODS, graph.BACKENDS}
+             graph.ALL_VERDICTS, graph.BREAK_KINDS, graph.METHODS, graph.BACKENDS,
+             perf.UNITS, perf.BOUNDS, perf.PENALTIES}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
 
@@ -99,3 +101,12 @@ def test_schema_target_is_a_product_of_the_knowledge_base_by_contract_only():
     named = re.search(r"assessed against: (.*?)\.$", option.help)
     assert named is not None
     assert tuple(re.findall(r"'([^']+)'", named.group(1))) == load_kb().products
+
+
+def test_schema_time_model_enums_are_the_time_model_vocabularies():
+    defs = SCHEMA["$defs"]
+    assert defs["estimated_time"]["properties"]["unit"]["enum"] == list(perf.UNITS)
+    assert defs["estimated_time"]["properties"]["bound"]["enum"] == list(perf.BOUNDS)
+    penalty = defs["estimated_time"]["properties"]["penalties"]["items"]["properties"]
+    assert penalty["code"]["enum"] == list(perf.PENALTIES)
+    assert defs["time_by_unit"]["propertyNames"]["enum"] == list(perf.UNITS)

@@ -29,46 +29,46 @@ The operator's category is the worst of its signatures.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..kb.evidence import ProductCheck, check_dtype, check_product, remedy, verdict_confidence
 from ..kb.facts import ApiFact, Limitation
 from ..kb.products import Product
+from ..kb.rules import Composite, FusedStep, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
 from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
+from .collective import classify_collective
+from .judgement import Judgement, worst
 from .library import classify_library
 from .project import judge_project_op
-from .scope import EntryAndBackward
+from .scope import deprecation, judge_backward, taken_whole
 
 _NON_ATEN = ("aten", "prims")
 
 
-def worst(categories: Iterable[str]) -> Category:
-    """The hardest category among `categories` ('direct' when there are none)."""
-    return Category.worst(categories)
+# Reasons that already say why an operator nothing in the knowledge base speaks for is what it is.
+_SAYS_WHY_UNKNOWN = ("custom-op", "host-op", "extension", "decomposes")
 
 
 @dataclass
-class _Judgement:
-    """Category and reasons of one signature while it is being judged."""
+class _Scope:
+    """What one operator is judged against, found once for all its signatures (step 1 of `classify`)."""
 
-    index: int
-    category: Category = Category.DIRECT
-    reasons: list[Reason] = field(default_factory=list)
-    confidences: list[str] = field(default_factory=list)  # what each deciding check was worth
+    composite: Composite | None  # a composite torch_npu runs whole (rules.toml)
+    api: ApiFact | None  # its torch_npu API page (None for a project's own op)
+    required: Replacement | None  # the replacements the facts name for it, by when they apply
+    optional: Replacement | None
+    on_limit: Replacement | None
+    verdicts: dict[str, AtenVerdict]  # the ATen ops judged, each with its verdict
+    aten_support: dict[str, bool]  # every ATen op it dispatched -> runs on the NPU
+    known: bool  # something in the knowledge base speaks for it
+    shared: list[Reason] = field(default_factory=list)  # reasons that hold for every signature
 
-    def add(self, code: str, message: str, evidence: str, category: Category | None = None,
-            per_signature: bool = True) -> None:
-        if category is not None:
-            self.category = worst((self.category, category))
-        self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))
 
-
-class _Classifier(AtenJudge, EntryAndBackward):
+class _Classifier(AtenJudge):
     def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
         self.kb = kb
         self.target = product
@@ -84,24 +84,40 @@ class _Classifier(AtenJudge, EntryAndBackward):
     # -------------------------------------------------------------- one operator
 
     def classify(self, op: Operator) -> ClassifiedOp:
+        """The module docstring's steps, one call each."""
         if op.kind == "library":  # a stand-in's record of GPU-only library code: judged from the source facts
             return classify_library(op)
-        kb = self.kb
+        collective = classify_collective(op, self.target.kernel)  # HCCL runs it: judged from the HCCL facts
+        if collective is not None:
+            return collective
         for node in op.nodes:
             for call in (*node.aten, *node.backward):
                 self.samples.setdefault(call.qualified, call)
+        scope = self._scope(op)
+        judgements = [self._judge(op, index, sig, scope)  # an operator with no signature is judged once
+                      for index, sig in enumerate(op.signatures or (None,))]
+        backward_support = self._backward(op, judgements, scope) if op.backward_aten else {}
+        fused = self.kb.rules.fused_step(op.key) if op.kind == "optimizer" else None
+        if fused and fused.aten not in op.aten:
+            scope.shared.append(Reason("fused-step", f"optional: {fused.setting} runs this step as one NPU kernel "
+                                       f"({fused.aten}) instead of one kernel per _foreach_ operation",
+                                       fused.evidence))
+        if not scope.known:
+            _not_in_kb(op, judgements)
+        return self._verdict(op, judgements, scope, backward_support, fused)
+
+    def _scope(self, op: Operator) -> _Scope:
+        """Which ATen ops are judged (a composite taken whole is judged by its own kernel, the CPU/meta decomposition
+        of an op taken whole is not), their verdicts, the API page, the replacements, and the reasons that say what
+        was left out."""
+        kb = self.kb
         composite = kb.rules.composite_for_api(op.key)
         api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS else None
         replacements = kb.replacements_for(op.key)
-        required = next((r for r in replacements if r.when == "required"), None)
-        optional = next((r for r in replacements if r.when == "optional"), None)
-        on_limit = next((r for r in replacements if r.when == "on-limit"), None)
-
-        shared: list[Reason] = []  # reasons that hold for every signature
         judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
         skipped = ([a for a in op.aten if a != composite.aten] if composite
                    else [a for a in op.aten if kb.rules.cpu_only_of(a)])
-        whole = () if composite or op.kind in PROJECT_KINDS else self._taken_whole(op)
+        whole = () if composite or op.kind in PROJECT_KINDS else taken_whole(kb, self.version, op)
         verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in dict.fromkeys((*whole, *judged))
                     if a.split("::")[0] in _NON_ATEN}
         # The CPU/meta decomposition of an op taken whole is not judged: its verdicts leave `verdicts`.
@@ -112,6 +128,7 @@ class _Classifier(AtenJudge, EntryAndBackward):
         for a in skipped:
             aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a, self.samples.get(a))
                                         ).supported)
+        shared: list[Reason] = []
         if composite:
             traced = (f"; the decomposition traced here ({', '.join(dict.fromkeys(skipped))}) is not judged"
                       if skipped else "")
@@ -126,32 +143,33 @@ class _Classifier(AtenJudge, EntryAndBackward):
                 owner = kb.rules.cpu_only_of(a)
                 shared.append(Reason("cpu-only-decomposition", f"{a} is the CPU decomposition of {owner.aten}, "
                                      f"which the NPU runs whole; not judged", f"rules.toml: composite {owner.aten}"))
-
         # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
         known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops)
-        judgements = []
-        for index, sig in enumerate(op.signatures or (None,)):  # an operator with no signature is judged once
-            j = _Judgement(index)
-            if op.kind in PROJECT_KINDS:
-                judge_project_op(op, j, verdicts, required, self.trained)
-            else:
-                self._native(op, sig, j, api, verdicts, required)
-            self._kernel_checks(op, sig, j, verdicts)
-            judgements.append(j)
-        backward_support = self._backward(op, judgements, composite, required) if op.backward_aten else {}
-        fused = kb.rules.fused_step(op.key) if op.kind == "optimizer" else None
-        if fused and fused.aten not in op.aten:
-            shared.append(Reason("fused-step", f"optional: {fused.setting} runs this step as one NPU kernel "
-                                 f"({fused.aten}) instead of one kernel per _foreach_ operation", fused.evidence))
+        return _Scope(composite, api, *(next((r for r in replacements if r.when == when), None)
+                                        for when in ("required", "optional", "on-limit")),
+                      verdicts=verdicts, aten_support=aten_support, known=known, shared=shared)
 
-        if not known:
-            for j in judgements:
-                if any(r.code in ("custom-op", "host-op", "extension", "decomposes") for r in j.reasons):
-                    continue
-                j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
-                      f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
-                      Category.CUSTOM_DEV)
+    def _judge(self, op: Operator, index: int, sig: Signature | None, scope: _Scope) -> Judgement:
+        """One signature: a project's own op, or a native API with its ATen ops; then the kernels' argument checks."""
+        j = Judgement(index)
+        if op.kind in PROJECT_KINDS:
+            judge_project_op(op, j, scope.verdicts, scope.required, self.trained)
+        else:
+            self._native(op, sig, j, scope.api, scope.verdicts, scope.required)
+        self._kernel_checks(op, sig, j, scope.verdicts)
+        return j
 
+    def _backward(self, op: Operator, judgements: list[Judgement], scope: _Scope) -> dict[str, bool]:
+        """With --train: the ATen ops op's backward dispatched, judged (scope.py); op -> runs on the NPU."""
+        verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in op.backward_aten}
+        return judge_backward(judgements, verdicts, scope.composite, scope.required, self.version_text)
+
+    def _verdict(self, op: Operator, judgements: list[Judgement], scope: _Scope, backward_support: dict[str, bool],
+                 fused: FusedStep | None) -> ClassifiedOp:
+        """The operator's record: the worst signature's category, the weakest confidence, the replacement to name,
+        its nature, and every reason once."""
+        kb, shared, verdicts = self.kb, scope.shared, scope.verdicts
+        required, optional, on_limit = scope.required, scope.optional, scope.on_limit
         family = kb.rules.nature(op.key)
         within_limits = all(j.category == Category.DIRECT for j in judgements)
         if family and family.nature == Category.PARAM_CONVERTED and within_limits:
@@ -159,9 +177,10 @@ class _Classifier(AtenJudge, EntryAndBackward):
                                  "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
         category = worst(j.category for j in judgements) if judgements else Category.DIRECT
         statuses = tuple(v.status for v in verdicts.values())
-        confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses, api is not None)
-                          for j in judgements), key=CONFIDENCES.index, default="high")
-        if not known:
+        confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses,
+                                             scope.api is not None) for j in judgements),
+                         key=CONFIDENCES.index, default="high")
+        if not scope.known:
             confidence = "low"
         replacement = required or optional or (on_limit if category != Category.DIRECT else None)
         if on_limit and category != Category.DIRECT:
@@ -175,9 +194,9 @@ class _Classifier(AtenJudge, EntryAndBackward):
         return ClassifiedOp(
             operator=op, category=category, signature_categories=signature_categories, reasons=reasons,
             replacement=replacement.api if replacement else (_fused_route(fused) if fused else None),
-            cann_op=self._cann_op(op, verdicts), known=known, aten_support=aten_support,
+            cann_op=self._cann_op(op, verdicts), known=scope.known, aten_support=scope.aten_support,
             backward_support=backward_support, confidence=confidence,
-            **self._deprecation(replacement))
+            **deprecation(kb, replacement))
 
     def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
         name = self.kb.cann_op(op.key)
@@ -189,11 +208,9 @@ class _Classifier(AtenJudge, EntryAndBackward):
                 return name
         return None
 
-    # -------------------------------------------------------------- project-defined ops
-
     # -------------------------------------------------------------- native APIs and ATen ops
 
-    def _native(self, op: Operator, sig: Signature | None, j: _Judgement, api: ApiFact | None,
+    def _native(self, op: Operator, sig: Signature | None, j: Judgement, api: ApiFact | None,
                 verdicts: dict[str, AtenVerdict], required) -> None:
         kb = self.kb
         documented = api.supported(self.page) if api else None
@@ -257,7 +274,7 @@ class _Classifier(AtenJudge, EntryAndBackward):
                       kb.rules.host_evidence if op.key in kb.rules.host_ops else "trace: no ATen op dispatched",
                       Category.DIRECT)
 
-    def _unsupported(self, op: Operator, j: _Judgement, api: ApiFact | None, mark: ProductCheck, required) -> None:
+    def _unsupported(self, op: Operator, j: Judgement, api: ApiFact | None, mark: ProductCheck, required) -> None:
         """The hierarchy says the operator does not run on the product: a replacement, else custom-dev."""
         if required is not None:
             j.add("replacement", f"{op.key} is not supported on {self.product}; use {required.api} "
@@ -271,7 +288,7 @@ class _Classifier(AtenJudge, EntryAndBackward):
             j.add("kernel-unsupported", f"{', '.join(mark.kernel_apis)} is marked not supported on {self.product} "
                   f"in its doc and the kernel has no aclop fallback", "; ".join(mark.evidence), Category.CUSTOM_DEV)
 
-    def _limits(self, op: Operator, sig: Signature, j: _Judgement, api: ApiFact, dtypes: bool = True) -> None:
+    def _limits(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact, dtypes: bool = True) -> None:
         lim: Limitation = api.limitation
         evidence = api.evidence()
         if api.api != op.key:
@@ -317,7 +334,7 @@ class _Classifier(AtenJudge, EntryAndBackward):
             j.add("cpu-fallback", f"{api.api} may fall back to the CPU for some inputs (a performance risk)",
                   evidence, None, False)
 
-    def _dtypes(self, op: Operator, sig: Signature, j: _Judgement, api: ApiFact | None,
+    def _dtypes(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact | None,
                 verdicts: dict[str, AtenVerdict]) -> None:
         """The data-carrying tensor's dtype: kernel facts for the product, then the API page (kb/evidence.py)."""
         dtype = next((d for d in sig.input_dtypes if d), None)
@@ -344,7 +361,7 @@ class _Classifier(AtenJudge, EntryAndBackward):
                   f"{', '.join(check.allowed) or 'none'}); {remedy(dtype, check.allowed)}{note}", evidence,
                   Category.PARAM_CONVERTED)
 
-    def _kernel_checks(self, op: Operator, sig: Signature | None, j: _Judgement, verdicts) -> None:
+    def _kernel_checks(self, op: Operator, sig: Signature | None, j: Judgement, verdicts) -> None:
         if sig is None:
             return
         dtypes = set(d for d in sig.input_dtypes if d)
@@ -369,6 +386,16 @@ def _fused_route(fused) -> str:
 def _nodes_of(op: Operator, sig: Signature):
     return [n for n in op.nodes if dict(n.attrs) == dict(sig.attrs) and tuple(n.input_shapes) == tuple(sig.input_shapes)
             and tuple(n.input_dtypes) == tuple(sig.input_dtypes)]
+
+
+def _not_in_kb(op: Operator, judgements: list[Judgement]) -> None:
+    """Step 5: an operator nothing in the knowledge base speaks for is custom-dev (unless a reason says why)."""
+    for j in judgements:
+        if any(r.code in _SAYS_WHY_UNKNOWN for r in j.reasons):
+            continue
+        j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
+              f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
+              Category.CUSTOM_DEV)
 
 
 def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:

@@ -4,15 +4,16 @@ not). Called by classify/operators.py once per signature."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..kb.rules import Replacement
 from ..records import Operator
 from ..vocabulary import Category
+from .aten import AtenVerdict
 from .decompose import dispatch_kinds
+from .judgement import Judgement
 
 
-def judge_project_op(op: Operator, j: Any, verdicts: Mapping[str, Any], required: Replacement | None,
+def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerdict], required: Replacement | None,
                      trained: bool) -> None:
     """One signature of a project's own op (torch.library op, autograd.Function, C++ extension function): `j` is
     the classifier's judgement (its `add`), `verdicts` its ATen verdicts (op -> AtenVerdict)."""

@@ -12,7 +12,7 @@ from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_order, check_methods, method_named
 from .nodes import NodeFailure
 from .registry import CaptureMethod, Skipped, no_progress
-from .train import TrainCapture, TrainOptions
+from .train import TrainCapture, TrainCompilingCapture, TrainOptions
 
 # The CPU fallback allocates real weights: it is refused when they would take more than this share of the
 # machine's memory (activations and the interpreter need the rest).
@@ -44,7 +44,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     methods=None picks the order by model size (capture_order). With `train`, the one method is the training step
     (trace/train): forward, backward and optimizer step."""
     if train is not None:
-        capturers: list[CaptureMethod] = [TrainCapture(train)]
+        # the same ladder as the forward: plain, then with is_compiling() true (meta only), before the CPU
+        capturers: list[CaptureMethod] = [TrainCapture(train), TrainCompilingCapture(train)]
     else:
         methods = methods or capture_order(loaded.info.parameters)
         check_methods(methods)
