@@ -115,7 +115,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     from .classify import classify
     from .classify.library import adopt_site_verdicts
     from .classify.verified import apply_verified
-    from .findings import DataFlow, find_findings
+    from .findings import DataFlow, Graph, find_findings, load_patterns
     from .inventory import build_inventory
     from .kb import format_version, load_kb
     from .score.criteria import score
@@ -142,11 +142,13 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
     started = time.perf_counter()
     flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
+    graph_roles = Graph(flow, load_patterns())  # the roles, once: the findings and the time model read them
     findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
-                             torch_version=torch_version, flow=flow)
+                             torch_version=torch_version, flow=flow, graph=graph_roles)
     seconds["findings"] = time.perf_counter() - started
     started = time.perf_counter()
-    performance = _performance_stage(options, kb, inventory, classified, findings, product, torch_version, flow)
+    performance = _performance_stage(options, kb, inventory, classified, findings, product, torch_version,
+                                      graph_roles)
     seconds["performance"] = time.perf_counter() - started
     started = time.perf_counter()
     context = ModelContext.of(inventory, weights, flow, performance)  # time shares and the main path, measured once
@@ -210,7 +212,7 @@ def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_v
 
 
 def _performance_stage(options: ScanOptions, kb, inventory: Inventory, classified, findings, product: str,
-                       torch_version: str, flow):
+                       torch_version: str, graph):
     """The time model (opassess/perf): the step on the target and on each --compare product."""
     from .perf import estimate_performance
 
@@ -222,7 +224,7 @@ def _performance_stage(options: ScanOptions, kb, inventory: Inventory, classifie
 
     return estimate_performance(inventory, classified, findings, product, kb=kb,
                                 compare=_device_profiles(options, kb), overlay=options.device_profile,
-                                aclop_only=aclop_only, flow=flow)
+                                aclop_only=aclop_only, graph=graph)
 
 
 def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str):

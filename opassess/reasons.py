@@ -131,6 +131,11 @@ AUTOGRAD_FUNCTION = reason_code("autograd-function", "a custom autograd.Function
                                 "with NPU kernels; its hand-written backward is judged when traced, else to verify",
                                 decides=_PARAM)
 
+# ----------------------------------------------------------------- collectives (classify/collective.py)
+HCCL = reason_code("hccl", "a torch.distributed collective the model called, judged against the HCCL facts "
+                   "(hccl_distributed_support.tsv): the collective and the tensor dtypes HCCL takes on the target",
+                   decides=_PARAM)
+
 # ----------------------------------------------------------------- stand-ins and source sites (classify/library.py)
 STAND_IN = reason_code("stand-in", "a GPU-only library call or a Triton launch recorded by a stand-in, not run: its "
                        "arguments were seen, not what the kernel does")

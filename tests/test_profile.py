@@ -109,7 +109,8 @@ def test_kernel_details_joins_kernels_to_operators_slowest_first(tmp_path, repor
                               ("torch.relu", 4.0, "AI_VECTOR_CORE")]
     linear = document["operators"][1]
     assert linear["calls"] == 1 and linear["kernels"][0]["shape_match"] is True
-    assert linear["predicted_us"] is None and linear["ratio"] is None  # this report has no time model
+    predicted = next(op for op in report()["operators"] if op["op"] == "torch.nn.Linear")["estimated_time"]["us"]
+    assert linear["predicted_us"] == predicted and linear["ratio"] == round(20.0 / predicted, 3)
     unmatched = {r["name"]: r["why"] for r in document["unmatched"]}
     assert set(unmatched) == {"aclnnCast_CastAiCore_Cast", "TransData"}
     assert "no operator of the report dispatches it" in unmatched["aclnnCast_CastAiCore_Cast"]
@@ -157,7 +158,7 @@ def test_every_format_renders(tmp_path, report_file):
     assert md.index("torch.argsort") < md.index("torch.nn.Linear") < md.index("torch.relu")
 
 
-def test_predicted_time_and_ratio_when_the_report_has_a_time_model(tmp_path):
+def test_predicted_time_and_ratio_follow_the_reports_time_model(tmp_path):
     document = json.loads(json.dumps(report()))
     for op in document["operators"]:
         op["estimated_time"] = {"us": 10.0, "at_risk_us": 0.0, "bound": "memory", "unit": "vector", "penalties": []}
@@ -169,6 +170,12 @@ def test_predicted_time_and_ratio_when_the_report_has_a_time_model(tmp_path):
     linear = next(r for r in profile["operators"] if r["op"] == "torch.nn.Linear")
     assert linear["predicted_us"] == 10.0 and linear["ratio"] == 2.0
     assert profile["summary"]["predicted_us"] == 30.0
+    for op in document["operators"]:  # a report without the time model: no prediction, no ratio
+        op.pop("estimated_time")
+    report_path.write_text(json.dumps(document), encoding="utf-8")
+    profile = assess_profile(path, report_path)
+    assert all(r["predicted_us"] is None and r["ratio"] is None for r in profile["operators"])
+    assert profile["report"]["has_time_model"] is False and profile["summary"]["predicted_us"] is None
 
 
 def test_cli_writes_json_and_hostile_exports_are_one_line_errors(tmp_path, report_file):

@@ -42,7 +42,7 @@ def test_the_fit_recovers_known_efficiencies_and_launch_costs():
     assert set(result.fitted) == set(TRUE)  # no AI CPU row: its parameters are not fitted
     for name, value in TRUE.items():
         assert result.after[name] == pytest.approx(value, rel=0.01), name
-    assert result.error_before > 0.05 and result.error_after < 0.001
+    assert result.error_before > 0.1 and result.error_after < 0.001
 
 
 def test_calibrate_profile_data_writes_an_overlay_the_time_model_reads(tmp_path):
@@ -54,7 +54,9 @@ def test_calibrate_profile_data_writes_an_overlay_the_time_model_reads(tmp_path)
     result = CliRunner().invoke(app, ["calibrate", "--profile-data", str(export), "--report", str(report_path),
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert "mean relative error:" in result.output and "placement AI_CORE" in result.output
+    assert "fit error:" in result.output and "cube (time model)" in result.output
+    # the ArgSort kernel ran on the AI CPU, though the time model puts torch.argsort on the vector unit
+    assert "aicpu (placement AI_CPU)" in result.output
     fitted = load_profile("Atlas A2", overlay=out)
     shipped = load_profile("Atlas A2")
     assert fitted.overlay is not None and str(out) in fitted.overlay
@@ -67,7 +69,10 @@ def test_rows_take_the_unit_and_added_penalties_from_the_time_model():
     from opassess.profile.fit import fit_rows
 
     document = json.loads(json.dumps(report()))
-    linear = next(op for op in document["operators"] if op["op"] == "torch.nn.Linear")
+    ops = {op["op"]: op for op in document["operators"]}
+    ops["torch.relu"].pop("estimated_time", None)  # without the time model the placement names the unit
+    ops["torch.argsort"].pop("estimated_time", None)
+    linear = ops["torch.nn.Linear"]
     linear["estimated_time"] = {"us": 30.0, "at_risk_us": 12.0, "bound": "compute", "unit": "cube", "calls": 1,
                                 "penalties": [{"code": "unaligned-cube", "us": 5.0}, {"code": "fp32-cube", "us": 7.0}]}
     measured = {"operators": [{"op": "torch.nn.Linear", "measured_us": 20.0, "placement": "AI_VECTOR_CORE"},

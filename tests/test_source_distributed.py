@@ -124,3 +124,9 @@ def test_source_command_on_950_prices_one_site_less(trainer, monkeypatch):
     assert set(kinds["Atlas A2"]) - set(kinds["950"]) == {(18, "collective")}
     bor = next(s for s in documents["Atlas A2"]["source_findings"] if s["kind"] == "reduce-op")
     assert bor["person_days"]["likely"] > 0 and bor["evidence"][0].startswith("hccl_distributed_support.tsv:7")
+
+
+def test_kb_show_prints_the_hccl_fact():
+    result = CliRunner().invoke(app, ["kb", "show", "torch.distributed.ReduceOp.BOR"])
+    assert result.exit_code == 0, result.output
+    assert "hccl_distributed_support.tsv:7" in result.stdout and "unsupported" in result.stdout

@@ -40,6 +40,7 @@ from ..kb.versions import Version, format_version
 from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
+from .collective import classify_collective
 from .judgement import Judgement, worst
 from .library import classify_library
 from .project import judge_project_op
@@ -86,6 +87,9 @@ class _Classifier(AtenJudge):
         """The module docstring's steps, one call each."""
         if op.kind == "library":  # a stand-in's record of GPU-only library code: judged from the source facts
             return classify_library(op)
+        collective = classify_collective(op, self.target.kernel)  # HCCL runs it: judged from the HCCL facts
+        if collective is not None:
+            return collective
         for node in op.nodes:
             for call in (*node.aten, *node.backward):
                 self.samples.setdefault(call.qualified, call)

@@ -2,6 +2,7 @@
 launch costs fitted to a profile, the error before and after, and the device overlay for scan --device-profile."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -22,9 +23,10 @@ def format_fit(result: DeviceFit, source: str) -> str:
     lines = [f"Calibration of the {result.product} time model against {inert(source)} ({len(result.rows)} measured "
              f"operators)",
              "prediction per operator: calls x (max(compute, memory) + launch) of its average call, plus the report's "
-             "penalties; error = mean |predicted - measured| / measured",
+             "penalties; fit error = RMS of ln(predicted / measured), the quantity minimised",
              "", *_table(params), "", *_table(ops), "",
-             f"mean relative error: {result.error_before:.1%} before, {result.error_after:.1%} after"]
+             f"fit error: {result.error_before:.3f} before, {result.error_after:.3f} after (a typical operator off "
+             f"by a factor {math.exp(result.error_before):.2f} before, {math.exp(result.error_after):.2f} after)"]
     lines += [f"left out: {inert(op)}: {why}" for op, why in result.skipped]
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines) + "\n"

@@ -34,22 +34,24 @@ from .families import Survey, families
 from .graph import DataFlow, Graph
 from .patterns import PatternBook, load_patterns
 
-__all__ = ["DataFlow", "PatternBook", "find_findings", "load_patterns"]
+__all__ = ["DataFlow", "Graph", "PatternBook", "find_findings", "load_patterns"]
 
 
 def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, product: str = DEFAULT_PRODUCT,
                   torch_version: str | None = None, patterns: PatternBook | None = None,
-                  flow: DataFlow | None = None) -> tuple[Finding, ...]:
+                  flow: DataFlow | None = None, graph: Graph | None = None) -> tuple[Finding, ...]:
     """Every performance-work finding in the captured graph, family by family: patterns (as listed in
     patterns.toml), layout churn, dynamic shapes, mixed precision (float64 always; kernel dtype gaps when `dtype`
-    is given), compute weight. `flow` is the capture's data-flow graph when the caller already built it."""
+    is given), compute weight. `flow` is the capture's data-flow graph when the caller already built it, `graph`
+    the role-annotated graph over it (with the shipped patterns) when the caller built that too."""
     book = patterns or load_patterns()
     if dtype is not None and dtype not in book.precision_dtypes and dtype != "float32":
         raise KnowledgeBaseError(f"{book.source}: precision.dtypes: no mixed-precision check for {dtype!r} "
                                  f"(known: {', '.join(book.precision_dtypes)})")
     if dtype not in (None, "float32") and kb is None:
         raise KnowledgeBaseError(f"the mixed-precision check for {dtype} needs the knowledge base (kb is None)")
-    graph = Graph(flow if flow is not None else DataFlow.of(inventory.capture), book)
+    if graph is None or graph.book is not book:
+        graph = Graph(flow if flow is not None else DataFlow.of(inventory.capture), book)
     survey = Survey(graph=graph, inventory=inventory, kb=kb, dtype=dtype, product=product,
                     torch_version=torch_version)
     return tuple(finding for family in families() for finding in family.find(survey))

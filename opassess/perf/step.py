@@ -9,7 +9,7 @@ from typing import Any
 from ..findings.graph import DataFlow, Graph
 from ..findings.patterns import load_patterns
 from ..records import ClassifiedOp, Finding, Inventory
-from .inputs import backward_work, flag_nodes, node_work, unfused_nodes
+from .inputs import FUSED_KINDS, backward_work, flag_nodes, node_work, unfused_nodes
 from .model import CallWork, time_call
 from .profile import DeviceProfile, NoDeviceProfile, load_profile, product_note
 from .records import UNITS, CallTime, OperatorTime, Performance, StepTime
@@ -22,9 +22,11 @@ METHOD = ("sum over the captured calls ({step}) of max(FLOPs / (peak x efficienc
 
 def call_works(inventory: Inventory, classified: Sequence[ClassifiedOp], findings: Sequence[Finding],
                profile: DeviceProfile, *, aclop_only: Callable[[str], bool] | None = None,
-               flow: DataFlow | None = None) -> list[CallWork]:
-    """The CallWork of every captured call (and backward), with the unfused members of fused chains flagged."""
-    graph = Graph(flow if flow is not None else DataFlow.of(inventory.capture), load_patterns())
+               flow: DataFlow | None = None, graph: Graph | None = None) -> list[CallWork]:
+    """The CallWork of every captured call (and backward), with the unfused members of fused chains flagged
+    (`graph`: the findings' role-annotated graph, when the caller built it)."""
+    if graph is None:
+        graph = Graph(flow if flow is not None else DataFlow.of(inventory.capture), load_patterns())
     by_key = {c.operator.key: c for c in classified}
     flags = flag_nodes(findings, graph, aclop_only)
     works: list[CallWork] = []
@@ -34,7 +36,8 @@ def call_works(inventory: Inventory, classified: Sequence[ClassifiedOp], finding
             work = node_work(graph, node, by_key.get(operator.key), frozenset(flags.get(node.name, ())))
             works.append(work)
             nodes[node.name] = node
-    first = {w.node: time_call(w, profile).us for w in works}
+    members = {n for f in findings if f.kind in FUSED_KINDS and f.npu_api for n in f.nodes}
+    first = {w.node: time_call(w, profile).us for w in works if w.node in members}  # to pick each chain's anchor
     unfused = unfused_nodes(findings, first, graph)
     works = [replace(w, flags=w.flags | {"unfused"}) if w.node in unfused else w for w in works]
     out = []
@@ -79,7 +82,8 @@ def step_time(works: Sequence[CallWork], profile: DeviceProfile) -> StepTime:
 
 def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp], findings: Sequence[Finding],
                          product: str, *, kb: Any = None, compare: Sequence[str] = (), overlay: Path | None = None,
-                         aclop_only: Callable[[str], bool] | None = None, flow: DataFlow | None = None) -> Performance:
+                         aclop_only: Callable[[str], bool] | None = None, flow: DataFlow | None = None,
+                         graph: Graph | None = None) -> Performance:
     """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures).
 
     A product the tables give no figures for gets step None and the table's note: a missing profile is data."""
@@ -93,7 +97,8 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
         except NoDeviceProfile:
             return None
         if works is None:  # the unit and flags do not depend on the product; the fusion anchors barely do
-            works = call_works(inventory, classified, findings, profile, aclop_only=aclop_only, flow=flow)
+            works = call_works(inventory, classified, findings, profile, aclop_only=aclop_only, flow=flow,
+                               graph=graph)
         return step_time(works, profile)
 
     step = on(product, overlay)

@@ -7,8 +7,10 @@ them to measured operator times: efficiency and launch_us per unit (cube, vector
 so the model reproduces the measurements as closely as it can; the peaks and the bandwidth stay the tables'.
 
 Rows: the operators the profile joined to the report (profile/join.py) whose unit has a kernel: the unit is the
-report's `estimated_time.unit` when the report has the time model, else the measured placement (AI_CORE / MIX_AIC:
-cube, AI_VECTOR_CORE / MIX_AIV: vector, AI_CPU: aicpu, stated per row). Per row the prediction is
+report's `estimated_time.unit` (the time model's), except where the measurement says otherwise: a kernel measured on
+the AI CPU fits the aicpu unit, and an operator the model sends to the host or to no unit but measured on the device
+fits its placement's (AI_CORE / MIX_AIC: cube, AI_VECTOR_CORE / MIX_AIV: vector); without the time model, the
+placement's. Each row says where its unit came from. Per row the prediction is
 calls x (max(compute, memory) + launch) for the average call (the report's FLOPs and bytes over its calls) plus the
 penalties the report's time model added (`estimated_time.at_risk_us`, held fixed: they are not efficiencies).
 
@@ -72,8 +74,10 @@ class DeviceFit:
 
     @staticmethod
     def error(predicted: Sequence[float], rows: Sequence[FitRow]) -> float:
-        """Mean absolute relative error (|predicted - measured| / measured)."""
-        return sum(abs(p - r.measured_us) / r.measured_us for p, r in zip(predicted, rows, strict=True)) / len(rows)
+        """The fit error, the quantity minimised: the root mean square of ln(predicted / measured) (0.1 is about
+        10% off on a typical operator; exp() of it is the typical factor off)."""
+        return math.sqrt(sum(math.log(max(p, 1e-9) / r.measured_us) ** 2
+                             for p, r in zip(predicted, rows, strict=True)) / len(rows))
 
     @property
     def error_before(self) -> float:
@@ -223,14 +227,15 @@ def fit_rows(profile_document: Mapping[str, Any], report: Mapping[str, Any]
             skipped.append((measured["op"], "no measured time"))
             continue
         estimated = op.get("estimated_time") if isinstance(op.get("estimated_time"), Mapping) else None
-        if estimated is not None and estimated.get("unit") in UNITS:
+        placement = measured["placement"]
+        if placement == "AI_CPU" or (placement in PLACEMENT_UNITS and (estimated or {}).get("unit") not in UNITS):
+            # where it ran wins over the model where the model has it elsewhere: the AI CPU, or a kernel measured
+            # on the device for an operator the model sends to the host (cpu-fallback) or to no unit
+            unit, unit_from = PLACEMENT_UNITS[placement], f"placement {placement}"
+        elif estimated is not None and estimated.get("unit") in UNITS:
             unit, unit_from = estimated["unit"], "time model"
-        elif estimated is None and measured["placement"] in PLACEMENT_UNITS:
-            unit, unit_from = PLACEMENT_UNITS[measured["placement"]], f"placement {measured['placement']}"
         else:
-            why = (f"the time model puts it on {estimated.get('unit')} (no device efficiency to fit)" if estimated
-                   else f"placement {measured['placement']} names no unit")
-            skipped.append((measured["op"], why))
+            skipped.append((measured["op"], f"placement {placement} names no unit"))
             continue
         flops, moved = float(op.get("flops") or 0), float(op.get("bytes_moved") or 0)
         calls = int((estimated or {}).get("calls") or op.get("count") or 1)
@@ -246,8 +251,9 @@ def fit_rows(profile_document: Mapping[str, Any], report: Mapping[str, Any]
 def overlay_text(result: DeviceFit, source: str) -> str:
     """A device-profile overlay (perf/profile.py's format) with the fitted parameters, for scan --device-profile."""
     lines = [f"# Device profile calibrated by `opassess calibrate --profile-data` from {inert(source)}",
-             f"# {len(result.rows)} measured operators; mean relative error {result.error_before:.1%} -> "
-             f"{result.error_after:.1%}. Fitted values replace the modelled ones; every other figure is the table's.",
+             f"# {len(result.rows)} measured operators; fit error (RMS of ln(predicted/measured)) "
+             f"{result.error_before:.3f} -> {result.error_after:.3f}. Fitted values replace the modelled ones; every "
+             f"other figure is the table's.",
              f"product = {json.dumps(result.product)}",  # a JSON string is a TOML basic string
              f"source = {json.dumps(source)}"]
     sections: dict[str, list[str]] = {}

@@ -33,6 +33,8 @@ DTYPE_ATTRS = {"torch.float64": "float64", "torch.double": "float64", "torch.uin
                "torch.half": "float16", "torch.bfloat16": "bfloat16", "torch.int64": "int64", "torch.long": "int64",
                "torch.int32": "int32", "torch.int": "int32", "torch.int8": "int8", "torch.uint8": "uint8",
                "torch.bool": "bool"}
+KEEP_DTYPE = ("sum", "mean", "clone", "detach", "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze",
+             "abs", "neg", "max", "min", "prod", "cumsum")  # tensor methods whose result keeps the receiver's dtype
 CAST_METHODS = {"double": "float64", "float": "float32", "half": "float16", "bfloat16": "bfloat16", "long": "int64",
                 "int": "int32", "bool": "bool"}
 
@@ -99,9 +101,11 @@ class DistributedScanner:
         if isinstance(node, ast.Name) and node.id in assigned:
             earlier = [dtype for at, dtype in assigned[node.id] if at <= line or not line]
             return earlier[-1] if earlier else ""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args \
-                and node.func.attr in CAST_METHODS and self.scanner.qual(node.func) is None:
-            return CAST_METHODS[node.func.attr]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and self.scanner.qual(node.func) is None:
+            if not node.args and node.func.attr in CAST_METHODS:
+                return CAST_METHODS[node.func.attr]
+            if node.func.attr in KEEP_DTYPE:  # y.double().sum(): the dtype of the receiver
+                return self.dtype_of(node.func.value, assigned, line)
         for sub in ast.walk(node):
             if isinstance(sub, ast.Attribute):
                 dtype = DTYPE_ATTRS.get(self.scanner.qual(sub) or "")
@@ -141,7 +145,9 @@ class DistributedScanner:
             detail.append(("op", self.scanner.qual(op)[len(REDUCE_OP):]))
         if q.endswith(".recv") and "src" not in keywords and len(node.args) < 2:
             detail.append(("source", "any"))
-        self.add(node, "collective", q, detail)
+        # named as the capture names the function (its module is distributed_c10d), so a captured call of it at this
+        # line is the same item (score/source_cost.covering_operator): judged and costed once, as the operator
+        self.add(node, "collective", f"{DIST}distributed_c10d.{q[len(DIST):]}", detail)
 
     def _reference(self, node: ast.Attribute | ast.Name) -> None:
         q = self.scanner.qual(node)
