@@ -73,3 +73,45 @@ def test_a_float64_all_reduce_in_the_step_is_judged_by_the_hccl_facts(model):
 
     on_950 = next(o for o in _scan(model, "950")["operators"] if o["op"].endswith(".all_reduce"))
     assert on_950["category"] == "direct"
+
+
+FUNCTIONAL = '''\
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+from torch import nn
+
+STORE = {store!r}
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return funcol.all_reduce(self.fc(x).double(), "sum", dist.group.WORLD).float()
+
+
+def build_model():
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", init_method="file://" + STORE, rank=0, world_size=1)
+    return Net()
+
+
+def example_inputs():
+    return (torch.randn(2, 4),)
+'''
+
+
+def test_functional_collectives_are_judged_as_their_collective(tmp_path):
+    path = tmp_path / "funcol_model.py"
+    path.write_text(FUNCTIONAL.format(store=str(tmp_path / "store")))
+    result = runner.invoke(app, ["scan", str(path), "--device", "cpu", "-f", "json", "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    ops = {o["op"]: o for o in json.loads(result.stdout)["operators"]}
+    reduce = ops["_c10d_functional::all_reduce"]
+    assert reduce["category"] == "param-converted"  # float64 before the 950 generation
+    assert reduce["reasons"][0]["evidence"].startswith("hccl_distributed_support.tsv:8")
+    plumbing = [o for key, o in ops.items() if key.startswith("_c10d_functional::") and key != reduce["op"]]
+    assert plumbing and all(o["category"] == "direct" for o in plumbing)  # waits and autograd wrappers
