@@ -19,6 +19,8 @@ from ..vocabulary import Category
 from .classify_distributed import KINDS as DISTRIBUTED
 from .classify_distributed import DistributedClassifier
 from .facts import KernelLibrary, MigrationRule, SourceFacts
+from .graph_sites import KINDS as GRAPH_SITES
+from .graph_sites import classify_graph
 from .records import SourceFinding
 
 DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
@@ -280,7 +282,16 @@ def classify_sites(sites: Iterable, facts: SourceFacts, routes=None, product: st
     classifier = Classifier(facts)
     distributed = DistributedClassifier(routes, facts, product) if routes is not None else None
     out = []
+    graph = None
     for site in sites:
+        if site.kind in GRAPH_SITES:
+            if graph is None:
+                from ..kb.graph_facts import load_graph_facts
+                from ..resources import data_path
+
+                graph = load_graph_facts(data_path("kb"))
+            out.append(classify_graph(site, graph, facts))
+            continue
         if site.kind in DISTRIBUTED:
             finding = distributed.classify(site) if distributed else None
         else:

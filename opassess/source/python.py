@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from .distributed import scan_distributed
 from .facts import SourceFacts
+from .graph_sites import scan_graph
 from .records import KernelSize, Site
 
 DEVICE_KWARGS = ("device", "device_type", "map_location", "device_id", "device_ids")
@@ -350,4 +351,4 @@ def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None
     scanner = PythonScanner(tree, text.splitlines(), file, facts)
     scanner.visit(tree)
     extra = scan_distributed(tree, scanner, known_distributed) if known_distributed else []
-    return [*scanner.sites, *scanner.kernel_sites(), *extra]
+    return [*scanner.sites, *scanner.kernel_sites(), *extra, *scan_graph(tree, scanner)]
