@@ -52,7 +52,7 @@ from .reasons import reason_rows, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
-from .time_view import gain_text, time_section
+from .time_view import gain_text, slow_card, time_section
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
@@ -322,6 +322,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
              if unknown else _("every operator has a known fact")),
         Card(_("Highest risk"), worst.stars_text if worst else (_("none") if est is not None else _("not estimated")),
              worst.op if worst else (_("no operator to port") if est is not None else "")),
+        *slow_card(document, _),
     )
 
     attempts = tuple(Attempt(method=a.method,
