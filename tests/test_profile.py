@@ -265,3 +265,15 @@ def test_memory_bound_and_dynamic_shape_checks(tmp_path, report_file):
     assert "aiv_vec_ratio = 0.30" in checks["checklist:vector_utilisation"]["message"]
     assert "set_compile_mode(jit_compile=False)" in checks["dynamic-shape"]["fix"]
     assert document["profile"]["pmu_columns"] == ["aiv_mte2_ratio", "aiv_vec_ratio", "memory_bound"]
+
+
+def test_a_multi_device_export_is_averaged_per_device(tmp_path, report_file):
+    # two devices ran the same step: 2 x 50 us of ArgSort in the export is 50 us per step and device
+    single = op_summary().splitlines()
+    lines = [single[0]] + single[1:] + [line.replace("0,resnet", "1,resnet", 1) for line in single[1:]]
+    export = tmp_path / "op_summary_3.csv"
+    export.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    document = assess_profile(export, report_file)
+    assert document["profile"]["devices"] == 2 and document["profile"]["kernels"] == 2 * len(KERNELS)
+    assert _ops(document)[0] == ("torch.argsort", 50.0, "AI_CPU")
+    assert document["operators"][0]["calls"] == 1
