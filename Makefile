@@ -34,6 +34,7 @@ demo: install
 
 test: install
 	$(BIN)/ruff check opassess tools benchmarks tests
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest
 
 test-torch214: install-torch214
@@ -55,4 +56,4 @@ messages: install
 	$(BIN)/pybabel update -i build/opassess.pot -d opassess/locale -D opassess --width 120 --ignore-obsolete
 
 clean:
-	rm -rf $(VENV) $(VENV214) build dist *.egg-info .pytest_cache test-artifacts
+	rm -rf $(VENV) $(VENV214) build dist *.egg-info .pytest_cache .mypy_cache test-artifacts

@@ -137,6 +137,10 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     seconds["classify"] = time.perf_counter() - started
     graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
+    if source_scan is not None and graph is not None:  # torch.compile sites: this model's readiness on their route
+        from .source.graph_sites import note_graph_readiness
+
+        source_scan = replace(source_scan, findings=note_graph_readiness(source_scan.findings, graph))
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
     classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict

@@ -198,6 +198,7 @@ def _graph_breaks(graph: Any) -> Mapping[str, tuple[tuple[str, str, str | None, 
 def _band(summary: dict) -> tuple[float, float, float] | None:
     """(p10, p50, p90) of a report's summary, or None when it has none (not estimated, or written before P10)."""
     values = [summary.get(key) for key in ("p10", "p50", "p90")]
-    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) != 3:
         return None
-    return float(values[0]), float(values[1]), float(values[2])
+    return numbers[0], numbers[1], numbers[2]

@@ -4,10 +4,17 @@ these whose CANN aclnn kernel is documented is a binding to write (kb/evidence.c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..kb.evidence import check_binding
 from ..records import AtenCall
 from .decompose import composite_calls, dispatch_kinds, has_backend_kernel, torch_version_text
+
+if TYPE_CHECKING:
+    from ..kb.kernels import KernelFacts
+    from ..kb.products import Product
+    from ..kb.store import KnowledgeBase
+    from ..kb.versions import Version
 
 _MAX_DEPTH = 3  # composites calling composites: select_backward -> zeros -> zero_
 
@@ -55,7 +62,13 @@ def _example(call) -> tuple:
 class AtenJudge:
     """Mixed into the classifier (operators.py), whose state (kb, version, target, facts, _verdicts) it reads."""
 
-    def aten_verdict(self, aten: str, call: AtenCall | None = None, depth: int = 0) -> AtenVerdict:
+    kb: KnowledgeBase
+    version: Version
+    target: Product
+    facts: KernelFacts
+    _verdicts: dict[str, AtenVerdict]
+
+    def aten_verdict(self, aten: str, call: AtenCall | _Call | None = None, depth: int = 0) -> AtenVerdict:
         """How `aten` runs on the NPU: its own kernel, a view everywhere, or (the dispatcher's structure) what its
         composite kernel calls, judged in turn (`call`: a recorded call whose shapes the composite is run with);
         a missing op whose CANN kernel exists is a binding to write."""
@@ -117,6 +130,6 @@ def kernel_ops(verdicts: dict[str, AtenVerdict]) -> list[str]:
 def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, str]:
     """(message, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
     names = ", ".join(v.op for v in bindings)
-    apis = ", ".join(dict.fromkeys(v.binding for v in bindings))
+    apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
     return (f"{names} has no torch_npu registration, but CANN has the kernel ({apis}): register it through op-plugin "
             f"(a binding to write, not a new kernel)", "; ".join(v.evidence for v in bindings))

@@ -37,7 +37,7 @@ def collective_name(key: str) -> str | None:
     return short if short in COLLECTIVES else None
 
 
-def _judge(name: str, dtype: str | None, kernel: str, facts: RouteFacts, index: int) -> tuple[Category, Reason]:
+def _judge(name: str, dtype: str | None, kernel: str, facts: RouteFacts, index: int | None) -> tuple[Category, Reason]:
     if name in FUNCTIONAL_PLUMBING:
         return Category.DIRECT, Reason("hccl", f"{name}: waits on or wraps a functional collective's result, which "
                                        "is judged as its collective", "torch._c10d_functional", index)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 from ..records import ClassifiedOp, Operator, Reason
 from ..source.classify import preferred_library
@@ -84,7 +85,7 @@ def adopt_site_verdicts(classified: tuple[ClassifiedOp, ...], sites) -> tuple[Cl
     line, the launch of a Triton kernel whose body was scanned) takes the site's verdict, so one call has one
     category in the report: the site saw more (the call's arguments as written, the kernel's body) and carries the
     effort. The operator keeps its own reasons and says which site decided."""
-    by_key: dict[str, object] = {}
+    by_key: dict[str, Any] = {}  # operator key -> the SourceEstimate that found it
     for site in sites:
         for key in site.operators:
             by_key.setdefault(key, site)

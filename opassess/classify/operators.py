@@ -141,13 +141,15 @@ class _Classifier(AtenJudge):
         if not composite:
             for a in dict.fromkeys(a for a in skipped if a not in decomposition):
                 owner = kb.rules.cpu_only_of(a)
+                assert owner is not None  # `skipped` holds only the CPU-only ops of a composite here
                 shared.append(Reason("cpu-only-decomposition", f"{a} is the CPU decomposition of {owner.aten}, "
                                      f"which the NPU runs whole; not judged", f"rules.toml: composite {owner.aten}"))
         # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
         known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops)
-        return _Scope(composite, api, *(next((r for r in replacements if r.when == when), None)
-                                        for when in ("required", "optional", "on-limit")),
-                      verdicts=verdicts, aten_support=aten_support, known=known, shared=shared)
+        required, optional, on_limit = (next((r for r in replacements if r.when == when), None)
+                                        for when in ("required", "optional", "on-limit"))
+        return _Scope(composite, api, required, optional, on_limit, verdicts=verdicts, aten_support=aten_support,
+                      known=known, shared=shared)
 
     def _judge(self, op: Operator, index: int, sig: Signature | None, scope: _Scope) -> Judgement:
         """One signature: a project's own op, or a native API with its ATen ops; then the kernels' argument checks."""
@@ -260,6 +262,7 @@ class _Classifier(AtenJudge):
         if missing:
             names = ", ".join(v.op for v in missing)
             if documented:
+                assert api is not None  # documented: the API page said so
                 j.add("no-kernel", f"{names} not in the NPU kernel list although {api.api} is documented as supported; "
                       f"trusting the documentation", "; ".join(v.evidence for v in missing), None, False)
             elif required is not None:
@@ -280,6 +283,7 @@ class _Classifier(AtenJudge):
             j.add("replacement", f"{op.key} is not supported on {self.product}; use {required.api} "
                   f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
         elif mark.page is False:
+            assert api is not None  # the page spoke: there is one
             agree = f"; {', '.join(mark.kernel_apis)}'s doc agrees" if mark.kernel is False else ""
             j.add("api-unsupported", f"{api.api} is marked unsupported (✘) for {self.product} in the torch "
                   f"{api.doc_version} support list{agree}", "; ".join((api.evidence(), *mark.evidence)),
@@ -289,7 +293,8 @@ class _Classifier(AtenJudge):
                   f"in its doc and the kernel has no aclop fallback", "; ".join(mark.evidence), Category.CUSTOM_DEV)
 
     def _limits(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact, dtypes: bool = True) -> None:
-        lim: Limitation = api.limitation
+        lim: Limitation | None = api.limitation
+        assert lim is not None  # called only for an API with a limitation
         evidence = api.evidence()
         if api.api != op.key:
             evidence = f"{evidence}; rules.toml: calls {op.key} -> {api.api}"
@@ -320,12 +325,12 @@ class _Classifier(AtenJudge):
                 j.add("param-limit", f"{rule.param}={value!r}: {rule.describe()} on the NPU"
                       + (" (silently changed at run time)" if rule.auto_fixed else ""), evidence,
                       Category.PARAM_CONVERTED)
-        for rule in lim.ndim_rules:
-            if rule.param not in ("input", "self") or not sig.input_shapes or sig.input_shapes[0] is None:
+        for ndim_rule in lim.ndim_rules:
+            if ndim_rule.param not in ("input", "self") or not sig.input_shapes or sig.input_shapes[0] is None:
                 continue
             ndim = len(sig.input_shapes[0])
-            if rule.violated_by(ndim):
-                j.add("shape-limit", f"input rank {ndim}: {rule.describe()}", evidence, Category.PARAM_CONVERTED)
+            if ndim_rule.violated_by(ndim):
+                j.add("shape-limit", f"input rank {ndim}: {ndim_rule.describe()}", evidence, Category.PARAM_CONVERTED)
         if not dtypes:
             return
         if lim.cpu_only or lim.cpu_fallback == "always":
@@ -355,7 +360,7 @@ class _Classifier(AtenJudge):
             j.add("kernel-dtype", f"{dtype} runs natively: {check.disagreement(self.product)}; the kernel facts "
                   f"decide", evidence, None)
         elif not check.ok:
-            who = ", ".join(check.kernel_apis) if check.decided_by == "kernel" else api.api
+            who = ", ".join(check.kernel_apis) if check.decided_by == "kernel" else api.api if api else "its API"
             note = f" ({check.disagreement(self.product)}; the kernel facts decide)" if check.disagree else ""
             j.add("dtype", f"input dtype {dtype} is not supported by {who} on {self.product} (allowed: "
                   f"{', '.join(check.allowed) or 'none'}); {remedy(dtype, check.allowed)}{note}", evidence,

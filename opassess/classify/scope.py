@@ -51,7 +51,7 @@ def judge_backward(judgements: Sequence[Judgement], verdicts: Mapping[str, AtenV
     evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
     for j in judgements:
         if missing and len(bindings) == len(missing) and not composite and required is None:
-            apis = ", ".join(dict.fromkeys(v.binding for v in bindings))
+            apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
             j.add("binding", f"its backward dispatches {', '.join(missing)}, which has no torch_npu registration "
                   f"but a CANN kernel ({apis}): register it through op-plugin (a binding to write, not a new "
                   f"kernel)", evidence, Category.PARAM_CONVERTED, per_signature=False)

@@ -78,7 +78,7 @@ def _sinks(graph: Graph) -> list[tuple[str, ...]]:
                 and any(s and len(s) >= 3 and s[-1] == 1 for s in graph.node[p].input_shapes)]
         cut = [c for c in graph.data_consumers(node.name) if graph.plays(c, ("slice",))
                and graph.node[c].output_shapes and graph.node[c].output_shapes[0]
-               and graph.node[c].output_shapes[0][-1] == width - 1]
+               and graph.node[c].output_shapes[0][-1] == width - 1]  # type: ignore[index]  # checked just before
         if cats and cut:
             found.append(tuple(_attention_around(graph, node.name)))
     return found
@@ -116,7 +116,7 @@ def _decode(graph: Graph) -> list[str]:
         if graph.plays(node.name, ("sdpa",)) and len(node.input_shapes) >= 2 and all(
                 s is not None and len(s) >= 3 for s in node.input_shapes[:2]):
             q, k = node.input_shapes[:2]
-            if q[-2] == 1 < k[-2]:
+            if q is not None and k is not None and q[-2] == 1 < k[-2]:  # (not None: checked above)
                 out.append(node.name)
     return out
 

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..kb.graph_facts import GraphFacts, load_graph_facts
 from ..records import Capture, ClassifiedOp
 from .effort import graph_effort
-from .facts import GraphFacts, load_graph_facts
 from .readiness import CAPTURE_UNSEEN, DYNAMO_UNSEEN, model_readiness
 from .records import (
     BACKENDS,

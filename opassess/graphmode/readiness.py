@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from ..kb.graph_facts import GraphFacts, data_dependent, host_sync
 from ..records import Capture, OpNode
-from .facts import GraphFacts, data_dependent, host_sync
 from .records import BACKENDS, BackendReadiness, BackendVerdict, GraphBreak
 from .verdicts import functional
 

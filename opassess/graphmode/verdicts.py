@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..kb.graph_facts import GraphFacts, data_dependent, host_sync, op_arguments, op_tags
 from ..records import ClassifiedOp, Operator
 from ..vocabulary import PROJECT_KINDS
-from .facts import GraphFacts, data_dependent, host_sync, op_arguments, op_tags
 from .records import VERDICTS, BackendVerdict
 
 # Schema arguments that make an op's randomness optional (a dropout probability, a training flag): such an op draws

@@ -116,7 +116,7 @@ class _Recording:
         self.leaf_entries: list[list[str]] = []  # first-level calls made inside the running leaf module
         # One entry per running module call, pushed by its pre-hook: (module, role, source); role "leaf" records the
         # call as an operator, "container" lends its path to what runs inside, "inner" (inside an operator) neither.
-        self.calls_running: list[tuple[Any, str, str | None]] = []
+        self.calls_running: list[tuple[Any, str, Any]] = []  # the source: sources_from_frames() or None
         self.counter = itertools.count()
         # Custom ops called outside any recorded function (torch.ops.ns.op does not always pass through the
         # torch-function mode) are caught at the dispatch level by the recorder's sink.
@@ -284,7 +284,7 @@ def library_attrs(call: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
         import inspect
 
         try:
-            named = inspect.signature(call.kernel).bind_partial(*args, **kwargs).arguments
+            named = inspect.signature(call.kernel).bind_partial(*args, **kwargs).arguments  # type: ignore[arg-type]
         except (TypeError, ValueError):
             named = {}
         attrs = {k: v for k, v in ((k, jsonable(v)) for k, v in named.items()) if v is not SKIP} or attrs

@@ -54,7 +54,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     device_note = None
     current = loaded
     forward_error: BaseException | None = None
-    internal_error: Exception | None = None
+    internal_error: BaseException | None = None
     for device in (loaded.device, "cpu") if loaded.device != "cpu" else ("cpu",):
         if device != current.device:
             _check_fits_in_memory(loaded, forward_error)

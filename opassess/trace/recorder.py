@@ -65,6 +65,7 @@ class AtenRecorder:
     def collect(self) -> Iterator[list]:
         """Collect the ATen calls made inside the block into self.last = (calls, flops, bytes)."""
         self.start()
+        assert self.sink is not None  # start() made it
         try:
             yield self.sink
         finally:

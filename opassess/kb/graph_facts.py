@@ -1,4 +1,5 @@
-"""The graph-mode facts (kb/graph_mode.json, written by tools/kb_graph.py) and the ATen op tags torch itself states."""
+"""The graph-mode facts (kb/graph_mode.json, written by tools/kb_graph.py) and the ATen op tags torch itself states
+(opassess.graphmode judges with them; the source scan routes torch.compile sites by them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
