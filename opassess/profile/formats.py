@@ -60,9 +60,10 @@ def profile_view(document: Mapping[str, Any]) -> dict[str, Any]:
     level0 = "; Level0: shapes and placement read N/A" if profile["level0"] else ""
     facts = [
         f"export: {', '.join(profile['variants'])} ({len(profile['files'])} file(s), {profile['kernels']} kernel "
-        f"launches, {profile['steps']} step(s)){level0}",
+        f"launches, {profile['steps']} step(s), {profile['devices']} device(s)){level0}",
         f"report: {document['report']['model']} on {document['report']['target']}",
-        f"measured {_us(summary['measured_us'])} us per step; joined to operators {_us(summary['matched_us'])} us"
+        f"measured {_us(summary['measured_us'])} us per step and device; joined to operators "
+        f"{_us(summary['matched_us'])} us"
         + (f" ({percent(share)})" if share is not None else ""),
         ("predicted " + _us(summary["predicted_us"]) + " us for the joined operators (the report's time model)")
         if summary["predicted_us"] is not None else "predicted: the report has no time model (estimated_time)",

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .display_records import Record
+from .display_records import Card, Record
 
 ROWS = 15  # operators listed, by time at risk then time (the JSON has every one)
 
@@ -65,6 +65,21 @@ def gain_text(time: Mapping[str, float] | None, _: Callable[[str], str] = str) -
         return ""
     return _("-%(gain)s of %(risk)s at risk") % {"gain": us_text(time["gain_us"]),
                                                  "risk": us_text(time["step_at_risk_us"])}
+
+
+def slow_card(document: Mapping[str, Any], _: Callable[[str], str] = str) -> tuple[Card, ...]:
+    """'Runs slowly (estimate)': the step's time at risk and the operator carrying most of it; () without a time
+    model or with nothing at risk."""
+    perf = document.get("performance") or {}
+    step, risk = perf.get("step_us"), perf.get("at_risk_us")
+    if not step or not risk or risk < 0.05:
+        return ()
+    timed = [(o["op"], o["estimated_time"]) for o in document["operators"] if o.get("estimated_time")]
+    op, worst = max(timed, key=lambda item: item[1]["at_risk_us"])
+    return (Card(_("Runs slowly (estimate)"),
+                 _("%(risk)s of %(step)s at risk") % {"risk": us_text(risk), "step": us_text(step)},
+                 _("most: %(op)s, %(risk)s (%(unit)s)") % {"op": op, "risk": us_text(worst["at_risk_us"]),
+                                                           "unit": worst["unit"]}),)
 
 
 def _by_unit(by_unit: Mapping[str, float]) -> str:

@@ -105,7 +105,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         if op.cost != SOURCE_FINDING:  # a library call a source site carries sits on the grid as that site
             grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
     for item in source:
-        if not item.finding.effort_free and item.covered_by is None:
+        if not item.finding.effort_free and item.covered_by is None and not item.finding.built_by:
             grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)
     return Estimate(
         ops=ops,

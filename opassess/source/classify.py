@@ -5,9 +5,9 @@ The rules, from the migration-route facts:
   init_process_group("nccl"), torch.cuda.amp.GradScaler ...
 - param-converted: a hand edit with a known route: `get_backend() == "nccl"`, DataParallel -> DDP,
   apex FusedAdam -> NpuFusedAdam, flash_attn_func -> npu_fusion_attention (arguments the route drops are
-  named), a Triton kernel triton-ascend can compile, a CUDA kernel/extension whose job a torch_npu op does
-  (matched by name only, so confidence low).
-- custom-dev: no route: a CUDA kernel with no NPU equivalent, a Triton kernel using what triton-ascend lacks.
+  named), a Triton kernel triton-ascend can compile.
+- custom-dev: no route: a CUDA kernel or extension (never matched to a torch_npu op by its name: no match rather than
+  a wrong one), a Triton kernel using what triton-ascend lacks.
 - flags nothing on the NPU reads (cuDNN benchmark, TF32) are precision notes: direct, no effort, NPU analogue named.
 """
 from __future__ import annotations
@@ -25,10 +25,7 @@ from .records import SourceFinding
 
 DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
 CUDA_SOURCES = (".cu", ".cuh")
-# Words too generic to match a CUDA kernel or extension to a torch_npu op by name.
-GENERIC_WORDS = frozenset("cuda cu cpp kernel kernels ext extension extensions fused fwd bwd forward backward impl op "
-                          "ops torch npu launch layer func function module mod lib apply v1 v2 v3 c cc src main "
-                          "csrc get set with and the for all".split())
+LINKS_SHOWN = 3  # imports and calls of a built module named on its extension's finding
 
 
 def _handling(rule: MigrationRule) -> tuple[Category, str]:
@@ -47,12 +44,6 @@ def preferred_library(rows: Iterable[KernelLibrary]) -> KernelLibrary | None:
     rows = list(rows)
     return (next((r for r in rows if "direct" in r.context), None)
             or next((r for r in rows if r.route_kind != "none"), None) or (rows[0] if rows else None))
-
-
-def name_tokens(text: str) -> set[str]:
-    """'RotaryEmbCUDA_kernel' -> {'rotary', 'emb'}: lower-case words, generic ones dropped."""
-    words = re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", text)
-    return {w.lower() for w in words if len(w) >= 3 and w.lower() not in GENERIC_WORDS}
 
 
 class Classifier:
@@ -74,18 +65,6 @@ class Classifier:
 
     def _patch_cites(self, *apis: str) -> list[str]:
         return [p.cite for api in apis for name in (api, api + ".__init__") for p in self.facts.patches(name)]
-
-    def npu_ops_by_name(self, *names: str) -> list[str]:
-        """torch_npu ops sharing a distinctive word with the given names, best match first (at most 3)."""
-        tokens = set().union(*(name_tokens(n) for n in names))
-        scored = []
-        for op in self.facts.npu_op_names:
-            if "backward" in op or "grad" in op:
-                continue
-            shared = tokens & set(op.split("_")[1:])
-            if shared:
-                scored.append((-len(shared), len(op), op))
-        return [op for _, _, op in sorted(scored)[:3]]
 
     # ------------------------------------------------------------------ Python sites
 
@@ -207,17 +186,22 @@ class Classifier:
         notes = [f"sources: {', '.join(sources)}"] if sources else []
         if not cuda:
             notes.append("no CUDA source listed")
-        return self._kernel_like(site, "cpp-extension", [site.get("name"), *sources], rule, notes)
+        links = site.all("link")  # imports and calls of the module it builds (source/package.py)
+        if links:
+            shown = ", ".join(links[:LINKS_SHOWN]) + (f" and {len(links) - LINKS_SHOWN} more"
+                                                      if len(links) > LINKS_SHOWN else "")
+            notes.append(f"builds module {site.get('name')}, imported or called at {shown}: priced here, once")
+        if site.size is not None:
+            notes.append(f"priced as its kernels: {site.size.kernels} kernel(s), {site.size.lines} kernel line(s)")
+        return self._kernel_like(site, "cpp-extension", rule, notes)
 
-    def _kernel_like(self, site, kind, names, rule, notes) -> SourceFinding:
-        matches = self.npu_ops_by_name(*names)
+    def _kernel_like(self, site, kind, rule, notes) -> SourceFinding:
+        """No match rather than a wrong one: a kernel's name says nothing reliable about what it computes (a CUDA
+        rotary kernel is not npu_interleave_rope), so a kernel or extension is an Ascend C port unless the facts
+        name its route."""
         cite = rule.cite if rule else ""
-        if matches:
-            route = " / ".join(f"torch_npu.{op}" for op in matches)
-            return self._finding(site, kind, PARAM, route, [cite, "npu_custom_ops.tsv (kb/custom_ops.json)"], "low",
-                                 [*notes, "matched to torch_npu ops by name only"])
         return self._finding(site, kind, CUSTOM, rule.npu_equivalent if rule else "Ascend C rewrite", [cite], "high",
-                             notes)
+                             [*notes, "no torch_npu op matched by what it computes (names are not matched)"])
 
     # ------------------------------------------------------------------ Triton
 
@@ -260,8 +244,7 @@ class Classifier:
 
     def _cuda_kernel(self, site) -> SourceFinding:
         rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")
-        return self._kernel_like(site, "cuda-kernel", [site.subject, site.file.rsplit("/", 1)[-1].split(".")[0]],
-                                 rule, [])
+        return self._kernel_like(site, "cuda-kernel", rule, [])
 
     def _native_binding(self, site) -> SourceFinding:
         rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")

@@ -32,6 +32,10 @@ KINDS = (
 )
 
 
+# Native kinds an extension's sources hold: priced with the extension that builds them (SourceFinding.built_by)
+BUILT_KINDS = ("cuda-kernel", "native-binding", "native-runtime")
+
+
 @dataclass(frozen=True)
 class KernelSize:
     """How big a kernel or extension is, so effort can follow size: lines, kernel count, APIs used."""
@@ -86,6 +90,9 @@ class SourceFinding:
     confidence: str
     notes: tuple[str, ...] = ()
     size: KernelSize | None = None
+    # "setup.py:248": the site of the extension that builds this file (a kernel, binding or runtime call in its
+    # sources): priced there, once, as its kernels; "" otherwise
+    built_by: str = ""
 
     @property
     def effort_free(self) -> bool:

@@ -11,9 +11,10 @@ from ..errors import OpassessError
 from ..kb.routes import RouteFacts, load_route_facts
 from .classify import classify_sites
 from .facts import SourceFacts, load_source_facts
-from .native import NATIVE_SUFFIXES, file_summary, scan_native
+from .native import NATIVE_SUFFIXES, scan_native
+from .package import extension_size, extension_sources, link_own, own_modules
 from .python import scan_python
-from .records import KernelSize, Site, SkippedFile, SourceScan
+from .records import BUILT_KINDS, Site, SkippedFile, SourceScan
 
 # Directories never entered: environments, installed packages, VCS data, caches and build output.
 SKIP_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__", "build", "dist",
@@ -32,11 +33,12 @@ def _skip_dir(path: Path) -> bool:
 
 
 def collect_files(paths: Iterable[Path]) -> list[Path]:
-    """Python and native files under `paths`, sorted; venvs, site-packages, .git, hidden and build dirs skipped."""
-    found: set[Path] = set()
+    """Python and native files under `paths`, sorted, each once (a file named twice, e.g. the model file and the
+    folder holding it, is one file); venvs, site-packages, .git, hidden and build dirs skipped."""
+    found: dict[Path, Path] = {}
     for path in paths:
         if path.is_file():
-            found.add(path)
+            found.setdefault(path.resolve(), path)
             continue
         if path.exists() and not path.is_dir():
             check_regular(path, "source file", SourceScanError)
@@ -46,8 +48,8 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
             dirs[:] = sorted(d for d in dirs if not _skip_dir(Path(folder) / d))
             for name in files:
                 if name.endswith(PYTHON_SUFFIXES + NATIVE_SUFFIXES):
-                    found.add(Path(folder) / name)
-    return sorted(found, key=lambda p: p.as_posix())
+                    found.setdefault((Path(folder) / name).resolve(), Path(folder) / name)
+    return sorted(found.values(), key=lambda p: p.resolve().as_posix())
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -64,21 +66,21 @@ def _read(path: Path) -> str:
     return read_text(path, "source file", SourceScanError, SOURCE_LIMIT, errors="replace")
 
 
-def _with_extension_sizes(sites: list[Site], native_sizes: dict[str, KernelSize]) -> list[Site]:
-    """Give each extension site the summed size of the native sources it lists (paths relative to its file)."""
-    out = []
+def _with_extension_sizes(sites: list[Site], native_sites: list[Site], texts: dict[str, str]
+                          ) -> tuple[list[Site], dict[str, str]]:
+    """Each extension site sized as what it builds (package.extension_size over the sources it lists and the headers
+    they include), and file -> "file:line" of the extension building it (its kernels are priced there, once)."""
+    out, built = [], {}
     for site in sites:
         if site.kind == "extension":
-            base = PurePosixPath(site.file).parent
-            sizes = [native_sizes.get((base / source).as_posix()) or native_sizes.get(source)
-                     for source in site.all("source")]
-            sizes = [s for s in sizes if s]
-            if sizes:
-                site = dataclasses.replace(site, size=KernelSize(
-                    lines=sum(s.lines for s in sizes), kernels=sum(s.kernels for s in sizes),
-                    apis=tuple(sorted({a for s in sizes for a in s.apis}))))
+            files = extension_sources(site, texts)
+            size = extension_size(files, native_sites, texts)
+            if size is not None:
+                site = dataclasses.replace(site, size=size)
+            for file in files:
+                built.setdefault(file, f"{site.file}:{site.line}")
         out.append(site)
-    return out
+    return out, built
 
 
 def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: str | os.PathLike | None = None,
@@ -106,7 +108,8 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
     root_path = Path(root).resolve()
     python_sites: list[Site] = []
     native_sites: list[Site] = []
-    native_sizes: dict[str, KernelSize] = {}
+    imports: list[tuple[str, str, int]] = []  # (file, module, line): what links an extension to its imports
+    texts: dict[str, str] = {}  # native sources by relative path: what an extension builds is read from them
     skipped: list[SkippedFile] = []
     scanned: list[str] = []
     total = 0
@@ -120,7 +123,7 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
             continue
         if path.suffix in PYTHON_SUFFIXES:
             try:
-                python_sites += scan_python(text, rel, facts, known)
+                python_sites += scan_python(text, rel, facts, known, imports)
             except (RecursionError, MemoryError):
                 skipped.append(SkippedFile(rel, "not parsable as Python: nested too deep"))
                 continue
@@ -130,13 +133,15 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
                 skipped.append(SkippedFile(rel, f"not parsable as Python{line}: {reason}"))
                 continue
         else:
-            sites = scan_native(text, rel)
-            native_sites += sites
-            native_sizes[rel] = file_summary(sites, text)
+            native_sites += scan_native(text, rel)
+            texts[rel] = text
         scanned.append(rel)
         total += text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    sites = _with_extension_sizes(python_sites, native_sizes) + native_sites
-    findings = classify_sites(sites, facts, routes, product)
+    python_sites = link_own(python_sites, own_modules(files), imports)
+    python_sites, built = _with_extension_sizes(python_sites, native_sites, texts)
+    findings = classify_sites(python_sites + native_sites, facts, routes, product)
+    findings = [dataclasses.replace(f, built_by=built[f.file]) if f.file in built and f.kind in BUILT_KINDS else f
+                for f in findings]
     findings.sort(key=lambda f: (f.file, f.line, f.kind, f.subject))
     return SourceScan(root=root_path.as_posix(), findings=tuple(findings), files=tuple(scanned),
                       skipped=tuple(skipped), lines=total)
