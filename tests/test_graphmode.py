@@ -54,6 +54,11 @@ def test_static_mlp_is_ready_on_every_backend():
     graph = run("graph_static.py").graph_mode
     assert [(b.backend, b.ready, b.breaks, b.capturable_flops_share) for b in graph.backends] == \
         [(name, True, (), 1.0) for name in BACKENDS]
+    # aclgraph captures per input shape: the note names the shape and the re-capture limit (64, row 8)
+    assert graph.backend("npugraph_ex").notes == (
+        "captured per input shape (float32[4,16] here): every other batch size or sequence length is a new capture, "
+        "and past 64 per graph it runs eager; pad the inputs to at most 64 shape buckets "
+        "(graph_mode_capture_facts.tsv:8 (Ascend/torchair docs/zh/npugraph_ex/basic/capture_limit.md))",)
     relu = graph.operators["torch.nn.ReLU"]
     assert [v.verdict for v in relu] == ["lowered", "capturable", "supported"]
     # aten::t's converter states a restriction: partial, which does not keep the model from GE
