@@ -70,3 +70,13 @@ def test_harness_compares_the_device_with_the_cpu_when_the_device_is_the_cpu(tmp
     [case] = read_junit(junit)
     assert (case.op, case.status, case.device) == ("custom_op.SignSTE", "passed", "cpu")
     assert case.latency_us is not None and case.latency_us > 0
+
+
+def test_a_module_is_built_from_its_captured_fields(tmp_path):
+    # lstm_proj.py: torch.nn.LSTM with proj_size (param-converted); its captured fields include `mode`, which
+    # LSTM's constructor sets itself and refuses: the harness drops it and builds the same LSTM on both sides
+    written = write_handoffs(document("lstm_proj.py"), tmp_path / "handoff")
+    harness = next(p for p in written if p.name == "test_torch_nn_LSTM.py")
+    result = run_harness(harness, tmp_path / "results.xml", OPASSESS_VERIFY_DEVICE="cpu")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout

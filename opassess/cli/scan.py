@@ -120,7 +120,7 @@ def scan(
                           "table.")] = None,
     device_profile: Annotated[Path | None, typer.Option(
         "--device-profile", help="A TOML overlay of the target's device profile (efficiencies, peaks, launch costs, "
-                                 "host link) for the time model; see README 'How fast it will run'.")] = None,
+                                 "host link) for the time model; see docs/cost-and-time.md.")] = None,
     weights: Annotated[Path | None, typer.Option(
         help="A weights file whose keys override the profile's (only the keys it changes are needed).")] = None,
     profile: Annotated[str, typer.Option(

@@ -5,7 +5,7 @@ Sources: opassess/data/kb/devices.json (tools/kb_devices.py, from ascend_hw_figu
 msModeling TensorCast, every value citing its table line and column) and opassess/data/time_model.toml (the
 assumptions no table gives: host link, CPU fallback throughput, penalty factors).
 
-Overlay (`--device-profile FILE.toml`, README "How fast it will run"; written by hand or by `opassess calibrate
+Overlay (`--device-profile FILE.toml`, docs/cost-and-time.md; written by hand or by `opassess calibrate
 --profile-data`): every key optional,
 read strictly (an unknown key is one error naming the file and the key).
 

@@ -65,6 +65,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -162,10 +163,7 @@ def build(signature):
     call = resolve(load_model_module())
     inputs = [make_input(s, d) for s, d in zip(signature["input_shapes"], signature["input_dtypes"])]
     if KIND == "module":
-        accepted = inspect.signature(call).parameters
-        takes_any = any(p.kind == p.VAR_KEYWORD for p in accepted.values())
-        attrs = {{k: v for k, v in signature["attrs"].items() if takes_any or k in accepted}}
-        module = call(**attrs).eval()
+        module = construct(call, signature["attrs"]).eval()
         floating = next((x for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
         if floating is not None:
             module = module.to(floating.dtype)  # the captured dtype (a float16 signature runs float16 weights)
@@ -176,6 +174,22 @@ def build(signature):
         return call(*args, **kwargs)
 
     return run, inputs
+
+
+def construct(cls, attrs):
+    """The module built from its captured fields: those its constructor names (all, when it takes **kwargs); a
+    field the constructor refuses by name (LSTM's `mode`, set by the class itself) is dropped and the call retried."""
+    accepted = inspect.signature(cls).parameters
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in accepted.values())
+    attrs = {{k: v for k, v in attrs.items() if takes_any or k in accepted}}
+    while True:
+        try:
+            return cls(**attrs)
+        except TypeError as exc:
+            named = re.search(r"argument '(\\w+)'", str(exc))
+            if not named or named.group(1) not in attrs:
+                raise
+            attrs.pop(named.group(1))
 
 
 _MODULES = {{}}
