@@ -2,9 +2,9 @@
 
 `english_sentences(text)` strips what is meant to stay as written (fenced and inline code, HTML tags, scripts and
 styles, URLs, identifiers: anything with `.`, `::`, `_`, `/`, `@`, `=`, a digit or an inner capital, and the names
-in KEPT), then returns every run of two or more English words left, with numbers written as '#' so one message
-gives one sentence whatever its parameters. A Chinese report should have none; the test keeps an allowance of the
-sentences not yet moved through the catalog, each named, which may only shrink.
+in KEPT), then returns every run of two or more English words left; numbers and identifiers break a run, so one
+message gives the same sentences whatever its parameters. A Chinese report should have none; the test keeps an
+allowance of the sentences not yet moved through the catalog, each named, which may only shrink.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def visible_text(text: str) -> str:
 
 
 def english_sentences(text: str) -> list[str]:
-    """Every run of two or more English words in the prose of `text`, numbers as '#', in order, without repeats."""
+    """Every run of two or more English words in the prose of `text`, in order, without repeats."""
     found: dict[str, None] = {}
     for line in visible_text(text).splitlines():
         line = _KEPT.sub(" | ", _IDENT.sub(" | ", line))

@@ -12,13 +12,13 @@ from report_support import ROOT
 
 from opassess.ci.diff import diff_snapshots
 from opassess.ci.diff_format import render_diff
+from opassess.ci.policy import Policy
 from opassess.ci.snapshot import read_snapshot
 from opassess.ci.summary import render_summary
 from opassess.pipeline import ScanOptions, assess
 from opassess.portfolio import _assemble
 from opassess.portfolio.records import ModelResult
 from opassess.portfolio.report import render_portfolio
-from opassess.ci.policy import Policy
 from opassess.report import render
 from opassess.score.weights_load import load_weights
 
