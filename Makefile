@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[test,ray]"
+	$(BIN)/python -m pip install --quiet -e ".[test,ray,onnx]"
 	touch $@
 
 install-torch214: $(VENV214)/.installed
@@ -26,7 +26,7 @@ $(VENV214)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV214)
 	$(VENV214)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV214)/bin/python -m pip install --quiet $(TORCH214_SPEC)
-	$(VENV214)/bin/python -m pip install --quiet -e ".[test,integration]"
+	$(VENV214)/bin/python -m pip install --quiet -e ".[test,integration,onnx]"
 	touch $@
 
 demo: install
@@ -34,6 +34,7 @@ demo: install
 
 test: install
 	$(BIN)/ruff check opassess tools benchmarks tests
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest
 
 test-torch214: install-torch214
@@ -44,6 +45,8 @@ bench: install
 
 kb: install
 	$(BIN)/python tools/build_kb.py --facts ../shared/reference/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_devices.py --facts ../shared/reference/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_graph.py --facts ../shared/reference/ascend --out opassess/data/kb
 
 # Report messages: extract from the code and templates (babel.cfg), then update every catalog's .po (no .mo is kept:
 # opassess compiles the .po in memory when it loads it).
@@ -53,4 +56,4 @@ messages: install
 	$(BIN)/pybabel update -i build/opassess.pot -d opassess/locale -D opassess --width 120 --ignore-obsolete
 
 clean:
-	rm -rf $(VENV) $(VENV214) build dist *.egg-info .pytest_cache test-artifacts
+	rm -rf $(VENV) $(VENV214) build dist *.egg-info .pytest_cache .mypy_cache test-artifacts

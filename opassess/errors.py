@@ -38,10 +38,16 @@ class ReportError(OpassessError):
 
 
 class UsageError(OpassessError):
-    """A command-line value opassess does not accept, found only once the data it is checked against is loaded (an
-    Ascend product or torch version the knowledge base in use does not know): bad usage, like typer's own."""
+    """A command-line value opassess does not accept: found once the data it is checked against is loaded (an Ascend
+    product or torch version the knowledge base in use does not know), or a rule between options that the option
+    record checks itself (opassess/options.py). Bad usage, like typer's own; `option` names the flag when one is to
+    blame ('--amp'), and the CLI then reports it as typer reports a bad value."""
 
     exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class PolicyBreach(OpassessError):

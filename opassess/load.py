@@ -7,7 +7,7 @@ import importlib
 import importlib.util
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -108,13 +108,13 @@ def _as_script(argv0: str, directory: Path | None):
     entry = str(directory.resolve()) if directory is not None else None
     added = entry is not None and entry not in sys.path
     argv, sys.argv = sys.argv, [argv0]
-    if added:
+    if added and entry is not None:
         sys.path.insert(0, entry)
     try:
         yield
     finally:
         sys.argv = argv
-        if added:
+        if added and entry is not None:
             with contextlib.suppress(ValueError):
                 sys.path.remove(entry)
 
@@ -167,14 +167,14 @@ def user_frame(frames: Sequence[traceback.FrameSummary]) -> str | None:
 
 
 _MARKERS = ("<frozen ", "/contextlib.py", "<eval_with_key>", "/importlib/")
-_OPASSESS_DIR = str(Path(__file__).resolve().parent) + "/"
+OPASSESS_DIR = str(Path(__file__).resolve().parent) + "/"
 
 
 @functools.cache
 def _library_dirs() -> tuple[str, ...]:
     import torch
 
-    return (str(Path(torch.__file__).parent) + "/", str(Path(torch.__file__).resolve().parent) + "/", _OPASSESS_DIR)
+    return (str(Path(torch.__file__).parent) + "/", str(Path(torch.__file__).resolve().parent) + "/", OPASSESS_DIR)
 
 
 def is_library_file(filename: str) -> bool:
@@ -351,6 +351,7 @@ def _describe_value(value: Any) -> str:
 
     if isinstance(value, torch.Tensor):
         return f"{str(value.dtype).removeprefix('torch.')}[{','.join(str(d) for d in value.shape)}]"
+    fields: Iterable[tuple[str, Any]]
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         fields = zip(value._fields, value, strict=False)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -395,7 +396,7 @@ def _dominant_dtype(model: Any, args: tuple, kwargs: dict) -> str:
             if isinstance(v, torch.Tensor) and v.is_floating_point():
                 key = str(v.dtype).removeprefix("torch.")
                 counts[key] = counts.get(key, 0) + 1
-    return max(counts, key=counts.get) if counts else "float32"
+    return max(counts, key=counts.__getitem__) if counts else "float32"
 
 
 def on_device(loaded: LoadedModel, device: str) -> LoadedModel:

@@ -3,41 +3,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
 from .load import LoadRequest, load_model
+from .options import ScanOptions
 from .records import Assessment, Capture, Inventory, ModelInfo
 from .trace.driver import trace_model
 from .trace.methods import check_methods
 from .trace.train import TrainOptions
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ScanOptions:
-    """Everything a scan needs to know; the CLI fills it from flags."""
-
-    target: str
-    entry: str | None = None
-    input_shapes: tuple[tuple[int, ...], ...] = ()
-    input_dtype: str = "float32"
-    dtype: str | None = None
-    device: str = "meta"
-    methods: tuple[str, ...] | None = None  # None: by model size (trace.capture_order)
-    product: str = "Atlas A2"
-    torch_npu: str | None = None  # None: the knowledge base's default version
-    weights: Path | None = None  # None: the shipped weights.toml
-    kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
-    label: str | None = None  # the model's name for baselines (--label); None: matched by entry and class
-    language: str = "en"  # language of the human report formats (--lang); the JSON contract stays English
-    train: bool = False  # capture one training step (forward, backward, optimizer) instead of a forward pass
-    amp: str | None = None  # with train: autocast "bf16" or "fp16" (with a GradScaler)
-    profile: str = "default"  # shipped weights profile; `weights` applies on top of it
-    source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
-    project_scan: bool = True  # also source-scan the model file and the project files it imports
 
 
 def _noop(_: str) -> None:
@@ -62,11 +39,31 @@ def preflight(options: ScanOptions) -> None:
     kb = load_kb(options.kb_dir)
     kb.resolve_product(options.product)
     format_version(kb.resolve_version(options.torch_npu))
+    _device_profiles(options, kb)
     missing = next((p for p in options.source if not Path(p).exists()), None)
     if missing is not None:
         from .source import SourceScanError
 
         raise SourceScanError(f"{missing}: no such file or directory (--source)")
+    if options.route == "onnx":
+        from .routes.onnx_export import check_onnx_installed
+        from .routes.onnx_judge import check_opset
+
+        check_opset(options.opset)
+        check_onnx_installed()
+
+
+def _device_profiles(options: ScanOptions, kb) -> tuple[str, ...]:
+    """The --compare products resolved (an unknown name is a usage error) after the --device-profile overlay has been
+    read and checked against the target."""
+    from .perf import NoDeviceProfile, load_profile
+
+    if options.device_profile is not None:
+        try:
+            load_profile(kb.resolve_product(options.product), kb, options.device_profile)
+        except NoDeviceProfile:
+            pass
+    return tuple(dict.fromkeys(kb.resolve_product(name) for name in options.compare))
 
 
 def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[ModelInfo, Capture, dict[str, float]]:
@@ -83,6 +80,18 @@ def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[Mod
     train = TrainOptions(amp=options.amp) if options.train else None
     capture = trace_model(loaded, options.methods, progress, train)
     seconds["trace"] = time.perf_counter() - started
+    if options.graph_mode == "dynamo":  # torch._dynamo on the model, here in the worker (model code runs here)
+        from .graphmode.dynamo import run_dynamo
+
+        progress("running torch._dynamo on the forward (--graph-mode dynamo)")
+        started = time.perf_counter()
+        on = loaded if capture.device == loaded.device else loaded.rebuild(capture.device)
+        run = run_dynamo(on.module, on.args, on.kwargs)
+        if run.error and on.device == "meta":  # a value read on the host (.item()) needs real data: the CPU
+            on = on.rebuild("cpu")
+            run = run_dynamo(on.module, on.args, on.kwargs)
+        capture = replace(capture, dynamo=run)
+        seconds["dynamo"] = time.perf_counter() - started
     progress(f"captured {len(capture.nodes)} operator calls with {capture.method} on {capture.device}")
     return loaded.info, capture, seconds
 
@@ -91,15 +100,22 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
     """Run the whole pipeline on one model in this process and return the Assessment every reporter renders."""
     preflight(options)
     info, capture, seconds = capture_stage(options, progress)
-    return assess_capture(options, info, capture, seconds, progress)
+    export = None
+    if options.route == "onnx":  # in this process only under OPASSESS_IN_PROCESS=1 (a debugger): no isolation
+        from .routes.onnx_export import export_model
+
+        export = export_model(options, progress)
+    return assess_capture(options, info, capture, seconds, progress, onnx_export=export)
 
 
 def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seconds: dict[str, float],
-                   progress: Progress = _noop) -> Assessment:
-    """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker)."""
+                   progress: Progress = _noop, onnx_export=None) -> Assessment:
+    """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker);
+    with a route, its check too (`onnx_export`: what the worker's ONNX export sent, checked by isolation/wire.py)."""
     from .classify import classify
-    from .classify_library import adopt_site_verdicts
-    from .findings import DataFlow, find_findings
+    from .classify.library import adopt_site_verdicts
+    from .classify.verified import apply_verified
+    from .findings import DataFlow, Graph, find_findings, load_patterns
     from .inventory import build_inventory
     from .kb import format_version, load_kb
     from .score.criteria import score
@@ -117,18 +133,29 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     started = time.perf_counter()
     progress(f"classifying {len(inventory.operators)} operator types")
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
+    classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     seconds["classify"] = time.perf_counter() - started
-    source_scan = _source_stage(options, progress, seconds)
+    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode, info.inputs)
+    source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
+    if source_scan is not None and graph is not None:  # torch.compile sites: this model's readiness on their route
+        from .source.graph_sites import note_graph_readiness
+
+        source_scan = replace(source_scan, findings=note_graph_readiness(source_scan.findings, graph))
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
     classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
     started = time.perf_counter()
     flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
+    graph_roles = Graph(flow, load_patterns())  # the roles, once: the findings and the time model read them
     findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
-                             torch_version=torch_version, flow=flow)
+                             torch_version=torch_version, flow=flow, graph=graph_roles)
     seconds["findings"] = time.perf_counter() - started
     started = time.perf_counter()
-    context = ModelContext.of(inventory, weights, flow)  # compute shares and the main path, measured once
+    performance = _performance_stage(options, kb, inventory, classified, findings, product, torch_version,
+                                      graph_roles)
+    seconds["performance"] = time.perf_counter() - started
+    started = time.perf_counter()
+    context = ModelContext.of(inventory, weights, flow, performance)  # time shares and the main path, measured once
     signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read them
     scores = score(classified, inventory, weights, findings, signals=signals)
     started = time.perf_counter()
@@ -149,10 +176,63 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         seconds=seconds,
         effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},
         source_scan=source_scan,
+        **_route_stage(options, info, onnx_export, kb),
+        graph_mode=graph,
+        performance=performance,
     )
 
 
-def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float]):
+def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict:
+    """The route's record for the Assessment: {"onnx": OnnxRoute} or {"serving": ServingCheck}; {} without a route."""
+    from .kb.routes import load_route_facts
+
+    if options.route == "onnx":
+        from .routes import OnnxExport, judge_onnx
+        from .routes.records import OnnxFailure
+
+        export = onnx_export or OnnxExport(options.opset, 0, "", (), (
+            OnnxFailure("torchscript", "", "no export came back from the worker"),))
+        return {"onnx": judge_onnx(export, load_route_facts())}
+    if options.route == "vllm-ascend":
+        from .routes import check_serving
+
+        product = kb.product(options.product)
+        return {"serving": check_serving(info.class_name, options.quant, product.kernel, product.name,
+                                         load_route_facts())}
+    return {}
+
+
+def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,
+                 seconds: dict[str, float], rates, inputs: tuple[str, ...] = ()):
+    """Graph-mode readiness per operator and per back-end (None when switched off), from the capture and the facts."""
+    if options.graph_mode == "off":
+        return None
+    from .graphmode import assess_graph_mode
+
+    started = time.perf_counter()
+    graph = assess_graph_mode(capture, classified, kb, torch_version, backend=options.graph_backend, rates=rates,
+                              inputs=inputs)
+    seconds["graph_mode"] = time.perf_counter() - started
+    return graph
+
+
+def _performance_stage(options: ScanOptions, kb, inventory: Inventory, classified, findings, product: str,
+                       torch_version: str, graph):
+    """The time model (opassess/perf): the step on the target and on each --compare product."""
+    from .perf import estimate_performance
+
+    version = kb.resolve_version(torch_version)
+
+    def aclop_only(aten: str) -> bool:
+        fact = kb.kernel_support(aten, version).fact
+        return fact is not None and fact.paths(version) == ("aclop",)
+
+    return estimate_performance(inventory, classified, findings, product, kb=kb,
+                                compare=_device_profiles(options, kb), overlay=options.device_profile,
+                                aclop_only=aclop_only, graph=graph)
+
+
+def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str):
     """The source scan of a model scan: --source paths, plus the model file and the project files it imports (when
     the target is a file); None when there is nothing to scan. Static: nothing more of the project is run."""
     from .source import scan_sources
@@ -166,7 +246,7 @@ def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, f
         return None
     started = time.perf_counter()
     progress(f"scanning the source of {len(paths)} path(s)")
-    scan = scan_sources(paths)
+    scan = scan_sources(paths, product=kernel)
     seconds["source"] = time.perf_counter() - started
     return scan
 
@@ -188,7 +268,7 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     torch_version = format_version(kb.resolve_version(options.torch_npu))
     started = time.perf_counter()
     progress(f"scanning the source of {len(paths)} path(s)")
-    scan = scan_sources(paths)
+    scan = scan_sources(paths, product=kb.product(options.product).kernel)
     seconds = {"source": time.perf_counter() - started}
     root = Path(scan.root)
     model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",

@@ -5,7 +5,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .vocabulary import CATEGORIES, EXCLUSION_CODES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
+from .reasons import EXCLUSION_CODES
+from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
 # Shapes are tuples of ints (a scalar is ()); a non-tensor argument has shape None.
 Shape = tuple[int, ...] | None
@@ -79,6 +80,25 @@ class StandIn:
 
 
 @dataclass(frozen=True)
+class DynamoBreak:
+    """One graph break torch._dynamo reported: its reason and the user's line it happened at."""
+
+    reason: str
+    source: str | None  # "model.py:19"
+
+
+@dataclass(frozen=True)
+class DynamoRun:
+    """What torch._dynamo reported when the worker ran it on the model's forward (--graph-mode dynamo)."""
+
+    graphs: int  # graphs it built
+    ops: int  # ops in them
+    breaks: tuple[DynamoBreak, ...]
+    seconds: float
+    error: str | None = None  # why the run did not finish, when it did not (the breaks are then incomplete)
+
+
+@dataclass(frozen=True)
 class Capture:
     """Everything the trace stage learned about one forward pass."""
 
@@ -92,6 +112,7 @@ class Capture:
     step: str = "forward"  # "forward" (one forward pass, eval mode) | "train" (forward, backward, optimizer step)
     step_note: str | None = None  # what the training step ran: its loss, optimizer, clipping, autocast
     stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
+    dynamo: DynamoRun | None = None  # torch._dynamo's report on the forward (--graph-mode dynamo), else None
 
 
 @dataclass(frozen=True)
@@ -245,6 +266,9 @@ class OpEstimate:
     # (a share of the model's validation block), "zero-cost" (no work on the device)
     cost: str = "per-operator"
     origin: str = "project"  # "project", or the upstream library its source lines lie in ("transformers", ...)
+    # cost "decision": how its own effort was reached (its decisions' checks, its priced changes); "" otherwise
+    basis: str = ""
+    decisions: tuple[str, ...] = ()  # Decision.name of each decision the operator belongs to
 
 
 @dataclass(frozen=True)
@@ -255,6 +279,20 @@ class Activity:
     title: str
     person_days: Effort
     basis: str  # what scaled it: "3 findings x 0.25", "validated once for 12 direct operator types"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Operators sharing one cause and one fix (opassess/score/decisions.py), priced once plus a check each."""
+
+    name: str  # "precision" | "kernel-check"
+    title: str  # "precision plan: run in float16 with loss scaling on Atlas training series (...)"
+    cause: str  # the one fact behind it
+    operators: tuple[str, ...]  # the operator keys it covers (each keeps its verdict and reasons)
+    person_days: Effort  # once + the operators' checks
+    once: Effort  # the decision's own effort, counted once in the total (the checks are on the operators' lines)
+    basis: str  # "1-2-4 once + 8 operator type(s) x 0.02-0.05-0.15 (a check each)"
+    plan: tuple[str, ...] = ()  # what to do: dtype on the target, loss scaling, overflow-prone operators
 
 
 @dataclass(frozen=True)
@@ -295,6 +333,7 @@ class Estimate:
     by_origin: Mapping[str, Effort] = field(default_factory=dict)  # "project" / library / "model-level" -> effort
     profile: str = "default"  # the weights profile used
     source: tuple[SourceEstimate, ...] = ()  # the source scan's findings, in the total and the risk grid
+    decisions: tuple[Decision, ...] = ()  # model-level decisions: their `once` efforts are in the total
 
 
 @dataclass(frozen=True)
@@ -335,3 +374,7 @@ class Assessment:
     # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
     effort_ranges: Mapping[str, tuple[float, float]] | None = None
     source_scan: Any = None  # opassess.source.SourceScan when source files were scanned (root, files, skipped)
+    onnx: Any = None  # opassess.routes.OnnxRoute of `scan --route onnx`
+    serving: Any = None  # opassess.routes.ServingCheck of `scan --route vllm-ascend`
+    graph_mode: Any = None  # opassess.graphmode.GraphMode: readiness per NPU graph back-end; None with --no-graph-mode
+    performance: Any = None  # opassess.perf.Performance: the time model's step on the target (and --compare products)

@@ -68,6 +68,3 @@ OPERATOR_KINDS: tuple[str, ...] = ("module", "function", "method", "custom", "ex
 PROJECT_KINDS: tuple[str, ...] = ("custom", "extension")
 # How far a verdict can be trusted, weakest first: min(..., key=CONFIDENCES.index) is the weakest of several.
 CONFIDENCES: tuple[str, ...] = ("low", "medium", "high")
-# Reason codes of the exclusion trail: what was checked and ruled out (ClassifiedOp.exclusions).
-EXCLUSION_CODES = frozenset({"view-op", "host-op", "composite", "cpu-only-decomposition", "taken-whole", "decomposes",
-                             "options-only", "kernel-dtype", "kernel-product", "replacement"})

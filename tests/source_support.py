@@ -94,3 +94,105 @@ def write_project(root: Path, extra: dict[str, str] | None = None) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
     return root
+
+
+# A tree shaped like a kernel library (state-spaces/mamba): its own package `mamba_ssm` (a name the third-party table
+# knows, so its own imports must not be read as that library), a CUDA extension setup.py builds (a .cu of template
+# instantiations compiling the kernel of a .cuh header), Triton kernels with autotune lists, and two kernel variants
+# (v1: the CUDA extension, v2: Triton) of which a model uses one.
+LIBRARY = {
+    "setup.py": '''\
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(name="mamba_ssm", packages=["mamba_ssm"],
+              ext_modules=[CUDAExtension(name="selective_scan_cuda",
+                                         sources=["csrc/scan.cpp", "csrc/scan_fwd_fp16.cu"])],
+              cmdclass={"build_ext": BuildExtension})
+        ''',
+    "csrc/scan.cpp": '''\
+        #include <torch/extension.h>
+        void scan_fwd(float* x, int n);
+        PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("fwd", &scan_fwd); }
+        ''',
+    "csrc/scan_fwd_fp16.cu": '''\
+        #include "scan_fwd_kernel.cuh"
+
+        template void scan_fwd_cuda<at::Half, float>(ScanParams &params, cudaStream_t stream);
+        ''',
+    "csrc/scan_fwd_kernel.cuh": '''\
+        #pragma once
+        template <typename T>
+        __global__ void scan_fwd_kernel(T* x, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) {
+            x[i] = x[i] + (i > 0 ? x[i - 1] : T(0));
+          }
+        }
+        ''',
+    "mamba_ssm/__init__.py": "from mamba_ssm.modules.mamba_v1 import MambaV1\n",
+    "mamba_ssm/utils/__init__.py": "",
+    "mamba_ssm/utils/hf.py": "def load_config_hf(name):\n    return {}\n",
+    "mamba_ssm/ops/__init__.py": "",
+    "mamba_ssm/ops/scan_interface.py": '''\
+        import torch
+        import selective_scan_cuda
+        from mamba_ssm.utils.hf import load_config_hf
+
+
+        def selective_scan_fn(x):
+            return selective_scan_cuda.fwd(x)
+        ''',
+    "mamba_ssm/ops/triton/__init__.py": "",
+    "mamba_ssm/ops/triton/ssd.py": '''\
+        import triton
+        import triton.language as tl
+
+        CONFIGS = [triton.Config({"BLOCK": 32}, num_warps=4), triton.Config({"BLOCK": 64}, num_warps=4),
+                   triton.Config({"BLOCK": 128}, num_warps=8), triton.Config({"BLOCK": 256}, num_warps=8)]
+
+
+        @triton.autotune(configs=[triton.Config({"BLOCK": 16}, num_warps=2),
+                                  triton.Config({"BLOCK": 32}, num_warps=2),
+                                  triton.Config({"BLOCK": 64}, num_warps=4)], key=["n"])
+        @triton.jit
+        def ssd_kernel(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n)
+            tl.store(x_ptr + offs, x * 2, mask=offs < n)
+
+
+        def ssd(x):
+            ssd_kernel[(4,)](x, x.numel())
+            return x
+        ''',
+    "mamba_ssm/modules/__init__.py": "",
+    "mamba_ssm/modules/mamba_v1.py": '''\
+        import torch
+        from mamba_ssm.ops.scan_interface import selective_scan_fn
+        from mamba_ssm.utils.hf import load_config_hf
+
+
+        class MambaV1(torch.nn.Module):
+            def forward(self, x):
+                return selective_scan_fn(x.cuda())
+        ''',
+    "mamba_ssm/modules/mamba_v2.py": '''\
+        import torch
+        from mamba_ssm.ops.triton.ssd import ssd
+
+
+        class MambaV2(torch.nn.Module):
+            def forward(self, x):
+                return ssd(x.to("cuda"))
+        ''',
+}
+
+
+def write_library(root: Path) -> Path:
+    """The kernel-library tree written under root; returns root."""
+    for name, text in LIBRARY.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root

@@ -123,16 +123,24 @@ def test_cpp_extension_is_custom_dev_even_when_its_aten_ops_run_on_the_npu(scann
     assert ext.aten_support == {"aten::gelu": True, "aten::mul.Scalar": True}
 
 
-def test_lgamma(scanned):
+def test_lgamma_is_a_binding_to_write(scanned):
     ops = scanned("lgamma.py")
-    # npu_aten_ops has no lgamma row, torch.lgamma is not in the support list, and aten::lgamma is no composite
-    # (CPU/CUDA kernels only): it would fall back to the CPU -> custom-dev.
+    # npu_aten_ops has no lgamma row and op-plugin none either; the dispatcher's composite (the structured
+    # functional wrapper) only calls aten::lgamma.out, which has no NPU kernel either. But CANN documents aclnnLgamma
+    # (ops-math, supported on A2): the work is an op-plugin registration -> param-converted, reason "binding".
     lgamma = ops["torch.lgamma"]
-    assert lgamma.category == "custom-dev"
-    assert codes(lgamma, 0) == {"no-kernel"} and lgamma.aten_support == {"aten::lgamma": False}
+    assert lgamma.category == "param-converted"
+    assert codes(lgamma, None) >= {"binding"} and lgamma.aten_support == {"aten::lgamma": False}
+    (binding,) = [r for r in lgamma.reasons if r.code == "binding"]
+    assert "aclnnLgamma" in binding.message and "op-plugin" in binding.message
+    assert "cann_aclnn_dtypes.tsv aclnnLgamma" in binding.evidence and "math/lgamma/docs/aclnnLgamma.md" in \
+        binding.evidence and "no row for lgamma" in binding.evidence
     # Everything else in the model has kernels and documented support.
     assert {k: c.category for k, c in ops.items() if k != "torch.lgamma"} == dict.fromkeys(
         [k for k in ops if k != "torch.lgamma"], "direct")
+    # On Atlas 200I/500 A2 (310B) aclnnLgamma's doc marks the product ✘: no binding would run, custom-dev.
+    on_310b = scanned("lgamma.py", target="310B")["torch.lgamma"]
+    assert on_310b.category == "custom-dev" and "binding" not in codes(on_310b)
 
 
 def test_scaled_dot_product_attention(scanned):
@@ -306,16 +314,43 @@ def trained(kb):
     return run
 
 
-def test_backward_without_npu_kernel_is_custom_dev(trained):
+def test_backward_without_npu_registration_is_a_binding(trained):
     ops = trained("train_lgamma.py")
     lgamma = ops["torch.lgamma"]
-    # npu_aten_ops has no row for digamma: lgamma's backward would fall back to the CPU
-    assert lgamma.category == "custom-dev" and lgamma.backward_support["aten::digamma"] is False
-    backward = [r for r in lgamma.reasons if r.code == "backward-no-kernel"]
-    assert len(backward) == 1 and "aten::digamma" in backward[0].message and "npu_aten_ops" in backward[0].evidence
+    # npu_aten_ops has no row for digamma, but CANN documents aclnnDigamma: lgamma's backward needs a binding
+    assert lgamma.category == "param-converted" and lgamma.backward_support["aten::digamma"] is False
+    backward = [r for r in lgamma.reasons if r.code == "binding" and "backward" in r.message]
+    assert len(backward) == 1 and "aten::digamma" in backward[0].message and "aclnnDigamma" in backward[0].message
+    assert "npu_aten_ops: no row for digamma" in backward[0].evidence
     # Linear's backward (mm, sum) runs on the NPU: stated, and no worse category
     linear = ops["torch.nn.Linear"]
     assert linear.category == "direct" and "backward" in codes(linear) and all(linear.backward_support.values())
+
+
+def test_backward_ops_covered_by_an_out_variant_or_a_composite_are_not_custom_dev(trained):
+    ops = trained("train_select_softplus.py")
+    # softplus_backward: no npu_aten_ops row of its own; torch's CompositeExplicitAutogradNonFunctional kernel (the
+    # structured functional wrapper) calls softplus_backward.grad_input, which torch_npu registers -> a kernel
+    softplus = ops["torch.nn.functional.softplus"]
+    assert softplus.category == "direct" and softplus.backward_support == {"aten::softplus_backward": True}
+    # select_backward: no NPU kernel; its composite kernel calls zeros, select and copy_, all of which run
+    getitem = ops["Tensor.__getitem__"]
+    assert getitem.category == "direct" and getitem.backward_support == {"aten::select_backward": True}
+    assert "backward-no-kernel" not in codes(getitem) | codes(softplus)
+    assert not [k for k, c in ops.items() if c.category == "custom-dev"]
+
+
+def test_composite_callees_speak_for_the_product(kb):
+    # Tensor.new_ones: the API page marks Ascend 950DT ✘ and op-plugin has no new_ones row, but its
+    # CompositeExplicitAutograd kernel calls fill_.Scalar, whose aclnn doc (aclnnInplaceFillScalar) lists 950:
+    # direct, confidence low, the disagreement said
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / "train_select_softplus.py"), dtype="bfloat16"))
+    ops = {c.operator.key: c for c in classify(inventory, kb, target="Ascend 950DT")}
+    new_ones = ops["Tensor.new_ones"]
+    assert new_ones.category == "direct" and new_ones.confidence == "low"
+    (said,) = [r for r in new_ones.reasons if r.code == "kernel-product"]
+    assert said.message.startswith("the API page marks Ascend 950DT ✘; aclnnInplaceFillScalar's doc lists Ascend 950")
+    assert "aten::fill_.Scalar" in next(r.evidence for r in new_ones.reasons if r.code == "view-op")
 
 
 def test_backward_of_a_replaced_op_comes_with_its_replacement(trained):

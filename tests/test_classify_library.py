@@ -2,7 +2,7 @@
 row cited, the arguments a route drops named, an unknown function custom-dev with low confidence."""
 from __future__ import annotations
 
-from opassess.classify_library import classify_library
+from opassess.classify.library import classify_library
 from opassess.records import Operator, OpNode, Signature
 
 

@@ -297,11 +297,11 @@ def test_empty_model():
 
 def test_real_chain_model():
     # tests/models/score_chain.py (composites worked in tests/test_score.py::test_real_chain_model):
-    #   lgamma   custom-dev 10 + 0.392 x 10 = 13.92    low 11.136   high 27.84
+    #   i0   custom-dev 10 + 0.392 x 10 = 13.92    low 11.136   high 27.84
     #   mul, add direct 1 + 0.04 = 1.04 each            sigmoid 1 + 0.032 = 1.032
     #   total likely 13.92 + 1.04 + 1.04 + 1.032 = 17.032
-    # 20/80: 0.8 x 17.032 = 13.6256 <= 13.92: lgamma alone, 1 of 4 types = 0.25.
-    # Risk: lgamma custom-dev 3 + AI CPU 1 + version gap 1 = 5; impact 0.2 -> 1 + 3, +1 main path = 5.
+    # 20/80: 0.8 x 17.032 = 13.6256 <= 13.92: i0 alone, 1 of 4 types = 0.25.
+    # Risk: i0 custom-dev 3 + AI CPU 1 + version gap 1 = 5; impact 0.2 -> 1 + 3, +1 main path = 5.
     #   mul/add 0.3 -> 1 + 4 (+1) = 5 clamped; sigmoid 0.2 -> 4 + 1 = 5. All four are on the one chain.
     # Every op is called at the model's root: by_module holds only "" (the whole model).
     from score_records import scan
@@ -309,12 +309,12 @@ def test_real_chain_model():
     inv, classified_ops = scan("score_chain.py")
     result = estimate(score(classified_ops, inv, WEIGHTS), inv, WEIGHTS)
     ops = by_op(result)
-    assert points(ops["torch.lgamma"].person_days) == pytest.approx((11.136, 13.92, 27.84))
+    assert points(ops["torch.i0"].person_days) == pytest.approx((11.136, 13.92, 27.84))
     assert result.total.likely == pytest.approx(17.032)
-    assert result.pareto_ops == ("torch.lgamma",) and result.pareto_share_of_types == 0.25
+    assert result.pareto_ops == ("torch.i0",) and result.pareto_share_of_types == 0.25
     assert {k: (o.risk.likelihood, o.risk.impact) for k, o in ops.items()} == {
-        "torch.lgamma": (5, 5), "torch.sigmoid": (1, 5), "Tensor.mul": (1, 5), "Tensor.add": (1, 5)}
-    assert ops["torch.lgamma"].risk.stars == 5 and ops["torch.sigmoid"].risk.stars == 1
+        "torch.i0": (5, 5), "torch.sigmoid": (1, 5), "Tensor.mul": (1, 5), "Tensor.add": (1, 5)}
+    assert ops["torch.i0"].risk.stars == 5 and ops["torch.sigmoid"].risk.stars == 1
     assert list(result.by_module) == [""]
 
 

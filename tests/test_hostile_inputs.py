@@ -20,12 +20,12 @@ import pytest
 from conftest import ROOT, TINY
 from typer.testing import CliRunner
 
+from opassess import output as write_module
 from opassess.cli import app
 from opassess.errors import ReportError
-from opassess.report import write as write_module
+from opassess.output import append_text, write_output
 from opassess.report.formats.html import SCRIPT_HASH_PLACEHOLDER, script_hash, with_script_hash
 from opassess.report.text import inert
-from opassess.report.write import append_text, write_output
 
 runner = CliRunner()
 

@@ -133,7 +133,7 @@ def test_in_a_portfolio_killing_the_parent_or_the_group_spares_the_good_model(mo
 
 def test_sigterm_while_the_report_is_written_leaves_no_temporary_file(tmp_path, monkeypatch):
     from opassess.isolation import Terminated, terminating_on_signals
-    from opassess.report.write import write_output
+    from opassess.output import write_output
 
     real_fsync = os.fsync
 

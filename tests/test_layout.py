@@ -1,8 +1,10 @@
-"""The package's shape: no import cycle between its modules, and no module over 450 lines.
+"""The package's shape: imports run one way (the layers below), no import cycle between its modules, and no module
+over 450 lines.
 
-Imports under `if TYPE_CHECKING:` are left out of the graph: they never run, and they are how a record names a
-neighbour's type (findings.registry's Survey holds a findings.graph.Graph, whose module registers its roles in
-findings.registry)."""
+Imports under `if TYPE_CHECKING:` count too: they never run, but a type one module names from another is still a
+dependency a reader follows, and a circle of them (the findings graph and its registry once were one) is a knot in
+the design, not only in the import system.
+"""
 from __future__ import annotations
 
 import ast
@@ -12,6 +14,28 @@ import opassess
 
 ROOT = Path(opassess.__file__).parent
 MAX_LINES = 450
+
+# The package's layers, lowest first: a module may import from its own layer and the ones below, never above
+# (records < kb/source < trace < classify < findings < score < pipeline < report < ci < isolation < portfolio < cli).
+# Each entry is a top-level module or package of opassess; a new one must be placed here.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("opassess", "errors", "vocabulary", "reasons", "records", "dtypes", "datafile", "resources", "output", "options"),
+    ("kb", "source"),
+    ("load", "standins"),  # loading a model file installs the stand-ins of GPU-only libraries
+    ("trace", "inventory", "graphmode"),
+    ("classify", "routes"),
+    ("findings",),
+    ("perf",),  # the time model reads the findings' graph; the scores read its times
+    ("score",),
+    ("pipeline",),
+    ("report",),
+    ("profile",),  # the hardware-loop documents reuse the report's text helpers
+    ("ci",),
+    ("isolation",),
+    ("portfolio",),
+    ("cli", "__main__"),
+)
+RANK = {name: index for index, layer in enumerate(LAYERS) for name in layer}
 
 
 def module_name(path: Path) -> str:
@@ -24,30 +48,13 @@ def modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
 
 
-def _type_checking(node: ast.AST) -> bool:
-    test = node.test if isinstance(node, ast.If) else None
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _run_time_nodes(tree: ast.AST):
-    """Every node of the tree outside `if TYPE_CHECKING:` bodies (their `else:` branches run, so they count)."""
-    pending = [tree]
-    while pending:
-        node = pending.pop()
-        yield node
-        if _type_checking(node):
-            pending.extend(node.orelse)
-        else:
-            pending.extend(ast.iter_child_nodes(node))
-
-
 def imported(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package modules `name` imports anywhere in its file (module level and inside functions), relative imports
-    resolved; `from pkg import sub` counts as an import of pkg.sub when sub is a module, else of pkg's __init__."""
+    """The package modules `name` imports anywhere in its file (module level, inside functions and under
+    `if TYPE_CHECKING:`), relative imports resolved; `from pkg import sub` counts as an import of pkg.sub when sub is
+    a module, else of pkg's __init__."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in _run_time_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -125,7 +132,8 @@ def test_graph_sees_relative_function_level_and_package_imports():
     assert "opassess.score.estimate" in graph["opassess.portfolio.plan"]  # from ..score.estimate import (in a function)
     assert "opassess.vocabulary" in graph["opassess.records"]
     assert "opassess.findings.registry" in graph["opassess.findings.graph"]
-    assert "opassess.findings.graph" not in graph["opassess.findings.registry"]  # only under TYPE_CHECKING
+    assert "opassess.findings.graph" in graph["opassess.findings.families"]  # only under TYPE_CHECKING: counted
+    assert "opassess.findings.graph" not in graph["opassess.findings.registry"]
     assert {"opassess.findings.attention", "opassess.findings.graph"} <= graph["opassess.findings"]  # __init__
 
 
@@ -143,3 +151,51 @@ def test_no_import_cycle_inside_the_package():
 def test_no_module_over_the_line_limit():
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def layer_of(module: str) -> str:
+    """'opassess.score.estimate' -> 'score'; 'opassess.records' -> 'records'; 'opassess' -> 'opassess'."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module from a higher layer, as 'importer -> imported (layer a < layer b)'."""
+    found = []
+    for name in sorted(graph):
+        for target in sorted(graph[name]):
+            low, high = layer_of(name), layer_of(target)
+            if RANK[high] > RANK[low]:
+                found.append(f"{name} -> {target} ({low} is below {high})")
+    return found
+
+
+def test_every_top_level_module_has_a_layer():
+    unplaced = sorted({layer_of(name) for name in modules()} - set(RANK))
+    assert not unplaced, f"place these in tests/test_layout.py LAYERS: {unplaced}"
+
+
+def test_imports_run_one_way():
+    found = upward_imports(import_graph())
+    assert not found, "imports against the layers:\n" + "\n".join(found)
+
+
+def test_an_upward_import_is_found():
+    graph = {"opassess.records": {"opassess.cli.scan"}, "opassess.cli.scan": {"opassess.records"}}
+    assert upward_imports(graph) == ["opassess.records -> opassess.cli.scan (records is below cli)"]
+
+
+def test_no_private_name_is_imported_from_another_package():
+    """A leading underscore means 'this package's own': another package that needs it gets a public name."""
+    found = []
+    for name, path in modules().items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            target = f"{base}.{node.module}" if node.module else base
+            if layer_of(target) != layer_of(name):
+                found += [f"{name}: from {target} import {alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and alias.name != "__version__"]
+    assert not found, "\n".join(found)

@@ -12,7 +12,7 @@ from ci_records import op, report, sig
 from opassess.ci.snapshot import read_snapshot
 from opassess.pipeline import ScanOptions
 from opassess.portfolio import STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio
-from opassess.report.portfolio import render_portfolio
+from opassess.portfolio.report import render_portfolio
 from opassess.score.weights_load import load_weights
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -230,12 +230,25 @@ def test_examples_interrupted_then_resumed_with_shared_conv2d_counted_once(tmp_p
     # what custom_op_model adds = its new operator types in full + the extensions of the shared ones
     new_days = sum(custom.operator(op).person_days.likely for op in plan["custom_op_model"].new_ops)
     assert "opassess_examples::fused_bias_gelu" in plan["custom_op_model"].new_ops
+    # ... + its model-level activities (its report's total less its operators: paid by each model, never shared)
+    own = plan["custom_op_model"].model_level
+    assert own.likely == pytest.approx(custom.total.likely - sum(o.person_days.likely for o in custom.operators))
+    assert own.likely > 0
     assert plan["custom_op_model"].marginal.likely == pytest.approx(
-        new_days + sum(costs[op].likely for op in plan["custom_op_model"].extended_ops))
-    assert portfolio.shared_total.likely == pytest.approx(
-        sum(o.person_days.likely for o in resnet.operators) + plan["custom_op_model"].marginal.likely)
+        new_days + sum(costs[op].likely for op in plan["custom_op_model"].extended_ops) + own.likely)
+    assert plan["resnet_like"].standalone.likely == pytest.approx(resnet.total.likely)  # alone: its report's total
+    assert portfolio.shared_total.likely == pytest.approx(resnet.total.likely + plan["custom_op_model"].marginal.likely)
     assert portfolio.shared_total.likely < portfolio.standalone_total.likely
+    # the headline is the simulated sum's P50 with its band; alone, the models' P50s are their reports' own
+    p10, p50, p90 = portfolio.shared_band
+    assert portfolio.shared_total.low <= p10 < p50 < p90 <= portfolio.shared_total.high
+    assert portfolio.standalone_band[1] == pytest.approx(resnet.band[1] + custom.band[1], rel=0.05)
+    assert p50 < portfolio.standalone_band[1]
     document = json.loads(render_portfolio(portfolio, "json"))
+    assert document["person_days"]["shared_band"]["p50"] == round(p50, 2)
+    assert document["person_days"]["headline"].startswith(f"{p50:.1f} person-days (P10-P90 {p10:.1f}-{p90:.1f})")
+    page = render_portfolio(portfolio, "md")
+    assert f"**{p50:.1f}**" in page and "Likely person-days" not in page
     assert document["custom_dev"][0]["op"] == "opassess_examples::fused_bias_gelu"
     assert document["custom_dev"][0]["models"] == ["custom_op_model"]
 

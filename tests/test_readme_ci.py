@@ -1,5 +1,6 @@
-"""The README's GitHub Actions recipe runs as pasted: its steps' commands, parsed from README.md, on a repository made
-here with two commits of a model file (so the test fails when the README drifts from what works)."""
+"""The CI recipe the README points to runs as pasted: the README links docs/ci.md, whose GitHub Actions job's step
+commands are parsed and run on a repository made here with two commits of a model file (so the test fails when the
+recipe drifts from what works, or the README stops leading to it)."""
 from __future__ import annotations
 
 import os
@@ -44,6 +45,16 @@ def build_model():
 def example_inputs():
     return (torch.randn(1, 4, 8, 8),)
 '''
+
+
+def recipe_page() -> Path:
+    """The page the README's CI paragraph links to (docs/ci.md), followed from README.md."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\((docs/[\w.-]+\.md)\)", readme[readme.index("In CI,"):])
+    assert links, "the README's CI paragraph links no page under docs/"
+    page = ROOT / links[0]
+    assert page.is_file() and "### A GitHub Actions job" in page.read_text(encoding="utf-8")
+    return page
 
 
 def github_steps(readme: str) -> dict[str, str]:
@@ -107,7 +118,7 @@ def repository(tmp_path, monkeypatch):
 
 
 def test_the_github_actions_recipe_runs_as_pasted(repository, tmp_path):
-    steps = github_steps((ROOT / "README.md").read_text(encoding="utf-8"))
+    steps = github_steps(recipe_page().read_text(encoding="utf-8"))
     run = [name for name, script in steps.items() if "opassess" in script and "pip install" not in script]
     assert run == ["Baseline from the target branch", "Gate new custom operators", "Comment for the pull request"]
     bin_dir = tmp_path / "bin"  # `opassess` on PATH: this checkout's package under the test's interpreter

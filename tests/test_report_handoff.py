@@ -26,7 +26,10 @@ def document():
 
 def test_one_reproduction_and_one_ticket_per_custom_dev_operator():
     files = handoff_files(document())
-    assert sorted(files) == ["repro_opassess_two__gated_tanh.py", "repro_opassess_two__row_rescale.py",
+    assert sorted(files) == ["op_desc_opassess_two__gated_tanh.json", "op_desc_opassess_two__row_rescale.json",
+                             "op_plugin_opassess_two__gated_tanh.yaml", "op_plugin_opassess_two__row_rescale.yaml",
+                             "repro_opassess_two__gated_tanh.py", "repro_opassess_two__row_rescale.py",
+                             "test_opassess_two__gated_tanh.py", "test_opassess_two__row_rescale.py",
                              "ticket_opassess_two__gated_tanh.md", "ticket_opassess_two__row_rescale.md",
                              "verify_apis.txt"]
     ticket = files["ticket_opassess_two__gated_tanh.md"]

@@ -14,6 +14,7 @@ from report_support import ROOT, model_assessment, synthetic_example
 from opassess.ci.diff import diff_snapshots
 from opassess.ci.diff_format import render_diff
 from opassess.ci.snapshot import read_snapshot
+from opassess.ci.summary import render_summary
 from opassess.errors import ReportError
 from opassess.report import render
 from opassess.report.i18n import (
@@ -24,7 +25,6 @@ from opassess.report.i18n import (
     number,
     resolve_language,
 )
-from opassess.report.summary import render_summary
 from opassess.resources import package_path
 
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -53,19 +53,35 @@ def test_action_items_name_what_to_do_and_who_owns_the_code():
     document = {"operators": [
         {"op": "mylib::gelu", "category": "custom-dev", "person_days": {"likely": 12.0}, "origin": "project"},
         {"op": "transformers.masking_utils.sdpa_mask", "category": "param-converted", "origin": "transformers",
-         "person_days": {"likely": 3.5}, "reasons": [{"message": "int64 mask is cast to int32."}]},
+         "person_days": {"likely": 3.5},
+         "reasons": [{"code": "api-supported", "message": "documented"},
+                     {"code": "dtype-cast", "message": "int64 mask is cast to int32."}]},
         {"op": "torch.nn.Conv2d", "category": "direct", "cost": "validation-block"},
-    ]}
+        {"op": "torch.nn.Linear", "category": "param-converted", "cost": "decision", "person_days": {"likely": 0.05},
+         "cost_note": "precision plan check 0.02-0.05-0.15", "reasons": [{"code": "dtype", "message": "no bf16"}]},
+        {"op": "torch.topk", "category": "param-converted", "cost": "priced-change", "person_days": {"likely": 0.5},
+         "cost_note": "sorted=False: local-rewrite 0.25-0.5-1 (pass sorted=True)", "reasons": []},
+    ], "summary": {"decisions": [{"name": "precision", "title": "precision plan: run in float16",
+                                  "operators": ["torch.nn.Linear"], "person_days": {"likely": 2.05},
+                                  "plan": ["run in float16", "GradScaler(init_scale=1024)"]}]}}
     finding = Finding(kind="rmsnorm", title="RMSNorm by hand", nodes=(), ops=(), source=None,
                       npu_api="torch_npu.npu_rms_norm", effect="x")
     compute = Finding(kind="compute", title="share", nodes=(), ops=(), source=None, npu_api=None, effect="y")
-    items = action_items(document, [finding, compute])
-    assert [(i.kind, i.subject) for i in items] == [("custom-dev", "mylib::gelu"),
+    mixed = Finding(kind="mixed-precision", title="Linear: no bf16", nodes=(), ops=("torch.nn.Linear",), source=None,
+                    npu_api=None, effect="z")
+    items = action_items(document, [finding, compute, mixed])
+    # the decision is one item (its operator none of its own, nor its mixed-precision finding); the priced change
+    # says its edit
+    assert [(i.kind, i.subject) for i in items] == [("decision", "precision plan: run in float16"),
+                                                   ("custom-dev", "mylib::gelu"),
                                                    ("param-converted", "transformers.masking_utils.sdpa_mask"),
+                                                   ("param-converted", "torch.topk"),
                                                    ("rmsnorm", "RMSNorm by hand")]
-    assert items[0].action.startswith("write an NPU kernel") and items[0].days_text == "12.0 person-days"
-    assert items[1].action == "int64 mask is cast to int32 (in transformers: upstream code)"
-    assert items[2].action == "adopt torch_npu.npu_rms_norm"
+    assert items[0].action == "run in float16; GradScaler(init_scale=1024)" and items[0].days_text == "2.0 person-days"
+    assert items[1].action.startswith("write an NPU kernel") and items[1].days_text == "12.0 person-days"
+    assert items[2].action == "int64 mask is cast to int32 (in transformers: upstream code)"
+    assert items[3].action.startswith("sorted=False: local-rewrite") and items[3].days_text == "0.5 person-days"
+    assert items[4].action == "adopt torch_npu.npu_rms_norm"
 
 
 def test_wrap_breaks_long_names_after_dots_and_double_colons():

@@ -396,22 +396,22 @@ def test_collective_is_a_multi_card_signal():
 
 
 def test_real_chain_model():
-    # tests/models/score_chain.py: lgamma, sigmoid, mul, add on (8, 64) float32; compute shares 0.2, 0.2, 0.3, 0.3
-    # (bytes moved; worked out in the model's docstring). The classifier finds no NPU kernel for aten::lgamma.
-    #   lgamma:  pipeline 1 -> performance 0.4; maintenance 1, version 1, multi_card 0.2 / 0.25 = 0.8
+    # tests/models/score_chain.py: i0, sigmoid, mul, add on (8, 64) float32; compute shares 0.2, 0.2, 0.3, 0.3
+    # (bytes moved; worked out in the model's docstring). The classifier finds no NPU kernel for aten::i0.
+    #   i0:  pipeline 1 -> performance 0.4; maintenance 1, version 1, multi_card 0.2 / 0.25 = 0.8
     #            -> ecosystem 0.5 + 0.3 + 0.2 x 0.8 = 0.96; composite 0.5 x 0.4 + 0.2 x 0.96 = 0.392
     #   sigmoid: multi_card 0.8 -> composite 0.2 x 0.2 x 0.8 = 0.032
     #   mul/add: multi_card min(1, 0.3 / 0.25) = 1 -> 0.04
     inv, classified_ops = scan("score_chain.py")
     results = {r.classified.operator.key: r for r in score(classified_ops, inv, WEIGHTS)}
     assert {k: r.classified.category for k, r in results.items()} == {
-        "torch.lgamma": "custom-dev", "torch.sigmoid": "direct", "Tensor.mul": "direct", "Tensor.add": "direct"}
+        "torch.i0": "custom-dev", "torch.sigmoid": "direct", "Tensor.mul": "direct", "Tensor.add": "direct"}
     composites = {k: r.composite for k, r in results.items()}
-    assert composites == pytest.approx({"torch.lgamma": 0.392, "torch.sigmoid": 0.032, "Tensor.mul": 0.04,
+    assert composites == pytest.approx({"torch.i0": 0.392, "torch.sigmoid": 0.032, "Tensor.mul": 0.04,
                                         "Tensor.add": 0.04})
-    lgamma = results["torch.lgamma"]
-    assert "aten::lgamma" in sub(lgamma, "pipeline").signal
-    assert "20.0% of model compute (roofline)" in sub(lgamma, "multi_card").signal
+    i0 = results["torch.i0"]
+    assert "aten::i0" in sub(i0, "pipeline").signal
+    assert "20.0% of model compute (roofline)" in sub(i0, "multi_card").signal
     # Kernel ranges "aclnn all; aclop all" cover every release: version_compat 0 for the direct ops.
     assert sub(results["torch.sigmoid"], "version_compat").value == 0
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from opassess.source.classify import Classifier, name_tokens
+from opassess.source.classify import Classifier
 from opassess.source.facts import load_source_facts
 from opassess.source.records import KernelSize, Site
 from opassess.vocabulary import Category
@@ -62,16 +62,21 @@ def test_libraries_without_a_route(classify):
     assert classify(make("import", "triton", ("guarded", "no"))) is None  # kernels are the findings
 
 
-def test_extensions_match_npu_ops_by_name_or_are_custom_dev(classify):
+def test_extensions_and_kernels_are_never_matched_by_name(classify):
+    """No match rather than a wrong one: a rotary CUDA kernel is not npu_interleave_rope (nor npu_rotary_mul) because
+    its name shares a word with them."""
     rope = classify(make("extension", "torch.utils.cpp_extension.load", ("name", "rotary_cuda"),
                          ("source", "rotary_kernel.cu")))
-    assert (rope.category, rope.confidence) == (Category.PARAM_CONVERTED, "low")
-    assert "torch_npu.npu_rotary_mul" in rope.npu_route
+    assert (rope.category, rope.confidence) == (Category.CUSTOM_DEV, "high")
+    assert "npu_" not in rope.npu_route and any("no torch_npu op matched" in n for n in rope.notes)
+    kernel = classify(make("cuda-kernel", "apply_rotary_kernel", ("name", "apply_rotary_kernel")))
+    assert kernel.category == Category.CUSTOM_DEV and "rope" not in kernel.npu_route
     odd = classify(make("extension", "torch.utils.cpp_extension.CUDAExtension", ("name", "zigzag_ext"),
-                        ("source", "zz.cu"), size=KernelSize(lines=40, kernels=3)))
+                        ("source", "zz.cu"), ("link", "ops/zz.py:3"), size=KernelSize(lines=40, kernels=3)))
     assert (odd.category, odd.confidence, odd.size.kernels) == (Category.CUSTOM_DEV, "high", 3)
     assert odd.evidence == ("cuda_api_migration.tsv:45 unsupported (Ascend/pytorch:docs/zh/api/native_api/"
                             "pytorch_2-13-0/torch-utils-cpp_extension.md:L33)",)
+    assert any("builds module zigzag_ext, imported or called at ops/zz.py:3" in n for n in odd.notes)
 
 
 def test_triton_kernels_by_what_they_use(classify):
@@ -93,8 +98,3 @@ def test_triton_kernels_by_what_they_use(classify):
 def test_unknown_site_kind_is_an_error(classify):
     with pytest.raises(ValueError, match="no classification"):
         classify(make("mystery", "x"))
-
-
-def test_name_tokens_drop_generic_words():
-    assert name_tokens("RotaryEmbCUDA_kernel") == {"rotary", "emb"}
-    assert name_tokens("fused_fwd.cu") == set()

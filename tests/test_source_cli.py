@@ -114,7 +114,8 @@ def test_fail_on_custom_dev_fails_on_the_custom_dev_sites(project):
     assert "flash_attn" not in result.stderr  # param-converted: not a custom-dev breach
     failed = [case.get("name") for case in ET.parse(project / "r.xml").iter("testcase")
               if case.find("failure") is not None]
-    assert "train.py: count_kernel (triton-kernel)" in failed and len(failed) == 4
+    # count_kernel, the extension and what it builds (zigzag_kernel, rotary_kernel: no name match, its runtime calls)
+    assert "train.py: count_kernel (triton-kernel)" in failed and len(failed) == 5
     assert runner.invoke(app, ["source", "proj", "--fail-on", "param-converted", "-q"]).exit_code == 3
     assert runner.invoke(app, ["source", "proj", "--max-person-days", "1000", "-q"]).exit_code == 0
 

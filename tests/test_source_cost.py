@@ -42,9 +42,13 @@ def test_site_effort_by_hand():
     effort, basis = site_effort(kernel, WEIGHTS)
     assert approx(effort, 3.07, 6.14, 13.28)
     assert "1 kernel(s)" in basis and "7 lines" in basis
-    # an extension's build costs its category only: its kernels are findings of their own
+    # an extension the tree builds is priced once, as its kernels: [1, 2, 5] + 4 x [2, 4, 8] + 3 x [1, 2, 4]
     ext = finding("cpp-extension", Category.CUSTOM_DEV, size=KernelSize(lines=300, kernels=4))
-    assert approx(site_effort(ext, WEIGHTS)[0], 1.0, 2.0, 5.0)
+    assert approx(site_effort(ext, WEIGHTS)[0], 12.0, 24.0, 49.0)
+    # ... and a kernel in its sources costs nothing of its own
+    built = dataclasses.replace(kernel, built_by="setup.py:4")
+    assert site_effort(built, WEIGHTS) == (Effort(0.0, 0.0, 0.0), "in the sources of the extension built at "
+                                           "setup.py:4: priced there, once")
     note = finding("precision-note", Category.DIRECT, subject="torch.backends.cudnn.benchmark")
     assert site_effort(note, WEIGHTS)[0] == Effort(0.0, 0.0, 0.0)
 
@@ -118,7 +122,8 @@ def test_a_source_scan_alone_totals_its_sites(tmp_path):
     grid = {key for row in result.risk_matrix for cell in row for key in cell}
     notes = [s.key for s in sites if s.finding.effort_free]
     assert len(notes) == 2 and not grid & set(notes)  # the two precision notes are notes, not risks
-    assert len(grid) == len(sites) - 2
+    built = [s.key for s in sites if s.finding.built_by]  # the extension's kernels, binding and runtime calls
+    assert len(built) == 4 and len(grid) == len(sites) - 2 - 4
 
 
 @pytest.mark.parametrize(("text", "problem"), [

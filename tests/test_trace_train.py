@@ -179,3 +179,16 @@ def test_bad_max_grad_norm_and_loss_are_refused(model_file):
     """, name="vector_loss.py")
     with pytest.raises(TraceError, match="the loss is not a scalar tensor"):
         TrainCapture(TrainOptions()).capture(load_model(LoadRequest(target=str(path))))
+
+
+def test_a_batch_of_one_is_doubled_and_a_value_read_retried_as_compiled():
+    inventory = trained(MODELS / "train_batch_one.py")
+    capture = inventory.capture
+    # .item() on meta fails the plain step; the retry with is_compiling() true runs on meta, not on the CPU
+    assert (capture.device, capture.method) == ("meta", "dispatch-compiling")
+    assert [a.method for a in capture.attempts] == ["train", "train-compiling"]
+    assert "Tensor.item() cannot be called on meta tensors" in capture.attempts[0].error
+    # BatchNorm1d in train mode refuses (1, 8): the batch was doubled, and the note says so
+    assert "the example batch of 1 was doubled to 2" in capture.step_note
+    norm = next(n for n in capture.nodes if n.key == "torch.nn.BatchNorm1d")
+    assert norm.input_shapes == ((2, 8),) and norm.backward

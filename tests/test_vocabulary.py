@@ -6,9 +6,14 @@ import re
 from pathlib import Path
 
 import opassess.report
+from opassess.graphmode import records as graph
 from opassess.kb import load_kb
 from opassess.kb.evidence import CONFIDENCES
+from opassess.perf import records as perf
+from opassess.reasons import EXCLUSION_CODES, REASONS
+from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
+from opassess.score.weights_decisions import DECISION_NAMES
 from opassess.trace import METHODS
 from opassess.vocabulary import CAPTURE_STEPS, CATEGORIES, NO_CAPTURE, OPERATOR_KINDS, Category
 
@@ -50,12 +55,38 @@ def test_schema_cost_bases_are_the_cost_model_s():
     assert SCHEMA["$defs"]["operator"]["properties"]["cost"]["oneOf"][0]["enum"] == list(COST_BASES)
 
 
+def test_schema_decision_names_are_the_decision_rules():
+    decisions = SCHEMA["properties"]["summary"]["properties"]["decisions"]["oneOf"][1]["items"]["properties"]
+    assert decisions["name"]["enum"] == list(DECISION_NAMES)
+
+
 def test_every_schema_enum_is_a_known_vocabulary():
     """A new enum in the schema must be tied to a vocabulary here (and tested), not typed a second time."""
     known = {tuple(CATEGORIES), tuple(METHODS), OPERATOR_KINDS, CAPTURE_STEPS,
-             ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES)}
+             ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES),
+             tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES),  # tests/test_reasons.py
+             DECISION_NAMES, EXPORTERS, (*EXPORTERS, None), VERDICTS, SERVING_STATUSES,
+             graph.ALL_VERDICTS, graph.BREAK_KINDS, graph.METHODS, graph.BACKENDS,
+             perf.UNITS, perf.BOUNDS, perf.PENALTIES}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
+
+
+def test_schema_graph_mode_enums_are_the_graph_mode_vocabularies():
+    defs = SCHEMA["$defs"]
+    assert defs["graph_verdict"]["properties"]["verdict"]["enum"] == list(graph.ALL_VERDICTS)
+    assert defs["graph_break"]["properties"]["kind"]["enum"] == list(graph.BREAK_KINDS)
+    assert defs["graph_break"]["properties"]["method"]["enum"] == list(graph.METHODS)
+    assert defs["graph_mode"]["properties"]["method"]["enum"] == list(graph.METHODS)
+    assert defs["graph_mode"]["properties"]["backend"]["enum"] == list(graph.BACKENDS)
+    assert list(defs["graph_mode"]["properties"]["backends"]["properties"]) == list(graph.BACKENDS)
+
+
+def test_schema_route_enums_are_the_routes_vocabularies():
+    onnx, serving = SCHEMA["properties"]["onnx"]["properties"], SCHEMA["properties"]["serving"]["properties"]
+    assert onnx["exporter"]["enum"] == [*EXPORTERS, None]
+    assert onnx["nodes"]["items"]["properties"]["verdict"]["enum"] == list(VERDICTS)
+    assert serving["items"]["items"]["properties"]["status"]["enum"] == list(SERVING_STATUSES)
 
 
 def test_schema_target_is_a_product_of_the_knowledge_base_by_contract_only():
@@ -70,3 +101,12 @@ def test_schema_target_is_a_product_of_the_knowledge_base_by_contract_only():
     named = re.search(r"assessed against: (.*?)\.$", option.help)
     assert named is not None
     assert tuple(re.findall(r"'([^']+)'", named.group(1))) == load_kb().products
+
+
+def test_schema_time_model_enums_are_the_time_model_vocabularies():
+    defs = SCHEMA["$defs"]
+    assert defs["estimated_time"]["properties"]["unit"]["enum"] == list(perf.UNITS)
+    assert defs["estimated_time"]["properties"]["bound"]["enum"] == list(perf.BOUNDS)
+    penalty = defs["estimated_time"]["properties"]["penalties"]["items"]["properties"]
+    assert penalty["code"]["enum"] == list(perf.PENALTIES)
+    assert defs["time_by_unit"]["propertyNames"]["enum"] == list(perf.UNITS)

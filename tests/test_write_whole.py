@@ -10,11 +10,11 @@ import pytest
 from conftest import TINY
 from typer.testing import CliRunner
 
+from opassess import output as write_module
 from opassess.cli import app
 from opassess.cli.errors import MESSAGE_LIMIT, one_line
 from opassess.errors import ReportError
-from opassess.report import write as write_module
-from opassess.report.write import append_text, write_output
+from opassess.output import append_text, write_output
 
 runner = CliRunner()
 

@@ -19,6 +19,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kb_profiler  # noqa: E402
+import kb_routes  # noqa: E402
 import kb_source  # noqa: E402
 from kb_kernels import build_aclnn  # noqa: E402
 from limitations import parse_limitation  # noqa: E402
@@ -404,6 +406,8 @@ def build(facts: Path, out: Path) -> dict:
     provenance["files"]["provenance.json"] = 0
     write_json(out / "provenance.json", provenance)
     kb_source.build(facts, out)  # source_facts.json: the migration-route tables, with their own provenance
+    kb_routes.build(facts, out)  # route_facts.json: HCCL, ONNX -> CANN, inference quantisation
+    kb_profiler.build(facts, out)  # profiler.json: profiler columns, advisor rules, fallback kernels (own provenance)
     return provenance
 
 

@@ -39,7 +39,7 @@ def _change_row(change: OpChange) -> dict[str, Any]:
         "days_before": days_or(change.before.person_days) if change.before else "",
         "days_after": days_or(change.after.person_days) if change.after else "",
         "delta_text": signed_days(change.effort.likely),
-        "source": state.first_source or "",
+        "source": (state.first_source if state is not None else None) or "",
         "worse": change.worse,
     }
 

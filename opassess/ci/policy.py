@@ -5,6 +5,7 @@ Rules, one per command-line flag:
                        worse* (anything that is not direct); `unknown` on operators the knowledge base does not know.
   --max-person-days N  the model's P50 (the headline; the likely total in a report without one) exceeds N.
   --max-risk STARS     an operator's risk exceeds STARS stars (1..5).
+  --fail-on graph-break  the model's graph breaks on the --graph-backend back-end (inductor by default).
 Applied to a Diff (`--fail-on-new`, `opassess diff`), the same rules look only at what the change brought:
 operators added or re-classified to a worse category (or to unknown), the growth of the likely total, and
 operators whose stars rose above the limit.
@@ -21,7 +22,8 @@ from .diff import Diff
 from .snapshot import SOURCE_KIND, OpState, Snapshot, read_snapshot
 
 UNKNOWN = "unknown"  # --fail-on unknown: operators the knowledge base does not know
-FAIL_ON = (Category.CUSTOM_DEV.value, Category.PARAM_CONVERTED.value, UNKNOWN)
+GRAPH_BREAK = "graph-break"  # --fail-on graph-break: a break of the chosen graph back-end (--graph-backend)
+FAIL_ON = (Category.CUSTOM_DEV.value, Category.PARAM_CONVERTED.value, UNKNOWN, GRAPH_BREAK)
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Policy:
     fail_on: tuple[str, ...] = ()  # values of FAIL_ON
     max_person_days: float | None = None
     max_risk: int | None = None  # stars, 1..5
+    graph_backend: str = "inductor"  # the back-end --fail-on graph-break gates
 
     def __post_init__(self) -> None:
         unknown = [value for value in self.fail_on if value not in FAIL_ON]
@@ -71,6 +74,7 @@ def evaluate(subject: Assessment | Snapshot | Diff, policy: Policy) -> tuple[Bre
         return _evaluate_diff(subject, policy)
     snapshot = subject if isinstance(subject, Snapshot) else read_snapshot(subject)
     breaches = list(_operator_breaches(((op, None) for op in snapshot.operators), policy, in_diff=False))
+    breaches += _graph_breaches(snapshot, None, policy)
     gated = snapshot.gated
     if policy.max_person_days is not None and gated is not None and gated > policy.max_person_days:
         what = "P50" if snapshot.band is not None else "likely total"
@@ -78,6 +82,20 @@ def evaluate(subject: Assessment | Snapshot | Diff, policy: Policy) -> tuple[Bre
                                f"estimated effort ({what}) {days(gated)} person-days exceeds "
                                f"--max-person-days {policy.max_person_days:g}"))
     return tuple(breaches)
+
+
+def _graph_breaches(snapshot: Snapshot, before: Snapshot | None, policy: Policy) -> list[Breach]:
+    """--fail-on graph-break: each break of the chosen back-end (in a diff: each the baseline did not have)."""
+    if GRAPH_BREAK not in policy.fail_on or snapshot.graph_breaks is None:
+        return []
+    backend = policy.graph_backend
+    old = {(op, kind, reason) for op, kind, _, reason in
+           ((before.graph_breaks or {}).get(backend, ()) if before is not None else ())}
+    new = "new " if before is not None else ""
+    return [Breach("fail-on", op, f"{new}graph break on {backend}: {op}{f' at {source}' if source else ''} "
+                                  f"({reason}) (--fail-on graph-break)", source)
+            for op, kind, source, reason in snapshot.graph_breaks.get(backend, ())
+            if (op, kind, reason) not in old]
 
 
 def _where(op: OpState) -> str:
@@ -113,6 +131,7 @@ def _operator_breaches(pairs: Iterable[tuple[OpState, OpState | None]], policy: 
 def _evaluate_diff(diff: Diff, policy: Policy) -> tuple[Breach, ...]:
     pairs = ((c.after, c.before) for c in diff.changes if c.after is not None)
     breaches = list(_operator_breaches(pairs, policy, in_diff=True))
+    breaches += _graph_breaches(diff.after, diff.before, policy)
     growth = diff.effort.likely
     if policy.max_person_days is not None and growth > policy.max_person_days:
         breaches.append(Breach("max-person-days", None,

@@ -61,6 +61,8 @@ class Snapshot:
     entry: str = ""  # model.entry, the factory's name ("build_model")
     label: str | None = None  # model.label (--label), absent in reports written before it existed
     band: tuple[float, float, float] | None = None  # summary p10, p50, p90; absent in older reports
+    # graph_mode: per back-end its breaks (op, kind, source, reason); None when the report has no graph analysis
+    graph_breaks: Mapping[str, tuple[tuple[str, str, str | None, str], ...]] | None = None
 
     @property
     def gated(self) -> float | None:
@@ -177,16 +179,26 @@ def _from_document(document: Any, origin: str) -> Snapshot:
         return Snapshot(source=model["source"], class_name=model.get("class", ""),
                         total=_effort(summary.get("person_days"), f"{origin}: summary"),
                         operators=tuple(operators), origin=origin, entry=str(model.get("entry") or ""),
-                        label=model.get("label"), band=_band(summary))
+                        label=model.get("label"), band=_band(summary),
+                        graph_breaks=_graph_breaks(document.get("graph_mode")))
     except ReportError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"{origin}: not an opassess JSON report: missing or malformed {exc}") from exc
 
 
+def _graph_breaks(graph: Any) -> Mapping[str, tuple[tuple[str, str, str | None, str], ...]] | None:
+    """graph_mode.backends -> {back-end: ((op, kind, source, reason), ...)}; None without a graph analysis."""
+    if not graph:
+        return None
+    return {name: tuple((b["op"], b["kind"], b.get("source"), b["reason"]) for b in backend["breaks"])
+            for name, backend in graph["backends"].items()}
+
+
 def _band(summary: dict) -> tuple[float, float, float] | None:
     """(p10, p50, p90) of a report's summary, or None when it has none (not estimated, or written before P10)."""
     values = [summary.get(key) for key in ("p10", "p50", "p90")]
-    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) != 3:
         return None
-    return float(values[0]), float(values[1]), float(values[2])
+    return numbers[0], numbers[1], numbers[2]

@@ -1,7 +1,7 @@
 """The command line: parses flags, calls the library, picks a reporter, writes; the one place that prints and exits.
 
-Each command lives in its own module (scan, source, diff, kb, calibrate); every one of them runs its work inside
-`reporting_errors` (cli/errors.py), the one place exceptions become messages and exit codes:
+Each command lives in its own module (scan, source, diff, kb, calibrate, profile); every one of them runs its work
+inside `reporting_errors` (cli/errors.py), the one place exceptions become messages and exit codes:
 0 ok; 1 an error in the input or the scan (one line, no traceback unless --debug); 2 bad command-line usage;
 3 a CI policy was breached.
 """
@@ -13,6 +13,7 @@ from .calibrate import calibrate_command
 from .diff import diff_command
 from .errors import reporting_errors
 from .kb import explain, kb_app
+from .profile import profile_command
 from .scan import pick_format, scan
 from .source import source_command
 
@@ -31,6 +32,7 @@ app.command("diff")(diff_command)
 app.add_typer(kb_app, name="kb", help="Show or refresh the knowledge base of Ascend NPU facts.")
 app.command("explain")(explain)
 app.command("calibrate")(calibrate_command)
+app.command("profile")(profile_command)
 
 
 def main() -> None:

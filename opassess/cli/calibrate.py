@@ -1,6 +1,7 @@
 """`opassess calibrate actuals.csv`: print the before/after error table and the proposed [effort.*] TOML snippet."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -97,30 +98,75 @@ def _range_lines(fit) -> list[str]:
 
 
 def calibrate_command(
-    actuals: Annotated[Path, typer.Argument(help="CSV of recorded actuals: operator, category, person_days "
-                                                 "(and optionally composite, from a scan's JSON report).")],
+    actuals: Annotated[Path | None, typer.Argument(help="CSV of recorded actuals: operator, category, person_days "
+                                                        "(and optionally composite, from a scan's JSON report).")
+                       ] = None,
     weights: Annotated[Path | None, typer.Option(help="A weights file on top of the profile (default: "
                                                          "none).")] = None,
     profile: Annotated[str, typer.Option(help="The shipped profile to calibrate: default or classic (the "
                                               "practice table, per operator type).")] = "default",
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write the calibrated profile here (a TOML file for scan --weights).")] = None,
+        "--output", "-o", help="Write the calibrated profile here (a TOML file for scan --weights; with "
+                               "--profile-data a device overlay for scan --device-profile).")] = None,
+    verified: Annotated[Path | None, typer.Option(
+        help="JUnit results of the hand-off's verification harness (pytest --junitxml): recorded into the "
+             "knowledge-base overlay as verified on your hardware, used by later scans.")] = None,
+    kb_dir: Annotated[Path | None, typer.Option(
+        "--kb-dir", help="With --verified: the overlay folder for verified.json (default: OPASSESS_KB_DIR, else "
+                         "the user folder `opassess kb import` writes).")] = None,
+    profile_data: Annotated[Path | None, typer.Option(
+        help="A profiler export (kernel_details.csv, op_summary_*.csv or their folder): fit the time model's "
+             "efficiencies and launch costs to it (needs --report).")] = None,
+    report: Annotated[Path | None, typer.Option(
+        "--report", "-r", help="With --profile-data: the scan's JSON report.")] = None,
     debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False,
 ) -> None:
-    """Propose category ranges from a team's recorded actuals, with the error before and after; -o writes them as a
-    profile."""
-    from ..report.write import write_output
+    """Calibrate opassess to your team and hardware: effort ranges from recorded actuals (ACTUALS), the knowledge
+    base from verification results (--verified), or the time model from a profile (--profile-data)."""
+    modes = [name for name, value in (("ACTUALS", actuals), ("--verified", verified),
+                                      ("--profile-data", profile_data)) if value is not None]
+    if len(modes) != 1:
+        raise typer.BadParameter("give exactly one of ACTUALS, --verified or --profile-data"
+                                 + (f" (got {', '.join(modes)})" if modes else ""))
+    if profile_data is not None and report is None:
+        raise typer.BadParameter("--profile-data needs --report REPORT.json", param_hint="'--report'")
+    with reporting_errors(debug):
+        if verified is not None:
+            _record_verified(verified, kb_dir)
+        elif profile_data is not None:
+            from .calibrate_device import calibrate_device
+
+            calibrate_device(profile_data, report, output)
+        else:
+            _calibrate_effort(actuals, weights, profile, output)
+
+
+def _calibrate_effort(actuals: Path, weights: Path | None, profile: str, output: Path | None) -> None:
+    from ..output import write_output
     from ..score.calibrate import calibrate
     from ..score.weights_load import load_weights, profile_path
 
-    with reporting_errors(debug):
-        result = calibrate(actuals, load_weights(weights, profile))
-        typer.echo(format_table(result))
-        typer.echo(format_snippet(result), nl=False)
-        if output is not None:
-            base = profile_path(profile)
-            write_output(format_profile(result, profile, base.read_text(encoding="utf-8") if base else None), output)
-            typer.echo(f"opassess: wrote the calibrated profile to {output}", err=True)
+    result = calibrate(actuals, load_weights(weights, profile))
+    typer.echo(format_table(result))
+    typer.echo(format_snippet(result), nl=False)
+    if output is not None:
+        base = profile_path(profile)
+        write_output(format_profile(result, profile, base.read_text(encoding="utf-8") if base else None), output)
+        typer.echo(f"opassess: wrote the calibrated profile to {output}", err=True)
+
+
+def _record_verified(results: Path, kb_dir: Path | None) -> None:
+    from ..kb.store import user_kb_dir
+    from ..kb.verified import record_verified
+
+    env = os.environ.get("OPASSESS_KB_DIR")  # the overlay folder later scans read (kb/store.load_kb)
+    folder = kb_dir if kb_dir is not None else Path(env) if env else user_kb_dir()
+    target, cases, counts = record_verified(results, folder)
+    for case in cases:
+        detail = f": {case.failure}" if case.failure else ""
+        typer.echo(f"{case.status:7}  {case.op}  {case.signature}  on {case.device}{detail}")
+    typer.echo(f"opassess: recorded {counts['passed']} passed and {counts['failed']} failed signature(s) "
+               f"({counts['skipped']} skipped: no device) in {target}; later scans read it", err=True)
 
 
 def _days(value: float | None) -> str:

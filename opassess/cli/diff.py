@@ -32,7 +32,7 @@ def diff_command(
     from ..ci.diff_format import DIFF_FORMATS, render_diff
     from ..ci.policy import evaluate
     from ..ci.snapshot import read_snapshot
-    from ..report.write import write_output
+    from ..output import write_output
 
     with reporting_errors(debug):
         policy = build_policy(fail_on, max_person_days, max_risk)

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import typer
 
-from ..errors import EXIT_ERROR, InternalError, OpassessError, PolicyBreach
+from ..errors import EXIT_ERROR, InternalError, OpassessError, PolicyBreach, UsageError
 from ..isolation.signals import Terminated
+from ..output import release_stdout
 from ..report.text import inert
-from ..report.write import release_stdout
 
 EXIT_INTERRUPTED = 130
 MESSAGE_LIMIT = 500  # characters of one error line: a model's 1 MB exception text is cut, not printed
@@ -33,6 +33,11 @@ def reporting_errors(debug: bool) -> Iterator[None]:
         yield
     except (typer.Exit, typer.Abort, typer.TyperException):  # usage errors keep their message and exit code 2
         raise
+    except UsageError as exc:
+        if exc.option is None:
+            raise _reported(exc, debug) from None
+        # a rule between options (ScanOptions): reported as typer reports a bad value, with the usage line, exit 2
+        raise typer.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
     except InternalError as exc:
         if debug:
             traceback.print_exc()
@@ -40,10 +45,7 @@ def reporting_errors(debug: bool) -> Iterator[None]:
                    err=True)
         raise typer.Exit(exc.exit_code) from None
     except OpassessError as exc:
-        if debug:
-            traceback.print_exc()
-        typer.echo(f"opassess: error: {one_line(exc)}", err=True)  # one line, whatever the model named
-        raise typer.Exit(exc.exit_code) from None
+        raise _reported(exc, debug) from None
     except Terminated as exc:  # SIGTERM / SIGHUP: workers and temporary files are gone by now
         typer.echo(f"opassess: terminated by {exc.signal_name}", err=True)
         raise typer.Exit(exc.exit_code) from None
@@ -62,6 +64,14 @@ def reporting_errors(debug: bool) -> Iterator[None]:
                    "the traceback)",
                    err=True)
         raise typer.Exit(EXIT_ERROR) from None
+
+
+def _reported(exc: OpassessError, debug: bool) -> typer.Exit:
+    """An opassess error said in one line on stderr (with its traceback under --debug): the exit to raise."""
+    if debug:
+        traceback.print_exc()
+    typer.echo(f"opassess: error: {one_line(exc)}", err=True)  # one line, whatever the model named
+    return typer.Exit(exc.exit_code)
 
 
 def fail_on_breaches(lines: list[str]) -> None:

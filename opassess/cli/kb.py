@@ -40,20 +40,29 @@ def kb_summary(ctx: typer.Context, kb_dir: KbDir = None) -> None:
 @kb_app.command("show")
 def kb_show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(
+    name: Annotated[list[str], typer.Argument(
         help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms, flash_attn.flash_attn_func, "
-             "torch.cuda.synchronize, tl.atomic_add ...")],
+             "torch.cuda.synchronize, tl.atomic_add ...; or `device PRODUCT` (A2, A3, 950, a variant name): the "
+             "device profile the time model uses.")],
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
     kb_dir: KbDir = None,
 ) -> None:
     """Show one entry of the knowledge base, and what the source-level facts say about it (kernel libraries, CUDA
     APIs, transfer_to_npu's patches, triton-ascend's limits)."""
+    from ..classify.decompose import decomposition  # imports the tracer: only `kb show` needs it
     from ..source.describe import format_entry_with_source
-    from ..trace.decompose import decomposition  # imports the tracer: only `kb show` needs it
 
+    if len(name) == 2 and name[0] == "device":
+        from ..perf.describe import format_device
+
+        with _errors():
+            typer.echo(format_device(load_kb(kb_dir or ctx.obj), name[1]))
+        return
+    if len(name) != 1:
+        raise typer.BadParameter("expected one NAME, or `device PRODUCT`", param_hint="'NAME'")
     with _errors():
-        typer.echo(format_entry_with_source(load_kb(kb_dir or ctx.obj), name, torch_npu, decomposition))
+        typer.echo(format_entry_with_source(load_kb(kb_dir or ctx.obj), name[0], torch_npu, decomposition))
 
 
 @kb_app.command("import")
@@ -73,16 +82,23 @@ def kb_import(
 
 def explain(
     code: Annotated[list[str] | None, typer.Argument(
-        help="ACL_ERROR_* name, its number (107000), torch_npu's ERRxxyyy, a CANN E-code (EZ9999), or a pasted log "
-             "line or block (quoted; `-` or nothing reads standard input).")] = None,
+        help="ACL_ERROR_* name, its number (107000), torch_npu's ERRxxyyy, a CANN E-code (EZ9999), a pasted log "
+             "line or block (quoted; `-` or nothing reads standard input), or one of opassess's own reason codes "
+             "(param-limit, no-kernel, ...: docs/reasons.md).")] = None,
     list_codes: Annotated[bool, typer.Option("--list", help="List every known code and the code families.")] = False,
 ) -> None:
-    """Explain Ascend error codes (cause and remedy), alone or picked out of a pasted log."""
+    """Explain Ascend error codes (cause and remedy), alone or picked out of a pasted log, or a reason code of a
+    report (what it means and what it can decide)."""
+    from ..reasons import REASONS, format_reason
+
     with _errors():
         if list_codes:
             typer.echo(format_error_list(load_kb()))
             return
         text = " ".join(code or [])
+        if text.strip() in REASONS:
+            typer.echo(format_reason(REASONS[text.strip()]))
+            return
         if not text.strip() or text.strip() == "-":
             text = sys.stdin.read()
         typer.echo(format_errors_in_text(load_kb(), text))

@@ -10,7 +10,15 @@ from ..ci.policy import FAIL_ON, Policy
 
 FailOn = Annotated[list[str] | None, typer.Option(
     "--fail-on", help="CI gate (repeatable): exit 3 when an operator is 'custom-dev', 'param-converted' (or worse) "
-                      "or 'unknown' to the knowledge base.")]
+                      "or 'unknown' to the knowledge base, or on a 'graph-break' of the --graph-backend back-end.")]
+GraphModeOption = Annotated[str, typer.Option(
+    "--graph-mode", help="Graph-mode readiness (NPU inductor, npugraph_ex, torchair GE): 'capture' finds the breaks "
+                         "in the captured ATen calls (host syncs, data-dependent sizes); 'dynamo' also runs "
+                         "torch._dynamo on the model in the worker (Python-level breaks; slower); 'off' skips it.")]
+NoGraphMode = Annotated[bool, typer.Option("--no-graph-mode", help="Skip the graph-mode analysis (--graph-mode off).")]
+GraphBackend = Annotated[str, typer.Option(
+    "--graph-backend", help="The graph back-end --fail-on graph-break gates and the graph effort item is for: "
+                            "inductor, npugraph_ex or ge.")]
 MaxPersonDays = Annotated[float | None, typer.Option(
     "--max-person-days", min=0, help="CI gate: exit 3 when the likely effort exceeds N person-days (with a baseline "
                                      "and --fail-on-new: when it grows by more than N).")]
@@ -35,12 +43,30 @@ def report_language(value: str | None) -> str:
         raise typer.BadParameter(str(exc), param_hint="'--lang'") from exc
 
 
-def build_policy(fail_on: list[str] | None, max_person_days: float | None, max_risk: int | None) -> Policy:
+def build_policy(fail_on: list[str] | None, max_person_days: float | None, max_risk: int | None,
+                 graph_backend: str = "inductor") -> Policy:
     """The CI gates from the command line; an unknown --fail-on value is a usage error."""
     for value in fail_on or ():
         if value not in FAIL_ON:
             raise typer.BadParameter(f"{value!r}: expected one of {', '.join(FAIL_ON)}", param_hint="'--fail-on'")
-    return Policy(fail_on=tuple(dict.fromkeys(fail_on or ())), max_person_days=max_person_days, max_risk=max_risk)
+    return Policy(fail_on=tuple(dict.fromkeys(fail_on or ())), max_person_days=max_person_days, max_risk=max_risk,
+                  graph_backend=graph_backend)
+
+
+def graph_mode_value(mode: str, off: bool, backend: str, fail_on: list[str] | None) -> str:
+    """--graph-mode resolved with --no-graph-mode; unknown values, and a graph-break gate with the analysis off, are
+    usage errors."""
+    from ..graphmode import BACKENDS, GRAPH_MODES
+
+    if mode not in GRAPH_MODES:
+        raise typer.BadParameter(f"{mode!r}: expected one of {', '.join(GRAPH_MODES)}", param_hint="'--graph-mode'")
+    if backend not in BACKENDS:
+        raise typer.BadParameter(f"{backend!r}: expected one of {', '.join(BACKENDS)}", param_hint="'--graph-backend'")
+    mode = "off" if off else mode
+    if mode == "off" and "graph-break" in (fail_on or ()):
+        raise typer.BadParameter("needs the graph-mode analysis (drop --no-graph-mode / --graph-mode off)",
+                                 param_hint="'--fail-on graph-break'")
+    return mode
 
 
 CAST_DTYPES = ("float16", "bfloat16", "float32")  # what --dtype accepts (a model is assessed in one of these)
@@ -59,3 +85,38 @@ def dtype_value(value: str, option: str, accepted: tuple[str, ...] | None = None
                            for aliases in [[k for k, v in DTYPES.items() if v == name and k != name]])
         raise typer.BadParameter(f"{value!r}: expected one of {listed}", param_hint=f"'{option}'")
     return canonical
+
+
+Route = Annotated[str | None, typer.Option(
+    "--route", help="Also check a route beyond eager training: 'onnx' (export with torch.onnx in the worker, judge "
+                    "each node against the ONNX -> CANN map; pip install 'opassess[onnx]') or 'vllm-ascend' (the "
+                    "architecture and --quant against the serving facts for --target).")]
+Opset = Annotated[int, typer.Option(
+    "--opset", help="With --route onnx: the ONNX opset to export at, 11 to 18 (ATC takes 11 or later).")]
+Exporter = Annotated[str, typer.Option(
+    "--exporter", help="With --route onnx: auto (the dynamo exporter where it works, else TorchScript), dynamo or "
+                       "torchscript.")]
+Quant = Annotated[str | None, typer.Option(
+    "--quant", help="With --route vllm-ascend: a quantisation scheme (w8a8, w8a8_dynamic, w4a8, w4a16, mxfp8, "
+                    "...) to check against the chip.")]
+
+
+def route_values(route: str | None, opset: int, exporter: str, quant: str | None) -> dict:
+    """The route options as ScanOptions fields; a value that does not fit (an unknown route, --opset below 11 or
+    above 18, --quant without --route vllm-ascend) is a usage error with the reason."""
+    from ..errors import UsageError
+    from ..routes.onnx_judge import check_opset
+    from ..routes.records import EXPORTERS, ROUTES
+
+    if route is not None and route not in ROUTES:
+        raise typer.BadParameter(f"{route!r}: expected one of {', '.join(ROUTES)}", param_hint="'--route'")
+    if exporter not in ("auto", *EXPORTERS):
+        raise typer.BadParameter(f"{exporter!r}: expected auto, dynamo or torchscript", param_hint="'--exporter'")
+    if route == "onnx":
+        try:
+            check_opset(opset)
+        except UsageError as exc:
+            raise typer.BadParameter(str(exc).split(": ", 1)[1], param_hint="'--opset'") from exc
+    if quant and route != "vllm-ascend":
+        raise typer.BadParameter("needs --route vllm-ascend", param_hint="'--quant'")
+    return {"route": route, "opset": opset, "exporter": exporter, "quant": quant or ""}

@@ -14,19 +14,29 @@ import typer
 
 from ..errors import EXIT_ERROR
 from ..isolation import terminating_on_signals
+from ..options import DEFAULT_PRODUCT
 from ..report.registry import REPORTERS, format_for_suffix
 from .errors import fail_on_breaches, one_line, reporting_errors
 from .options import (
     CAST_DTYPES,
     Debug,
+    Exporter,
     FailOn,
+    GraphBackend,
+    GraphModeOption,
     Lang,
     MaxPersonDays,
     MaxRisk,
+    NoGraphMode,
+    Opset,
+    Quant,
+    Route,
     Templates,
     build_policy,
     dtype_value,
+    graph_mode_value,
     report_language,
+    route_values,
 )
 
 DEFAULT_FORMAT = "terminal"
@@ -101,10 +111,16 @@ def scan(
     product: Annotated[str, typer.Option(
         "--target", help="Ascend product (or an alias: 910B/A2, 910C/A3, 950PR/950DT, 910A/910, 310P, 310B) "
                          "assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950', 'Atlas training series', "
-                         "'Atlas inference series', 'Atlas 200I/500 A2'.")] = "Atlas A2",
+                         "'Atlas inference series', 'Atlas 200I/500 A2'.")] = DEFAULT_PRODUCT,
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
                             "base).")] = None,
+    compare: Annotated[str | None, typer.Option(
+        "--compare", help="Also estimate the step time on these products, comma-separated (A3,950): one "
+                          "table.")] = None,
+    device_profile: Annotated[Path | None, typer.Option(
+        "--device-profile", help="A TOML overlay of the target's device profile (efficiencies, peaks, launch costs, "
+                                 "host link) for the time model; see docs/cost-and-time.md.")] = None,
     weights: Annotated[Path | None, typer.Option(
         help="A weights file whose keys override the profile's (only the keys it changes are needed).")] = None,
     profile: Annotated[str, typer.Option(
@@ -121,10 +137,17 @@ def scan(
                          "libraries, Triton and CUDA kernels, extensions) and report its sites with the model's "
                          "operators (repeatable). The model file and the project files it imports are scanned "
                          "anyway.")] = None,
+    route: Route = None,
+    opset: Opset = 17,
+    exporter: Exporter = "auto",
+    quant: Quant = None,
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
     max_risk: MaxRisk = None,
+    graph_mode: GraphModeOption = "capture",
+    no_graph_mode: NoGraphMode = False,
+    graph_backend: GraphBackend = "inductor",
     baseline: Annotated[Path | None, typer.Option(
         help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change "
              "in effort.")] = None,
@@ -160,10 +183,11 @@ def scan(
     Exit codes: 0 ok, 1 an error (bad input, a failed scan, any model of a portfolio failed), 2 bad usage,
     3 a --fail-on / --max-person-days / --max-risk gate was breached.
     """
-    from ..pipeline import ScanOptions
+    from ..options import ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
-        policy = build_policy(fail_on, max_person_days, max_risk)
+        policy = build_policy(fail_on, max_person_days, max_risk, graph_backend)
+        graph_mode = graph_mode_value(graph_mode, no_graph_mode, graph_backend, fail_on)
         if fail_on_new and baseline is None:
             raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
                                      param_hint="'--fail-on-new'")
@@ -171,25 +195,20 @@ def scan(
             raise typer.BadParameter("expected local or ray", param_hint="'--executor'")
         if ray_address is not None and executor != "ray":
             raise typer.BadParameter("needs --executor ray", param_hint="'--ray-address'")
-        if device not in ("meta", "cpu"):
-            raise typer.BadParameter("expected meta or cpu", param_hint="'--device'")
         if dtype:
             dtype = dtype_value(dtype, "--dtype", CAST_DTYPES)
         input_dtype = dtype_value(input_dtype, "--input-dtype")
         _check_values(capture, profile)
-        if amp is not None and amp not in ("bf16", "fp16"):
-            raise typer.BadParameter("expected bf16 or fp16", param_hint="'--amp'")
-        if train and capture:
-            raise typer.BadParameter("does not apply with --train (a training step is captured by one eager step "
-                                     "under the dispatch recorder)", param_hint="'--capture'")
-        if amp is not None and not train:
-            raise typer.BadParameter("needs --train (autocast is assessed on a training step)", param_hint="'--amp'")
+        # the rules between the scan's own options (--amp needs --train, ...) are ScanOptions' (opassess/options.py)
         options = ScanOptions(
             target=targets[0], entry=entry, input_shapes=_shapes(input_shape),
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
             train=train, amp=amp, profile=profile, source=tuple(str(p) for p in source or ()),
+            compare=tuple(p.strip() for p in (compare or "").split(",") if p.strip()), device_profile=device_profile,
+            **route_values(route, opset, exporter, quant),
+            graph_mode=graph_mode, graph_backend=graph_backend,
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:
@@ -261,7 +280,7 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     before = read_snapshot(baseline) if baseline is not None else None  # a bad baseline fails before the scan
     shown = output  # as the user wrote it, in the "wrote ..." line
     if output and output != "-":  # so does an -o that names a device, a FIFO or a folder (checked again on writing)
-        from ..report.write import writable_target
+        from ..output import writable_target
 
         writable_target(Path(output))
     # Paths are resolved before any model code runs: a model's os.chdir() cannot move them.
@@ -292,8 +311,8 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
 
 def _write_report(view, chosen, *, output, templates, breaches, quiet, shown=None) -> None:
     """Render the view in the chosen format to -o (the terminal summary to the terminal, at its width)."""
+    from ..output import write_output
     from ..report import RenderContext, render_view
-    from ..report.write import write_output
 
     to_terminal = chosen == DEFAULT_FORMAT and (output is None or output == "-") and sys.stdout.isatty()
     # COLUMNS is honoured on a terminal and when piped; without it a pipe gets 100 columns
@@ -311,7 +330,7 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet, shown=Non
 def _finish_ci(after, diff, *, baseline, templates, breaches, language) -> None:
     """The baseline diff's one-line account, the step summary, then the gates."""
     from ..ci.diff_format import new_custom_dev, render_diff
-    from ..report.summary import append_step_summary, render_summary
+    from ..ci.summary import append_step_summary, render_summary
     from ..report.text import signed_days
 
     diff_markdown = None
@@ -375,11 +394,12 @@ def _portfolio_progress(quiet: bool):
 def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, timeout, memory_limit, resume,
                     quiet, executor="local", ray_address=None) -> None:
     """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR."""
+    from ..ci.summary import append_step_summary
+    from ..output import write_files
     from ..portfolio import DEFAULT_TIMEOUT, PortfolioOptions, default_jobs, scan_portfolio
-    from ..report.portfolio import portfolio_files
-    from ..report.summary import append_step_summary
+    from ..portfolio.report import portfolio_files
+    from ..report.document import headline
     from ..report.text import days
-    from ..report.write import write_files
 
     if not output or output == "-":
         raise typer.BadParameter("with several models, -o names the directory for the per-model and portfolio "
@@ -408,8 +428,8 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         resumed = sum(1 for r in portfolio.results if r.resumed)
         typer.echo(f"opassess: {len(portfolio.results)} models, {len(portfolio.results) - len(portfolio.failed)} "
                    f"scanned{f' ({resumed} resumed)' if resumed else ''}, {len(portfolio.failed)} failed; "
-                   f"{days(portfolio.shared_total.likely)} person-days with operators shared "
-                   f"({days(portfolio.standalone_total.likely)} one by one); wrote {out_dir / 'portfolio.md'}",
+                   f"{headline(*portfolio.shared_band)} with operators shared "
+                   f"({days(portfolio.standalone_band[1])} one by one); wrote {out_dir / 'portfolio.md'}",
                    err=True)
     for result in portfolio.failed:  # a scan error names its file already: 'pf2/x.py: ...' is said once
         cause = result.cause or ""

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..options import DEFAULT_PRODUCT
 from .errors import reporting_errors
 from .options import Debug, FailOn, Lang, MaxPersonDays, MaxRisk, Templates, build_policy, report_language
 from .scan import DEFAULT_FORMAT, _format_names, _scan_one
@@ -21,7 +22,7 @@ def source_command(
     output: Annotated[str | None, typer.Option(
         "--output", "-o", help="Write the report here ('-' for stdout).")] = None,
     product: Annotated[str, typer.Option(
-        "--target", help="Ascend product assessed against (as for `opassess scan`).")] = "Atlas A2",
+        "--target", help="Ascend product assessed against (as for `opassess scan`).")] = DEFAULT_PRODUCT,
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
                             "base).")] = None,
@@ -50,7 +51,8 @@ def source_command(
 
     Exit codes: 0 ok, 1 an error (a path that does not exist, a bad weights file), 2 bad usage, 3 a gate was breached.
     """
-    from ..pipeline import ScanOptions, assess_sources
+    from ..options import ScanOptions
+    from ..pipeline import assess_sources
 
     with reporting_errors(debug):
         policy = build_policy(fail_on, max_person_days, max_risk)

@@ -3,7 +3,8 @@
 What is matched, and with which NPU API each is replaced, is data: opassess/data/patterns.toml, loaded and
 validated by `patterns.load_patterns`. The code is the matching engine (`match`), the graph it walks (`graph`)
 and one module per finding family (`layout`, `dynamic`, `precision`, `compute`; `attention` and `llm` add facts
-to their patterns' titles), each registered in `registry` next to its implementation.
+to their patterns' titles), each registered next to its implementation (`families`; `registry` holds what
+patterns.toml is checked against).
 
 Why match on the records' edges and not with torch.fx's SubgraphMatcher: only the fx capture has a real fx
 graph, and it never leaves the trace stage; the export and dispatch captures (the ones large or untraceable
@@ -24,30 +25,33 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import KnowledgeBaseError
+from ..options import DEFAULT_PRODUCT
 from ..records import Finding, Inventory
 
 # Importing a family module registers it (and its detail functions, FLOP formulas and roles).
-from . import attention, compute, dynamic, layout, llm, match, precision, slow  # noqa: F401
+from . import attention, compute, dynamic, layout, llm, match, precision, slow, variants  # noqa: F401
+from .families import Survey, families
 from .graph import DataFlow, Graph
 from .patterns import PatternBook, load_patterns
-from .registry import Survey, families
 
-__all__ = ["DataFlow", "PatternBook", "find_findings", "load_patterns"]
+__all__ = ["DataFlow", "Graph", "PatternBook", "find_findings", "load_patterns"]
 
 
-def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, product: str = "Atlas A2",
+def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, product: str = DEFAULT_PRODUCT,
                   torch_version: str | None = None, patterns: PatternBook | None = None,
-                  flow: DataFlow | None = None) -> tuple[Finding, ...]:
+                  flow: DataFlow | None = None, graph: Graph | None = None) -> tuple[Finding, ...]:
     """Every performance-work finding in the captured graph, family by family: patterns (as listed in
     patterns.toml), layout churn, dynamic shapes, mixed precision (float64 always; kernel dtype gaps when `dtype`
-    is given), compute weight. `flow` is the capture's data-flow graph when the caller already built it."""
+    is given), compute weight. `flow` is the capture's data-flow graph when the caller already built it, `graph`
+    the role-annotated graph over it (with the shipped patterns) when the caller built that too."""
     book = patterns or load_patterns()
     if dtype is not None and dtype not in book.precision_dtypes and dtype != "float32":
         raise KnowledgeBaseError(f"{book.source}: precision.dtypes: no mixed-precision check for {dtype!r} "
                                  f"(known: {', '.join(book.precision_dtypes)})")
     if dtype not in (None, "float32") and kb is None:
         raise KnowledgeBaseError(f"the mixed-precision check for {dtype} needs the knowledge base (kb is None)")
-    graph = Graph(flow if flow is not None else DataFlow.of(inventory.capture), book)
+    if graph is None or graph.book is not book:
+        graph = Graph(flow if flow is not None else DataFlow.of(inventory.capture), book)
     survey = Survey(graph=graph, inventory=inventory, kb=kb, dtype=dtype, product=product,
                     torch_version=torch_version)
     return tuple(finding for family in families() for finding in family.find(survey))

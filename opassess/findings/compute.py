@@ -6,8 +6,9 @@ import math
 
 from ..dtypes import node_bytes, numel
 from ..records import Finding, OpNode
+from .families import Survey, family
 from .graph import Graph
-from .registry import FLOP_FORMULAS, Survey, family, flop_formula
+from .registry import FLOP_FORMULAS, flop_formula
 
 
 @flop_formula("conv")
@@ -55,6 +56,7 @@ def attention_flops(node: OpNode) -> int | None:
     if len(node.input_shapes) < 3 or any(s is None or len(s) < 2 for s in node.input_shapes[:3]):
         return None
     q, k, v = node.input_shapes[:3]
+    assert q is not None and k is not None and v is not None  # checked above
     batch = math.prod(q[:-2])
     return 2 * batch * q[-2] * k[-2] * q[-1] + 2 * batch * q[-2] * k[-2] * v[-1]
 
@@ -83,10 +85,10 @@ def compute_findings(survey: Survey) -> list[Finding]:
     for operator in inventory.operators:
         row = totals.setdefault(operator.key, [0, 0, 0])
         for node in operator.nodes:
-            flops, nbytes, estimated = node_cost(graph, node)
-            row[0] += flops
-            row[1] += nbytes
-            row[2] += int(estimated)
+            node_flops, node_bytes, node_estimated = node_cost(graph, node)
+            row[0] += node_flops
+            row[1] += node_bytes
+            row[2] += int(node_estimated)
     all_flops = sum(r[0] for r in totals.values())
     all_bytes = sum(r[1] for r in totals.values())
     chosen: list[str] = []

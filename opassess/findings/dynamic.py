@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..records import Finding
-from .registry import Survey, family
+from .families import Survey, family
 
 
 @family("dynamic", order=30, kinds=("dynamic-shape",))

@@ -30,7 +30,7 @@ class DataFlow:
             if producer in self.order and consumer in self.order and self.order[producer] < self.order[consumer]:
                 producers[consumer].append(producer)
                 consumers[producer].append(consumer)
-        sort = self.order.get
+        sort = self.order.__getitem__  # every name here is in the order (checked above)
         self.producers = {k: tuple(sorted(set(v), key=sort)) for k, v in producers.items()}
         self.consumers = {k: tuple(sorted(set(v), key=sort)) for k, v in consumers.items()}
 
@@ -106,7 +106,7 @@ class Graph:
 
     def successors(self, name: str) -> Iterable[tuple[str, tuple[str, ...]]]:
         """(consumer, transparent nodes passed on the way), looking through transparent nodes."""
-        stack = [(c, ()) for c in reversed(self.data_consumers(name))]
+        stack: list[tuple[str, tuple[str, ...]]] = [(c, ()) for c in reversed(self.data_consumers(name))]
         while stack:
             c, via = stack.pop()
             if self.is_transparent(c) and len(via) < _MAX_LOOK_THROUGH:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from ..records import Finding
+from .families import Survey, family
 from .graph import Graph
-from .registry import Survey, family, uses_roles
+from .registry import uses_roles
 
 uses_roles(__name__, "compute", "transpose", "matmul", "contiguous")
 
@@ -32,7 +33,7 @@ def permutation(graph: Graph, name: str) -> tuple[int, ...] | None:
     elif len(ints) >= 2 and all(0 <= i < rank for i in ints[:2]):
         perm = list(range(rank))
         perm[ints[0]], perm[ints[1]] = perm[ints[1]], perm[ints[0]]
-    if perm is None or tuple(shape_in[p] for p in perm) != tuple(shape_out):
+    if perm is None or shape_out is None or tuple(shape_in[p] for p in perm) != tuple(shape_out):
         return None
     return tuple(perm)
 
@@ -80,7 +81,7 @@ def layout_findings(survey: Survey) -> list[Finding]:
               and any(p in counted for p in graph.producers[n.name])]
     if not conversions:
         return []
-    names = tuple(sorted(counted | set(copies), key=graph.order.get))
+    names = tuple(sorted(counted | set(copies), key=graph.order.__getitem__))
     title = graph.book.layout_title.format(count=len(names), permutes=len(conversions), copies=len(copies))
     return [Finding(kind="layout-churn", title=title, nodes=names,
                     ops=tuple(dict.fromkeys(graph.node[n].key for n in names)), source=graph.first_source(names),

@@ -12,9 +12,10 @@ count (repeated transformer blocks give one finding, not one per layer).
 from __future__ import annotations
 
 from ..records import Finding
+from .families import Survey, family
 from .graph import Graph
 from .patterns import Pattern
-from .registry import DETAILS, Survey, family
+from .registry import DETAILS
 
 _MAX_STAR = 4  # a repeated step ("scale*") matches at most this many nodes in a row
 

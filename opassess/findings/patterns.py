@@ -201,11 +201,11 @@ class _Validator:
         root.finish()
         by_key: dict[str, list[str]] = {}
         by_aten: dict[str, list[str]] = {}
-        for role in roles.values():
-            for key in role.ops:
-                by_key.setdefault(key, []).append(role.name)
-                if role.dispatched and key.startswith("aten::"):
-                    by_aten.setdefault(key, []).append(role.name)
+        for defined in roles.values():
+            for key in defined.ops:
+                by_key.setdefault(key, []).append(defined.name)
+                if defined.dispatched and key.startswith("aten::"):
+                    by_aten.setdefault(key, []).append(defined.name)
         return PatternBook(
             source=self.path, roles=roles, transparent=transparent, effects=effects, patterns=patterns,
             layout_title=layout_title, dynamic_titles=dynamic_titles, shape_branch_title=shape_branch_title,

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..dtypes import FLOAT_DTYPES
 from ..records import Finding
-from .registry import Survey, family
+from .families import Survey, family
 
 
 def _api_candidates(op: str) -> tuple[str, ...]:

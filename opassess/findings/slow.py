@@ -9,7 +9,7 @@ finding (performance.fusion in the score), emitted only when the knowledge base 
 from __future__ import annotations
 
 from ..records import Finding
-from .registry import Survey, family
+from .families import Survey, family
 
 # ATen op that runs through a generic fallback -> (fused NPU op, what the fallback costs)
 FALLBACKS = {

@@ -17,7 +17,7 @@ and message, or 'failed' with a cause. The outcome is decided once the worker ha
 a result has failed, whatever its exit status (`os._exit(0)` in a model's forward is an error, never a silent
 success); a second result, a malformed line, an oversized one or a wrong nonce is the model's failure, named as
 such, never a chosen winner. A model can still find the pipe and its nonce in its own process: what it can forge
-that way is its capture, which it could fake anyway (README, "Isolation").
+that way is its capture, which it could fake anyway (docs/how-it-works.md, "Isolation").
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..errors import OpassessError
-from ..records import AtenCall, Capture, CaptureAttempt, ModelInfo, OpNode, StandIn
+from ..records import AtenCall, Capture, CaptureAttempt, DynamoBreak, DynamoRun, ModelInfo, OpNode, StandIn
 
 MAX_MESSAGE = 512 * 2**20  # bytes of one message from a worker (a 7B model's capture is a few MiB)
 MAX_TEXT = 2**20  # characters of one string in it
@@ -24,7 +24,8 @@ class BadCapture(OpassessError):
 
 
 # field -> type spec: "str", "str?", "int", "float", "strs" (list of str), "dtypes" (list of str|None), "shapes"
-# (list of list[int]|None), "value" (a JSON value), or a record class, or [record class] (a list of them)
+# (list of list[int]|None), "value" (a JSON value), or a record class, or [record class] (a list of them), or
+# (record class,) (one of them or null)
 _ATEN = {"op": "str", "overload": "str", "input_shapes": "shapes", "input_dtypes": "dtypes",
          "output_shapes": "shapes", "output_dtypes": "dtypes"}
 _NODE = {"name": "str", "key": "str", "kind": "str", "module_path": "str", "attrs": "attrs", "input_shapes": "shapes",
@@ -33,12 +34,16 @@ _NODE = {"name": "str", "key": "str", "kind": "str", "module_path": "str", "attr
          "project_source": "str?"}
 _ATTEMPT = {"method": "str", "error": "str?", "seconds": "float"}
 _STAND_IN = {"library": "str", "symbols": "strs", "why": "str"}
+_DYNAMO_BREAK = {"reason": "str", "source": "str?"}
+_DYNAMO = {"graphs": "int", "ops": "int", "breaks": [DynamoBreak], "seconds": "float", "error": "str?"}
 _CAPTURE = {"method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
-            "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn]}
+            "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn],
+            "dynamo": (DynamoRun,)}
 _INFO = {"source": "str", "entry": "str", "class_name": "str", "parameters": "int", "dtype": "str", "inputs": "strs",
          "label": "str?"}
 _SCHEMA: dict[type, dict[str, Any]] = {AtenCall: _ATEN, OpNode: _NODE, CaptureAttempt: _ATTEMPT, StandIn: _STAND_IN,
-                                       Capture: _CAPTURE, ModelInfo: _INFO}
+                                       Capture: _CAPTURE, ModelInfo: _INFO, DynamoRun: _DYNAMO,
+                                       DynamoBreak: _DYNAMO_BREAK}
 
 
 def _plain(record: Any) -> Any:
@@ -48,6 +53,8 @@ def _plain(record: Any) -> Any:
         value = getattr(record, name)
         if isinstance(kind, list):
             value = [_plain(item) for item in value]
+        elif isinstance(kind, tuple):
+            value = None if value is None else _plain(value)
         elif kind in ("attrs", "names"):
             value = dict(value)
         out[name] = value
@@ -101,6 +108,8 @@ def _value(value: Any, where: str, depth: int = 0) -> Any:
 def _field(kind: Any, value: Any, where: str) -> Any:
     if isinstance(kind, list):
         return tuple(_record(kind[0], item, f"{where}[{i}]") for i, item in enumerate(_list(value, where)))
+    if isinstance(kind, tuple):
+        return None if value is None else _record(kind[0], value, where)
     if kind in ("str", "str?"):
         return _text(value, where, kind == "str?")
     if kind == "int":
@@ -140,12 +149,13 @@ def _record(cls: type, value: Any, where: str) -> Any:
 
 
 def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
-    """The records a worker's capture message holds, or BadCapture saying what is wrong with it."""
-    if type(data) is not dict or set(data) != {"info", "capture", "seconds"}:
+    """The records a worker's capture message holds, or BadCapture saying what is wrong with it (an `onnx` part, of
+    `--route onnx`, is decode_onnx's)."""
+    if type(data) is not dict or set(data) - {"onnx"} != {"info", "capture", "seconds"}:
         raise _fail("the top", "expected an object with info, capture and seconds")
     seconds = data["seconds"]
-    if type(seconds) is not dict or not set(seconds) <= {"load", "trace"}:
-        raise _fail("seconds", "expected the load and trace times")
+    if type(seconds) is not dict or not set(seconds) <= {"load", "trace", "dynamo"}:
+        raise _fail("seconds", "expected the load, trace and dynamo times")
     times = {_text(k, "seconds"): float(_number(v, f"seconds.{k}", (int, float))) for k, v in seconds.items()}
     return _record(ModelInfo, data["info"], "info"), _record(Capture, data["capture"], "capture"), times
 
@@ -153,3 +163,44 @@ def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
 def dumps(message: Any) -> bytes:
     """One message as one line of JSON (json.dumps never writes a raw newline)."""
     return json.dumps(message, separators=(",", ":"), allow_nan=True).encode("utf-8") + b"\n"
+
+
+MAX_ONNX_OPS = 10_000  # distinct op types in one export (ONNX defines a few hundred)
+MAX_ONNX_FAILURES = 8  # attempts: one per exporter
+
+
+def decode_onnx(data: Any) -> Any:
+    """The OnnxExport of a capture message's `onnx` part (None when it has none), or BadCapture: exactly the keys
+    export_plain writes, an opset 0..99, known exporters, op counts as [domain, op_type, count] with count >= 1."""
+    from ..routes.records import EXPORTERS, OnnxExport, OnnxFailure
+
+    if type(data) is not dict or "onnx" not in data:
+        return None
+    part = data["onnx"]
+    keys = {"requested_opset", "opset", "exporter", "ops", "failures"}
+    if type(part) is not dict or set(part) != keys:
+        raise _fail("onnx", f"expected an object with {', '.join(sorted(keys))}")
+    opsets = [_number(part[k], f"onnx.{k}", (int,)) for k in ("requested_opset", "opset")]
+    if not all(0 <= o < 100 for o in opsets):
+        raise _fail("onnx", "an opset outside 0..99")
+    exporter = _text(part["exporter"], "onnx.exporter")
+    if exporter not in ("", *EXPORTERS):
+        raise _fail("onnx.exporter", f"unknown exporter {exporter[:40]!r}")
+    ops = []
+    for i, item in enumerate(_list(part["ops"], "onnx.ops")[:MAX_ONNX_OPS + 1]):
+        if i == MAX_ONNX_OPS or len(_list(item, f"onnx.ops[{i}]")) != 3:
+            raise _fail(f"onnx.ops[{i}]", "expected [domain, op_type, count] (at most 10000 of them)")
+        domain, op, count = _text(item[0], f"onnx.ops[{i}]"), _text(item[1], f"onnx.ops[{i}]"), item[2]
+        if type(count) is not int or count < 1 or len(domain) > 200 or not 0 < len(op) <= 200:
+            raise _fail(f"onnx.ops[{i}]", "a count that is not a positive int, or a name over 200 characters")
+        ops.append((domain, op, count))
+    failures = []
+    for i, item in enumerate(_list(part["failures"], "onnx.failures")):
+        where = f"onnx.failures[{i}]"
+        if i == MAX_ONNX_FAILURES or type(item) is not dict or set(item) != {"exporter", "op", "message"}:
+            raise _fail(where, "expected {exporter, op, message} (at most 8 of them)")
+        if item["exporter"] not in EXPORTERS:
+            raise _fail(where, "unknown exporter")
+        failures.append(OnnxFailure(item["exporter"], _text(item["op"], where)[:200], _text(item["message"], where)
+                                    [:2000]))
+    return OnnxExport(opsets[0], opsets[1], exporter, tuple(ops), tuple(failures))

@@ -14,13 +14,13 @@ from typing import Any
 
 from .. import errors
 from .process import Channel, Outcome, WorkerFailed
-from .wire import BadCapture, decode_capture, encode_capture
+from .wire import BadCapture, decode_capture, decode_onnx, encode_capture
 
 DEFAULT_TIMEOUT = 600.0  # seconds a model may take, in a single scan and in a portfolio
 # What every worker imports, imported before the fork (single scans) or in the forkserver (portfolios) so each worker
 # inherits it; none of it runs model code. torch's tracing machinery (torch._dynamo, torch.export, sympy) is left to
 # the worker: a dispatch capture (large models) never needs it.
-PRELOAD = ("torch", "torch.fx", "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.trace.decompose",
+PRELOAD = ("torch", "torch.fx", "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.classify.decompose",
            "opassess.isolation.wire")
 
 
@@ -88,6 +88,10 @@ def capture_body(options: Any, setup: WorkerSetup, channel: Channel) -> None:
     channel.send("begun")  # the timeout counts from here, not from the worker's start-up
     try:
         kind, payload = "ok", encode_capture(*capture_stage(options, lambda text: channel.send("progress", text)))
+        if getattr(options, "route", None) == "onnx":  # the export runs model code too: here, never in the parent
+            from ..routes.onnx_export import export_plain
+
+            payload["onnx"] = export_plain(options, lambda text: channel.send("progress", text))
     except Exception as exc:  # noqa: BLE001 - the parent turns it into the line and exit code it always was
         if setup.debug:
             traceback.print_exc()
@@ -122,9 +126,10 @@ def assess_outcome(outcome: Outcome, options: Any, target: str,
     if outcome.status == "ok":
         try:
             info, capture, seconds = decode_capture(outcome.payload)
+            export = decode_onnx(outcome.payload)
         except BadCapture as exc:
             raise WorkerFailed(f"{target}: {exc}") from None
-        return assess_capture(options, info, capture, seconds, progress or (lambda _text: None))
+        return assess_capture(options, info, capture, seconds, progress or (lambda _text: None), onnx_export=export)
     if outcome.status == "error":
         raise _error(outcome.payload)
     raise WorkerFailed(f"{target}: {outcome.payload}")

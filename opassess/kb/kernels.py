@@ -223,6 +223,7 @@ class KernelFacts:
         self._ops: dict[tuple[str, str], _OpIndex | None] = {}
         self._apis: dict[tuple[str, bool, str, tuple[str, ...]], tuple[ApiVerdict, list[str], list[str]]] = {}
         self._lookups: dict[str, tuple[str, str] | None] = {}
+        self._names: dict[str, str] | None = None
         self._cached = lru_cache(maxsize=cache_size)(self._judge)
 
     @property
@@ -272,6 +273,20 @@ class KernelFacts:
                     break
             self._lookups[key] = found
         return self._lookups[key]
+
+    def named_api(self, aten_overload: str) -> str | None:
+        """The documented aclnn API named like an ATen op ('aten::lgamma' -> 'aclnnLgamma', 'lgamma_' ->
+        'aclnnInplaceLgamma'), or None: the CANN kernel an op-plugin registration would bind."""
+        if self._names is None:
+            self._names = {_norm(api.removeprefix("aclnn")): api for api in sorted(self.data["aclnn"])}
+        base = overload_key(aten_overload).partition(".")[0]
+        inplace = base.endswith("_") and not base.startswith("__")
+        return self._names.get(f"inplace{_norm(base)}" if inplace else _norm(base))
+
+    def api_support(self, api: str, product: str) -> tuple[bool | None, tuple[str, ...]]:
+        """(the API doc's ✔/✘ for the product or None, the data carrier's dtypes there) of one documented API."""
+        view = self._view(api, resolve_product(product))
+        return view.support, view.carrier_allowed()
 
     def _view(self, api: str, product: str) -> _ApiOnProduct:
         view = self._views.get((api, product))

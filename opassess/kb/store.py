@@ -149,6 +149,16 @@ class KnowledgeBase:
         return out
 
     @cached_property
+    def verified(self) -> Mapping[str, Mapping[str, Any]]:
+        """Results of the verification harness on the user's hardware (the overlay's verified.json, written by
+        `opassess calibrate --verified`; kb/verified.py): op -> signature key -> entry; {} without one."""
+        if self.overlay is None or not self.overlay.is_dir():
+            return {}
+        from .verified import FILE, load_verified
+
+        return load_verified(self.overlay / FILE)
+
+    @cached_property
     def torch_versions(self) -> tuple[str, ...]:
         """Every torch version the facts speak for: 2.1 up to the newest kernel version, plus imported wheels."""
         newest = parse_version(self.provenance.get("kernel_newest_version") or self.api_doc_versions[-1])

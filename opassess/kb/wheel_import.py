@@ -193,7 +193,7 @@ def import_wheel(wheel: Path, dest: Path) -> Mapping[str, Any]:
     if dest.exists() and not dest.is_dir():
         raise KnowledgeBaseError(f"{dest}: not a folder (the imported kernel table is written into one)")
     from ..errors import ReportError
-    from ..report.write import write_output
+    from ..output import write_output
 
     target = dest / f"kernels-{torch_version}.json"
     try:

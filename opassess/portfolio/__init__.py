@@ -15,7 +15,7 @@ from typing import Any
 from ..ci.policy import Policy, evaluate
 from ..ci.snapshot import read_snapshot
 from ..errors import OpassessError, ReportError
-from .plan import plan_portfolio
+from .plan import bands, plan_portfolio
 from .records import (
     DEFAULT_TIMEOUT,
     ModelPlan,
@@ -40,8 +40,8 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
                    weights: Any = None, executor: Executor | None = None) -> Portfolio:
     """Scan every model of the portfolio (in local worker processes unless another executor is given), write each
     one's reports as it finishes, and plan."""
+    from ..output import write_output
     from ..report import REPORTERS
-    from ..report.write import write_output
     from ..score.weights_load import load_weights
 
     notify = on_event or (lambda _event: None)
@@ -115,5 +115,7 @@ def _assemble(results: Sequence[ModelResult], skipped: Sequence[Skipped], policy
     ok = [r for r in results if r.status == "ok" and r.snapshot is not None]
     plan, demands, standalone, shared = plan_portfolio([(r.name, r.target, r.snapshot) for r in ok], weights)
     breaches = tuple((r.name, b) for r in ok for b in evaluate(r.snapshot, policy))
+    shared_band, standalone_band = bands(plan, [r.snapshot for r in ok], weights)
     return Portfolio(results=tuple(results), skipped=tuple(skipped), plan=plan, custom_dev=demands,
-                     standalone_total=standalone, shared_total=shared, breaches=breaches, out_dir=out_dir)
+                     standalone_total=standalone, shared_total=shared, breaches=breaches, out_dir=out_dir,
+                     shared_band=shared_band, standalone_band=standalone_band)

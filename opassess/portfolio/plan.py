@@ -110,12 +110,14 @@ def plan_portfolio(snapshots: Sequence[tuple[str, str, Snapshot]], weights: Any
                 port.signatures.setdefault(s.key, s)
             if op.category == Category.CUSTOM_DEV:
                 paid[op.op] = paid.get(op.op, _ZERO) + costs.get(key, _ZERO)
+        own = model_level(snapshot)
+        marginal = marginal + own
         cumulative = cumulative + marginal
         plan.append(ModelPlan(
-            name=name, target=target, standalone=_standalone(snapshot), marginal=marginal, cumulative=cumulative,
-            new_ops=tuple(new), extended_ops=tuple(extended), shared_ops=tuple(shared),
+            name=name, target=target, standalone=_standalone(snapshot) + own, marginal=marginal,
+            cumulative=cumulative, new_ops=tuple(new), extended_ops=tuple(extended), shared_ops=tuple(shared),
             custom_dev=tuple(o.op for o in snapshot.operators if o.category == Category.CUSTOM_DEV),
-            costs=tuple((op, cost) for (op, _), cost in costs.items() if cost != _ZERO)))
+            costs=tuple((op, cost) for (op, _), cost in costs.items() if cost != _ZERO), model_level=own))
     demands = []
     for op in sorted({o for p in plan for o in p.custom_dev}):
         needing = tuple(p.name for p in plan if op in p.custom_dev)
@@ -128,4 +130,27 @@ def plan_portfolio(snapshots: Sequence[tuple[str, str, Snapshot]], weights: Any
 
 def _standalone(snapshot: Snapshot) -> Effort:
     return sum((o.person_days for o in snapshot.operators if o.person_days is not None), _ZERO)
+
+
+def model_level(snapshot: Snapshot) -> Effort:
+    """What the report's total holds besides its operators and sites: its model-level activities and decisions
+    (each point the total's less the operators', never below 0; 0 for a report without a total)."""
+    if snapshot.total is None:
+        return _ZERO
+    ops, total = _standalone(snapshot), snapshot.total
+    low, likely, high = (max(0.0, total.low - ops.low), max(0.0, total.likely - ops.likely),
+                         max(0.0, total.high - ops.high))
+    return Effort(min(low, likely), likely, max(likely, high))
+
+
+def bands(plan: Sequence[ModelPlan], snapshots: Sequence[Snapshot], weights: Any
+          ) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """(P10, P50, P90) of the shared total (every cost the plan pays, each model's model-level once) and of the
+    standalone total (every model's operators and model-level), each simulated like one model's total."""
+    from ..score.estimate import simulate
+
+    shared = [cost for p in plan for _, cost in p.costs] + [p.model_level for p in plan]
+    alone = [o.person_days for s in snapshots for o in s.operators if o.person_days is not None]
+    alone += [model_level(s) for s in snapshots]
+    return simulate(shared, weights), simulate(alone, weights)
 

@@ -9,7 +9,7 @@ from ..ci.policy import Breach, Policy
 from ..ci.snapshot import Snapshot
 from ..errors import UsageError
 from ..isolation.worker import DEFAULT_TIMEOUT
-from ..pipeline import ScanOptions
+from ..options import ScanOptions
 from ..records import Effort
 from .targets import Skipped
 
@@ -99,7 +99,7 @@ class ModelPlan:
 
     name: str
     target: str
-    standalone: Effort  # its operators' person-days summed, as if ported alone
+    standalone: Effort  # its report's total (operators, sites, model-level activities, decisions), as if ported alone
     marginal: Effort  # what it adds given the models before it
     cumulative: Effort  # marginal summed over the plan so far
     new_ops: tuple[str, ...]  # operator types it pays for first
@@ -107,6 +107,9 @@ class ModelPlan:
     shared_ops: tuple[str, ...]  # already covered entirely by earlier models
     custom_dev: tuple[str, ...]
     costs: tuple[tuple[str, Effort], ...] = ()  # (operator, what this model pays for it) for new and extended ones
+    # its model-level activities and decisions (the report's total less its operators and sites): paid by every
+    # model, never shared; in standalone and marginal
+    model_level: Effort = Effort(0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,9 @@ class Portfolio:
     shared_total: Effort  # with each operator paid once
     breaches: tuple[tuple[str, Breach], ...]  # (model name, breach)
     out_dir: Path | None = None
+    # (P10, P50, P90) of the simulated sums (score.estimate.simulate over every cost paid): the headline is P50
+    shared_band: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    standalone_band: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def failed(self) -> tuple[ModelResult, ...]:

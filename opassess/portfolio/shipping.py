@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import OpassessError
-from ..pipeline import ScanOptions
+from ..options import ScanOptions
 from .records import PortfolioOptions
 from .targets import ModelTarget
 

@@ -82,7 +82,7 @@ def read_state(out_dir: Path) -> dict[str, Any]:
 
 
 def write_state(out_dir: Path, models: Mapping[str, Any]) -> None:
-    from ..report.write import write_output
+    from ..output import write_output
 
     write_output(json.dumps({"state_version": STATE_VERSION, "models": models}, indent=2, sort_keys=True) + "\n",
                  out_dir / STATE_FILE)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..pipeline import ScanOptions
+from ..options import ScanOptions
 
 STATE_FILE = "portfolio.state.json"
 PORTFOLIO_NAME = "portfolio"  # portfolio.json, portfolio.md

@@ -26,7 +26,7 @@ from ..errors import OpassessError
 from ..isolation import Job, Outcome, WorkerFailed, stop_helpers
 from ..isolation.process import POLL
 from ..isolation.worker import PRELOAD, WorkerSetup, assess_outcome, capture_body
-from ..pipeline import ScanOptions
+from ..options import ScanOptions
 from .records import ModelResult, PortfolioEvent, PortfolioOptions
 from .targets import ModelTarget
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ReportError
+from ..output import write_output
 from . import formats as _formats
 from .registry import REPORTERS, RenderContext, Reporter, register
-from .write import write_output
 
 if TYPE_CHECKING:
     from ..records import Assessment

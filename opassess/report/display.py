@@ -37,11 +37,22 @@ from .display_records import (
     Totals,
 )
 from .document import Row
+from .graph_view import graph_actions, graph_section
 from .i18n import DEFAULT, N_, number, translations
-from .plan_view import action_items, activity_rows, group_repeats, origin_rows, shorten_paths, shown_source
+from .plan_view import (
+    action_items,
+    activity_rows,
+    decision_rows,
+    group_repeats,
+    origin_rows,
+    shorten_paths,
+    shown_source,
+)
 from .reasons import reason_rows, signature_rows
+from .route_view import onnx_section, serving_section
 from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
+from .time_view import gain_text, slow_card, time_section
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
@@ -296,13 +307,20 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                              "estimated effort") % {"n": len(names), "total": len(ops), "types": percent(share_types),
                                                     "effort": percent(share_effort)}
 
-    counts = summary["categories"]
+    source_only = capture.method == NO_CAPTURE
+    sites = document.get("source_findings") or []
+    scanned = (document.get("source") or {}).get("files") or []
+    # a source-only report counts its sites (it has no operators)
+    counts = {c: sum(1 for s in sites if s["category"] == c) for c in CATEGORIES} if source_only \
+        else summary["categories"]
     worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
     cards = (
         Card(_("Estimated effort"), summary["headline"] if est else _("not estimated"),
              _("P50 with its P10-P90 band; sum of the most likely values %(likely)s, of the lows and highs %(range)s")
              % {"likely": days(total.likely), "range": days_range(total)} if est and total else ""),
-        Card(_("Operator types"), str(len(ops)), _("%d calls in the forward pass") % summary["occurrences"]),
+        *((Card(_("Source sites"), str(len(sites)), _("%(n)d files scanned") % {"n": len(scanned)}),)
+          if source_only else (Card(_("Operator types"), str(len(ops)),
+                                    _("%d calls in the forward pass") % summary["occurrences"]),)),
         Card(_("Custom development"), str(counts[Category.CUSTOM_DEV]),
              _("%(pc)d param-converted, %(d)d direct") % {"pc": counts[Category.PARAM_CONVERTED],
                                                           "d": counts[Category.DIRECT]}),
@@ -311,6 +329,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
              if unknown else _("every operator has a known fact")),
         Card(_("Highest risk"), worst.stars_text if worst else (_("none") if est is not None else _("not estimated")),
              worst.op if worst else (_("no operator to port") if est is not None else "")),
+        *slow_card(document, _),
     )
 
     attempts = tuple(Attempt(method=a.method,
@@ -359,7 +378,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         module_rows=MODULE_ROWS,
         findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops),
                                   source=shown_source(f.source) if f.source else "",
-                                  npu_api=f.npu_api or "", effect=f.effect) for f in assessment.findings),
+                                  npu_api=f.npu_api or "", effect=f.effect, time_text=gain_text(doc["time"], _))
+                       for f, doc in zip(assessment.findings, document["findings"], strict=True)),
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",
         effort_ranges=rule_ranges(assessment.effort_ranges),
@@ -367,12 +387,17 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         assumptions=summary["assumptions"] or "",
         band_text=summary["band"] or "",
         activities=activity_rows(est) if est else (),
+        decisions=decision_rows(est) if est else (),
         origins=origin_rows(est) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
-        actions=action_items(document, assessment.findings),
+        actions=action_items(document, assessment.findings) + graph_actions(document, shown_source),
         evidence_order=evidence_order(assessment.target),
         source=source_section(document, _),
+        time=time_section(document, _),
+        graph=graph_section(document, _, shown_source),
         source_only=capture.method == NO_CAPTURE,
+        onnx=onnx_section(document, _),
+        serving=serving_section(document, _),
     )
 

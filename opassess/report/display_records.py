@@ -286,6 +286,7 @@ class FindingRow(Record):
     source: str
     npu_api: str
     effect: str
+    time_text: str = ""  # "-1.80 ms of 6.20 ms at risk (estimate)"; "" without a time model or a gain
 
 
 @dataclass(frozen=True)
@@ -331,12 +332,17 @@ class Display(Record):
     assumptions: str = ""  # "figures are assumptions until calibrated ..."
     band_text: str = ""  # what the P10-P90 band means
     activities: tuple[ActivityRow, ...] = ()  # model-level lines
+    decisions: tuple[DecisionRow, ...] = ()  # model-level decisions (operators sharing one cause and one fix)
     origins: tuple[OriginRow, ...] = ()  # effort by origin, largest first
     zero_cost: tuple[str, ...] = ()  # operators that put no work on the device
     validation_block: tuple[str, ...] = ()  # direct operators that share the validation activity
     actions: tuple[ActionItem, ...] = ()  # what to do, in every format
     source: Any = None  # report.source_view.SourceSection: the source scan's sites; None when it found nothing
     source_only: bool = False  # `opassess source`: no model was loaded, the header says so
+    onnx: Any = None  # report.route_view.OnnxSection of --route onnx; None without
+    serving: Any = None  # report.route_view.ServingSection of --route vllm-ascend; None without
+    time: Any = None  # report.time_view.TimeSection: the time model's step and operators; None without one
+    graph: Any = None  # report.graph_view.GraphSection: readiness per NPU graph back-end; None with --no-graph-mode
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)
@@ -350,6 +356,18 @@ class ActivityRow(Record):
     likely_text: str
     range_text: str
     basis: str
+
+
+@dataclass(frozen=True)
+class DecisionRow(Record):
+    """A model-level decision: operators sharing one cause and one fix, priced once plus a check each."""
+
+    title: str
+    likely_text: str
+    range_text: str
+    basis: str
+    operators: tuple[str, ...]
+    plan: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -371,3 +389,4 @@ class ActionItem(Record):
     subject: str  # operator key or finding title
     action: str
     days_text: str  # '' when not costed on its own
+    time_text: str = ""  # "recovers ~12.00 ms per step (estimate), 6.00 ms per person-day"; '' when nothing measured

@@ -10,10 +10,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
+from .route_view import routes_doc
 from .text import days, share
+from .time_doc import finding_time_doc, operator_time_doc, performance_doc
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"
@@ -88,7 +91,7 @@ def _signature_doc(signature: Signature, category: str | None) -> dict[str, Any]
     }
 
 
-def _operator_doc(row: Row) -> dict[str, Any]:
+def _operator_doc(row: Row, graph: Any = None, performance: Any = None) -> dict[str, Any]:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     categories = classified.signature_categories if classified else ()
     doc: dict[str, Any] = {
@@ -124,10 +127,16 @@ def _operator_doc(row: Row) -> dict[str, Any]:
         "pareto": None,
         "cost": None,
         "origin": None,
+        "cost_note": None,
+        "decisions": [],
+        "graph_mode": verdicts_doc(graph.operators.get(operator.key)) if graph is not None else None,
+        "estimated_time": operator_time_doc(performance, operator.key),
     }
     if estimate is not None:
         doc["cost"] = estimate.cost
         doc["origin"] = estimate.origin
+        doc["cost_note"] = estimate.basis or None
+        doc["decisions"] = list(estimate.decisions)
         score = estimate.score
         doc["scores"] = {
             "functional": _round(score.functional, 4),
@@ -157,7 +166,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "unknown": len(unknown),
         "person_days": None, "p50": None, "p90": None, "method": None, "pareto": None, "by_category": None,
         "p10": None, "headline": None, "band": None, "profile": None, "assumptions": None, "by_origin": None,
-        "activities": None, "cost_bases": None,
+        "activities": None, "cost_bases": None, "decisions": None,
     }
     risk_matrix = None
     by_module = None
@@ -183,6 +192,9 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                             "basis": a.basis} for a in est.activities],
             "cost_bases": {basis: [e.score.classified.operator.key for e in est.ops if e.cost == basis]
                            for basis in COST_BASES},
+            "decisions": [{"name": d.name, "title": d.title, "cause": d.cause, "operators": list(d.operators),
+                           "person_days": effort_doc(d.person_days), "once": effort_doc(d.once), "basis": d.basis,
+                           "plan": list(d.plan)} for d in est.decisions],
         })
         risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
         by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}
@@ -213,18 +225,22 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "torch_npu": assessment.torch_version,
         "kb_version": assessment.kb_version,
         "weights_source": assessment.weights_source,
-        "operators": [_operator_doc(r) for r in rows],
+        "operators": [_operator_doc(r, assessment.graph_mode, assessment.performance) for r in rows],
         "summary": summary,
         "risk_matrix": risk_matrix,
         "by_module": by_module,
         "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
-                      "source": f.source, "npu_api": f.npu_api, "effect": f.effect} for f in assessment.findings],
+                      "source": f.source, "npu_api": f.npu_api, "effect": f.effect,
+                      "time": finding_time_doc(assessment.performance, f)} for f in assessment.findings],
+        "performance": performance_doc(assessment.performance),
         "source_findings": source_findings_doc(assessment),
         "source": _source_scan_doc(assessment.source_scan),
         "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,
                                "modules": list(r.operator.modules), "source": list(r.operator.sources)}
                               for r in unknown],
+        "graph_mode": graph_mode_doc(assessment.graph_mode),
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
+        **routes_doc(assessment),
     }
 
 

@@ -5,12 +5,16 @@
   calls the operator once per signature, on the NPU when torch_npu is importable, else on the CPU;
 - per custom-dev operator `ticket_<name>.md`, a ticket skeleton for the kernel team (schema, dtypes, shapes, call
   count, FLOP share, candidate NPU ops, source lines);
+- per custom-dev operator `op_desc_<name>.json`, the operator prototype Ascend's msOpGen takes, and
+  `op_plugin_<name>.yaml`, the op-plugin entry binding it into torch_npu (handoff_opdesc.py);
+- per operator with non-direct signatures `test_<name>.py`, a pytest verification harness running each of them on the
+  NPU against the CPU (handoff_verify.py), whose JUnit results `opassess calibrate --verified` reads back;
 - `verify_apis.txt`, the operators to verify numerically after the port (non-direct ones and those whose
   classification is of medium or low confidence): one qualified API per line, `#` starts a comment. This is
   opassess's own format (not checked against any precision tool's config format): feed the names to the
   precision-comparison run's API list as that tool expects them.
 
-Built from the JSON document only; every file goes through report/write.py.
+Built from the JSON document only; every file goes through opassess/output.py.
 """
 from __future__ import annotations
 
@@ -20,10 +24,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..output import write_files
 from ..vocabulary import Category
+from .handoff_opdesc import op_desc_json, op_plugin_yaml
+from .handoff_verify import verification_harness, wants_harness
 from .plan_view import shown_source
 from .text import days_detail, percent, share
-from .write import write_files
 
 VERIFY_FILE = "verify_apis.txt"
 # Reasons after which a direct operator's numbers still need a look (the classification's confidence is medium).
@@ -36,9 +42,13 @@ def handoff_files(document: Mapping[str, Any]) -> dict[str, str]:
     files: dict[str, str] = {}
     total_flops = sum(op.get("flops") or 0 for op in document["operators"])
     for op in document["operators"]:
+        if wants_harness(op):
+            files[f"test_{file_stem(op['op'])}.py"] = verification_harness(op, document)
         if op.get("category") != Category.CUSTOM_DEV:
             continue
         name = file_stem(op["op"])
+        files[f"op_desc_{name}.json"] = op_desc_json(op)
+        files[f"op_plugin_{name}.yaml"] = op_plugin_yaml(op, document, name)
         files[f"repro_{name}.py"] = reproduction(op, document)
         files[f"ticket_{name}.md"] = ticket(op, document, total_flops)
     files[VERIFY_FILE] = verify_list(document)

@@ -9,13 +9,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..reasons import REASONS
 from ..records import Effort, Estimate, Finding
 
-# _LIBRARY: '.../site-packages/' + the package (group 1)
-from ..score.cost import _LIBRARY, MODEL_LEVEL, PROJECT, SOURCE_FINDING
+# SITE_PACKAGES: '.../site-packages/' + the package (group 1)
+from ..score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
+from ..score.weights_decisions import CHANGE_TIERS
 from ..vocabulary import Category
-from .display_records import ActionItem, ActivityRow, OriginRow
+from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from .text import days, days_range, percent, share
+from .time_view import us_text
 
 _IN_TEXT = re.compile(r"[^\s()'\"]*?[/\\](?:site|dist)-packages[/\\]")
 _NUMBERED = re.compile(r"^\d+$")
@@ -26,14 +29,14 @@ _NUMBERED = re.compile(r"^\d+$")
 
 def is_library_source(source: str | None) -> bool:
     """True for a 'file:line' inside an installed package (site-packages / dist-packages)."""
-    return bool(source) and _LIBRARY.search(source) is not None
+    return bool(source) and SITE_PACKAGES.search(source) is not None
 
 
 def shown_source(source: str) -> str:
     """A source line as a reader can use it: relative to the project as recorded, a library file relative to its
     site-packages ('/venv/.../site-packages/transformers/x.py:3' -> 'transformers/x.py:3')."""
     source = source.replace("\\", "/")
-    match = _LIBRARY.search(source)
+    match = SITE_PACKAGES.search(source)
     return source[match.start(1):] if match else source
 
 
@@ -63,6 +66,13 @@ def project_source(source: str | None, fallback: str) -> str | None:
 def activity_rows(estimate: Estimate) -> tuple[ActivityRow, ...]:
     return tuple(ActivityRow(title=a.title, likely_text=days(a.person_days.likely),
                              range_text=days_range(a.person_days), basis=a.basis) for a in estimate.activities)
+
+
+def decision_rows(estimate: Estimate) -> tuple[DecisionRow, ...]:
+    """The estimate's decisions, each with its operators and plan."""
+    return tuple(DecisionRow(title=d.title, likely_text=days(d.person_days.likely),
+                             range_text=days_range(d.person_days), basis=d.basis, operators=d.operators, plan=d.plan)
+                 for d in estimate.decisions)
 
 
 def origin_rows(estimate: Estimate) -> tuple[OriginRow, ...]:
@@ -118,40 +128,86 @@ def group_repeats(by_module: Mapping[str, Effort], module_types: Mapping[str, st
 # ------------------------------------------------------------------------------ action items
 
 
+def _time_text(gain_us: float, days_likely: float | None) -> str:
+    """'recovers ~12.00 ms per step (estimate), 6.00 ms per person-day' (the rate only when the item is costed)."""
+    text = f"recovers ~{us_text(gain_us)} per step (estimate)"
+    return text + (f", {us_text(gain_us / days_likely)} per person-day" if days_likely else "")
+
+
+def _by_time_recovered(items: list[tuple[ActionItem, float, float | None]]) -> tuple[ActionItem, ...]:
+    """Items that recover time and are costed first, by time recovered per person-day; then those that recover time
+    with no cost of their own, by time recovered; then the rest in their order (the time model's estimates)."""
+    def key(entry: tuple[int, tuple[ActionItem, float, float | None]]) -> tuple:
+        index, (_item, gain, days_likely) = entry
+        if gain >= MIN_GAIN_US and days_likely:
+            return (0, -gain / days_likely, index)
+        if gain >= MIN_GAIN_US:
+            return (1, -gain, index)
+        return (2, 0.0, index)
+    return tuple(item for _, (item, _g, _d) in sorted(enumerate(items), key=key))
+
+
+MIN_GAIN_US = 0.05  # below this an item recovers nothing the time model can tell
+
+
 def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tuple[ActionItem, ...]:
     """One item per operator that needs work (not direct, or costed on its own), per source site that needs a hand
     edit or a port, and per performance finding, with what to do: the replacement, the route, the kernel to write,
-    who owns the code."""
-    items = []
+    who owns the code; a model-level decision is one item (its operators none of their own). With a time model,
+    ordered by the estimated time each recovers per person-day."""
+    decisions = (document.get("summary") or {}).get("decisions") or []
+    items: list[tuple[ActionItem, float, float | None]] = [
+        (ActionItem(kind="decision", subject=d["title"], action="; ".join(d["plan"]),
+                    days_text=f"{days(d['person_days']['likely'])} person-days"), 0.0, None) for d in decisions]
+    decided = {key for d in decisions for key in d["operators"]}
+    precision = {key for d in decisions if d["name"] == "precision" for key in d["operators"]}
     for op in document["operators"]:
         category = op.get("category")
         if category in (None, Category.DIRECT) and op.get("cost") != "per-operator":
             continue
         if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: its item is the site's, below
             continue
+        note = op.get("cost_note") or ""
+        if op["op"] in decided and not any(f": {tier} " in note for tier in CHANGE_TIERS):
+            continue  # the decision's item says what to do
         days_text = f"{days(op['person_days']['likely'])} person-days" if op.get("person_days") else ""
-        if op.get("replacement"):
+        if op.get("cost") == PRICED_CHANGE or op["op"] in decided:
+            action = note or "change one argument"
+        elif op.get("replacement"):
             action = f"use {op['replacement']}"
         elif category == Category.CUSTOM_DEV:
             action = "write an NPU kernel (Ascend C) or change the model to avoid it"
         elif category == Category.PARAM_CONVERTED:
-            reason = (op.get("reasons") or [{}])[0].get("message", "")
+            reasons = op.get("reasons") or [{}]
+            reason = next((r for r in reasons if _decides(r.get("code", ""))), reasons[0]).get("message", "")
             action = reason.rstrip(".") or "convert its parameters"
         else:
             action = "check it numerically: " + ((op.get("reasons") or [{}])[-1].get("message", "") or "").rstrip(".")
         origin = op.get("origin") or PROJECT
         owner = "" if origin == PROJECT else f" (in {origin}: upstream code)"
-        items.append(ActionItem(kind=category or "unclassified", subject=op["op"], action=action + owner,
-                                days_text=days_text))
-    items += _site_actions(document)
-    for finding in findings:
-        if finding.kind == "compute":
-            continue
+        gain = (op.get("estimated_time") or {}).get("at_risk_us", 0.0)
+        likely = (op.get("person_days") or {}).get("likely")
+        items.append((ActionItem(kind=category or "unclassified", subject=op["op"], action=action + owner,
+                                 days_text=days_text, time_text=_time_text(gain, likely) if gain >= MIN_GAIN_US
+                                 else ""), gain, likely))
+    items += [(item, 0.0, None) for item in _site_actions(document)]
+    times = [f.get("time") for f in document.get("findings") or ()]
+    for finding, time in zip(findings, times or [None] * len(findings), strict=False):
+        if finding.kind == "compute" or (finding.kind == "mixed-precision" and set(finding.ops) <= precision):
+            continue  # a share of compute is no work; the precision decision's item covers its operators
         # the effect's first clause says what to do; the rest says how it moves the score (in the findings table)
         advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", finding.effect, maxsplit=1)[0]
         action = f"adopt {finding.npu_api}" if finding.npu_api else advice
-        items.append(ActionItem(kind=finding.kind, subject=finding.title, action=action, days_text=""))
-    return tuple(items)
+        gain = (time or {}).get("gain_us", 0.0)
+        items.append((ActionItem(kind=finding.kind, subject=finding.title, action=action, days_text="",
+                                 time_text=_time_text(gain, None) if gain >= MIN_GAIN_US else ""), gain, None))
+    return _by_time_recovered(items)
+
+
+def _decides(code: str) -> bool:
+    """A reason code that can make an operator non-direct (the reason registry): the one an action names."""
+    record = REASONS.get(code)
+    return record is not None and record.decides in (Category.PARAM_CONVERTED, Category.CUSTOM_DEV)
 
 
 SITES_NAMED = 3  # sites named per action item of the source scan; the count says how many more

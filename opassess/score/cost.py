@@ -19,12 +19,14 @@ ZERO_COST = "zero-cost"  # puts no work on the device: views, metadata, nothing 
 VALIDATION_BLOCK = "validation-block"  # direct, a kernel, no tripped limit: a share of the validation block
 PER_OPERATOR = "per-operator"  # its category's range
 SOURCE_FINDING = "source-finding"  # a library call the source scan found at the same line: costed there, once
-COST_BASES = (ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR, SOURCE_FINDING)
+DECISION = "decision"  # covered by model-level decisions (score/decisions.py): their checks plus priced changes
+PRICED_CHANGE = "priced-change"  # its only limits are parameter changes priced by tier ([changes])
+COST_BASES = (ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR, SOURCE_FINDING, DECISION, PRICED_CHANGE)
 
 PROJECT = "project"  # the origin of operators whose source lines lie in the project's own code
 MODEL_LEVEL = "model-level"  # the by_origin key of the model-level activities
 VALIDATION = "validation"  # the activity the validation-block operators share
-_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
+SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
 
 
@@ -74,6 +76,9 @@ def operator_effort(score: OpScore, weights: Weights) -> Effort:
     """
     rules = weights.effort
     category = rules.categories[score.classified.category]
+    if score.classified.category == Category.PARAM_CONVERTED:  # the work one reason names has its own range
+        category = next((rules.by_reason[r.code] for r in score.classified.reasons if r.code in rules.by_reason),
+                        category)
     placed = category.low + score.composite * (category.high - category.low)
     extras = max(0, distinct_limits(score.classified) - 1) * rules.per_extra_signature
     extras += min(rules.max_occurrence_days, max(0, score.classified.operator.count - 1) * rules.per_occurrence)
@@ -83,18 +88,25 @@ def operator_effort(score: OpScore, weights: Weights) -> Effort:
 
 
 def activity_units(scores: Sequence[OpScore], bases: Mapping[str, str], signals: Mapping[str, OpSignals],
-                   findings: Sequence[Finding], weights: Weights) -> dict[str, int]:
-    """What the model shows, counted per activity unit (weights.ACTIVITY_UNITS)."""
+                   findings: Sequence[Finding], weights: Weights, decided: Mapping[str, tuple[str, ...]] | None = None
+                   ) -> dict[str, int]:
+    """What the model shows, counted per activity unit (weights.ACTIVITY_UNITS). Operators a decision or a priced
+    change covers (`decided`: key -> decision names) are not types at risk of their own (the decision carries the
+    accuracy check), and a mixed-precision finding on a precision decision's operators is that decision's work."""
+    decided = decided or {}
     threshold = weights.risk.likelihood.dtype_threshold
     dtype_rules = weights.signals.dtype_support
     dtypes = {d for s in signals.values() for d in s.dtypes if d}
     at_risk_dtypes = [d for d in dtypes if dtype_rules.difficulty.get(d, dtype_rules.unlisted) >= threshold]
     at_risk_types = [
         s for s in scores
-        if s.classified.category != Category.DIRECT
-        or any(sub.criterion == "dtype_support" and sub.value >= threshold for sub in s.subscores)
+        if s.classified.operator.key not in decided and (
+            s.classified.category != Category.DIRECT
+            or any(sub.criterion == "dtype_support" and sub.value >= threshold for sub in s.subscores))
     ]
     no_work = weights.signals.fusion.no_work_findings
+    findings = [f for f in findings if not (f.kind == "mixed-precision" and f.ops
+                                            and all("precision" in decided.get(key, ()) for key in f.ops))]
     return {
         "direct_type": sum(1 for basis in bases.values() if basis == VALIDATION_BLOCK),
         "dtype_at_risk": len(at_risk_dtypes),
@@ -128,7 +140,7 @@ def origin_of(source: str | None) -> str:
     'transformers')."""
     if not source:
         return PROJECT
-    match = _LIBRARY.search(source)
+    match = SITE_PACKAGES.search(source)
     if not match:
         return PROJECT
     name = match.group(1).split(":")[0]

@@ -193,6 +193,10 @@ def _pipeline(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
     out.append((shapes, f"{s.input_shapes} distinct input shape(s): ({s.input_shapes} - 1) x "
                         f"{_fmt(rules.per_extra_shape)} = {_fmt(shapes)}"))
     out += _finding_candidates(s, "pipeline", rules.dynamic_finding)
+    if s.at_risk_us > 0:
+        value = _clamp(s.at_risk_share / rules.time_at_risk)
+        out.append((value, f"{s.at_risk_us:.1f} us at risk = {s.at_risk_share:.1%} of the estimated step "
+                           f"(time model, an estimate) / {_fmt(rules.time_at_risk)} = {_fmt(value)}"))
     return out
 
 

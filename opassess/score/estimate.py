@@ -8,16 +8,19 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..records import Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk, SourceEstimate
+from ..records import ClassifiedOp, Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk, SourceEstimate
 from ..vocabulary import CATEGORIES
 from .cost import (
+    DECISION,
     MODEL_LEVEL,
     NO_EFFORT,
     PER_OPERATOR,
+    PRICED_CHANGE,
     PROJECT,
     SOURCE_FINDING,
     VALIDATION,
     VALIDATION_BLOCK,
+    ZERO_COST,
     activities,
     activity_units,
     cost_basis,
@@ -25,6 +28,7 @@ from .cost import (
     operator_effort,
     origin_shares,
 )
+from .decisions import cover, decide
 from .signals import ModelContext, OpSignals, measure_all
 from .weights import RISK_LEVELS, Weights, level
 
@@ -50,8 +54,21 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
     dispatch_seen = any(node.aten for node in inventory.capture.nodes)
     bases = {s.classified.operator.key: cost_basis(s.classified, weights.effort, dispatch_seen) for s in scores}
+    covers = {s.classified.operator.key: c for s in scores
+              if bases[s.classified.operator.key] == PER_OPERATOR
+              for c in [cover(s.classified, inventory.model.dtype, weights)] if c is not None}
+    for key, item in covers.items():  # a view only its kernel check covers stays zero-cost
+        lone = item.decisions == ("kernel-check",) and not item.changes
+        zero = lone and weights.effort.zero_cost and dispatch_seen and all(
+            a in weights.effort.zero_cost_aten for a in by_key(scores)[key].operator.aten)
+        bases[key] = ZERO_COST if zero else DECISION if item.decisions else PRICED_CHANGE
+    covers = {key: item for key, item in covers.items() if bases[key] != ZERO_COST}
     bases.update({key: SOURCE_FINDING for item in source for key in item.operators if key in bases})
-    lines = activities(activity_units(scores, bases, signals, findings, weights), weights) if model_level else ()
+    covers = {key: item for key, item in covers.items() if bases[key] in (DECISION, PRICED_CHANGE)}
+    decisions = decide(scores, inventory, findings, weights, covers)
+    decided = {key: item.decisions for key, item in covers.items()}
+    lines = activities(activity_units(scores, bases, signals, findings, weights, decided), weights) \
+        if model_level else ()
     validation = next((line.person_days for line in lines if line.name == VALIDATION), NO_EFFORT)
     in_block = sum(1 for basis in bases.values() if basis == VALIDATION_BLOCK)
     block_share = Effort(validation.low / in_block, validation.likely / in_block,
@@ -61,29 +78,34 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         basis = bases[score.classified.operator.key]
         if basis == PER_OPERATOR:
             return operator_effort(score, weights)
+        if basis in (DECISION, PRICED_CHANGE):
+            return covers[score.classified.operator.key].person_days
         return block_share if basis == VALIDATION_BLOCK else NO_EFFORT
 
     ranked = sorted(
         ((score, cost(score), risk(score, signals[score.classified.operator.key], weights)) for score in scores),
         key=lambda item: (-item[1].likely, item[0].classified.operator.key),
     )
-    own = [e for s, e, _ in ranked if bases[s.classified.operator.key] == PER_OPERATOR]
+    own = [e for s, e, _ in ranked if bases[s.classified.operator.key] in (PER_OPERATOR, DECISION, PRICED_CHANGE)]
     model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
+    model_level += [d.once for d in decisions]
     block = [validation] if in_block else []
     sites = [item.person_days for item in source if item.covered_by is None]
     total = sum([*own, *model_level, *block, *sites], NO_EFFORT)
     pareto = _pareto(ranked, sum((e for _, e, _ in ranked), NO_EFFORT), weights.estimate.pareto_share)
     ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto,
-                           cost=bases[s.classified.operator.key], origin=main_origin(s.classified.operator))
-                for s, e, r in ranked)
-    p10, p50, p90 = _simulate([*own, *model_level, *block], weights, [e for e in sites if e.high > 0])
+                           cost=bases[s.classified.operator.key], origin=main_origin(s.classified.operator),
+                           basis=covers[k].basis if k in covers else "",
+                           decisions=covers[k].decisions if k in covers else ())
+                for s, e, r in ranked for k in [s.classified.operator.key])
+    p10, p50, p90 = simulate([*own, *model_level, *block], weights, [e for e in sites if e.high > 0])
     rules = weights.estimate
     grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
     for op in ops:
         if op.cost != SOURCE_FINDING:  # a library call a source site carries sits on the grid as that site
             grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
     for item in source:
-        if not item.finding.effort_free and item.covered_by is None:
+        if not item.finding.effort_free and item.covered_by is None and not item.finding.built_by:
             grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)
     return Estimate(
         ops=ops,
@@ -97,6 +119,8 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
                 f"lows and highs, so low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely "
                 f"is the sum of the most likely values and sits below P50 when ranges are skewed to the right; "
                 f"by_module splits each operator's effort evenly across its occurrences' module paths; "
+                + (f"{len(decisions)} decision(s) drawn once each, their operators' checks drawn like operators; "
+                   if decisions else "")
                 + (f"{len(sites)} source site(s) drawn like operators (30 or more with one range: their sum as "
                    f"one normal); " if sites else "")
                 + f"profile {weights.profile!r}: figures are assumptions until calibrated"),
@@ -109,7 +133,13 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         by_origin=MappingProxyType(_by_origin(ops, model_level, sites)),
         profile=weights.profile,
         source=tuple(source),
+        decisions=decisions,
     )
+
+
+def by_key(scores: Sequence[OpScore]) -> dict[str, ClassifiedOp]:
+    """Classified operators by key."""
+    return {s.classified.operator.key: s.classified for s in scores}
 
 
 def effort(score: OpScore, weights: Weights) -> Effort:
@@ -153,10 +183,13 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
             signals_seen.append(f"+{step} {text}")
     likelihood = level(likelihood)
 
-    share = signals.compute_share
+    share = signals.compute_share if signals.time_share is None else signals.time_share
     reached = sum(1 for threshold in rules.impact.share_levels if share >= threshold)
     impact = 1 + reached
-    signals_seen.append(f"{share:.1%} of compute ({signals.compute_measure}): impact {impact}")
+    if signals.time_share is not None:  # the time model's share of the step (opassess/perf)
+        signals_seen.append(f"carries {share:.1%} of the {signals.time_measure} (an estimate): impact {impact}")
+    else:
+        signals_seen.append(f"{share:.1%} of compute ({signals.compute_measure}): impact {impact}")
     if signals.occurrences >= rules.impact.many_occurrences and rules.impact.occurrence_bump:
         impact += rules.impact.occurrence_bump
         signals_seen.append(f"+{rules.impact.occurrence_bump} {signals.occurrences} occurrences")
@@ -190,7 +223,7 @@ def _pert(e: Effort, rules) -> tuple[float, float]:
     return (1 + rules.pert_lambda * (e.likely - e.low) / width, 1 + rules.pert_lambda * (e.high - e.likely) / width)
 
 
-def _simulate(efforts: list[Effort], weights: Weights, sites: Sequence[Effort] = ()) -> tuple[float, float, float]:
+def simulate(efforts: list[Effort], weights: Weights, sites: Sequence[Effort] = ()) -> tuple[float, float, float]:
     """P10, P50 and P90 of the total: each operator drawn from its PERT-beta distribution, summed, with a fixed seed.
 
     PERT-beta on [low, high] with mode likely: alpha = 1 + lambda (likely - low) / (high - low),

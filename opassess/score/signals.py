@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..dtypes import node_bytes
 from ..findings.graph import DataFlow
@@ -32,11 +33,19 @@ class ModelContext:
     total: float
     main_path: frozenset[str]  # node names on a longest input-to-output path
     has_edges: bool
+    # The time model's step on the target (opassess/perf), when there is one: operator key -> estimated us, and
+    # the part at risk; the risk's impact reads the share of the step, the performance score the share at risk
+    times: Mapping[str, float] = field(default_factory=dict)
+    at_risk: Mapping[str, float] = field(default_factory=dict)
+    step_us: float = 0.0
+    time_measure: str = ""
 
     @classmethod
-    def of(cls, inventory: Inventory, weights: Weights, flow: DataFlow | None = None) -> ModelContext:
+    def of(cls, inventory: Inventory, weights: Weights, flow: DataFlow | None = None,
+           performance: Any = None) -> ModelContext:
         """Measure compute per operator and the main path of one inventory (`flow`: its capture's data-flow graph,
-        when the caller already built it)."""
+        when the caller already built it). With the time model's `performance` (opassess.perf.Performance), an
+        operator's estimated time and time at risk on the target are kept beside its compute."""
         nodes = [node for operator in inventory.operators for node in operator.nodes]
         traced = any(node.flops or node.bytes_moved for node in nodes)
         ridge = weights.signals.compute.ridge_flops_per_byte
@@ -50,7 +59,13 @@ class ModelContext:
                 value = sum(float(node_bytes(node)) for node in operator.nodes)  # the size proxy
             units[operator.key] = float(value)
         flow = flow if flow is not None else DataFlow.of(inventory.capture)
-        return cls(
+        step = getattr(performance, "step", None)
+        timed = {}
+        if step is not None and step.step_us > 0:
+            timed = {"time_measure": f"estimated step time on {step.product}", "step_us": step.step_us,
+                     "times": {o.op: o.us for o in step.operators},
+                     "at_risk": {o.op: o.at_risk_us for o in step.operators}}
+        return cls(**timed,
             measure="roofline" if traced else "size proxy",
             units=units,
             total=sum(units.values()),
@@ -60,6 +75,14 @@ class ModelContext:
 
     def share(self, op: str) -> float:
         return self.units.get(op, 0.0) / self.total if self.total > 0 else 0.0
+
+    def time_share(self, op: str) -> float:
+        """The operator's estimated time as a share of the estimated step (0 without a time model)."""
+        return self.times.get(op, 0.0) / self.step_us if self.step_us > 0 else 0.0
+
+    def at_risk_share(self, op: str) -> float:
+        """The operator's estimated time at risk as a share of the estimated step (0 without a time model)."""
+        return self.at_risk.get(op, 0.0) / self.step_us if self.step_us > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +112,10 @@ class OpSignals:
     compute_share: float
     compute_measure: str
     on_main_path: bool | None  # None when the capture has no edges
+    at_risk_share: float = 0.0  # the time model: estimated time at risk over the estimated step (0 without one)
+    at_risk_us: float = 0.0
+    time_share: float | None = None  # the time model: estimated time over the estimated step; None without one
+    time_measure: str = ""
 
 
 def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings: Sequence[Finding] = ()) -> OpSignals:
@@ -143,6 +170,10 @@ def measure(op: ClassifiedOp, context: ModelContext, weights: Weights, findings:
         compute_share=context.share(operator.key),
         compute_measure=context.measure,
         on_main_path=bool(involved & context.main_path) if context.has_edges else None,
+        at_risk_share=context.at_risk_share(operator.key),
+        at_risk_us=context.at_risk.get(operator.key, 0.0),
+        time_share=context.time_share(operator.key) if context.step_us > 0 else None,
+        time_measure=context.time_measure,
     )
 
 

@@ -34,6 +34,8 @@ def site_effort(finding, weights: Weights) -> tuple[Effort, str]:
     """
     if finding.effort_free:
         return NO_EFFORT, "a note, not work: 0"
+    if finding.built_by:
+        return NO_EFFORT, f"in the sources of the extension built at {finding.built_by}: priced there, once"
     rules = weights.source_rules
     if rules is None:
         raise ConfigError(f"{weights.source}: no [source] table: source findings cannot be costed")

@@ -3,10 +3,11 @@ risk, calibration. Read and validated by `opassess.score.weights_load.load_weigh
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..records import Risk
+from .weights_decisions import DecisionRules
 
 DIMENSIONS = ("functional", "performance", "ecosystem")
 CRITERIA: Mapping[str, tuple[str, ...]] = MappingProxyType(
@@ -71,6 +72,7 @@ class PipelineRules:
     dynamic_finding: float
     per_extra_shape: float
     reasons: Mapping[str, float]
+    time_at_risk: float = 0.25  # the time model: at-risk time of this share of the estimated step scores 1
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,8 @@ class EffortRules:
     block_direct: bool = False  # direct operators with a kernel and no tripped limit share the validation block
     limit_reasons: tuple[str, ...] = ()  # reason codes that take a direct operator out of the block
     zero_cost_aten: frozenset[str] = frozenset()  # ATen ops that do no work on the device
+    # reason code -> its own range for a param-converted operator whose work that reason names ("binding")
+    by_reason: Mapping[str, CategoryEffort] = field(default_factory=lambda: MappingProxyType({}))
 
 
 # What an activity's per-unit days count (opassess/score/cost.py counts them) -> how a cost basis names the unit.
@@ -264,3 +268,6 @@ class Weights:
     activities: tuple[ActivityRule, ...] = ()
     profile: str = "default"
     source_rules: SourceRules | None = None  # [source]; None only in weights built in code without a [source] table
+    decisions: DecisionRules | None = None  # [decisions] and [changes]; None: every operator priced on its own
+    # [graph_mode]: person-days (low, likely, high) per graph break kind, to make the chosen graph back-end work
+    graph_mode: Mapping[str, tuple[float, float, float]] | None = None  # None: weights built in code without one

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..datafile import TomlTable, merge_layer, read_toml
 from ..errors import ConfigError
+from ..reasons import REASONS, unknown_codes
 from ..resources import shipped_path
 from ..vocabulary import CATEGORIES
 from .weights import (
@@ -44,6 +45,7 @@ from .weights import (
     VersionRules,
     Weights,
 )
+from .weights_decisions import read_decisions
 
 # Bounds on what a weights file may say, so every sum stays finite and a scan's time bounded: a person-day figure
 # above 10,000 (about forty working years) is a typo, as is a pessimism factor above 100; a million Monte Carlo
@@ -121,6 +123,27 @@ def _unit_table(table: TomlTable, key: str) -> Mapping[str, float]:
     return values
 
 
+def _codes(table: TomlTable, key: str) -> tuple[str, ...]:
+    """A list of reason codes, each one registered (opassess/reasons.py): a mistyped code would silently stop
+    counting, so it is refused with the file and the key."""
+    codes = table.strings(key)
+    unknown = unknown_codes(codes)
+    if unknown:
+        raise table.error(key, f"unknown reason code {unknown[0]!r} (`opassess explain CODE` and docs/reasons.md "
+                               f"list the {len(REASONS)} codes)")
+    return codes
+
+
+def _reason_table(table: TomlTable, key: str) -> Mapping[str, float]:
+    """A table of reason code -> value from 0 to 1, every key a registered reason code."""
+    values = _unit_table(table, key)
+    unknown = unknown_codes(values)
+    if unknown:
+        raise table.table(key).error(unknown[0], f"unknown reason code {unknown[0]!r} (`opassess explain CODE` and "
+                                                 f"docs/reasons.md list the {len(REASONS)} codes)")
+    return values
+
+
 def _version(table: TomlTable, key: str) -> tuple[int, int]:
     text = table.string(key)
     parts = text.split(".")
@@ -166,6 +189,8 @@ def _build(root: TomlTable, source: str) -> Weights:
         calibration=_calibration(root.table("calibration")),
         activities=_activities(root.table("activities")),
         source_rules=_source(root.table("source")),
+        decisions=read_decisions(root.table("decisions"), root.table("changes"), _triple),
+        graph_mode=_graph_mode(root.table("graph_mode")),
     )
     root.finish()
     return weights
@@ -174,19 +199,19 @@ def _build(root: TomlTable, source: str) -> Weights:
 def _signals(table: TomlTable) -> SignalRules:
     t = table.table("shape_match")
     shape = ShapeMatchRules(t.integer("native_rank"), t.integer("rank_limit"), _unit(t, "data_dependent"),
-                            t.strings("data_dependent_ops"), _unit_table(t, "reasons"))
+                            t.strings("data_dependent_ops"), _reason_table(t, "reasons"))
     if shape.rank_limit <= shape.native_rank:
         raise t.error("rank_limit", f"must be greater than native_rank ({shape.native_rank}), got {shape.rank_limit}")
     t.finish()
 
     t = table.table("dtype_support")
     dtype = DtypeRules(_unit_table(t, "difficulty"), _unit(t, "unlisted"), _unit(t, "mixed_precision_finding"),
-                       _unit_table(t, "reasons"))
+                       _reason_table(t, "reasons"))
     t.finish()
 
     t = table.table("special_attrs")
     attrs = AttrRules(_unit(t, "per_limit_hit"), _unit(t, "per_extra_combo"), _unit(t, "per_attr_to_implement"),
-                      _unit(t, "replacement_mapping"), t.strings("reason_codes"))
+                      _unit(t, "replacement_mapping"), _codes(t, "reason_codes"))
     t.finish()
 
     t = table.table("fusion")
@@ -200,7 +225,9 @@ def _signals(table: TomlTable) -> SignalRules:
 
     t = table.table("pipeline")
     pipeline = PipelineRules(_unit(t, "no_kernel"), _unit(t, "dynamic"), _unit(t, "dynamic_finding"),
-                             _unit(t, "per_extra_shape"), _unit_table(t, "reasons"))
+                             _unit(t, "per_extra_shape"), _reason_table(t, "reasons"), _unit(t, "time_at_risk"))
+    if pipeline.time_at_risk <= 0:
+        raise t.error("time_at_risk", "must be above 0")
     t.finish()
 
     t = table.table("compute")
@@ -210,12 +237,12 @@ def _signals(table: TomlTable) -> SignalRules:
     t.finish()
 
     t = table.table("custom_op_maintenance")
-    maintenance = MaintenanceRules(_unit(t, "vendor_api"), _unit(t, "unknown"), _unit_table(t, "reasons"))
+    maintenance = MaintenanceRules(_unit(t, "vendor_api"), _unit(t, "unknown"), _reason_table(t, "reasons"))
     t.finish()
 
     t = table.table("version_compat")
     version = VersionRules(_version(t, "oldest"), _version(t, "newest"), _unit(t, "deprecated"),
-                           _unit(t, "no_version"), t.strings("reason_codes"))
+                           _unit(t, "no_version"), _codes(t, "reason_codes"))
     if version.newest < version.oldest:
         raise t.error("newest", f"release {version.newest} is older than oldest {version.oldest}")
     t.finish()
@@ -237,21 +264,31 @@ def _days(table: TomlTable, key: str, default: Any = None) -> float:
     return table.number(key, default, maximum=MAX_DAYS)
 
 
+def _range(t: TomlTable) -> CategoryEffort:
+    effort = CategoryEffort(_days(t, "low"), _days(t, "high"), _unit(t, "optimism"),
+                            t.number("pessimism", maximum=MAX_FACTOR))
+    if effort.low > effort.high:
+        raise t.error("low", f"low {effort.low:g} is greater than high {effort.high:g}")
+    t.finish()
+    return effort
+
+
 def _effort(table: TomlTable) -> EffortRules:
-    categories: dict[str, CategoryEffort] = {}
-    for category in CATEGORIES:
-        t = table.table(category)
-        effort = CategoryEffort(_days(t, "low"), _days(t, "high"), _unit(t, "optimism"),
-                                t.number("pessimism", maximum=MAX_FACTOR))
-        if effort.low > effort.high:
-            raise t.error("low", f"low {effort.low:g} is greater than high {effort.high:g}")
-        t.finish()
-        categories[category] = effort
+    categories = {category: _range(table.table(category)) for category in CATEGORIES}
+    by_reason: dict[str, CategoryEffort] = {}
+    if "reasons" in table:  # a reason code whose work has its own range (binding: an op-plugin registration)
+        reasons = table.table("reasons")
+        unknown = unknown_codes(reasons.keys())
+        if unknown:
+            raise reasons.error(unknown[0], "not a registered reason code (docs/reasons.md lists them)")
+        by_reason = {code: _range(reasons.table(code)) for code in reasons.keys()}
+        reasons.finish()
     rules = EffortRules(_days(table, "per_extra_signature"), _days(table, "per_occurrence"),
                         _days(table, "max_occurrence_days"), table.number("unknown_pessimism", maximum=MAX_FACTOR),
                         MappingProxyType(categories), zero_cost=table.boolean("zero_cost"),
-                        block_direct=table.boolean("block_direct"), limit_reasons=table.strings("limit_reasons"),
-                        zero_cost_aten=frozenset(table.strings("zero_cost_aten")))
+                        block_direct=table.boolean("block_direct"), limit_reasons=_codes(table, "limit_reasons"),
+                        zero_cost_aten=frozenset(table.strings("zero_cost_aten")),
+                        by_reason=MappingProxyType(by_reason))
     table.finish()
     return rules
 
@@ -276,7 +313,7 @@ def _risk(table: TomlTable) -> RiskRules:
         dynamic_shapes=t.integer("dynamic_shapes"),
         ai_cpu=t.integer("ai_cpu"),
         version_gap=t.integer("version_gap"),
-        ai_cpu_reason_codes=t.strings("ai_cpu_reason_codes"),
+        ai_cpu_reason_codes=_codes(t, "ai_cpu_reason_codes"),
         dtype_threshold=_unit(t, "dtype_threshold"),
         version_threshold=_unit(t, "version_threshold"),
     )
@@ -344,6 +381,15 @@ def _triple(table: TomlTable, key: str) -> tuple[float, float, float]:
     if len(values) != 3 or not values[0] <= values[1] <= values[2]:
         raise table.error(key, f"expected [low, likely, high] with low <= likely <= high, got {list(values)}")
     return values[0], values[1], values[2]
+
+
+def _graph_mode(table: TomlTable) -> Mapping[str, tuple[float, float, float]]:
+    """[graph_mode]: a triple per graph break kind (opassess.graphmode.BREAK_KINDS), every kind named."""
+    from ..graphmode.records import BREAK_KINDS
+
+    values = {kind: _triple(table, kind) for kind in BREAK_KINDS}
+    table.finish()
+    return MappingProxyType(values)
 
 
 def _source(table: TomlTable) -> SourceRules:

@@ -5,9 +5,9 @@ The rules, from the migration-route facts:
   init_process_group("nccl"), torch.cuda.amp.GradScaler ...
 - param-converted: a hand edit with a known route: `get_backend() == "nccl"`, DataParallel -> DDP,
   apex FusedAdam -> NpuFusedAdam, flash_attn_func -> npu_fusion_attention (arguments the route drops are
-  named), a Triton kernel triton-ascend can compile, a CUDA kernel/extension whose job a torch_npu op does
-  (matched by name only, so confidence low).
-- custom-dev: no route: a CUDA kernel with no NPU equivalent, a Triton kernel using what triton-ascend lacks.
+  named), a Triton kernel triton-ascend can compile.
+- custom-dev: no route: a CUDA kernel or extension (never matched to a torch_npu op by its name: no match rather than
+  a wrong one), a Triton kernel using what triton-ascend lacks.
 - flags nothing on the NPU reads (cuDNN benchmark, TF32) are precision notes: direct, no effort, NPU analogue named.
 """
 from __future__ import annotations
@@ -16,15 +16,16 @@ import re
 from collections.abc import Iterable
 
 from ..vocabulary import Category
+from .classify_distributed import KINDS as DISTRIBUTED
+from .classify_distributed import DistributedClassifier
 from .facts import KernelLibrary, MigrationRule, SourceFacts
+from .graph_sites import KINDS as GRAPH_SITES
+from .graph_sites import classify_graph
 from .records import SourceFinding
 
 DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
 CUDA_SOURCES = (".cu", ".cuh")
-# Words too generic to match a CUDA kernel or extension to a torch_npu op by name.
-GENERIC_WORDS = frozenset("cuda cu cpp kernel kernels ext extension extensions fused fwd bwd forward backward impl op "
-                          "ops torch npu launch layer func function module mod lib apply v1 v2 v3 c cc src main "
-                          "csrc get set with and the for all".split())
+LINKS_SHOWN = 3  # imports and calls of a built module named on its extension's finding
 
 
 def _handling(rule: MigrationRule) -> tuple[Category, str]:
@@ -38,17 +39,11 @@ def _handling(rule: MigrationRule) -> tuple[Category, str]:
     return CUSTOM, "medium"
 
 
-def _preferred(rows: Iterable[KernelLibrary]) -> KernelLibrary | None:
+def preferred_library(rows: Iterable[KernelLibrary]) -> KernelLibrary | None:
     """Of several rows for one symbol, the one about calling it directly, else the first with a route."""
     rows = list(rows)
     return (next((r for r in rows if "direct" in r.context), None)
             or next((r for r in rows if r.route_kind != "none"), None) or (rows[0] if rows else None))
-
-
-def name_tokens(text: str) -> set[str]:
-    """'RotaryEmbCUDA_kernel' -> {'rotary', 'emb'}: lower-case words, generic ones dropped."""
-    words = re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", text)
-    return {w.lower() for w in words if len(w) >= 3 and w.lower() not in GENERIC_WORDS}
 
 
 class Classifier:
@@ -71,18 +66,6 @@ class Classifier:
     def _patch_cites(self, *apis: str) -> list[str]:
         return [p.cite for api in apis for name in (api, api + ".__init__") for p in self.facts.patches(name)]
 
-    def npu_ops_by_name(self, *names: str) -> list[str]:
-        """torch_npu ops sharing a distinctive word with the given names, best match first (at most 3)."""
-        tokens = set().union(*(name_tokens(n) for n in names))
-        scored = []
-        for op in self.facts.npu_op_names:
-            if "backward" in op or "grad" in op:
-                continue
-            shared = tokens & set(op.split("_")[1:])
-            if shared:
-                scored.append((-len(shared), len(op), op))
-        return [op for _, _, op in sorted(scored)[:3]]
-
     # ------------------------------------------------------------------ Python sites
 
     def _kwargs(self, site) -> dict[str, str]:
@@ -97,13 +80,13 @@ class Classifier:
             return self._no_op(site, rule)
         if rule and (rule.handling != "automatic" or not patches):
             category, confidence = _handling(rule)
-            lib = _preferred(libs)
+            lib = preferred_library(libs)
             return self._finding(site, "library-call" if lib else "gpu-api", category,
                                  rule.npu_equivalent, [rule.cite, *patches, lib.cite if lib else ""], confidence)
         if patches:
             route = self.facts.patches(q)[0].effect if self.facts.patches(q) else "transfer_to_npu"
             return self._finding(site, "gpu-api", DIRECT, route, [*patches, rule.cite if rule else ""], "high")
-        lib = _preferred(libs)
+        lib = preferred_library(libs)
         if lib:
             return self._library_call(site, lib, kwargs)
         if q.startswith("torch.cuda."):
@@ -140,7 +123,7 @@ class Classifier:
         guarded = site.get("guarded") == "yes"
         rule = self.facts.migration_for_import(module.split(".")[0])
         named = [row for name in site.all("name") for row in self.facts.library_rows(f"{module}.{name}")]
-        lib = _preferred(named or [lib for lib in self.facts.libraries
+        lib = preferred_library(named or [lib for lib in self.facts.libraries
                                    if any(module == m or module.startswith(m + ".") for m in lib.modules)])
         if lib and lib.library == "triton":
             return None  # each @triton.jit kernel is its own finding
@@ -203,17 +186,22 @@ class Classifier:
         notes = [f"sources: {', '.join(sources)}"] if sources else []
         if not cuda:
             notes.append("no CUDA source listed")
-        return self._kernel_like(site, "cpp-extension", [site.get("name"), *sources], rule, notes)
+        links = site.all("link")  # imports and calls of the module it builds (source/package.py)
+        if links:
+            shown = ", ".join(links[:LINKS_SHOWN]) + (f" and {len(links) - LINKS_SHOWN} more"
+                                                      if len(links) > LINKS_SHOWN else "")
+            notes.append(f"builds module {site.get('name')}, imported or called at {shown}: priced here, once")
+        if site.size is not None:
+            notes.append(f"priced as its kernels: {site.size.kernels} kernel(s), {site.size.lines} kernel line(s)")
+        return self._kernel_like(site, "cpp-extension", rule, notes)
 
-    def _kernel_like(self, site, kind, names, rule, notes) -> SourceFinding:
-        matches = self.npu_ops_by_name(*names)
+    def _kernel_like(self, site, kind, rule, notes) -> SourceFinding:
+        """No match rather than a wrong one: a kernel's name says nothing reliable about what it computes (a CUDA
+        rotary kernel is not npu_interleave_rope), so a kernel or extension is an Ascend C port unless the facts
+        name its route."""
         cite = rule.cite if rule else ""
-        if matches:
-            route = " / ".join(f"torch_npu.{op}" for op in matches)
-            return self._finding(site, kind, PARAM, route, [cite, "npu_custom_ops.tsv (kb/custom_ops.json)"], "low",
-                                 [*notes, "matched to torch_npu ops by name only"])
         return self._finding(site, kind, CUSTOM, rule.npu_equivalent if rule else "Ascend C rewrite", [cite], "high",
-                             notes)
+                             [*notes, "no torch_npu op matched by what it computes (names are not matched)"])
 
     # ------------------------------------------------------------------ Triton
 
@@ -230,7 +218,7 @@ class Classifier:
 
     def _triton_kernel(self, site) -> SourceFinding:
         rule = self.facts.migration("triton.jit")
-        lib = _preferred(self.facts.library_rows("triton.jit"))
+        lib = preferred_library(self.facts.library_rows("triton.jit"))
         evidence = [rule.cite if rule else "", lib.cite if lib else ""]
         lacking = [*site.all("dtype"), *site.all("arg")]
         notes = [f"triton-ascend lacks {flag}" for flag in lacking]
@@ -256,8 +244,7 @@ class Classifier:
 
     def _cuda_kernel(self, site) -> SourceFinding:
         rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")
-        return self._kernel_like(site, "cuda-kernel", [site.subject, site.file.rsplit("/", 1)[-1].split(".")[0]],
-                                 rule, [])
+        return self._kernel_like(site, "cuda-kernel", rule, [])
 
     def _native_binding(self, site) -> SourceFinding:
         rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")
@@ -272,7 +259,26 @@ class Classifier:
                              [f"calls {', '.join(site.all('call'))}"])
 
 
-def classify_sites(sites: Iterable, facts: SourceFacts) -> list[SourceFinding]:
-    """Findings for the sites the facts speak about, in the order given."""
+def classify_sites(sites: Iterable, facts: SourceFacts, routes=None, product: str = "") -> list[SourceFinding]:
+    """Findings for the sites the facts speak about, in the order given; distributed sites are judged against the
+    HCCL facts (`routes`) for the product's kernel column (`product`, e.g. "950")."""
     classifier = Classifier(facts)
-    return [f for f in (classifier.classify(s) for s in sites) if f is not None]
+    distributed = DistributedClassifier(routes, facts, product) if routes is not None else None
+    out = []
+    graph = None
+    for site in sites:
+        if site.kind in GRAPH_SITES:
+            if graph is None:
+                from ..kb.graph_facts import load_graph_facts
+                from ..resources import data_path
+
+                graph = load_graph_facts(data_path("kb"))
+            out.append(classify_graph(site, graph, facts))
+            continue
+        if site.kind in DISTRIBUTED:
+            finding = distributed.classify(site) if distributed else None
+        else:
+            finding = classifier.classify(site)
+        if finding is not None:
+            out.append(finding)
+    return out

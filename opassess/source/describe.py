@@ -3,6 +3,7 @@ NPU route, evidence rows), the kernel-library rows with their dropped features, 
 triton-ascend's limits for a Triton API."""
 from __future__ import annotations
 
+from ..kb.routes import load_route_facts
 from .classify import classify_sites
 from .facts import SourceFacts, load_source_facts
 from .records import Site
@@ -14,9 +15,14 @@ def describe_source(name: str, facts: SourceFacts | None = None) -> list[str]:
     facts = facts or load_source_facts()
     patches, rule, libraries = facts.patches(name), facts.migration(name), facts.library_rows(name)
     triton = facts.triton_api(name)
-    if not (patches or rule or libraries or triton):
+    hccl = load_route_facts().hccl(name) if name.startswith("torch.distributed.") else None
+    if not (patches or rule or libraries or triton or hccl):
         return []
     lines: list[str] = []
+    if hccl is not None:  # a torch.distributed feature: what HCCL does with it (the distributed pre-flight)
+        lines.append(f"HCCL fact {hccl.cite}" + (f": {hccl.detail}" if hccl.detail else ""))
+        if hccl.dtypes:
+            lines.append(f"  dtypes: {', '.join(hccl.dtypes)}")
     if patches or rule or libraries:  # the verdict a call of it gets in `opassess source`
         found = classify_sites([Site("<kb show>", 1, f"{name}()", "api", name, (("use", "call"),))], facts)
         for finding in found:

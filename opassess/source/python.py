@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from .distributed import scan_distributed
 from .facts import SourceFacts
+from .graph_sites import scan_graph
 from .records import KernelSize, Site
 
 DEVICE_KWARGS = ("device", "device_type", "map_location", "device_id", "device_ids")
@@ -105,10 +107,20 @@ class PythonScanner(ast.NodeVisitor):
                 self.guarded.update(id(n) for stmt in node.body for n in ast.walk(stmt)
                                     if isinstance(n, ast.Import | ast.ImportFrom))
         self.constants = _Constants(nodes, self.qual)
+        # an autotune list ([triton.Config(...), ...] or a comprehension of them) is one site: config call -> list
+        self.config_lists: dict[int, ast.AST] = {}
+        for node in nodes:
+            configs = [e for e in node.elts if isinstance(e, ast.Call) and self.qual(e.func) == "triton.Config"] \
+                if isinstance(node, ast.List | ast.Tuple) else [node.elt] if isinstance(
+                    node, ast.ListComp) and isinstance(node.elt, ast.Call) and self.qual(node.elt.func) == \
+                "triton.Config" else []
+            self.config_lists.update((id(call), node) for call in configs)
+        self.lists_seen: set[int] = set()
         self.kernels = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                         and any(self._decorator_name(d) == "triton.jit" for d in n.decorator_list)}
         self.launches: dict[str, list[tuple[int, int | None]]] = {}
         self.sites: list[Site] = []
+        self.imports: list[tuple[str, int]] = []  # (module, line) of every absolute import, for package.link_own
 
     # ------------------------------------------------------------------ helpers
 
@@ -153,6 +165,7 @@ class PythonScanner(ast.NodeVisitor):
             self._import(node, node.module, [a.name for a in node.names])
 
     def _import(self, node: ast.AST, module: str, names: list[str] = ()) -> None:
+        self.imports.append((module, getattr(node, "lineno", 1)))
         if self.facts.library_for_module(module) or self.facts.migration_for_import(module.split(".")[0]):
             guarded = ("guarded", "yes" if id(node) in self.guarded else "no")
             self.add(node, "import", module, [guarded, *(("name", n) for n in names)])
@@ -184,6 +197,15 @@ class PythonScanner(ast.NodeVisitor):
             name = kwargs.get("name") or (positional[0] if positional else None) or "?"
             sources = self._sources(node)
             self.add(node, "extension", q, [("name", name), *(("source", s) for s in sources)])
+            return
+        if q == "triton.Config" and id(node) in self.config_lists:
+            owner = self.config_lists[id(node)]
+            if id(owner) not in self.lists_seen:
+                self.lists_seen.add(id(owner))
+                calls = [c for c in ast.walk(owner) if isinstance(c, ast.Call) and id(c) in self.config_lists]
+                names = dict.fromkeys(k for c in calls for k in self.kwargs(c))
+                self.add(owner, "triton-config", q, [("configs", str(len(calls))),
+                                                     *(("kwarg", f"{k}=?") for k in names)])
             return
         if q == "triton.Config" or q == "triton.autotune":
             self.add(node, "triton-config", q, detail)
@@ -340,9 +362,18 @@ class PythonScanner(ast.NodeVisitor):
         return flags
 
 
-def scan_python(text: str, file: str, facts: SourceFacts) -> list[Site]:
-    """The sites of one Python source; raises SyntaxError (with its line) when the text does not parse."""
+def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None,
+                imports: list[tuple[str, str, int]] | None = None) -> list[Site]:
+    """The sites of one Python source; raises SyntaxError (with its line) when the text does not parse.
+
+    `known_distributed(api)`: whether the HCCL facts name a torch.distributed API; given, the distributed sites
+    (distributed.py) are collected too. `imports`, when given, receives (file, module, line) of every absolute
+    import (an extension module the tree builds is linked to them)."""
     tree = ast.parse(text, filename=file)
     scanner = PythonScanner(tree, text.splitlines(), file, facts)
     scanner.visit(tree)
-    return [*scanner.sites, *scanner.kernel_sites()]
+    if imports is not None:
+        imports += [(file, module, line) for module, line in scanner.imports]
+    wanted = known_distributed is not None and ("distributed" in text or "NCCL_" in text)  # most files: no pass
+    extra = scan_distributed(tree, scanner, known_distributed) if wanted else []
+    return [*scanner.sites, *scanner.kernel_sites(), *extra, *scan_graph(tree, scanner)]

@@ -23,7 +23,17 @@ KINDS = (
     "cuda-kernel",      # a __global__ kernel in a .cu/.cuh file, sized
     "native-binding",   # PYBIND11_MODULE / TORCH_LIBRARY in C++/CUDA sources
     "native-runtime",   # CUDA runtime / cuBLAS / cuDNN / NCCL calls in C++/CUDA sources
+    "collective",       # a torch.distributed collective HCCL treats differently (gather, a float64 all_reduce, ...)
+    "reduce-op",        # a ReduceOp HCCL lacks (BAND/BOR/BXOR) or emulates (AVG, PREMUL_SUM)
+    "comm-hook",        # a DDP communication hook (HCCL: fp32 input only)
+    "dist-api",         # another torch.distributed API the HCCL facts restrict (FSDP1 optim state, parallelize_module)
+    "env-var",          # an NCCL_* environment variable name (nothing on the NPU reads it)
+    "process-group",    # init_process_group / new_group options HCCL does not take as given (pg_options, timeout)
 )
+
+
+# Native kinds an extension's sources hold: priced with the extension that builds them (SourceFinding.built_by)
+BUILT_KINDS = ("cuda-kernel", "native-binding", "native-runtime")
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,9 @@ class SourceFinding:
     confidence: str
     notes: tuple[str, ...] = ()
     size: KernelSize | None = None
+    # "setup.py:248": the site of the extension that builds this file (a kernel, binding or runtime call in its
+    # sources): priced there, once, as its kernels; "" otherwise
+    built_by: str = ""
 
     @property
     def effort_free(self) -> bool:

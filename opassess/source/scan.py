@@ -8,11 +8,13 @@ from pathlib import Path, PurePosixPath
 
 from ..datafile import check_regular, read_text
 from ..errors import OpassessError
+from ..kb.routes import RouteFacts, load_route_facts
 from .classify import classify_sites
 from .facts import SourceFacts, load_source_facts
-from .native import NATIVE_SUFFIXES, file_summary, scan_native
+from .native import NATIVE_SUFFIXES, scan_native
+from .package import extension_size, extension_sources, link_own, own_modules
 from .python import scan_python
-from .records import KernelSize, Site, SkippedFile, SourceScan
+from .records import BUILT_KINDS, Site, SkippedFile, SourceScan
 
 # Directories never entered: environments, installed packages, VCS data, caches and build output.
 SKIP_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__", "build", "dist",
@@ -31,11 +33,12 @@ def _skip_dir(path: Path) -> bool:
 
 
 def collect_files(paths: Iterable[Path]) -> list[Path]:
-    """Python and native files under `paths`, sorted; venvs, site-packages, .git, hidden and build dirs skipped."""
-    found: set[Path] = set()
+    """Python and native files under `paths`, sorted, each once (a file named twice, e.g. the model file and the
+    folder holding it, is one file); venvs, site-packages, .git, hidden and build dirs skipped."""
+    found: dict[Path, Path] = {}
     for path in paths:
         if path.is_file():
-            found.add(path)
+            found.setdefault(path.resolve(), path)
             continue
         if path.exists() and not path.is_dir():
             check_regular(path, "source file", SourceScanError)
@@ -45,8 +48,8 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
             dirs[:] = sorted(d for d in dirs if not _skip_dir(Path(folder) / d))
             for name in files:
                 if name.endswith(PYTHON_SUFFIXES + NATIVE_SUFFIXES):
-                    found.add(Path(folder) / name)
-    return sorted(found, key=lambda p: p.as_posix())
+                    found.setdefault((Path(folder) / name).resolve(), Path(folder) / name)
+    return sorted(found.values(), key=lambda p: p.resolve().as_posix())
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -63,30 +66,41 @@ def _read(path: Path) -> str:
     return read_text(path, "source file", SourceScanError, SOURCE_LIMIT, errors="replace")
 
 
-def _with_extension_sizes(sites: list[Site], native_sizes: dict[str, KernelSize]) -> list[Site]:
-    """Give each extension site the summed size of the native sources it lists (paths relative to its file)."""
-    out = []
+def _with_extension_sizes(sites: list[Site], native_sites: list[Site], texts: dict[str, str]
+                          ) -> tuple[list[Site], dict[str, str]]:
+    """Each extension site sized as what it builds (package.extension_size over the sources it lists and the headers
+    they include), and file -> "file:line" of the extension building it (its kernels are priced there, once)."""
+    out, built = [], {}
     for site in sites:
         if site.kind == "extension":
-            base = PurePosixPath(site.file).parent
-            sizes = [native_sizes.get((base / source).as_posix()) or native_sizes.get(source)
-                     for source in site.all("source")]
-            sizes = [s for s in sizes if s]
-            if sizes:
-                site = dataclasses.replace(site, size=KernelSize(
-                    lines=sum(s.lines for s in sizes), kernels=sum(s.kernels for s in sizes),
-                    apis=tuple(sorted({a for s in sizes for a in s.apis}))))
+            files = extension_sources(site, texts)
+            size = extension_size(files, native_sites, texts)
+            if size is not None:
+                site = dataclasses.replace(site, size=size)
+            for file in files:
+                built.setdefault(file, f"{site.file}:{site.line}")
         out.append(site)
-    return out
+    return out, built
 
 
 def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: str | os.PathLike | None = None,
-                 facts: SourceFacts | None = None) -> SourceScan:
+                 facts: SourceFacts | None = None, product: str = "A2", routes: RouteFacts | None = None
+                 ) -> SourceScan:
     """Scan files and folders statically (nothing is imported or run) and classify every GPU-specific site.
 
     `root` (default: the single folder given, else the common parent) is what finding paths are relative to.
-    Unreadable or unparsable files are returned in `skipped` with the reason.
+    `product` is the target's kernel column in products.toml ("A2", "950", ...): the distributed pre-flight judges
+    dtype-gated collectives by it. Unreadable or unparsable files are returned in `skipped` with the reason.
     """
+    routes = routes or load_route_facts()
+
+    named: dict[str, bool] = {}
+
+    def known(api: str) -> bool:
+        if api not in named:
+            named[api] = routes.hccl(api) is not None
+        return named[api]
+
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     paths = [Path(p) for p in paths]
@@ -98,7 +112,8 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
     root_path = Path(root).resolve()
     python_sites: list[Site] = []
     native_sites: list[Site] = []
-    native_sizes: dict[str, KernelSize] = {}
+    imports: list[tuple[str, str, int]] = []  # (file, module, line): what links an extension to its imports
+    texts: dict[str, str] = {}  # native sources by relative path: what an extension builds is read from them
     skipped: list[SkippedFile] = []
     scanned: list[str] = []
     total = 0
@@ -112,7 +127,7 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
             continue
         if path.suffix in PYTHON_SUFFIXES:
             try:
-                python_sites += scan_python(text, rel, facts)
+                python_sites += scan_python(text, rel, facts, known, imports)
             except (RecursionError, MemoryError):
                 skipped.append(SkippedFile(rel, "not parsable as Python: nested too deep"))
                 continue
@@ -122,13 +137,15 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
                 skipped.append(SkippedFile(rel, f"not parsable as Python{line}: {reason}"))
                 continue
         else:
-            sites = scan_native(text, rel)
-            native_sites += sites
-            native_sizes[rel] = file_summary(sites, text)
+            native_sites += scan_native(text, rel)
+            texts[rel] = text
         scanned.append(rel)
         total += text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    sites = _with_extension_sizes(python_sites, native_sizes) + native_sites
-    findings = classify_sites(sites, facts)
+    python_sites = link_own(python_sites, own_modules(files), imports)
+    python_sites, built = _with_extension_sizes(python_sites, native_sites, texts)
+    findings = classify_sites(python_sites + native_sites, facts, routes, product)
+    findings = [dataclasses.replace(f, built_by=built[f.file]) if f.file in built and f.kind in BUILT_KINDS else f
+                for f in findings]
     findings.sort(key=lambda f: (f.file, f.line, f.kind, f.subject))
     return SourceScan(root=root_path.as_posix(), findings=tuple(findings), files=tuple(scanned),
                       skipped=tuple(skipped), lines=total)

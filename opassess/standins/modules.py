@@ -10,7 +10,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 from collections.abc import Callable
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
 from .calls import ACTIVE, LibrarySymbol, TritonLaunch
@@ -158,7 +158,7 @@ def _imported_by_project() -> bool:
     seeing them missing: a stand-in would send them down GPU paths."""
     import os
 
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith("<frozen") or "importlib" in filename):

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..load import _OPASSESS_DIR
+from ..load import OPASSESS_DIR
 from ..standins.calls import pass_on
 
 _META_OP = "opassess_meta_op"  # the attribute mark_meta_failure sets on the exception
@@ -82,5 +82,5 @@ def is_internal(exc: BaseException) -> bool:
     while innermost.tb_next is not None:
         innermost = innermost.tb_next
     code = innermost.tb_frame.f_code
-    return os.path.realpath(code.co_filename).startswith(_OPASSESS_DIR) and \
+    return os.path.realpath(code.co_filename).startswith(OPASSESS_DIR) and \
         code not in (call_out.__code__, pass_on.__code__)

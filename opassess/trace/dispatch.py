@@ -32,6 +32,8 @@ from .values import SKIP, call_attrs, describe_tensors, is_operator_call, jsonab
 class DispatchCapture(CaptureMethod):
     """One eager forward under module hooks, a torch-function mode and an ATen dispatch mode."""
 
+    eager = True
+
     def capture(self, loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
         return capture_dispatch(loaded, progress)
 
@@ -72,160 +74,202 @@ class ForwardStep:
 def capture_dispatch(loaded: LoadedModel, progress: Progress = no_progress, step: ForwardStep | None = None) -> Graph:
     """Run loaded.module's forward once (or `step`), one NodeBuild per user-level operator call."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-    from torch.overrides import TorchFunctionMode
 
-    model = loaded.module
-    step = step or ForwardStep()
-    paths = {id(m): name for name, m in model.named_modules()}
-    recorder = AtenRecorder()
-    built: list[NodeBuild] = []
-    producer: dict[int, str] = {}  # id(tensor) -> node name; tensors are kept alive in `keep`
-    keep: list[Any] = []
-    edges: set[tuple[str, str]] = set()
-    module_stack: list[str] = [""]
-    depth = {"leaf": 0, "fn": 0}
-    leaf_entries: list[list[str]] = []  # first-level calls made inside the running leaf module
-    # One entry per running module call, pushed by its pre-hook: (module, role, source); role "leaf" records the
-    # call as an operator, "container" lends its path to what runs inside, "inner" (inside an operator) does neither.
-    calls_running: list[tuple[Any, str, str | None]] = []
-    counter = itertools.count()
+    recording = _Recording(loaded.module, progress, step or ForwardStep())
+    # Global module hooks (torch's handles, removed in `finally`) see every module call, also of modules the
+    # forward creates on the fly; the pre-hook goes first among a module's hooks.
+    hooks = [register_module_forward_pre_hook(recording.before_module),
+             register_module_forward_hook(recording.after_module, with_kwargs=True, always_call=True)]
+    try:
+        with recording.step.context(), patched_function_apply(recording.on_apply), \
+                patched_extensions(loaded.module, recording.on_extension), routed_stand_ins(recording.on_library), \
+                recording.recorder.mode, _function_mode(recording):
+            recording.recorder.loose = recording.loose
+            recording.step.run(loaded.module, loaded.args, loaded.kwargs)
+            recording.recorder.loose = None
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return recording.graph()
 
-    def new_node(op, kind, path, attrs, args, kwargs, result, source, calls, flops, nbytes, entry=()):
-        name = f"{op.rsplit('.', 1)[-1].rsplit('::', 1)[-1].lower()}_{next(counter)}"
+
+class _Recording:
+    """The state of one dispatch capture and what each hook, mode and patch does with a call.
+
+    Three sources report calls: the module hooks (before_module / after_module), the torch-function mode
+    (on_function) and the patches for autograd Functions, compiled extensions and stand-ins (on_apply, on_extension,
+    on_library). A call made while another is being recorded (`inside`) runs through untouched: it belongs to the
+    outer one, whose ATen ops the recorder collects."""
+
+    def __init__(self, model: Any, progress: Progress, step: ForwardStep) -> None:
+        self.progress = progress
+        self.step = step
+        self.paths = {id(m): name for name, m in model.named_modules()}
+        self.recorder = AtenRecorder()
+        self.built: list[NodeBuild] = []
+        self.producer: dict[int, str] = {}  # id(tensor) -> node name; tensors are kept alive in `keep`
+        self.keep: list[Any] = []
+        self.edges: set[tuple[str, str]] = set()
+        self.module_stack: list[str] = [""]
+        self.leaf_depth = 0  # leaf modules running (recorded as one operator each)
+        self.fn_depth = 0  # user-level calls being recorded (functions, autograd Functions, extensions, stand-ins)
+        self.leaf_entries: list[list[str]] = []  # first-level calls made inside the running leaf module
+        # One entry per running module call, pushed by its pre-hook: (module, role, source); role "leaf" records the
+        # call as an operator, "container" lends its path to what runs inside, "inner" (inside an operator) neither.
+        self.calls_running: list[tuple[Any, str, Any]] = []  # the source: sources_from_frames() or None
+        self.counter = itertools.count()
+        # Custom ops called outside any recorded function (torch.ops.ns.op does not always pass through the
+        # torch-function mode) are caught at the dispatch level by the recorder's sink.
+        self.loose: list[AtenCall] = []
+
+    @property
+    def inside(self) -> bool:
+        """A leaf module or a recorded call is running: what is called now is part of it."""
+        return self.leaf_depth > 0 or self.fn_depth > 0
+
+    # ------------------------------------------------------------------ nodes
+
+    def new_node(self, op, kind, path, attrs, args, kwargs, result, source, calls, flops, nbytes, entry=()) -> None:
+        name = f"{op.rsplit('.', 1)[-1].rsplit('::', 1)[-1].lower()}_{next(self.counter)}"
         ins, outs = tensors_in((args, kwargs)), tensors_in(result)
         source, project = source if isinstance(source, tuple) else (source, None)
         node = NodeBuild(name, op, kind, path, attrs, describe_tensors(ins), describe_tensors(outs), calls,
                          source, flops, nbytes, tuple(dict.fromkeys(entry)), project)
-        built.append(node)
-        if len(built) % PROGRESS_EVERY == 0:
-            progress(f"capturing with dispatch: {len(built)} operator calls")
+        self.built.append(node)
+        if len(self.built) % PROGRESS_EVERY == 0:
+            self.progress(f"capturing with dispatch: {len(self.built)} operator calls")
         for t in ins:
-            if id(t) in producer:
-                edges.add((producer[id(t)], name))
+            if id(t) in self.producer:
+                self.edges.add((self.producer[id(t)], name))
         for t in outs:
-            producer[id(t)] = name
-            keep.append(t)
-        step.created(name, outs)
+            self.producer[id(t)] = name
+            self.keep.append(t)
+        self.step.created(name, outs)
 
-    def before_module(module, args):
-        if depth["leaf"] or depth["fn"]:
-            calls_running.append((module, "inner", None))
+    def graph(self) -> Graph:
+        """The frozen nodes, with the ATen or custom ops no user-level call owned as nodes of their own."""
+        for call in self.loose:
+            ns = call.op.partition("::")[0]
+            self.built.append(NodeBuild(f"{call.op.rsplit('::', 1)[-1]}_{next(self.counter)}", call.op,
+                                        "aten" if ns in ("aten", "prims") else "custom", "", {},
+                                        (call.input_shapes, call.input_dtypes),
+                                        (call.output_shapes, call.output_dtypes), (call,), None, 0, 0))
+        return [b.freeze() for b in self.built], sorted(self.edges)
+
+    # ------------------------------------------------------------------ module hooks
+
+    def before_module(self, module, args) -> None:
+        if self.inside:
+            self.calls_running.append((module, "inner", None))
         elif is_leaf_module(module):
-            calls_running.append((module, "leaf", sources_from_frames()))
-            depth["leaf"] += 1
-            leaf_entries.append([])
-            recorder.start()
+            self.calls_running.append((module, "leaf", sources_from_frames()))
+            self.leaf_depth += 1
+            self.leaf_entries.append([])
+            self.recorder.start()
         else:
-            module_stack.append(paths.get(id(module), module_stack[-1]))
-            calls_running.append((module, "container", None))
+            self.module_stack.append(self.paths.get(id(module), self.module_stack[-1]))
+            self.calls_running.append((module, "container", None))
 
-    def end_module_call(role: str) -> list[str]:
+    def _end_module_call(self, role: str) -> list[str]:
         if role == "container":
-            module_stack.pop()
+            self.module_stack.pop()
         elif role == "leaf":
-            recorder.stop()
-            depth["leaf"] -= 1
-            return leaf_entries.pop()
+            self.recorder.stop()
+            self.leaf_depth -= 1
+            return self.leaf_entries.pop()
         return []
 
-    def after_module(module, args, *rest):
+    def after_module(self, module, args, *rest) -> None:
         # torch calls (module, args, kwargs, result) after forward() returned, and (module, args, result) when it
         # raised (always_call=True): the call then records no node.
         raised = len(rest) == 1
         # A call whose forward() raised without this hook running (torch skips always_call hooks while
         # is_compiling() is true) is ended here, by its caller, as a try/finally would have ended it.
-        while calls_running and calls_running[-1][0] is not module:
-            end_module_call(calls_running.pop()[1])
-        if not calls_running:
+        while self.calls_running and self.calls_running[-1][0] is not module:
+            self._end_module_call(self.calls_running.pop()[1])
+        if not self.calls_running:
             return None
-        _, role, source = calls_running.pop()
-        entry = end_module_call(role)
+        _, role, source = self.calls_running.pop()
+        entry = self._end_module_call(role)
         if role == "leaf" and not raised:
             kwargs, result = rest
-            calls, flops, nbytes = recorder.last
-            path = paths.get(id(module), type(module).__name__)
-            new_node(module_op(module), "module", path, module_attrs(module), args, kwargs, result, source,
-                     calls, flops, nbytes, entry)
+            calls, flops, nbytes = self.recorder.last
+            path = self.paths.get(id(module), type(module).__name__)
+            self.new_node(module_op(module), "module", path, module_attrs(module), args, kwargs, result, source,
+                          calls, flops, nbytes, entry)
         return None
 
-    def record_call(op, kind, attrs, args, kwargs, run, entry=(), stand_in=False):
+    # ------------------------------------------------------------------ user-level calls
+
+    def record_call(self, op, kind, attrs, args, kwargs, run, entry=(), stand_in=False):
         source = sources_from_frames()
-        depth["fn"] += 1
+        self.fn_depth += 1
         try:
-            with recorder.collect():
+            with self.recorder.collect():
                 result = run()
         finally:
-            depth["fn"] -= 1
-        calls, flops, nbytes = recorder.last
+            self.fn_depth -= 1
+        calls, flops, nbytes = self.recorder.last
         if stand_in:  # a stand-in's own allocations are not the library's ATen ops; a launch returns nothing
-            new_node(op, kind, module_stack[-1], attrs, args, kwargs, result, source, (), 0, 0)
+            self.new_node(op, kind, self.module_stack[-1], attrs, args, kwargs, result, source, (), 0, 0)
         elif is_operator_call(calls, args, result):
-            new_node(op, kind, module_stack[-1], attrs, args, kwargs, result, source, calls, flops, nbytes, entry)
+            self.new_node(op, kind, self.module_stack[-1], attrs, args, kwargs, result, source, calls, flops, nbytes,
+                          entry)
         return result
+
+    def on_function(self, func, args, kwargs):
+        """A call the torch-function mode saw: F.gelu, x.view, w.T."""
+        if self.leaf_depth and not self.fn_depth and self.leaf_entries:
+            entry = entry_op(func)  # F.conv2d inside nn.Conv2d, _VF.lstm inside nn.LSTM
+            if entry:
+                self.leaf_entries[-1].append(entry)
+            return call_out(func, *args, **kwargs)
+        if self.inside:
+            return call_out(func, *args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name in NOT_OPERATORS and not (name == "__get__" and is_operator_property(func)):
+            return call_out(func, *args, **kwargs)
+        op, kind = function_key(func)
+        attrs = {} if name == "__get__" else call_attrs(func, args, kwargs, skip_first=(kind == "method"))
+        entry = entry_op(func)
+        substitute = meta_substitute(func, args, kwargs)
+        recorder = self.recorder
+        run = (lambda: substitute(recorder, *args, **kwargs)) if substitute else \
+            (lambda: call_out(func, *args, **kwargs))
+        return self.record_call(op, kind, attrs, args, kwargs, run, (entry,) if entry else ())
+
+    def on_apply(self, cls, original, args, kwargs):
+        """An autograd.Function's apply (patched: no hook sees it as one call)."""
+        if self.inside:
+            return call_out(original, *args, **kwargs)
+        call = autograd_call(cls)
+        return self.record_call(call.key, "custom", call_attrs(cls.forward, (None,) + args, kwargs, skip_first=True),
+                                args, kwargs, lambda: call_out(original, *args, **kwargs))
+
+    def on_extension(self, call, *args, **kwargs):
+        """A compiled extension's function (patched on the model's extension modules)."""
+        if self.inside:
+            return call_out(call, *args, **kwargs)
+        return self.record_call(call.key, "extension", call_attrs(call.fn, args, kwargs), args, kwargs,
+                                lambda: call_out(call, *args, **kwargs))
+
+    def on_library(self, call, args, kwargs):
+        """A stand-in's call of a GPU-only library or a Triton launch."""
+        if self.inside:
+            return call.run(args, kwargs)
+        return self.record_call(call.key, "library", library_attrs(call, args, kwargs), args, kwargs,
+                                lambda: call.run(args, kwargs), stand_in=True)
+
+
+def _function_mode(recording: _Recording) -> Any:
+    """The torch-function mode that hands every call to `recording.on_function`."""
+    from torch.overrides import TorchFunctionMode
 
     class FunctionMode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if depth["leaf"] and not depth["fn"] and leaf_entries:
-                entry = entry_op(func)  # F.conv2d inside nn.Conv2d, _VF.lstm inside nn.LSTM
-                if entry:
-                    leaf_entries[-1].append(entry)
-                return call_out(func, *args, **kwargs)
-            if depth["leaf"] or depth["fn"]:
-                return call_out(func, *args, **kwargs)
-            name = getattr(func, "__name__", "")
-            if name in NOT_OPERATORS and not (name == "__get__" and is_operator_property(func)):
-                return call_out(func, *args, **kwargs)
-            op, kind = function_key(func)
-            attrs = {} if name == "__get__" else call_attrs(func, args, kwargs, skip_first=(kind == "method"))
-            entry = entry_op(func)
-            substitute = meta_substitute(func, args, kwargs)
-            run = (lambda: substitute(recorder, *args, **kwargs)) if substitute else \
-                (lambda: call_out(func, *args, **kwargs))
-            return record_call(op, kind, attrs, args, kwargs, run, (entry,) if entry else ())
+            return recording.on_function(func, args, kwargs or {})
 
-    def on_apply(cls, original, args, kwargs):
-        if depth["leaf"] or depth["fn"]:
-            return call_out(original, *args, **kwargs)
-        call = autograd_call(cls)
-        return record_call(call.key, "custom", call_attrs(cls.forward, (None,) + args, kwargs, skip_first=True),
-                           args, kwargs, lambda: call_out(original, *args, **kwargs))
-
-    def on_extension(call, *args, **kwargs):
-        if depth["leaf"] or depth["fn"]:
-            return call_out(call, *args, **kwargs)
-        return record_call(call.key, "extension", call_attrs(call.fn, args, kwargs), args, kwargs,
-                           lambda: call_out(call, *args, **kwargs))
-
-    def on_library(call, args, kwargs):
-        if depth["leaf"] or depth["fn"]:
-            return call.run(args, kwargs)
-        return record_call(call.key, "library", library_attrs(call, args, kwargs), args, kwargs,
-                           lambda: call.run(args, kwargs), stand_in=True)
-
-    # Custom ops called outside any recorded function (torch.ops.ns.op does not always pass through the
-    # torch-function mode) are caught at the dispatch level by the sink below.
-    loose: list[AtenCall] = []
-    # Global module hooks (torch's handles, removed in `finally`) see every module call, also of modules the
-    # forward creates on the fly; the pre-hook goes first among a module's hooks.
-    hooks = [register_module_forward_pre_hook(before_module),
-             register_module_forward_hook(after_module, with_kwargs=True, always_call=True)]
-    try:
-        with step.context(), patched_function_apply(on_apply), patched_extensions(model, on_extension), \
-                routed_stand_ins(on_library), recorder.mode, FunctionMode():
-            recorder.loose = loose
-            step.run(model, loaded.args, loaded.kwargs)
-            recorder.loose = None
-    finally:
-        for hook in hooks:
-            hook.remove()
-    for call in loose:  # ATen or custom ops that no user-level call owned
-        ns = call.op.partition("::")[0]
-        built.append(NodeBuild(f"{call.op.rsplit('::', 1)[-1]}_{next(counter)}", call.op,
-                               "aten" if ns in ("aten", "prims") else "custom", "", {},
-                               (call.input_shapes, call.input_dtypes), (call.output_shapes, call.output_dtypes),
-                               (call,), None, 0, 0))
-    return [b.freeze() for b in built], sorted(edges)
+    return FunctionMode()
 
 
 def library_attrs(call: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -240,7 +284,7 @@ def library_attrs(call: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
         import inspect
 
         try:
-            named = inspect.signature(call.kernel).bind_partial(*args, **kwargs).arguments
+            named = inspect.signature(call.kernel).bind_partial(*args, **kwargs).arguments  # type: ignore[arg-type]
         except (TypeError, ValueError):
             named = {}
         attrs = {k: v for k, v in ((k, jsonable(v)) for k, v in named.items()) if v is not SKIP} or attrs

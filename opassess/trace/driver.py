@@ -11,8 +11,8 @@ from ..records import Capture, CaptureAttempt
 from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_order, check_methods, method_named
 from .nodes import NodeFailure
-from .registry import Skipped, no_progress
-from .train import TrainCapture, TrainOptions
+from .registry import CaptureMethod, Skipped, no_progress
+from .train import TrainCapture, TrainCompilingCapture, TrainOptions
 
 # The CPU fallback allocates real weights: it is refused when they would take more than this share of the
 # machine's memory (activations and the interpreter need the rest).
@@ -43,17 +43,18 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
 
     methods=None picks the order by model size (capture_order). With `train`, the one method is the training step
     (trace/train): forward, backward and optimizer step."""
-    training = TrainCapture(train) if train is not None else None
-    if training is not None:
-        methods = (training.name,)
+    if train is not None:
+        # the same ladder as the forward: plain, then with is_compiling() true (meta only), before the CPU
+        capturers: list[CaptureMethod] = [TrainCapture(train), TrainCompilingCapture(train)]
     else:
         methods = methods or capture_order(loaded.info.parameters)
         check_methods(methods)
+        capturers = [method_named(method) for method in methods]
     attempts: list[CaptureAttempt] = []
     device_note = None
     current = loaded
     forward_error: BaseException | None = None
-    internal_error: Exception | None = None
+    internal_error: BaseException | None = None
     for device in (loaded.device, "cpu") if loaded.device != "cpu" else ("cpu",):
         if device != current.device:
             _check_fits_in_memory(loaded, forward_error)
@@ -61,12 +62,12 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                           "it was built and run on the CPU with real weights"
             current = on_device(loaded, device)
         forward_error = None
-        for method in methods:
+        for capturer in capturers:
+            method = capturer.name
             if progress:
                 progress(f"capturing with {method} on {device}")
             started = time.perf_counter()
             try:
-                capturer = training if training is not None else method_named(method)
                 with _standins(current, device):
                     nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
@@ -81,21 +82,19 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                     internal_error = internal_error or exc
                     continue
                 # the plain eager forward's error explains best why a model does not run on this device
-                if method in ("dispatch", "train") or (forward_error is None and
-                                            (method.startswith("dispatch") or isinstance(exc, NodeFailure))):
+                if capturer.eager or (forward_error is None and
+                                      (method.startswith("dispatch") or isinstance(exc, NodeFailure))):
                     forward_error = exc
-                if method in ("dispatch", "train") and not is_meta_problem(exc):
+                if capturer.eager and not is_meta_problem(exc):
                     break  # the eager forward itself fails: no other capture can succeed on this device
                 continue
             attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method, None,
                                            time.perf_counter() - started))
             types = {name: type(m).__name__ for name, m in current.module.named_modules()}
-            # the training step's forward is the dispatch capture: the method the report names
-            return Capture(method="dispatch" if training is not None else method, device=device,
+            return Capture(method=capturer.reported_as or method, device=device,
                            device_note=device_note, attempts=tuple(attempts),
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
-                           step="train" if training is not None else "forward",
-                           step_note=training.note if training is not None else None,
+                           step=capturer.step, step_note=capturer.note,
                            stand_ins=current.standins.records() if current.standins is not None else ())
         if forward_error is None or not is_meta_problem(forward_error):
             break

@@ -80,7 +80,7 @@ def capture_export(loaded: LoadedModel, progress: Progress = no_progress) -> Gra
             # module's forward() received (as in the other captures), not its weights nor its own intermediates
             last = nodes[-1] if nodes else None
             previous = module_calls.get(id(last)) if last is not None else None
-            if previous is None or previous[0] != call_key or last.source != source:
+            if previous is None or last is None or previous[0] != call_key or last.source != source:
                 last = None
             inputs = module_calls[id(last)][1] if last is not None else {}
             inputs.update((a.name, a.meta.get("val")) for a in n.all_input_nodes

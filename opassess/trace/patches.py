@@ -23,7 +23,7 @@ class AutogradFunctionCall:
     """A callable standing for `SomeFunction.apply` so that the Function appears as one operator."""
 
     def __init__(self, cls: type) -> None:
-        self.cls = cls
+        self.cls: Any = cls  # an autograd.Function subclass
         self.key = f"{display_module(cls.__module__)}.{cls.__qualname__}"
         self.__name__ = cls.__name__
         self.__qualname__ = cls.__qualname__

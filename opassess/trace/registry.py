@@ -32,6 +32,12 @@ class CaptureMethod:
     name: ClassVar[str]
     rank_small: ClassVar[int]
     rank_large: ClassVar[int]
+    # The plain eager run of the model (dispatch, the training step): its error is the one that says why the model
+    # does not run on a device, and when it fails for a reason other than a meta kernel, no other method can work.
+    eager: ClassVar[bool] = False
+    reported_as: ClassVar[str | None] = None  # the method name a report gives its capture (None: its own name)
+    step: ClassVar[str] = "forward"  # what ran: one forward pass, or "train" (a training step)
+    note: str | None = None  # a note on the step, set by the capture (the training step's defaults)
 
     def capture(self, loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
         """The model's operator nodes and edges; raises on failure, Skipped when not attempted."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import sys
 import traceback
+from types import FrameType
 
 from ..load import display_path, is_library_file, user_frame
 
@@ -28,7 +29,8 @@ def sources_from_frames() -> tuple[str | None, str | None]:
     source: 'file:line' of the innermost caller outside torch and opassess. project: when that source lies in an
     installed package (site-packages / dist-packages), the innermost caller in the project itself (outside torch,
     opassess and installed packages), so a report can place the call in the project's code; else None."""
-    frame = sys._getframe(1)  # the caller (an opassess hook): skipped below with the rest of torch and opassess
+    # the caller (an opassess hook) is skipped below with the rest of torch and opassess
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and _is_library_filename(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
@@ -55,7 +57,7 @@ def project_from_stack_trace(stack_trace: str | None) -> str | None:
 
 def is_installed(path: str | None) -> bool:
     """True for a file inside an installed package (site-packages / dist-packages)."""
-    return bool(path) and ("site-packages" in path or "dist-packages" in path)
+    return path is not None and ("site-packages" in path or "dist-packages" in path)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -45,7 +45,7 @@ def tensors_in(value: Any) -> list:
 
 
 @functools.cache
-def tensor_type() -> type:
+def tensor_type() -> Any:
     """torch.Tensor, imported once (torch is imported lazily so that `opassess --help` stays fast)."""
     import torch
 

@@ -18,6 +18,7 @@ CATEGORY_STYLE = {Category.DIRECT: "green", Category.PARAM_CONVERTED: "yellow", 
 HEAT_STYLE = {"low": "on dark_green", "moderate": "black on yellow", "high": "black on dark_orange",
               "critical": "white on red"}
 CELL_NAMES = 2  # operator names shown per risk cell before "+N"
+TERMINAL_TIME_ROWS = 8  # operators in the terminal's time table (Markdown and HTML list more, the JSON every one)
 TERMINAL_SITES = 20  # source notes and skipped files listed in the terminal summary (sites: source_view.LARGEST)
 ROUTE_CHARS = 90  # a source site's NPU route is cut here (the Markdown, HTML and JSON reports have it whole)
 
@@ -160,8 +161,14 @@ def render_terminal(view: View, context: RenderContext) -> str:
         console.print(grid)
         console.print()
 
+    if d["time"]:
+        _print_time(console, d["time"], _)
+    if d["graph"]:
+        _print_graph(console, d["graph"], _)
     if d["source"]:
         _print_source(console, d["source"], _)
+    if d["onnx"] or d["serving"]:
+        _print_routes(console, d["onnx"], d["serving"], _)
     for op in d["operators"]:
         if op["replacement_deprecated"]:
             line = Text(_("Deprecated replacement: "), style="yellow")
@@ -182,6 +189,19 @@ def render_terminal(view: View, context: RenderContext) -> str:
             console.print(Text(f"{len(d['validation_block'])} direct operator type(s) are validated together in the "
                                f"validation line; zero-cost (no device work): "
                                f"{', '.join(d['zero_cost']) or 'none'}.", style="dim"))
+        console.print()
+    if d["decisions"]:
+        table = Table(title="Decisions (priced once, plus a check per operator)", title_justify="left",
+                      show_edge=False, pad_edge=False)
+        for name, justify in (("Decision", "left"), ("Person-days", "right"), ("Range", "right"), ("Basis", "left")):
+            table.add_column(name, justify=justify, overflow="fold")
+        for item in d["decisions"]:
+            table.add_row(Text(item["title"]), item["likely_text"], item["range_text"], Text(item["basis"]))
+        console.print(table)
+        for item in d["decisions"]:
+            console.print(Text(f"{item['title']}: {', '.join(item['operators'])}", style="dim"))
+            for line in item["plan"]:
+                console.print(Text(f"  - {line}", style="dim"))
         console.print()
     if len(d["origins"]) > 1:
         origins = Table(title="Effort by origin", title_justify="left", show_edge=False, pad_edge=False)
@@ -207,6 +227,82 @@ def render_terminal(view: View, context: RenderContext) -> str:
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+def _print_graph(console: Any, section: Any, _: Any) -> None:
+    """Graph mode: one line per back-end (ready, or its first blockers with file:line), then the effort item."""
+    Text = _inert_text()  # noqa: N806
+    console.print(Text(_("Graph mode (%s):") % section["method_text"], style="bold"))
+    for line in section["lines"]:
+        text = Text(f"  {line['backend']}{' *' if line['chosen'] else ''}: ")
+        text.append(line["text"], style="green" if line["ready"] else "yellow")
+        console.print(text)
+    if section["effort_text"]:
+        console.print(Text(f"  {section['effort_text']}", style="dim"))
+    console.print(Text(f"  {section['unseen']}.", style="dim"))
+    console.print()
+
+
+def _print_time(console: Any, section: Any, _: Any) -> None:
+    """The time model: the step (an estimate), the compared products, the operators carrying most time at risk."""
+    from rich.table import Table
+    from rich.text import Text
+
+    line = Text(_("Time on %s: ") % section["product"], style="bold")
+    line.append(section["headline"] + (f": {section['by_unit_text']}" if section["by_unit_text"] else ""))
+    console.print(line)
+    console.print(Text(_("Every time here is an %s.") % section["estimate"], style="dim"))
+    if section["compare"]:
+        table = Table(show_edge=False, pad_edge=False)
+        for name, justify in ((_("Product"), "left"), (_("Step"), "right"), (_("At risk"), "right"),
+                              (_("By unit"), "left")):
+            table.add_column(name, justify=justify, overflow="fold")
+        for c in section["compare"]:
+            table.add_row(c["product"], c["step_text"], c["at_risk_text"], c["by_unit_text"] or c["note"])
+        console.print(table)
+    if section["rows"]:
+        table = Table(title=_("Operators by time at risk (estimate)"), title_justify="left", show_edge=False,
+                      pad_edge=False)
+        for name, justify in ((_("Operator"), "left"), (_("Time"), "right"), (_("At risk"), "right"),
+                              (_("Unit"), "left"), (_("Penalties"), "left")):
+            table.add_column(name, justify=justify, overflow="fold")
+        for r in section["rows"][:TERMINAL_TIME_ROWS]:
+            table.add_row(Text(r["op"]), r["us_text"], r["at_risk_text"], r["unit"], r["penalties_text"])
+        console.print(table)
+    console.print()
+
+
+def _print_routes(console: Any, onnx: Any, serving: Any, _: Any) -> None:
+    """The ONNX -> ATC section (gaps first, every row) and the serving check's lines."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if onnx:
+        table = Table(title=_("ONNX -> ATC: %s") % onnx["summary"], title_justify="left", show_edge=False,
+                      pad_edge=False)
+        for name, justify in ((_("ONNX op"), "left"), (_("Nodes"), "right"), (_("CANN op"), "left"),
+                              (_("Verdict"), "left")):
+            table.add_column(name, justify=justify, overflow="fold")
+        for row in onnx["rows"]:
+            style = "" if row["verdict"] == "supported" else "yellow"
+            table.add_row(Text(row["op_type"]), str(row["count"]), Text(row["cann_op"]), Text(row["verdict"], style))
+        console.print(table)
+        for failure in onnx["failures"]:
+            what = f"{failure['exporter']} {failure['op']}".strip()
+            console.print(Text(_("Export failure (%(what)s): %(message)s") % {
+                "what": what, "message": failure["message"][:300]}, style="yellow" if failure["finding"] else "dim"))
+        console.print(Text(onnx["limits"], style="dim"))
+        console.print()
+    if serving:
+        table = Table(title=_("Serving: %s") % serving["summary"], title_justify="left", show_edge=False,
+                      pad_edge=False)
+        for name in (_("Checked"), _("Status"), _("Detail")):
+            table.add_column(name, overflow="fold")
+        for row in serving["rows"]:
+            table.add_row(Text(row["subject"]), Text(row["status"], "" if row["status"] == "supported" else "yellow"),
+                          Text(row["detail"]))
+        console.print(table)
+        console.print()
 
 
 def _print_source(console: Any, section: Any, _: Any) -> None:
@@ -259,6 +355,7 @@ def _print_actions(console: Any, actions: Any, width: int) -> None:
     console.print(Text("Action items:", style="bold"))
     for item in actions:
         days = f" [{item['days_text']}]" if item["days_text"] else ""
-        text = f"- {item['kind']}: {item['subject']}: {item['action']}{days}"
+        time = f"; {item['time_text']}" if item["time_text"] else ""
+        text = f"- {item['kind']}: {item['subject']}: {item['action']}{days}{time}"
         for line in wrap(text, width, indent="    "):
             console.print(Text(line), overflow="ignore", crop=False)

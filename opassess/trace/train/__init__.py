@@ -22,14 +22,15 @@ from ...load import LoadedModel
 from ...records import OpNode
 from ..dispatch import ForwardStep, capture_dispatch
 from ..nodes import NodeBuild
+from ..patches import compiling
 from ..recorder import AtenRecorder
-from ..registry import CaptureMethod, Graph, Progress, no_progress
-from ..values import dtype_name
+from ..registry import CaptureMethod, Graph, Progress, Skipped, no_progress
+from ..values import dtype_name, tensors_in
 from .autocast import autocast_mode
 from .backward import GradOwners, record_backward
 from .step import TrainOptions, TrainPlan, foreach_on_meta, optimizer_attrs, optimizer_key, plan_step
 
-__all__ = ["TrainCapture", "TrainOptions"]
+__all__ = ["COMPILING", "TrainCapture", "TrainCompilingCapture", "TrainOptions"]
 
 
 class _TrainForward(ForwardStep):
@@ -58,16 +59,47 @@ class _TrainForward(ForwardStep):
         return output
 
 
+# BatchNorm in train mode refuses a batch of one sample per channel: the step is run with the batch doubled
+_ONE_SAMPLE = "Expected more than 1 value per channel when training"
+COMPILING = "train-compiling"
+
+
 class TrainCapture(CaptureMethod):
-    """One training step: forward + loss, backward, clipping and the optimizer step."""
+    """One training step: forward + loss, backward, clipping and the optimizer step; a batch of 1 that train-mode
+    BatchNorm refuses is doubled (and the note says so)."""
 
     name = "train"
+    eager = True
+    reported_as = "dispatch"  # the training step's forward is the dispatch capture: the method the report names
+    step = "train"
+    compiling = False
 
     def __init__(self, options: TrainOptions) -> None:
         self.options = options
         self.note: str | None = None
 
     def capture(self, loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
+        if not self.compiling:
+            return self._doubling(loaded, progress)
+        if loaded.device != "meta":
+            raise Skipped("skipped: only needed on the meta device")
+        with compiling():
+            return self._doubling(loaded, progress)
+
+    def _doubling(self, loaded: LoadedModel, progress: Progress) -> Graph:
+        """The step; again with the batch doubled when a batch of 1 is refused in train mode (BatchNorm)."""
+        try:
+            return self._step(loaded, progress)
+        except ValueError as exc:
+            doubled = _doubled(loaded) if _ONE_SAMPLE in str(exc) else None
+            if doubled is None:
+                raise
+        graph = self._step(doubled, progress)
+        self.note = f"{self.note}; the example batch of 1 was doubled to 2 (train-mode BatchNorm needs more than " \
+                    "one value per channel)"
+        return graph
+
+    def _step(self, loaded: LoadedModel, progress: Progress) -> Graph:
         import torch
 
         plan = plan_step(loaded.namespace, self.options, loaded.info.source)
@@ -103,6 +135,36 @@ class TrainCapture(CaptureMethod):
         if scaler:
             steps.record("torch.amp.GradScaler.update", {}, scaler.update)
         return nodes + extra + steps.nodes, edges
+
+
+def _doubled(loaded: LoadedModel) -> LoadedModel | None:
+    """The model with every example tensor repeated once along its first dimension, when each has a batch of 1."""
+    import torch
+
+    tensors = tensors_in((loaded.args, loaded.kwargs))
+    if not tensors or any(t.dim() == 0 or t.shape[0] != 1 for t in tensors):
+        return None
+
+    def double(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return torch.cat([value, value]) if value.device.type != "meta" else value.expand(2, *value.shape[1:])
+        if isinstance(value, (list, tuple)):
+            return type(value)(double(v) for v in value)
+        if isinstance(value, dict):
+            return {k: double(v) for k, v in value.items()}
+        return value
+
+    return dataclasses.replace(loaded, args=double(loaded.args), kwargs=double(loaded.kwargs))
+
+
+class TrainCompilingCapture(TrainCapture):
+    """The training step with torch.compiler.is_compiling() true, tried on meta after the plain step failed on a
+    value: the same rung as the forward's dispatch-compiling (Hugging Face's mask helpers skip their value reads)."""
+
+    name = COMPILING
+    eager = False
+    reported_as = "dispatch-compiling"
+    compiling = True
 
 
 class _OptimizerCalls:

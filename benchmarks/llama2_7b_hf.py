@@ -1,0 +1,24 @@
+"""A model file: Hugging Face transformers' Llama at Llama-2-7B's published sizes (32 layers, hidden 4096, 32 heads,
+MLP 11008, vocabulary 32000), SDPA attention, 128 tokens. opassess builds it on the meta device: nothing is
+allocated or downloaded. OPASSESS_LLAMA_HF_LAYERS overrides the depth (the integration test uses 2)."""
+import os
+
+import torch
+import transformers
+
+SIZES = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+             num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096, rms_norm_eps=1e-5)
+TOKENS = 128
+
+
+def build_model():
+    sizes = dict(SIZES)
+    if os.environ.get("OPASSESS_LLAMA_HF_LAYERS"):
+        sizes["num_hidden_layers"] = int(os.environ["OPASSESS_LLAMA_HF_LAYERS"])
+    config = transformers.LlamaConfig(**sizes)
+    config._attn_implementation = "sdpa"
+    return transformers.LlamaForCausalLM(config)
+
+
+def example_inputs():
+    return {"input_ids": torch.randint(0, SIZES["vocab_size"], (1, TOKENS)), "use_cache": False}

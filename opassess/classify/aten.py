@@ -1,0 +1,135 @@
+"""How one ATen op runs on the NPU, as the classifier judges it: its own NPU kernel, a view every backend runs, or the
+dispatcher's structure (what the composite kernel torch registers calls, judged in turn); an op missing all of
+these whose CANN aclnn kernel is documented is a binding to write (kb/evidence.check_binding)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..kb.evidence import check_binding
+from ..records import AtenCall
+from .decompose import composite_calls, dispatch_kinds, has_backend_kernel, torch_version_text
+
+if TYPE_CHECKING:
+    from ..kb.kernels import KernelFacts
+    from ..kb.products import Product
+    from ..kb.store import KnowledgeBase
+    from ..kb.versions import Version
+
+_MAX_DEPTH = 3  # composites calling composites: select_backward -> zeros -> zero_
+
+
+@dataclass(frozen=True)
+class AtenVerdict:
+    """How one ATen op would run on the NPU."""
+
+    op: str
+    status: str  # "kernel" | "everywhere" | "decomposes" | "binding" | "missing"
+    evidence: str
+    supported: bool
+    kernels: tuple[str, ...] = ()  # the NPU kernels it runs when not its own (a composite's callees, an out variant)
+    binding: str | None = None  # status "binding": the CANN aclnn API an op-plugin registration would bind
+
+    @property
+    def kernel_ops(self) -> tuple[str, ...]:
+        """The ATen ops whose kernel facts speak for this one (for the product, dtype and limit checks)."""
+        return self.kernels or ((self.op,) if self.status == "kernel" else ())
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A composite's callee as recorded while its kernel ran: what the next level is run with."""
+
+    input_shapes: tuple
+    output: tuple | None
+
+    @property
+    def example(self) -> tuple:
+        return tuple(self.input_shapes), self.output
+
+
+def _example(call) -> tuple:
+    """(inputs as (shape, dtype) pairs, first output shape) of a recorded call, for composite_calls."""
+    if call is None:
+        return (), None
+    if isinstance(call, _Call):
+        return call.example
+    inputs = tuple((tuple(s), d) for s, d in zip(call.input_shapes, call.input_dtypes, strict=False) if s is not None)
+    output = call.output_shapes[0] if call.output_shapes else None
+    return inputs, (tuple(output) if output is not None else None)
+
+
+class AtenJudge:
+    """Mixed into the classifier (operators.py), whose state (kb, version, target, facts, _verdicts) it reads."""
+
+    kb: KnowledgeBase
+    version: Version
+    target: Product
+    facts: KernelFacts
+    _verdicts: dict[str, AtenVerdict]
+
+    def aten_verdict(self, aten: str, call: AtenCall | _Call | None = None, depth: int = 0) -> AtenVerdict:
+        """How `aten` runs on the NPU: its own kernel, a view everywhere, or (the dispatcher's structure) what its
+        composite kernel calls, judged in turn (`call`: a recorded call whose shapes the composite is run with);
+        a missing op whose CANN kernel exists is a binding to write."""
+        if aten not in self._verdicts:  # the first call seen decides: a decomposition does not vary with shapes
+            verdict = self._aten_verdict(aten, _example(call), depth)
+            if not verdict.supported:
+                binding = check_binding(aten, self.target, self.facts)
+                if binding is not None:
+                    verdict = AtenVerdict(aten, "binding", f"{binding.evidence}; {support_line(verdict)}", False,
+                                          binding=binding.api)
+            self._verdicts[aten] = verdict
+        return self._verdicts[aten]
+
+    def _aten_verdict(self, aten: str, example, depth: int) -> AtenVerdict:
+        support = self.kb.kernel_support(aten, self.version)
+        if support.supported:
+            return AtenVerdict(aten, "kernel", support.evidence, True)
+        if aten in self.kb.rules.everywhere:
+            evidence = f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})"
+            return AtenVerdict(aten, "everywhere", evidence, True)
+        kinds = dispatch_kinds(aten)
+        if not kinds:
+            return AtenVerdict(aten, "missing", support.evidence, False)
+        where = f"PyTorch {torch_version_text()} dispatcher: {aten} has a {kinds[0]} kernel"
+        calls = composite_calls(aten, *example) if depth < _MAX_DEPTH else None
+        if calls is None:  # the composite could not be run on an example: its registration alone decides
+            if kinds[0] == "CompositeImplicitAutograd":
+                return AtenVerdict(aten, "decomposes", where, True)
+            if kinds[0] == "CompositeExplicitAutograd" or not has_backend_kernel(aten):
+                return AtenVerdict(aten, "everywhere", where, True)
+            return AtenVerdict(aten, "missing", f"{support.evidence}; {where} (it calls the backend's kernels)",
+                               False)
+        parts = [self.aten_verdict(name, _Call(ins, out), depth + 1) for name, ins, out in calls]
+        called = ", ".join(dict.fromkeys(v.op for v in parts)) or "nothing"
+        lacking = [v for v in parts if not v.supported]
+        if lacking:
+            return AtenVerdict(aten, "missing", f"{support.evidence}; {where} calling {called}: "
+                               + "; ".join(dict.fromkeys(v.evidence for v in lacking)), False)
+        kernels = tuple(dict.fromkeys(k for v in parts for k in v.kernel_ops))
+        base = aten.partition(".")[0]
+        if len(parts) == 1 and parts[0].status == "kernel" and parts[0].op.partition(".")[0] == base:
+            return AtenVerdict(aten, "kernel", f"{where} calling its out variant {parts[0].op}: "
+                               f"{parts[0].evidence}", True, kernels)
+        status = "everywhere" if kinds[0] == "CompositeExplicitAutograd" and all(
+            v.status == "everywhere" or v.kernel_ops for v in parts) else "decomposes"
+        return AtenVerdict(aten, status, f"{where} calling {called}", True, kernels)
+
+
+def support_line(verdict: AtenVerdict) -> str:
+    """The kernel list's line of a verdict ('npu_aten_ops: no row for lgamma'), without the dispatcher's."""
+    return verdict.evidence.split("; ")[0]
+
+
+def kernel_ops(verdicts: dict[str, AtenVerdict]) -> list[str]:
+    """The ATen ops whose kernel facts speak for the verdicts: their own kernels, their composites' callees."""
+    return list(dict.fromkeys(k for v in verdicts.values() for k in v.kernel_ops))
+
+
+def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, str]:
+    """(message, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
+    names = ", ".join(v.op for v in bindings)
+    apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
+    return (f"{names} has no torch_npu registration, but CANN has the kernel ({apis}): register it through op-plugin "
+            f"(a binding to write, not a new kernel)", "; ".join(v.evidence for v in bindings))

@@ -1,0 +1,30 @@
+"""One signature's judgement while the classifier builds it: its category so far and the reasons that decided it."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..records import Reason
+from ..vocabulary import Category
+
+
+def worst(categories: Iterable[str]) -> Category:
+    """The hardest category among `categories` ('direct' when there are none)."""
+    return Category.worst(categories)
+
+
+@dataclass
+class Judgement:
+    """Category and reasons of one signature while it is being judged."""
+
+    index: int
+    category: Category = Category.DIRECT
+    reasons: list[Reason] = field(default_factory=list)
+    confidences: list[str] = field(default_factory=list)  # what each deciding check was worth
+
+    def add(self, code: str, message: str, evidence: str, category: Category | None = None,
+            per_signature: bool = True) -> None:
+        """A reason (a registered code: opassess/reasons.py), raising the category to `category` when it decides."""
+        if category is not None:
+            self.category = worst((self.category, category))
+        self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))

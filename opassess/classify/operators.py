@@ -1,0 +1,425 @@
+"""Classify stage: give every operator a migration category (direct / param-converted / custom-dev) with its reasons.
+
+Each signature (one distinct attribute/shape/dtype combination) is judged on its own, from the facts:
+  1. a project's own op (kind "custom") is custom-dev unless a replacement exists (then param-converted);
+     an autograd.Function whose traced forward only dispatches ATen ops with NPU kernels is param-converted
+     (its hand-written backward was not traced and must be checked);
+  2. one evidence hierarchy (kb/evidence.py) for every kind of fact: the kernel facts for the target product (the
+     aclnn docs of the kernels that ran: product support, dtypes, exclusions) decide, the torch_npu API page where
+     they are silent; a disagreement lowers the confidence and is said in the reason, never raises the category.
+     So an API page ✘ is custom-dev only where the kernel docs do not list the product (else direct, confidence
+     low, "not verified"); a supported API is direct unless this signature trips a documented limit (a dtype
+     outside the allowed list, a parameter value outside its rule, an input rank) - then param-converted; a
+     limitation saying it always falls back to the CPU is custom-dev;
+  3. the ATen ops the node dispatched (aten.py): each needs an NPU kernel for the torch version, or runs on every
+     backend (a view), or is covered as the dispatcher of the torch in use runs it: the composite kernel torch
+     registers (CompositeImplicitAutograd, CompositeExplicitAutograd, CompositeExplicitAutogradNonFunctional) is run
+     on meta and what it calls is judged in turn (a structured op's functional calls its out variant:
+     softplus_backward -> softplus_backward.grad_input; select_backward -> zeros, select, copy_). Composites
+     torch_npu takes whole (scaled_dot_product_attention, lstm) are judged by their own kernel; the CPU/meta
+     decomposition seen while tracing is not judged. An ATen op with none of these whose CANN aclnn kernel is
+     documented for the product is param-converted, reason "binding" (an op-plugin registration, not a kernel:
+     lgamma -> aclnnLgamma); else custom-dev (it would fall back to the CPU), unless a replacement exists;
+  4. kernel argument checks add float64 / int64 cast findings for the dtypes this signature carries;
+  5. an operator nothing in the knowledge base speaks for is custom-dev, "not in the knowledge base";
+  6. a training step (--train): the ATen ops its backward dispatched are judged the same way (one without an NPU
+     kernel is custom-dev, or param-converted when the operator's NPU replacement brings its own backward), and an
+     optimizer step that the NPU also runs as one fused kernel says how to ask for it (rules.toml: fused_step).
+The operator's category is the worst of its signatures.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..kb.evidence import ProductCheck, check_dtype, check_product, remedy, verdict_confidence
+from ..kb.facts import ApiFact, Limitation
+from ..kb.products import Product
+from ..kb.rules import Composite, FusedStep, Replacement
+from ..kb.store import KnowledgeBase
+from ..kb.versions import Version, format_version
+from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
+from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
+from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
+from .collective import classify_collective
+from .judgement import Judgement, worst
+from .library import classify_library
+from .project import judge_project_op
+from .scope import deprecation, judge_backward, taken_whole
+
+_NON_ATEN = ("aten", "prims")
+
+
+# Reasons that already say why an operator nothing in the knowledge base speaks for is what it is.
+_SAYS_WHY_UNKNOWN = ("custom-op", "host-op", "extension", "decomposes")
+
+
+@dataclass
+class _Scope:
+    """What one operator is judged against, found once for all its signatures (step 1 of `classify`)."""
+
+    composite: Composite | None  # a composite torch_npu runs whole (rules.toml)
+    api: ApiFact | None  # its torch_npu API page (None for a project's own op)
+    required: Replacement | None  # the replacements the facts name for it, by when they apply
+    optional: Replacement | None
+    on_limit: Replacement | None
+    verdicts: dict[str, AtenVerdict]  # the ATen ops judged, each with its verdict
+    aten_support: dict[str, bool]  # every ATen op it dispatched -> runs on the NPU
+    known: bool  # something in the knowledge base speaks for it
+    shared: list[Reason] = field(default_factory=list)  # reasons that hold for every signature
+
+
+class _Classifier(AtenJudge):
+    def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
+        self.kb = kb
+        self.target = product
+        self.product = product.name  # as reports print it
+        self.page = product.api_page or product.name  # the API pages' and their limitations' product name
+        self.facts = kb.kernel_facts
+        self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
+        self.version = version
+        self.version_text = format_version(version)
+        self._verdicts: dict[str, AtenVerdict] = {}
+        self.samples: dict[str, AtenCall] = {}  # qualified ATen op -> a recorded call of it (of the current operator)
+
+    # -------------------------------------------------------------- one operator
+
+    def classify(self, op: Operator) -> ClassifiedOp:
+        """The module docstring's steps, one call each."""
+        if op.kind == "library":  # a stand-in's record of GPU-only library code: judged from the source facts
+            return classify_library(op)
+        collective = classify_collective(op, self.target.kernel)  # HCCL runs it: judged from the HCCL facts
+        if collective is not None:
+            return collective
+        for node in op.nodes:
+            for call in (*node.aten, *node.backward):
+                self.samples.setdefault(call.qualified, call)
+        scope = self._scope(op)
+        judgements = [self._judge(op, index, sig, scope)  # an operator with no signature is judged once
+                      for index, sig in enumerate(op.signatures or (None,))]
+        backward_support = self._backward(op, judgements, scope) if op.backward_aten else {}
+        fused = self.kb.rules.fused_step(op.key) if op.kind == "optimizer" else None
+        if fused and fused.aten not in op.aten:
+            scope.shared.append(Reason("fused-step", f"optional: {fused.setting} runs this step as one NPU kernel "
+                                       f"({fused.aten}) instead of one kernel per _foreach_ operation",
+                                       fused.evidence))
+        if not scope.known:
+            _not_in_kb(op, judgements)
+        return self._verdict(op, judgements, scope, backward_support, fused)
+
+    def _scope(self, op: Operator) -> _Scope:
+        """Which ATen ops are judged (a composite taken whole is judged by its own kernel, the CPU/meta decomposition
+        of an op taken whole is not), their verdicts, the API page, the replacements, and the reasons that say what
+        was left out."""
+        kb = self.kb
+        composite = kb.rules.composite_for_api(op.key)
+        api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS else None
+        replacements = kb.replacements_for(op.key)
+        judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
+        skipped = ([a for a in op.aten if a != composite.aten] if composite
+                   else [a for a in op.aten if kb.rules.cpu_only_of(a)])
+        whole = () if composite or op.kind in PROJECT_KINDS else taken_whole(kb, self.version, op)
+        verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in dict.fromkeys((*whole, *judged))
+                    if a.split("::")[0] in _NON_ATEN}
+        # The CPU/meta decomposition of an op taken whole is not judged: its verdicts leave `verdicts`.
+        removed = {a: verdicts.pop(a) for a in [a for a, v in verdicts.items() if whole and not v.supported]}
+        decomposition = list(removed)
+        skipped += decomposition
+        aten_support = {a: v.supported for a, v in verdicts.items()}
+        for a in skipped:
+            aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a, self.samples.get(a))
+                                        ).supported)
+        shared: list[Reason] = []
+        if composite:
+            traced = (f"; the decomposition traced here ({', '.join(dict.fromkeys(skipped))}) is not judged"
+                      if skipped else "")
+            shared.append(Reason("composite", f"torch_npu runs {composite.aten} whole{traced}",
+                                 f"rules.toml: composite {composite.aten} ({composite.evidence})"))
+        if decomposition:
+            shared.append(Reason("taken-whole", f"torch_npu runs {', '.join(whole)} whole (the op called has an NPU "
+                                 f"kernel); {', '.join(decomposition)}, seen in the CPU/meta decomposition, is not "
+                                 f"judged", "; ".join((verdicts.get(a) or removed[a]).evidence for a in whole)))
+        if not composite:
+            for a in dict.fromkeys(a for a in skipped if a not in decomposition):
+                owner = kb.rules.cpu_only_of(a)
+                assert owner is not None  # `skipped` holds only the CPU-only ops of a composite here
+                shared.append(Reason("cpu-only-decomposition", f"{a} is the CPU decomposition of {owner.aten}, "
+                                     f"which the NPU runs whole; not judged", f"rules.toml: composite {owner.aten}"))
+        # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
+        known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops)
+        required, optional, on_limit = (next((r for r in replacements if r.when == when), None)
+                                        for when in ("required", "optional", "on-limit"))
+        return _Scope(composite, api, required, optional, on_limit, verdicts=verdicts, aten_support=aten_support,
+                      known=known, shared=shared)
+
+    def _judge(self, op: Operator, index: int, sig: Signature | None, scope: _Scope) -> Judgement:
+        """One signature: a project's own op, or a native API with its ATen ops; then the kernels' argument checks."""
+        j = Judgement(index)
+        if op.kind in PROJECT_KINDS:
+            judge_project_op(op, j, scope.verdicts, scope.required, self.trained)
+        else:
+            self._native(op, sig, j, scope.api, scope.verdicts, scope.required)
+        self._kernel_checks(op, sig, j, scope.verdicts)
+        return j
+
+    def _backward(self, op: Operator, judgements: list[Judgement], scope: _Scope) -> dict[str, bool]:
+        """With --train: the ATen ops op's backward dispatched, judged (scope.py); op -> runs on the NPU."""
+        verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in op.backward_aten}
+        return judge_backward(judgements, verdicts, scope.composite, scope.required, self.version_text)
+
+    def _verdict(self, op: Operator, judgements: list[Judgement], scope: _Scope, backward_support: dict[str, bool],
+                 fused: FusedStep | None) -> ClassifiedOp:
+        """The operator's record: the worst signature's category, the weakest confidence, the replacement to name,
+        its nature, and every reason once."""
+        kb, shared, verdicts = self.kb, scope.shared, scope.verdicts
+        required, optional, on_limit = scope.required, scope.optional, scope.on_limit
+        family = kb.rules.nature(op.key)
+        within_limits = all(j.category == Category.DIRECT for j in judgements)
+        if family and family.nature == Category.PARAM_CONVERTED and within_limits:
+            shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
+                                 "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
+        category = worst(j.category for j in judgements) if judgements else Category.DIRECT
+        statuses = tuple(v.status for v in verdicts.values())
+        confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses,
+                                             scope.api is not None) for j in judgements),
+                         key=CONFIDENCES.index, default="high")
+        if not scope.known:
+            confidence = "low"
+        replacement = required or optional or (on_limit if category != Category.DIRECT else None)
+        if on_limit and category != Category.DIRECT:
+            shared.append(Reason("replacement", f"if the model cannot stay within the limits: {on_limit.api} "
+                                 f"({on_limit.note})", on_limit.evidence))
+        if optional and not required and category == Category.DIRECT:
+            shared.append(Reason("replacement", f"optional: {optional.api} is a fused NPU kernel for this "
+                                 f"({optional.note})", optional.evidence))
+        reasons = _dedupe(tuple(shared) + tuple(r for j in judgements for r in j.reasons))
+        signature_categories = tuple(j.category for j in judgements[: len(op.signatures)])
+        return ClassifiedOp(
+            operator=op, category=category, signature_categories=signature_categories, reasons=reasons,
+            replacement=replacement.api if replacement else (_fused_route(fused) if fused else None),
+            cann_op=self._cann_op(op, verdicts), known=scope.known, aten_support=scope.aten_support,
+            backward_support=backward_support, confidence=confidence,
+            **deprecation(kb, replacement))
+
+    def _cann_op(self, op: Operator, verdicts: dict[str, AtenVerdict]) -> str | None:
+        name = self.kb.cann_op(op.key)
+        if name:
+            return name
+        for aten in verdicts:
+            name = self.kb.cann_op(aten)
+            if name:
+                return name
+        return None
+
+    # -------------------------------------------------------------- native APIs and ATen ops
+
+    def _native(self, op: Operator, sig: Signature | None, j: Judgement, api: ApiFact | None,
+                verdicts: dict[str, AtenVerdict], required) -> None:
+        kb = self.kb
+        documented = api.supported(self.page) if api else None
+        mark = check_product(documented, kernel_ops(verdicts), self.target, self.facts)
+        if not mark.ok:
+            self._unsupported(op, j, api, mark, required)
+            return
+        if mark.confidence is not None:
+            j.confidences.append(mark.confidence)
+        if mark.disagree or mark.kernel is False:
+            said = mark.disagreement(self.product, self.page) if mark.disagree else (
+                f"{', '.join(mark.kernel_apis)} marked not supported on {self.product} in its doc")
+            verdict = (f"the kernel facts decide; not verified on {self.product}" if mark.kernel else
+                       "the API page decides" if mark.page else "the kernel falls back to the aclop path there")
+            j.add("kernel-product", f"{said}: {verdict}", "; ".join((*mark.evidence, api.evidence() if api else "")
+                                                                    ).strip("; "), None, per_signature=False)
+        if api is not None and documented:
+            j.add("api-supported", f"{api.api} is documented as supported on {self.product} (torch {api.doc_version})",
+                  api.evidence(), None, per_signature=False)
+        if api is not None and documented is not None:  # the page's limits hold where the page speaks at all
+            if api.limitation is not None and sig is not None:
+                self._limits(op, sig, j, api)
+            called = kb.api(kb.rules.calls[op.key], self.version_text) if op.key in kb.rules.calls else None
+            if called is not None and called.limitation is not None and sig is not None:
+                # The module's forward calls this functional: its parameter and shape limits apply too.
+                self._limits(op, sig, j, called, dtypes=False)
+        if sig is not None:
+            self._dtypes(op, sig, j, api, verdicts)
+        if api is not None and documented is None:
+            j.add("api-undocumented", f"{api.api} has no support mark for {self.product}; judged by its ATen kernels",
+                  api.evidence(), None, per_signature=False)
+
+        missing = [v for v in verdicts.values() if not v.supported and v.status != "binding"]
+        bindings = [v for v in verdicts.values() if v.status == "binding"]
+        for v in verdicts.values():
+            if v.status == "kernel":
+                j.add("kernel", f"{v.op} has an NPU kernel for torch {self.version_text}", v.evidence, None, False)
+            elif v.status == "everywhere":
+                j.add("view-op", f"{v.op} runs on every backend (composite/view kernel)", v.evidence, None, False)
+            elif v.status == "decomposes":
+                j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
+                      f"extra kernel launches", v.evidence, None, False)
+        if bindings and (missing or documented or required is None):
+            j.add("binding", *binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
+        elif bindings:
+            missing += bindings
+        if missing:
+            names = ", ".join(v.op for v in missing)
+            if documented:
+                assert api is not None  # documented: the API page said so
+                j.add("no-kernel", f"{names} not in the NPU kernel list although {api.api} is documented as supported; "
+                      f"trusting the documentation", "; ".join(v.evidence for v in missing), None, False)
+            elif required is not None:
+                j.add("replacement", f"{names} has no NPU kernel; use {required.api} ({required.note})",
+                      required.evidence, Category.PARAM_CONVERTED)
+            else:
+                j.add("no-kernel", f"{names} has no NPU kernel for torch {self.version_text} and no decomposition: "
+                      f"it would fall back to the CPU", "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
+        if api is None and not verdicts and sig is not None:
+            if op.key in kb.rules.host_ops or not op.aten:
+                j.add("host-op", f"{op.key} dispatched no ATen operator (Python-level indexing or metadata)",
+                      kb.rules.host_evidence if op.key in kb.rules.host_ops else "trace: no ATen op dispatched",
+                      Category.DIRECT)
+
+    def _unsupported(self, op: Operator, j: Judgement, api: ApiFact | None, mark: ProductCheck, required) -> None:
+        """The hierarchy says the operator does not run on the product: a replacement, else custom-dev."""
+        if required is not None:
+            j.add("replacement", f"{op.key} is not supported on {self.product}; use {required.api} "
+                  f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
+        elif mark.page is False:
+            assert api is not None  # the page spoke: there is one
+            agree = f"; {', '.join(mark.kernel_apis)}'s doc agrees" if mark.kernel is False else ""
+            j.add("api-unsupported", f"{api.api} is marked unsupported (✘) for {self.product} in the torch "
+                  f"{api.doc_version} support list{agree}", "; ".join((api.evidence(), *mark.evidence)),
+                  Category.CUSTOM_DEV)
+        else:
+            j.add("kernel-unsupported", f"{', '.join(mark.kernel_apis)} is marked not supported on {self.product} "
+                  f"in its doc and the kernel has no aclop fallback", "; ".join(mark.evidence), Category.CUSTOM_DEV)
+
+    def _limits(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact, dtypes: bool = True) -> None:
+        lim: Limitation | None = api.limitation
+        assert lim is not None  # called only for an API with a limitation
+        evidence = api.evidence()
+        if api.api != op.key:
+            evidence = f"{evidence}; rules.toml: calls {op.key} -> {api.api}"
+        attrs = dict(sig.attrs)
+        allowed = lim.allowed_dtypes(self.page, attrs) if dtypes else None
+        if allowed is not None:  # the first tensor is judged with the kernel facts (_dtypes); float64 elsewhere here
+            first = next((d for d in sig.input_dtypes if d), None)
+            for dtype in dict.fromkeys(d for d in sig.input_dtypes if d == "float64" and d != first):
+                if dtype not in allowed:
+                    j.add("dtype", f"input dtype {dtype} is not supported by {api.api} on {self.product} "
+                          f"(allowed: {', '.join(allowed)}); {remedy(dtype, allowed)}", evidence,
+                          Category.PARAM_CONVERTED)
+        outputs = {d for node in _nodes_of(op, sig) for d in node.output_dtypes if d}
+        for cast in lim.dtype_casts:
+            if dtypes and cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
+                j.add("dtype-cast", f"the NPU returns {cast['to']} where this model expects float64; keep the model "
+                      f"in float32 or compute this step on the CPU", evidence, Category.PARAM_CONVERTED)
+            elif cast.get("from") == "int64" and cast.get("when_param") and attrs.get(cast["when_param"]) is True:
+                j.add("dtype-cast", f"with {cast['when_param']}=True the NPU returns "
+                      f"{cast.get('output', 'the indices')} as {cast['to']} (int64 elsewhere); cast where the model "
+                      f"relies on int64", evidence,
+                      Category.PARAM_CONVERTED)
+        for rule in lim.param_rules_for(self.page):
+            if rule.param not in attrs:
+                continue
+            value = attrs[rule.param]
+            if rule.violated_by(value):
+                j.add("param-limit", f"{rule.param}={value!r}: {rule.describe()} on the NPU"
+                      + (" (silently changed at run time)" if rule.auto_fixed else ""), evidence,
+                      Category.PARAM_CONVERTED)
+        for ndim_rule in lim.ndim_rules:
+            if ndim_rule.param not in ("input", "self") or not sig.input_shapes or sig.input_shapes[0] is None:
+                continue
+            ndim = len(sig.input_shapes[0])
+            if ndim_rule.violated_by(ndim):
+                j.add("shape-limit", f"input rank {ndim}: {ndim_rule.describe()}", evidence, Category.PARAM_CONVERTED)
+        if not dtypes:
+            return
+        if lim.cpu_only or lim.cpu_fallback == "always":
+            j.add("cpu-fallback", f"{api.api} runs on the CPU, not the NPU", evidence, Category.CUSTOM_DEV)
+        elif lim.cpu_fallback == "may":
+            j.add("cpu-fallback", f"{api.api} may fall back to the CPU for some inputs (a performance risk)",
+                  evidence, None, False)
+
+    def _dtypes(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact | None,
+                verdicts: dict[str, AtenVerdict]) -> None:
+        """The data-carrying tensor's dtype: kernel facts for the product, then the API page (kb/evidence.py)."""
+        dtype = next((d for d in sig.input_dtypes if d), None)
+        if dtype is None:
+            return
+        borrower = self.kb.rules.options_only_of(op.key)
+        if borrower is not None:
+            j.add("options-only", f"{op.key} borrows only dtype and device from self: a dtype limit on self does "
+                  f"not apply to the data", f"rules.toml: options_only ({borrower})", None, False)
+            return
+        lim = api.limitation if api is not None else None
+        page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
+        unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
+        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed)
+        j.confidences.append(check.confidence)
+        evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
+        if check.ok and check.disagree:
+            j.add("kernel-dtype", f"{dtype} runs natively: {check.disagreement(self.product)}; the kernel facts "
+                  f"decide", evidence, None)
+        elif not check.ok:
+            who = ", ".join(check.kernel_apis) if check.decided_by == "kernel" else api.api if api else "its API"
+            note = f" ({check.disagreement(self.product)}; the kernel facts decide)" if check.disagree else ""
+            j.add("dtype", f"input dtype {dtype} is not supported by {who} on {self.product} (allowed: "
+                  f"{', '.join(check.allowed) or 'none'}); {remedy(dtype, check.allowed)}{note}", evidence,
+                  Category.PARAM_CONVERTED)
+
+    def _kernel_checks(self, op: Operator, sig: Signature | None, j: Judgement, verdicts) -> None:
+        if sig is None:
+            return
+        dtypes = set(d for d in sig.input_dtypes if d)
+        for aten in verdicts:
+            for check in self.kb.checks_for(aten):
+                if check.kind == "float64-unsupported" and "float64" in dtypes:
+                    j.add("dtype", f"the NPU kernel of {aten} rejects float64 input; cast to float32",
+                          check.evidence(), Category.PARAM_CONVERTED)
+                elif check.kind == "float64-cast" and "float64" in dtypes:
+                    j.add("dtype-cast", f"the NPU kernel of {aten} computes float64 input in float32",
+                          check.evidence(), Category.PARAM_CONVERTED)
+                elif check.kind == "int64-cast-int32" and "int64" in dtypes:
+                    j.add("dtype-cast", f"the NPU kernel of {aten} casts int64 input to int32 (values beyond 2^31 "
+                          f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
+
+
+def _fused_route(fused) -> str:
+    """'torch.optim.AdamW(fused=True)' for the fused step 'torch.optim.AdamW.step'."""
+    return f"{fused.step.removesuffix('.step')}({fused.setting})"
+
+
+def _nodes_of(op: Operator, sig: Signature):
+    return [n for n in op.nodes if dict(n.attrs) == dict(sig.attrs) and tuple(n.input_shapes) == tuple(sig.input_shapes)
+            and tuple(n.input_dtypes) == tuple(sig.input_dtypes)]
+
+
+def _not_in_kb(op: Operator, judgements: list[Judgement]) -> None:
+    """Step 5: an operator nothing in the knowledge base speaks for is custom-dev (unless a reason says why)."""
+    for j in judgements:
+        if any(r.code in _SAYS_WHY_UNKNOWN for r in j.reasons):
+            continue
+        j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
+              f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
+              Category.CUSTOM_DEV)
+
+
+def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:
+    seen, out = set(), []
+    for reason in reasons:
+        key = (reason.code, reason.message, reason.evidence, reason.signature)
+        if key not in seen:
+            seen.add(key)
+            out.append(reason)
+    return tuple(out)
+
+
+def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = None,
+             torch_version: str | None = None) -> tuple[ClassifiedOp, ...]:
+    """Classify every operator of the inventory against `target` and the torch version (defaults: the KB's)."""
+    product = kb.product(kb.default_product if target is None else target)
+    classifier = _Classifier(kb, product, kb.resolve_version(torch_version),
+                             trained=inventory.capture.step == "train")
+    return tuple(classifier.classify(op) for op in inventory.operators)
+
+
+__all__ = ["classify", "worst"]

@@ -1,0 +1,62 @@
+"""How a project's own operators are judged: a required replacement, a compiled C++ extension, a torch.library op
+(registered for every backend or not), a custom autograd.Function (its forward's ATen ops, its backward traced or
+not). Called by classify/operators.py once per signature."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..kb.rules import Replacement
+from ..records import Operator
+from ..vocabulary import Category
+from .aten import AtenVerdict
+from .decompose import dispatch_kinds
+from .judgement import Judgement
+
+
+def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerdict], required: Replacement | None,
+                     trained: bool) -> None:
+    """One signature of a project's own op (torch.library op, autograd.Function, C++ extension function): `j` is
+    the classifier's judgement (its `add`), `verdicts` its ATen verdicts (op -> AtenVerdict)."""
+    if required is not None:
+        j.add("replacement", f"{op.key} has no NPU kernel; {required.api} replaces it with another signature "
+              f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
+        return
+    if op.kind == "extension":
+        # Compiled code: even when it calls only ATen ops it must be rebuilt against torch_npu, and any
+        # device kernels inside it (CUDA) rewritten for the NPU (Ascend C).
+        inner = f" (it dispatched {', '.join(verdicts)})" if verdicts else ""
+        j.add("extension", f"{op.key} is a function of a compiled C++ extension{inner}; it must be rebuilt "
+              f"against torch_npu and its device kernels rewritten in Ascend C", "trace: kind extension; "
+              "no replacement in rules.toml", Category.CUSTOM_DEV)
+        return
+    if "::" in op.key:
+        kinds = dispatch_kinds(op.key)
+        others = [v for v in verdicts.values() if v.op != op.key]
+        if kinds and all(v.supported for v in others):
+            how = ("a composite of ATen ops" if "CompositeImplicitAutograd" in kinds else
+                   "for every backend (a torch.library op without device_types)")
+            inner = ("the ATen ops it runs all have NPU kernels" if others else
+                     "the ATen ops its Python body runs were not seen by the trace: check them on the NPU")
+            j.add("decomposes", f"{op.key} is registered {how}; {inner}",
+                  f"PyTorch dispatcher: {' and '.join(kinds)} kernel for {op.key}", Category.DIRECT)
+            return
+        j.add("custom-op", f"{op.key} is a project-defined operator with kernels for other devices only; "
+              f"it needs an NPU kernel (Ascend C) or a rewrite in supported ops",
+              f"trace: kind custom, namespace {op.key.split('::')[0]}; no replacement in rules.toml",
+              Category.CUSTOM_DEV)
+        return
+    missing = [v for v in verdicts.values() if not v.supported]
+    if verdicts and not missing and trained:
+        j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
+              f"with NPU kernels ({', '.join(verdicts)}); its hand-written backward was traced and is judged as "
+              f"its backward ATen ops",
+              "trace: autograd.Function forward and backward ATen ops; npu_aten_ops", Category.DIRECT)
+    elif verdicts and not missing:
+        j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
+              f"with NPU kernels ({', '.join(verdicts)}), but its hand-written backward was not traced and must "
+              f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops",
+              Category.PARAM_CONVERTED)
+    else:
+        ops = ", ".join(v.op for v in missing) or "no ATen op seen"
+        j.add("custom-op", f"{op.key} is a custom autograd.Function or extension whose kernels do not run on the "
+              f"NPU ({ops})", "trace: kind custom; npu_aten_ops", Category.CUSTOM_DEV)

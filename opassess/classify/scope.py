@@ -1,0 +1,74 @@
+"""What the classifier judges beyond an operator's own forward ATen ops: entry ops the NPU takes whole,
+deprecated replacements, and (with --train) the ATen ops its backward dispatched. Plain functions of the knowledge
+base and the verdicts the classifier gives them."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..kb.rules import Composite, Replacement
+from ..kb.store import KnowledgeBase
+from ..kb.versions import Version
+from ..records import Operator
+from ..vocabulary import Category
+from .aten import AtenVerdict
+from .judgement import Judgement
+
+_PLAIN_OVERLOADS = ("input", "Tensor", "default", "self")  # an unnamed entry op's likely overload
+
+
+def taken_whole(kb: KnowledgeBase, version: Version, op: Operator) -> tuple[str, ...]:
+    """Entry ops (what the user called, before decomposition) that have an NPU kernel of their own but were
+    decomposed on this backend: torch_npu runs them whole (aten::_weight_norm, not _weight_norm_interface)."""
+    out = []
+    for entry in op.entry:
+        if entry in op.aten or entry.split("::")[0] != "aten":
+            continue
+        if kb.kernel_support(entry, version).supported:
+            out.append(entry)
+            continue
+        variants = [f.name for f in kb.kernels_for_base(entry) if f.supports(version)
+                    and "." in f.name and not f.name.endswith(".out")]
+        if variants:  # the entry op has no overload: prefer the plain-tensor one (lstm.input, not lstm.data)
+            out.append(f"aten::{min(variants, key=lambda n: (n.partition('.')[2] not in _PLAIN_OVERLOADS, n))}")
+    return tuple(out)
+
+def deprecation(kb: KnowledgeBase, replacement: Replacement | None) -> dict[str, Any]:
+    """Whether the facts mark the replacement deprecated, and its successor ('(no replacement)' -> None)."""
+    fact = kb.custom_op(replacement.npu_op) if replacement else None
+    if fact is None or not fact.deprecated:
+        return {}
+    successor = fact.deprecated.strip()
+    return {"replacement_deprecated": True,
+            "replacement_successor": None if successor.startswith("(") or not successor else successor}
+
+def judge_backward(judgements: Sequence[Judgement], verdicts: Mapping[str, AtenVerdict], composite: Composite | None,
+                   required: Replacement | None, version_text: str) -> dict[str, bool]:
+    """Judge the ATen ops an operator's backward dispatched (`verdicts`, one per op); returns op -> runs on the
+    NPU."""
+    missing = [v.op for v in verdicts.values() if not v.supported]
+    bindings = [v for v in verdicts.values() if v.status == "binding"]
+    evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
+    for j in judgements:
+        if missing and len(bindings) == len(missing) and not composite and required is None:
+            apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
+            j.add("binding", f"its backward dispatches {', '.join(missing)}, which has no torch_npu registration "
+                  f"but a CANN kernel ({apis}): register it through op-plugin (a binding to write, not a new "
+                  f"kernel)", evidence, Category.PARAM_CONVERTED, per_signature=False)
+        elif not missing:
+            j.add("backward", f"its backward dispatches only ops the NPU runs ({', '.join(verdicts)})",
+                  "trace: backward ATen ops; npu_aten_ops", None, per_signature=False)
+        elif composite:
+            j.add("backward", f"torch_npu runs {composite.aten} whole, its backward included; the backward traced "
+                  f"here ({', '.join(missing)}) is not judged", f"rules.toml: composite {composite.aten}", None,
+                  per_signature=False)
+        elif required is not None:
+            j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, which has no NPU kernel; "
+                  f"{required.api} replaces the operator with its own backward", evidence,
+                  Category.PARAM_CONVERTED, per_signature=False)
+        else:
+            j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, with no NPU kernel for "
+                  f"torch {version_text} and no decomposition: training would fall back to the CPU", evidence,
+                  Category.CUSTOM_DEV, per_signature=False)
+    return {a: v.supported for a, v in verdicts.items()}
+

@@ -1,0 +1,163 @@
+"""The "verified on our hardware" overlay: verification-harness results (JUnit XML) read into verified.json.
+
+`opassess scan --handoff DIR` writes test_<op>.py per operator with non-direct signatures; run on the NPU host with
+`pytest --junitxml=results.xml`, its results are read back by `opassess calibrate --verified results.xml`, which
+merges them into verified.json in the knowledge-base overlay folder (OPASSESS_KB_DIR, else the user folder, or
+--kb-dir). Later scans read it (KnowledgeBase.verified) and classify/verified.py applies it: a signature whose
+device test passed becomes direct with high confidence, one whose test failed custom-dev with the failure quoted.
+
+verified.json (format 1): {"format": 1, "kind": "verified", "entries": {OP: {SIGNATURE_KEY: {"status": "passed" |
+"failed", "device": "npu", "latency_us": float | null, "failure": str | null, "case": str, "results": str,
+"recorded_at": ISO time}}}}. SIGNATURE_KEY is `signature_key` of the captured attributes, shapes and dtypes.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..datafile import read_bytes, read_json
+from ..errors import KnowledgeBaseError
+
+FILE = "verified.json"
+FORMAT = 1
+STATUSES = ("passed", "failed")
+FAILURE_LIMIT = 300  # characters of a failure message kept (the first line of the assertion)
+DEVICE_TEST = "test_device"  # the harness's test on the device; test_cpu_reference checks the harness itself
+JUNIT_LIMIT = 64 * 1024 * 1024
+
+
+def _plain(value: Any) -> Any:
+    """The JSON report's form of an attribute value (report/document.jsonable): tuples as lists, a non-finite
+    float or any other object by its str()."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def signature_key(attrs: Mapping[str, Any], input_shapes: Any, input_dtypes: Any) -> str:
+    """One signature as a stable string (the same as ci/snapshot.signature_key of its JSON form)."""
+    return json.dumps({"attrs": _plain(attrs), "shapes": _plain(input_shapes), "dtypes": _plain(input_dtypes)},
+                      sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class VerifiedCase:
+    """One device test case of a verification harness, as JUnit recorded it."""
+
+    op: str
+    signature: str  # signature_key
+    status: str  # passed | failed | skipped
+    device: str
+    latency_us: float | None
+    failure: str | None
+    case: str  # classname::name
+
+    def entry(self, results: str, recorded_at: str) -> dict[str, Any]:
+        return {"status": self.status, "device": self.device, "latency_us": self.latency_us,
+                "failure": self.failure, "case": self.case, "results": results, "recorded_at": recorded_at}
+
+
+def read_junit(path: Path) -> list[VerifiedCase]:
+    """The harness's device cases of a JUnit XML file (pytest --junitxml); other test cases are left out."""
+    data = read_bytes(path, "JUnit results", KnowledgeBaseError, limit=JUNIT_LIMIT)
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        raise KnowledgeBaseError(f"{path}: JUnit results must not declare a DOCTYPE or entities")
+    try:
+        root = ElementTree.fromstring(data)
+    except ElementTree.ParseError as exc:
+        raise KnowledgeBaseError(f"{path}: not JUnit XML ({exc})") from exc
+    if root.tag not in ("testsuites", "testsuite"):
+        raise KnowledgeBaseError(f"{path}: not JUnit XML (root element <{root.tag}>)")
+    cases = []
+    for case in root.iter("testcase"):
+        if not case.get("name", "").startswith(DEVICE_TEST):
+            continue
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        if not props.get("opassess_op") or not props.get("opassess_signature"):
+            continue
+        failed = case.find("failure")
+        if failed is None:
+            failed = case.find("error")
+        status = "failed" if failed is not None else "skipped" if case.find("skipped") is not None else "passed"
+        failure = None
+        if failed is not None:
+            text = (failed.get("message") or failed.text or "").strip()
+            failure = (text.splitlines() or [""])[0][:FAILURE_LIMIT]
+        try:
+            latency = float(props["latency_us"]) if props.get("latency_us") not in (None, "") else None
+        except ValueError:
+            latency = None
+        cases.append(VerifiedCase(props["opassess_op"], props["opassess_signature"], status,
+                                  props.get("device") or "npu", latency, failure,
+                                  f"{case.get('classname', '')}::{case.get('name', '')}"))
+    return cases
+
+
+def load_verified(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """The entries of one verified.json (op -> signature key -> entry), validated; {} when the file is missing."""
+    if not path.exists():
+        return {}
+    data = read_json(path, "verified overlay", KnowledgeBaseError)
+    problem = None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("kind") != "verified":
+        problem = f"not a format-{FORMAT} verified overlay"
+    elif not isinstance(data.get("entries"), dict):
+        problem = "'entries' is not an object"
+    else:
+        for op, signatures in data["entries"].items():
+            if not isinstance(signatures, dict) or not all(
+                    isinstance(e, dict) and e.get("status") in STATUSES for e in signatures.values()):
+                problem = f"entry {op!r} is not an object of signature -> {{status: passed|failed, ...}}"
+                break
+    if problem:
+        raise KnowledgeBaseError(f"{path}: {problem}; `opassess calibrate --verified` writes it: remove it or "
+                                 f"record the results again")
+    return data["entries"]
+
+
+def merge_results(entries: Mapping[str, Mapping[str, Any]], cases: list[VerifiedCase], results: str,
+                  now: str | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """The overlay's entries with `cases` recorded on top (a newer result replaces an older one), and counts of
+    passed, failed and skipped cases (skipped ones change nothing: the device was not there)."""
+    merged = {op: dict(signatures) for op, signatures in entries.items()}
+    stamp = now or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    for case in cases:
+        counts[case.status] += 1
+        if case.status in STATUSES:
+            merged.setdefault(case.op, {})[case.signature] = case.entry(results, stamp)
+    return merged, counts
+
+
+def overlay_text(entries: Mapping[str, Any]) -> str:
+    return json.dumps({"format": FORMAT, "kind": "verified", "entries": entries}, indent=1, sort_keys=True) + "\n"
+
+
+def record_verified(results: Path, folder: Path) -> tuple[Path, list[VerifiedCase], dict[str, int]]:
+    """Read the harness's JUnit `results` and merge them into `folder`/verified.json (written atomically)."""
+    from ..output import write_output
+
+    cases = read_junit(results)
+    if not cases:
+        raise KnowledgeBaseError(f"{results}: no verification-harness case in it (test_device cases carrying the "
+                                 f"opassess_op and opassess_signature properties; run the hand-off's test_*.py with "
+                                 f"pytest --junitxml)")
+    if folder.exists() and not folder.is_dir():
+        raise KnowledgeBaseError(f"{folder}: not a folder (the knowledge-base overlay folder)")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / FILE
+    entries, counts = merge_results(load_verified(target), cases, str(results))
+    write_output(overlay_text(entries), target, "the verified overlay")
+    return target, cases, counts

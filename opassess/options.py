@@ -1,0 +1,59 @@
+"""What a scan is asked to do: `ScanOptions`, one frozen record the commands fill from their flags and every stage
+reads, with the rules between its fields checked once, where it is made."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+DEFAULT_PRODUCT = "Atlas A2"  # the Ascend product assessed against when --target is not given
+DEVICES = ("meta", "cpu")  # where the model is built and run (--device)
+AMP_DTYPES = ("bf16", "fp16")  # autocast dtypes of a training step (--amp)
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """Everything a scan needs to know; the CLI fills it from flags. The rules between fields (--amp needs --train,
+    ...) are checked here, so every caller gets them, not only the command line: a `UsageError` naming the option,
+    which the CLI reports as bad usage (exit 2)."""
+
+    target: str
+    entry: str | None = None
+    input_shapes: tuple[tuple[int, ...], ...] = ()
+    input_dtype: str = "float32"
+    dtype: str | None = None
+    device: str = "meta"
+    methods: tuple[str, ...] | None = None  # None: by model size (trace.capture_order)
+    product: str = DEFAULT_PRODUCT
+    torch_npu: str | None = None  # None: the knowledge base's default version
+    weights: Path | None = None  # None: the shipped weights.toml
+    kb_dir: Path | None = None  # None: the shipped knowledge base (or OPASSESS_KB_DIR)
+    label: str | None = None  # the model's name for baselines (--label); None: matched by entry and class
+    language: str = "en"  # language of the human report formats (--lang); the JSON contract stays English
+    train: bool = False  # capture one training step (forward, backward, optimizer) instead of a forward pass
+    amp: str | None = None  # with train: autocast "bf16" or "fp16" (with a GradScaler)
+    profile: str = "default"  # shipped weights profile; `weights` applies on top of it
+    source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
+    project_scan: bool = True  # also source-scan the model file and the project files it imports
+    route: str | None = None  # "onnx" (export in the worker, judge the nodes) or "vllm-ascend" (serving check)
+    opset: int = 17  # with route onnx: the ONNX opset to export at (11..18)
+    exporter: str = "auto"  # with route onnx: "auto" (dynamo where it works, else TorchScript), "dynamo", "torchscript"
+    quant: str = ""  # with route vllm-ascend: a quantisation scheme to check against the chip ("w8a8")
+    # Graph-mode readiness (opassess.graphmode): "capture" (from the dispatched calls, the default), "dynamo" (the
+    # worker also runs torch._dynamo on the model), "off" (--no-graph-mode)
+    graph_mode: str = "capture"
+    compare: tuple[str, ...] = ()  # products to time the step on besides the target (--compare)
+    device_profile: Path | None = None  # an overlay TOML over the target's device profile (--device-profile)
+    graph_backend: str = "inductor"  # the back-end the --fail-on graph-break gate and the graph effort item are for
+
+    def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise UsageError(f"expected {' or '.join(DEVICES)}", option="--device")
+        if self.amp is not None and self.amp not in AMP_DTYPES:
+            raise UsageError(f"expected {' or '.join(AMP_DTYPES)}", option="--amp")
+        if self.train and self.methods:
+            raise UsageError("does not apply with --train (a training step is captured by one eager step under the "
+                             "dispatch recorder)", option="--capture")
+        if self.amp is not None and not self.train:
+            raise UsageError("needs --train (autocast is assessed on a training step)", option="--amp")

@@ -1,0 +1,253 @@
+"""Device profiles: what the time model knows of one Ascend product (peaks per unit and dtype, HBM bandwidth,
+efficiencies, launch costs, host link), read from the knowledge base and optionally overridden by an overlay file.
+
+Sources: opassess/data/kb/devices.json (tools/kb_devices.py, from ascend_hw_figures.tsv: modelled values of Huawei's
+msModeling TensorCast, every value citing its table line and column) and opassess/data/time_model.toml (the
+assumptions no table gives: host link, CPU fallback throughput, penalty factors).
+
+Overlay (`--device-profile FILE.toml`, docs/cost-and-time.md; written by hand or by `opassess calibrate
+--profile-data`): every key optional,
+read strictly (an unknown key is one error naming the file and the key).
+
+    product = "Atlas A2"            # the product it calibrates; a scan of another product refuses it
+    variant = "ATLAS_800_A2_313T_64G"  # start from this variant of the product instead of its default
+    source = "msprof run of 2026-11-30, 8 steps"   # shown in reports next to every time
+    [memory]
+    efficiency = 0.55               # share of the HBM bandwidth reached
+    bandwidth_gb_per_s = 1600.0     # HBM bandwidth in 1e9 B/s (note: the table's own figures are x 1024^4)
+    [cube]                          # also [vector] and [aicpu]
+    efficiency = 0.62               # share of the peak reached
+    launch_us = 6.0                 # fixed cost per kernel launch
+    peak_tflops = { bfloat16 = 353.9 }   # peak per dtype in 1e12 FLOP/s
+    [host]
+    link_gb_per_s = 25.0            # host <-> device copies (1e9 B/s)
+    cpu_gflops = 100.0
+    cpu_gb_per_s = 20.0
+    sync_us = 50.0
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..datafile import TomlTable, read_json
+from ..errors import ConfigError, KnowledgeBaseError
+from ..resources import data_path
+
+DEVICES = "devices.json"
+ASSUMPTIONS = "time_model.toml"
+COMPUTE_UNITS = ("cube", "vector", "aicpu")  # units with an efficiency in a profile
+GIGA, TERA = 1e9, 1e12
+
+
+class NoDeviceProfile(KnowledgeBaseError):
+    """The tables give no figures for the product: no time model (reported as data, not raised to the user)."""
+
+
+@dataclass(frozen=True)
+class HostLink:
+    """How a CPU fallback costs: the host link and the CPU's own throughput (assumptions, time_model.toml)."""
+
+    link: float  # B/s, each direction
+    cpu_flops: float  # FLOP/s
+    cpu_bandwidth: float  # B/s
+    sync_us: float
+
+
+@dataclass(frozen=True)
+class Penalties:
+    """Penalty assumptions of time_model.toml [penalties]."""
+
+    online_compile_us: float
+    unaligned_cube_factor: float
+    unaligned_attention_factor: float
+    cube_inner_align: int
+    attention_align: int
+    transdata_copies: float
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """One product's device figures as the time model uses them; `cite` says where each came from."""
+
+    product: str  # "Atlas A2"
+    variant: str  # "ATLAS_800_A2_376T_64G"
+    label: str  # "Atlas A2 (800 A2)"
+    peaks: Mapping[str, Mapping[str, float]]  # unit ("cube", "vector") -> dtype -> FLOP/s (dense)
+    hbm_bandwidth: float  # B/s
+    hbm_bytes: float
+    efficiency: Mapping[str, float]  # unit -> share of peak reached ("cube", "vector", "aicpu")
+    memory_efficiency: float  # share of hbm_bandwidth reached
+    launch_us: Mapping[str, float]  # unit -> fixed cost per launch ("cube", "vector", "aicpu", "communication")
+    host: HostLink
+    penalties: Penalties
+    cite: Mapping[str, str]  # "peak.cube.bfloat16" -> "ascend_hw_figures.tsv:4:peak"; assumptions -> the toml key
+    notes: tuple[str, ...] = ()  # derived values, assumptions, the product note
+    overlay: str | None = None  # the overlay file applied, with its `source` text
+
+    def peak(self, unit: str, dtype: str | None) -> tuple[float, str]:
+        """(FLOP/s, dtype used) of `unit` for `dtype`; a dtype the table does not list uses the unit's float32 peak
+        (int64 and friends run as 32-bit work at best), else its lowest listed peak."""
+        table = self.peaks.get(unit) or {}
+        if dtype in table:
+            return table[dtype], dtype
+        if "float32" in table:
+            return table["float32"], "float32"
+        if not table:
+            raise KnowledgeBaseError(f"{self.variant}: no peak for unit {unit!r}")
+        name = min(table, key=table.__getitem__)
+        return table[name], name
+
+
+@cache
+def _device_table(path: Path) -> Mapping[str, Any]:
+    return read_json(path, "device-profile table", KnowledgeBaseError)
+
+
+def device_table(kb: Any = None) -> Mapping[str, Any]:
+    """devices.json of the knowledge base in use (its folder's, else the shipped one)."""
+    directory = getattr(kb, "directory", None)
+    path = Path(directory) / DEVICES if directory is not None else data_path(f"kb/{DEVICES}")
+    return _device_table(path if path.is_file() else data_path(f"kb/{DEVICES}"))
+
+
+@cache
+def _assumptions(path: Path) -> tuple[HostLink, Penalties]:
+    root = TomlTable.of_file(path, "time-model assumptions", ConfigError)
+    host = root.table("host")
+    link = HostLink(host.number("link_gb_per_s") * GIGA, host.number("cpu_gflops") * GIGA,
+                    host.number("cpu_gb_per_s") * GIGA, host.number("sync_us"))
+    host.finish()
+    pen = root.table("penalties")
+    penalties = Penalties(pen.number("online_compile_us"), pen.number("unaligned_cube_factor"),
+                          pen.number("unaligned_attention_factor"), pen.integer("cube_inner_align"),
+                          pen.integer("attention_align"), pen.number("transdata_copies"))
+    pen.finish()
+    root.finish()
+    if link.link <= 0 or link.cpu_flops <= 0 or link.cpu_bandwidth <= 0:
+        raise ConfigError(f"{path}: host: link and CPU throughput must be above 0")
+    return link, penalties
+
+
+def assumptions() -> tuple[HostLink, Penalties]:
+    """The shipped time-model assumptions (time_model.toml)."""
+    return _assumptions(data_path(ASSUMPTIONS))
+
+
+def _variant(table: Mapping[str, Any], name: str, product: str) -> DeviceProfile:
+    entry = table["variants"].get(name)
+    if entry is None:
+        raise KnowledgeBaseError(f"{DEVICES}: no device variant {name!r}")
+    if entry["product"] != product:
+        raise KnowledgeBaseError(f"device variant {name} is a {entry['product']} profile, not {product}")
+    host, penalties = assumptions()
+    eff = float(entry["compute_eff"])
+    cite = dict(entry["cite"])
+    for unit in COMPUTE_UNITS:
+        cite.setdefault(f"efficiency.{unit}", entry["cite"]["compute_eff"])
+    cite["launch.aicpu"] = "assumption: AI CPU launch taken as the vector launch (no table gives it)"
+    cite["host"] = f"{ASSUMPTIONS} [host] (assumption: no table gives a host link)"
+    notes = [*entry.get("assumptions", ())]
+    if entry.get("derived"):
+        notes.append(f"derived: {entry['derived']}")
+    note = table["products"].get(product, {}).get("note")
+    if note:
+        notes.append(note)
+    launch = {**entry["launch_us"], "aicpu": entry["launch_us"]["vector"]}
+    return DeviceProfile(
+        product=product, variant=name, label=entry["label"],
+        peaks=MappingProxyType({u: MappingProxyType(dict(p)) for u, p in entry["peaks"].items()}),
+        hbm_bandwidth=float(entry["hbm_bandwidth"]), hbm_bytes=float(entry["hbm_bytes"]),
+        efficiency=MappingProxyType({u: eff for u in COMPUTE_UNITS}), memory_efficiency=float(entry["memory_eff"]),
+        launch_us=MappingProxyType(launch), host=host, penalties=penalties, cite=MappingProxyType(cite),
+        notes=tuple(notes))
+
+
+def product_note(product: str, kb: Any = None) -> str | None:
+    """The device table's note on `product` (why there is no profile, or how the profile was chosen)."""
+    return device_table(kb)["products"].get(product, {}).get("note")
+
+
+def load_profile(product: str, kb: Any = None, overlay: Path | None = None,
+                 variant: str | None = None) -> DeviceProfile:
+    """The device profile of `product` (a name of products.toml): its default variant, or `variant`, with the
+    overlay file applied. NoDeviceProfile when the tables give no figures for the product."""
+    table = device_table(kb)
+    entry = table["products"].get(product)
+    if entry is None:
+        raise KnowledgeBaseError(f"{DEVICES}: unknown product {product!r}")
+    over = _read_overlay(overlay) if overlay is not None else None
+    name = variant or (over.string("variant", None) if over is not None else None) or entry["variant"]
+    if name is None:
+        raise NoDeviceProfile(entry["note"])
+    profile = _variant(table, name, product)
+    return apply_overlay(profile, over, overlay) if over is not None else profile
+
+
+def variant_profile(name: str, kb: Any = None) -> DeviceProfile:
+    """A profile by its variant name (ATLAS_800_A3_752T_128G_DEVICE), for `kb show device`."""
+    table = device_table(kb)
+    entry = table["variants"].get(name)
+    if entry is None:
+        raise KnowledgeBaseError(f"no device variant {name!r} (known: {', '.join(sorted(table['variants']))})")
+    return _variant(table, name, entry["product"])
+
+
+def _read_overlay(path: Path) -> TomlTable:
+    return TomlTable.of_file(Path(path), "device-profile overlay", ConfigError)
+
+
+def apply_overlay(profile: DeviceProfile, root: TomlTable, path: Path | str) -> DeviceProfile:
+    """`profile` with the overlay's values in place of the table's (each cited to the overlay file)."""
+    product = root.string("product", None)
+    if product is not None and product != profile.product:
+        raise ConfigError(f"{path}: product: the overlay calibrates {product!r}, the scan targets {profile.product!r}")
+    root.string("variant", None)  # read by load_profile
+    source = root.string("source", "")
+    cite, where = dict(profile.cite), f"overlay {path}"
+    peaks = {u: dict(p) for u, p in profile.peaks.items()}
+    efficiency, launch = dict(profile.efficiency), dict(profile.launch_us)
+    for unit in COMPUTE_UNITS:
+        table = root.table(unit, {})
+        if "efficiency" in table:
+            efficiency[unit] = table.number("efficiency", maximum=1.0)
+            cite[f"efficiency.{unit}"] = where
+        if "launch_us" in table:
+            launch[unit] = table.number("launch_us")
+            cite[f"launch.{unit}"] = where
+        if "peak_tflops" in table:
+            for dtype, value in table.number_table("peak_tflops").items():
+                peaks.setdefault(unit, {})[dtype] = value * TERA
+                cite[f"peak.{unit}.{dtype}"] = where
+        table.finish()
+    memory = root.table("memory", {})
+    mem_eff = memory.number("efficiency", profile.memory_efficiency, maximum=1.0)
+    bandwidth = memory.number("bandwidth_gb_per_s", None)
+    if "efficiency" in memory:
+        cite["memory_eff"] = where
+    if bandwidth is not None:
+        cite["hbm_bandwidth"] = where
+    memory.finish()
+    host_table = root.table("host", {})
+    old = profile.host
+    host = HostLink(host_table.number("link_gb_per_s", old.link / GIGA) * GIGA,
+                    host_table.number("cpu_gflops", old.cpu_flops / GIGA) * GIGA,
+                    host_table.number("cpu_gb_per_s", old.cpu_bandwidth / GIGA) * GIGA,
+                    host_table.number("sync_us", old.sync_us))
+    if host_table.keys():
+        cite["host"] = where
+    host_table.finish()
+    root.finish()
+    if bandwidth is not None and bandwidth <= 0 or host.link <= 0 or host.cpu_flops <= 0 or host.cpu_bandwidth <= 0:
+        raise ConfigError(f"{path}: bandwidths and throughputs must be above 0")
+    if any(v <= 0 for v in [*efficiency.values(), mem_eff]):
+        raise ConfigError(f"{path}: efficiencies must be above 0")
+    return replace(profile, peaks=MappingProxyType({u: MappingProxyType(p) for u, p in peaks.items()}),
+                   hbm_bandwidth=bandwidth * GIGA if bandwidth is not None else profile.hbm_bandwidth,
+                   efficiency=MappingProxyType(efficiency), memory_efficiency=mem_eff,
+                   launch_us=MappingProxyType(launch), host=host, cite=MappingProxyType(cite),
+                   overlay=f"{path}" + (f" ({source})" if source else ""))

@@ -1,0 +1,84 @@
+"""The time model's records: one call's time, an operator's over its calls, a step's on one product."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+UNITS = ("cube", "vector", "aicpu", "cpu-fallback", "none")  # "none": a view or host op that launches no kernel
+BOUNDS = ("compute", "memory", "launch", "host", "none")
+# Penalty codes, each the time a fact says is added over the roofline
+PENALTIES = ("cpu-fallback", "online-compile", "host-sync", "transdata", "unaligned-cube", "unaligned-attention",
+             "fp32-cube", "unfused")
+ESTIMATE = ("estimate from modelled peaks and efficiencies (Huawei msModeling TensorCast figures, "
+            "ascend_hw_figures.tsv) and labelled assumptions (time_model.toml), not a measurement")
+
+
+@dataclass(frozen=True)
+class Penalty:
+    """Time a fact adds to a call over its roofline."""
+
+    code: str  # one of PENALTIES
+    us: float
+    why: str  # one sentence naming the fact (and the assumption, when a factor is assumed)
+
+
+@dataclass(frozen=True)
+class CallTime:
+    """One captured call on the device: us = roofline + penalties; at_risk_us = what the penalties add."""
+
+    node: str
+    op: str  # operator key
+    unit: str  # one of UNITS
+    bound: str  # one of BOUNDS
+    roofline_us: float  # max(compute, memory) + launch, on the NPU, as if nothing were wrong
+    us: float
+    penalties: tuple[Penalty, ...] = ()
+    compute_us: float = 0.0
+    memory_us: float = 0.0
+
+    @property
+    def at_risk_us(self) -> float:
+        return max(0.0, self.us - self.roofline_us)
+
+
+@dataclass(frozen=True)
+class OperatorTime:
+    """An operator's calls summed: `estimated_time` in the JSON document."""
+
+    op: str
+    us: float
+    at_risk_us: float
+    bound: str  # of the calls carrying most time
+    unit: str  # the unit carrying most time
+    penalties: Mapping[str, float]  # code -> us over the calls
+    calls: int
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One product's step: the sum over the captured calls (forward, or the training step)."""
+
+    product: str
+    variant: str
+    label: str
+    step_us: float
+    at_risk_us: float
+    by_unit: Mapping[str, float]  # unit -> us
+    operators: tuple[OperatorTime, ...]  # by at-risk time, then time, largest first
+    calls: tuple[CallTime, ...] = field(default=(), repr=False)
+    notes: tuple[str, ...] = ()  # the profile's derived values, assumptions, overlay
+
+    def operator(self, key: str) -> OperatorTime | None:
+        return next((o for o in self.operators if o.op == key), None)
+
+
+@dataclass(frozen=True)
+class Performance:
+    """`performance` in the JSON document: the target's step, and each --compare product's (None: no figures)."""
+
+    product: str
+    step: StepTime | None  # None when the tables give no figures for the product
+    method: str
+    compare: tuple[tuple[str, StepTime | None], ...] = ()
+    note: str | None = None  # why there is no step, or how the profile was chosen
+    estimate: str = ESTIMATE

@@ -1,0 +1,106 @@
+"""A model's step time on a product: every captured call timed (perf/model.py), summed per operator and per unit."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..findings.graph import DataFlow, Graph
+from ..findings.patterns import load_patterns
+from ..records import ClassifiedOp, Finding, Inventory
+from .inputs import FUSED_KINDS, backward_work, flag_nodes, node_work, unfused_nodes
+from .model import CallWork, time_call
+from .profile import DeviceProfile, NoDeviceProfile, load_profile, product_note
+from .records import UNITS, CallTime, OperatorTime, Performance, StepTime
+
+METHOD = ("sum over the captured calls ({step}) of max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x "
+          "efficiency)) + launch cost, plus penalties (CPU fallback over the host link, online compilation, host "
+          "syncs, TransData copies, unaligned shapes, float32 on the cube, unfused chains); no overlap between "
+          "calls, no communication, no caches")
+
+
+def call_works(inventory: Inventory, classified: Sequence[ClassifiedOp], findings: Sequence[Finding],
+               profile: DeviceProfile, *, aclop_only: Callable[[str], bool] | None = None,
+               flow: DataFlow | None = None, graph: Graph | None = None) -> list[CallWork]:
+    """The CallWork of every captured call (and backward), with the unfused members of fused chains flagged
+    (`graph`: the findings' role-annotated graph, when the caller built it)."""
+    if graph is None:
+        graph = Graph(flow if flow is not None else DataFlow.of(inventory.capture), load_patterns())
+    by_key = {c.operator.key: c for c in classified}
+    flags = flag_nodes(findings, graph, aclop_only)
+    works: list[CallWork] = []
+    nodes = {}
+    for operator in inventory.operators:
+        for node in operator.nodes:
+            work = node_work(graph, node, by_key.get(operator.key), frozenset(flags.get(node.name, ())))
+            works.append(work)
+            nodes[node.name] = node
+    members = {n for f in findings if f.kind in FUSED_KINDS and f.npu_api for n in f.nodes}
+    first = {w.node: time_call(w, profile).us for w in works if w.node in members}  # to pick each chain's anchor
+    unfused = unfused_nodes(findings, first, graph)
+    works = [replace(w, flags=w.flags | {"unfused"}) if w.node in unfused else w for w in works]
+    out = []
+    for work in works:
+        out.append(work)
+        back = backward_work(work, nodes[work.node])
+        if back is not None:
+            out.append(back)
+    return out
+
+
+def operator_times(calls: Sequence[CallTime]) -> tuple[OperatorTime, ...]:
+    """Calls summed per operator, by at-risk time then time, largest first."""
+    groups: dict[str, list[CallTime]] = {}
+    for call in calls:
+        groups.setdefault(call.op, []).append(call)
+    out = []
+    for op, members in groups.items():
+        by_unit: dict[str, float] = {}
+        penalties: dict[str, float] = {}
+        for call in members:
+            by_unit[call.unit] = by_unit.get(call.unit, 0.0) + call.us
+            for p in call.penalties:
+                penalties[p.code] = penalties.get(p.code, 0.0) + p.us
+        top = max(members, key=lambda c: c.us)
+        out.append(OperatorTime(op=op, us=sum(c.us for c in members), at_risk_us=sum(c.at_risk_us for c in members),
+                                bound=top.bound, unit=max(by_unit, key=by_unit.__getitem__), penalties=penalties,
+                                calls=len(members)))
+    return tuple(sorted(out, key=lambda o: (-o.at_risk_us, -o.us, o.op)))
+
+
+def step_time(works: Sequence[CallWork], profile: DeviceProfile) -> StepTime:
+    """The step on `profile`: every call timed and summed."""
+    calls = tuple(time_call(w, profile) for w in works)
+    by_unit = {unit: sum(c.us for c in calls if c.unit == unit) for unit in UNITS}
+    notes = (*profile.notes, *([f"calibrated by {profile.overlay}"] if profile.overlay else ()))
+    return StepTime(product=profile.product, variant=profile.variant, label=profile.label,
+                    step_us=sum(c.us for c in calls), at_risk_us=sum(c.at_risk_us for c in calls),
+                    by_unit={u: v for u, v in by_unit.items() if v > 0}, operators=operator_times(calls), calls=calls,
+                    notes=notes)
+
+
+def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp], findings: Sequence[Finding],
+                         product: str, *, kb: Any = None, compare: Sequence[str] = (), overlay: Path | None = None,
+                         aclop_only: Callable[[str], bool] | None = None, flow: DataFlow | None = None,
+                         graph: Graph | None = None) -> Performance:
+    """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures).
+
+    A product the tables give no figures for gets step None and the table's note: a missing profile is data."""
+    method = METHOD.format(step="training step" if inventory.capture.step == "train" else "forward pass")
+    works: list[CallWork] | None = None
+
+    def on(name: str, over: Path | None) -> StepTime | None:
+        nonlocal works
+        try:
+            profile = load_profile(name, kb, over)
+        except NoDeviceProfile:
+            return None
+        if works is None:  # the unit and flags do not depend on the product; the fusion anchors barely do
+            works = call_works(inventory, classified, findings, profile, aclop_only=aclop_only, flow=flow,
+                               graph=graph)
+        return step_time(works, profile)
+
+    step = on(product, overlay)
+    others = tuple((name, on(name, None)) for name in compare if name != product)
+    return Performance(product=product, step=step, method=method, compare=others, note=product_note(product, kb))

@@ -1,0 +1,63 @@
+"""The time model's part of the JSON document: `estimated_time` per operator, `time` per finding, `performance`."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..records import Finding
+
+
+def _us(value: float) -> float:
+    return round(float(value), 1)
+
+
+def _step_doc(step: Any) -> dict[str, Any]:
+    return {"variant": step.variant, "label": step.label, "step_us": _us(step.step_us),
+            "at_risk_us": _us(step.at_risk_us), "by_unit": {u: _us(v) for u, v in step.by_unit.items()},
+            "notes": list(step.notes)}
+
+
+def performance_doc(performance: Any) -> dict[str, Any] | None:
+    """{product, step_us, at_risk_us, by_unit, method, estimate, variant, notes, compare}; None without a time model;
+    step_us null when the tables give no figures for the product (`note` says so)."""
+    if performance is None:
+        return None
+    step = performance.step
+    doc: dict[str, Any] = {"product": performance.product, "step_us": None, "at_risk_us": None, "by_unit": {},
+                           "method": performance.method, "estimate": performance.estimate, "note": performance.note,
+                           "variant": None, "label": None, "notes": []}
+    if step is not None:
+        doc.update(_step_doc(step))
+    doc["compare"] = [{"product": name, **(_step_doc(other) if other is not None else
+                                           {"step_us": None, "at_risk_us": None, "by_unit": {}})}
+                      for name, other in performance.compare]
+    return doc
+
+
+def operator_time_doc(performance: Any, key: str) -> dict[str, Any] | None:
+    """`estimated_time` of one operator on the target: {us, at_risk_us, bound, unit, penalties, calls}."""
+    step = performance.step if performance is not None else None
+    op = step.operator(key) if step is not None else None
+    if op is None:
+        return None
+    return {"us": _us(op.us), "at_risk_us": _us(op.at_risk_us), "bound": op.bound, "unit": op.unit,
+            "penalties": [{"code": code, "us": _us(us)} for code, us in sorted(op.penalties.items(),
+                                                                               key=lambda kv: -kv[1])],
+            "calls": op.calls}
+
+
+def finding_gain_us(performance: Any, finding: Finding) -> float | None:
+    """The time a finding's fix recovers on the target: the at-risk time of the calls it covers (and their
+    backward); None without a step."""
+    step = performance.step if performance is not None else None
+    if step is None:
+        return None
+    nodes = set(finding.nodes)
+    return sum(c.at_risk_us for c in step.calls if c.node in nodes or c.node.removesuffix(".backward") in nodes)
+
+
+def finding_time_doc(performance: Any, finding: Finding) -> Mapping[str, float] | None:
+    gain = finding_gain_us(performance, finding)
+    if gain is None:
+        return None
+    return {"gain_us": _us(gain), "step_at_risk_us": _us(performance.step.at_risk_us)}

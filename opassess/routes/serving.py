@@ -1,0 +1,69 @@
+"""The serving check of `scan --route vllm-ascend`: the model's architecture and a quantisation scheme (`--quant`)
+against the serving facts (ascend_inference_quant_support.tsv) for the target chip.
+
+The facts state per engine and scheme whether it runs on A2, A3 and the 950 generation (A5); `TBD` / `WIP` cells are
+risks (not yet stated), never support. The facts list no per-architecture serving support: the architecture is
+reported as unchecked, with the reason.
+"""
+from __future__ import annotations
+
+import re
+
+from ..kb.routes import QUANT_TABLE, QuantScheme, RouteFacts
+from .records import ServingCheck, ServingItem
+
+ENGINE = "vllm-ascend"
+SUPPORTED_CELLS = ("yes", "functional")
+UNSUPPORTED_CELLS = ("no", "incompatible")
+
+
+def _scheme_key(text: str) -> str:
+    """'W8A8 (quantization "ascend", ...)' / 'W8A8 static' / 'W8A8_DYNAMIC' -> 'w8a8'; 'W4A8, W4A4' -> 'w4a8,w4a4'."""
+    return ",".join(re.findall(r"w\d+a\d+|mxfp8|gguf|awq|gptq", text.lower()))
+
+
+def _named(scheme: QuantScheme, quant: str) -> bool:
+    """Whether `quant` is a variant this row names: its quant_type ('W8A8_DYNAMIC'), or its scheme text with '_' as
+    a space ('w8a8_dynamic' in 'compressed-tensors W8A8 dynamic')."""
+    text = quant.lower()
+    if "_" not in text:  # 'w8a8' is the scheme family (the sglang quant_type W8A8 is its static variant only)
+        return False
+    return text == scheme.quant_type.lower() or text.replace("_", " ") in scheme.scheme.lower()
+
+
+def _matches(scheme: QuantScheme, quant: str) -> bool:
+    """'w8a8' names every row whose scheme text says W8A8 (static and dynamic, not MXFP8, whose quant_type
+    W8A8_MXFP8 only shares the prefix)."""
+    wanted = _scheme_key(quant) or quant.lower()
+    return wanted in _scheme_key(scheme.scheme).split(",") or quant.lower() == scheme.scheme.lower()
+
+
+def _status(cell: str) -> str:
+    if not cell:
+        return "no facts"
+    word = cell.split()[0].lower()
+    if word in SUPPORTED_CELLS:
+        return "supported"
+    if word in UNSUPPORTED_CELLS:
+        return "unsupported"
+    return "risk"  # TBD, WIP, "in feature matrix": stated as not settled
+
+
+def check_serving(architecture: str, quant: str, kernel: str, product: str, facts: RouteFacts) -> ServingCheck:
+    """Architecture and scheme against the chip's column ("A2", "A3", "950"); vllm-ascend rows first, then the
+    other engines' rows for the same scheme (a second opinion on the chip)."""
+    items = [ServingItem(f"architecture {architecture or '(unknown)'}", "no facts",
+                         "the serving facts list quantisation schemes, not architectures: not checked",
+                         f"{QUANT_TABLE}: no architecture column")]
+    if quant:
+        typed = [s for s in facts.quant_schemes if _named(s, quant)]  # W8A8_DYNAMIC: that variant only
+        rows = typed or [s for s in facts.quant_schemes if _matches(s, quant)]
+        rows.sort(key=lambda s: (s.engine != ENGINE, s.row))
+        for scheme in rows:
+            cell = scheme.status(kernel)
+            detail = cell or f"no cell for {product}"
+            items.append(ServingItem(f"{quant} ({scheme.engine} {scheme.scheme}, {scheme.layer or 'any layer'})",
+                                     _status(cell), detail, scheme.cite))
+        if not rows:
+            items.append(ServingItem(quant, "no facts", "no row names this scheme", f"{QUANT_TABLE}: no row"))
+    return ServingCheck(engine=ENGINE, product=product, architecture=architecture, quant=quant, items=tuple(items))

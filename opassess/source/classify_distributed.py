@@ -1,0 +1,127 @@
+"""The distributed pre-flight's verdicts: each distributed site (distributed.py) against the HCCL facts and the target.
+
+How a status becomes a category (the routes are the facts' own words where they give one):
+- `unsupported` (BAND/BOR/BXOR, FSDP1 optimizer-state helpers, parallelize_module, DistributedOptimizer ...):
+  custom-dev, a rewrite around the call;
+- `emulated` (AVG, PREMUL_SUM), `conditional` (gather: the compatible implementation), `restricted` with a visible
+  conflict (a dtype the documented list lacks, a comm hook's fp32-only input), `param-converted` (rpc): param-converted;
+- a float64/uint64 collective: param-converted before the product generation the facts name (Ascend 950), no site
+  from it on;
+- supported features leave no site, except scatter (the facts name a use_compatible_impl switch) as a direct note.
+NCCL_* variables cite the cuda_api_migration row on NCCL literals; process-group options cite the ProcessGroupNCCL
+row (pg_options) and the HCCL timeout row (timeout).
+"""
+from __future__ import annotations
+
+from ..kb.routes import HcclFact, RouteFacts
+from ..vocabulary import Category
+from .facts import SourceFacts
+from .records import SourceFinding
+
+KINDS = ("collective", "reduce-op", "comm-hook", "dist-api", "env-var", "process-group")
+DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
+
+
+class DistributedClassifier:
+    """Judges distributed sites for one product (its products.toml kernel column: "A2", "950", ...)."""
+
+    def __init__(self, routes: RouteFacts, facts: SourceFacts, product: str):
+        self.routes, self.facts, self.product = routes, facts, product
+
+    def classify(self, site) -> SourceFinding | None:
+        return getattr(self, "_" + site.kind.replace("-", "_"))(site)
+
+    @staticmethod
+    def _finding(site, category, route, evidence, confidence, notes=()) -> SourceFinding:
+        return SourceFinding(site.file, site.line, site.code, site.kind, Category(category), site.subject, route,
+                             tuple(e for e in evidence if e), confidence, tuple(notes))
+
+    def _by_status(self, site, fact: HcclFact, notes=()) -> SourceFinding | None:
+        detail = [f"HCCL: {fact.detail}"] if fact.detail else []
+        if fact.status == "unsupported":
+            route = ("documented as unsupported on the NPU" if fact.documented else "no HCCL implementation")
+            return self._finding(site, CUSTOM, f"{route}: rewrite around it", [fact.cite], "high",
+                                 [*detail, *notes])
+        if fact.status in ("emulated", "conditional", "param-converted", "restricted"):
+            confidence = "medium" if fact.documented else "high"
+            route = f"{fact.status} on HCCL: {fact.detail}" if fact.detail else f"{fact.status} on HCCL"
+            if fact.status == "emulated":
+                route += "; check the result against the GPU run"
+            return self._finding(site, PARAM, route, [fact.cite], confidence, notes)
+        return None
+
+    def _reduce_op(self, site) -> SourceFinding | None:
+        fact = self.routes.hccl(site.subject)
+        if fact is None or fact.status == "supported":
+            return None
+        if fact.status == "unsupported":
+            return self._finding(site, CUSTOM, "HCCL has no bitwise reduction: rewrite it (e.g. all_gather, then "
+                                 "reduce locally)", [fact.cite], "high", [f"HCCL: {fact.detail}"])
+        return self._by_status(site, fact)
+
+    def _collective(self, site) -> SourceFinding | None:
+        fact = self.routes.hccl(site.subject)
+        dtype = site.get("dtype")
+        gate = self.routes.hccl_feature("collective dtypes")
+        reduces = site.subject.rsplit(".", 1)[-1] in ("all_reduce", "reduce", "reduce_scatter",
+                                                      "reduce_scatter_tensor")
+        if site.get("source") == "any":
+            anysource = self.routes.hccl_feature("recvAnysource")
+            if anysource:
+                return self._finding(site, PARAM, "name the source rank (src=...)", [anysource.cite], "high",
+                                     [f"HCCL: {anysource.detail}"])
+        if dtype and gate and dtype in gate.gated_dtypes:
+            if self.product == gate.gated_from:
+                return None  # the generation that runs it: nothing to do
+            return self._finding(site, PARAM, f"a {dtype} collective runs on HCCL only from Ascend {gate.gated_from}: "
+                                 "cast to a supported dtype (float32) around it, or target that generation",
+                                 [gate.cite, fact.cite if fact else ""], "high",
+                                 [f"tensor dtype {dtype} (seen in the source)"])
+        if fact is None:
+            return None
+        if fact.status == "conditional":
+            return self._finding(site, PARAM, "enable the compatible implementation (use_compatible_impl(True))",
+                                 [fact.cite], "high", [f"HCCL: {fact.detail}"])
+        if dtype and fact.dtypes and dtype not in fact.dtypes and (reduces or fact.status != "supported"):
+            return self._finding(site, PARAM, f"cast to one of {', '.join(fact.dtypes)} around the call",
+                                 [fact.cite], "medium", [f"tensor dtype {dtype} (seen in the source)"])
+        if "use_compatible_impl" in fact.detail and fact.status == "supported":
+            return self._finding(site, DIRECT, "supported; the facts name a use_compatible_impl switch for it",
+                                 [fact.cite], "medium", [f"HCCL: {fact.detail}"])
+        return None
+
+    def _comm_hook(self, site) -> SourceFinding | None:
+        fact = self.routes.hccl(site.subject) or self.routes.hccl_feature("DDP comm hooks")
+        if fact is None:
+            return None
+        return self._finding(site, PARAM, f"the hook's input must be {', '.join(fact.dtypes) or fact.detail} on HCCL: "
+                             "check the gradient dtype it receives", [fact.cite], "medium", [f"HCCL: {fact.detail}"])
+
+    def _dist_api(self, site) -> SourceFinding | None:
+        fact = self.routes.hccl(site.subject)
+        return self._by_status(site, fact) if fact else None
+
+    def _env_var(self, site) -> SourceFinding:
+        rule = self.facts.migration_for_literal("NCCL")
+        route = rule.npu_equivalent if rule else "an HCCL_* variable"
+        return self._finding(site, PARAM, f"{route}; nothing on the NPU reads {site.subject}",
+                             [rule.cite if rule else ""], "medium",
+                             ["the facts name no per-variable HCCL counterpart: look it up in the torch_npu docs"])
+
+    def _process_group(self, site) -> SourceFinding | None:
+        option = site.get("option")
+        if option == "pg_options":
+            rule = self.facts.migration("torch.distributed.ProcessGroupNCCL")
+            return self._finding(site, PARAM, "build HCCL options instead (NCCL options objects are not translated)",
+                                 [rule.cite if rule else ""], "medium", ["pg_options"])
+        fact = self.routes.hccl_feature("timeout")
+        if option == "timeout" and fact:
+            return self._finding(site, DIRECT, f"HCCL's own waits: {fact.detail}", [fact.cite], "low",
+                                 ["timeout=: whether it shortens HCCL's own op wait is not in the facts"])
+        return None
+
+
+def classify_distributed(sites, routes: RouteFacts, facts: SourceFacts, product: str) -> list[SourceFinding]:
+    """Findings for the distributed sites the HCCL facts speak about, for the product's kernel column."""
+    judge = DistributedClassifier(routes, facts, product)
+    return [f for f in (judge.classify(s) for s in sites) if f is not None]

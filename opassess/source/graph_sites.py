@@ -1,0 +1,119 @@
+"""Graph-mode sites of one parsed Python file and their NPU route: `torch.compile` calls and decorators (with their
+backend and mode) and `torch._dynamo` settings and calls. CUDA graphs (torch.cuda.graph, CUDAGraph) are sites of the
+migration facts already (cuda_api_migration.tsv, transfer_to_npu_patches.tsv), routed to NPUGraph.
+
+Routes come from the graph-mode facts (kb/graph_mode.json): torch_npu's inductor for the default back-end,
+`mode="reduce-overhead"` as an inductor-only mode on the NPU, `backend="cudagraphs"` to npugraphs. A scan with a
+model adds the model's own readiness on that back-end to each site (pipeline: `note_graph_readiness`).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import Any
+
+from ..vocabulary import Category
+from .records import Site, SourceFinding
+
+COMPILE = "torch.compile"
+DYNAMO = "torch._dynamo."
+KINDS = ("graph-compile", "graph-setting")
+# The back-end a torch.compile call names, to the NPU graph back-end (opassess.graphmode.BACKENDS) it maps to.
+ROUTES = {"inductor": "inductor", "cudagraphs": "npugraph_ex", "npugraphs": "npugraph_ex", "npugraph_ex": "npugraph_ex",
+          "aot_eager": "inductor", "eager": "inductor"}
+
+
+def _literal(node: ast.AST | None) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | bool | int):
+        return str(node.value)
+    return "?"
+
+
+def scan_graph(tree: ast.Module, scanner: Any) -> list[Site]:
+    """The graph-mode sites of a file, with a PythonScanner's alias resolution (`qual`, `code`)."""
+    sites: list[Site] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and scanner.qual(node.func) == COMPILE:
+            detail = [(k.arg, _literal(k.value)) for k in node.keywords if k.arg in ("backend", "mode", "fullgraph")]
+            sites.append(Site(scanner.file, node.lineno, scanner.code(node.lineno), "graph-compile", COMPILE,
+                              tuple(detail)))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for deco in node.decorator_list:
+                if scanner.qual(deco) == COMPILE:  # a bare @torch.compile (the called form is a Call above)
+                    sites.append(Site(scanner.file, deco.lineno, scanner.code(deco.lineno), "graph-compile", COMPILE,
+                                      (("use", "decorator"),)))
+        elif isinstance(node, ast.Assign | ast.AugAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                q = scanner.qual(target) if isinstance(target, ast.Attribute) else None
+                if q and q.startswith(DYNAMO):
+                    sites.append(Site(scanner.file, node.lineno, scanner.code(node.lineno), "graph-setting", q,
+                                      (("value", _literal(node.value)),)))
+        elif isinstance(node, ast.Call):
+            q = scanner.qual(node.func)
+            if q and q.startswith(DYNAMO):
+                sites.append(Site(scanner.file, node.lineno, scanner.code(node.lineno), "graph-setting", q))
+    return sites
+
+
+def classify_graph(site: Site, facts: Any, source_facts: Any) -> SourceFinding:
+    """The finding of one graph-mode site: its NPU route and the fact rows behind it (`facts`: GraphFacts;
+    `source_facts`: the migration rows, which name torch.compile(backend='cudagraphs'))."""
+    fallback = facts.data["sources"]["inductor_fallback"]["table"]
+    inductor = f"{fallback} (torch_npu/_inductor: the NPU inductor and its lowering fallback list)"
+    if site.kind == "graph-setting":
+        return SourceFinding(site.file, site.line, site.code, site.kind, Category.DIRECT, site.subject,
+                             "torch._dynamo is device-independent: the setting applies as is to torch_npu's inductor "
+                             "and to torchair's back-ends (which compile through dynamo)", (inductor,), "medium")
+    backend, mode = site.get("backend", "inductor"), site.get("mode")
+    notes = []
+    rule = source_facts.migration(COMPILE, {"backend": backend}) if backend == "cudagraphs" else None
+    if backend == "cudagraphs":
+        category = Category.PARAM_CONVERTED
+        route = f"{rule.npu_equivalent if rule else 'torch.compile(backend=npugraphs)'} (aclgraph capture)"
+        evidence = [rule.cite if rule else "", facts.capture_cite("aclnn_only")]
+    elif backend in ("inductor", "aot_eager", "eager"):
+        category = Category.DIRECT
+        route = "torch_npu's inductor (import torch_npu; backend 'inductor' compiles for the NPU)"
+        evidence = [inductor]
+    elif backend == "?":
+        category = Category.DIRECT
+        route = "the back-end chosen at run time: torch_npu's inductor, npugraph_ex or torchair"
+        evidence = [inductor]
+    else:
+        category = Category.PARAM_CONVERTED
+        route = f"back-end {backend!r} has no NPU counterpart named in the facts: use torch_npu's inductor, " \
+                "npugraph_ex (aclgraph) or torchair's GE"
+        evidence = [inductor, facts.capture_cite("ge_no_fallback")]
+    if mode == "reduce-overhead":
+        route += "; mode='reduce-overhead' runs on the NPU inductor only (NPUGraph trees)"
+        evidence.append(facts.capture_cite("reduce_overhead"))
+        notes.append("torchair's own reduce-overhead mode is frozen after torch_npu 7.3.0")
+    return SourceFinding(site.file, site.line, site.code, site.kind, category, site.subject, route,
+                         tuple(e for e in evidence if e), "high" if backend != "?" else "medium", tuple(notes))
+
+
+def graph_backend_of(finding: SourceFinding) -> str | None:
+    """The NPU graph back-end a graph-compile finding routes to (None for other findings)."""
+    if finding.kind != "graph-compile":
+        return None
+    if "npugraphs" in finding.npu_route:
+        return "npugraph_ex"
+    return "inductor"
+
+
+def note_graph_readiness(findings: tuple[SourceFinding, ...], graph: Any) -> tuple[SourceFinding, ...]:
+    """Each graph-compile finding with the scanned model's readiness on the back-end it routes to (`graph`: the
+    GraphMode of the same scan), as a note."""
+    if graph is None:
+        return findings
+    out = []
+    for finding in findings:
+        backend = graph_backend_of(finding)
+        if backend is not None:
+            state = graph.backend(backend)
+            text = (f"this model on {backend}: ready" if state.ready else
+                    f"this model on {backend}: {len(state.breaks)} break(s), first {state.breaks[0].op}"
+                    + (f" at {state.breaks[0].source}" if state.breaks[0].source else ""))
+            finding = replace(finding, notes=(*finding.notes, text))
+        out.append(finding)
+    return tuple(out)

@@ -1,0 +1,85 @@
+"""`scan --route vllm-ascend` (routes/serving.py): a quantisation scheme against the chip's column of
+ascend_inference_quant_support.tsv, the 950 generation's TBD/WIP cells as risks (never support), and the architecture
+reported as unchecked (the facts have no architecture column)."""
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from opassess.cli import app
+from opassess.kb.routes import load_route_facts
+from opassess.routes import check_serving
+
+runner = CliRunner()
+MODEL = """
+import torch
+from torch import nn
+
+
+class TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(32, 8)
+        self.head = nn.Linear(8, 32)
+
+    def forward(self, ids):
+        return self.head(self.embed(ids))
+
+
+def build_model():
+    return TinyLM()
+
+
+def example_inputs():
+    return (torch.randint(0, 32, (1, 4)),)
+"""
+
+
+def _items(check):
+    return {(i.subject.split(" (")[1].split(",")[0] if " (" in i.subject else i.subject): i for i in check.items}
+
+
+def test_w8a8_runs_on_a2_by_the_vllm_ascend_row():
+    check = check_serving("TinyLM", "w8a8", "A2", "Atlas A2", load_route_facts())
+    first, vllm = check.items[0], check.items[1]
+    assert first.status == "no facts" and "not checked" in first.detail  # no architecture column in the facts
+    assert vllm.evidence.startswith("ascend_inference_quant_support.tsv:19 vllm-ascend")
+    assert (vllm.status, vllm.detail) == ("supported", "functional")
+    assert not any("MXFP8" in i.subject for i in check.items)  # W8A8_MXFP8 only shares the prefix
+
+
+def test_the_950_generation_shows_risks_not_support():
+    check = check_serving("TinyLM", "w8a8", "950", "Ascend 950", load_route_facts())
+    statuses = {i.evidence.split()[0]: (i.status, i.detail) for i in check.items[1:]}
+    assert statuses["ascend_inference_quant_support.tsv:4"] == ("risk", "TBD")  # sglang W8A8 static: TBD on A5
+    assert statuses["ascend_inference_quant_support.tsv:19"][0] == "no facts"  # vllm-ascend states no A5 cell
+    assert all(status != "supported" for status, _ in statuses.values())
+
+
+def test_a_quant_type_names_its_rows_and_an_unknown_scheme_has_no_facts():
+    facts = load_route_facts()
+    dynamic = check_serving("M", "W8A8_DYNAMIC", "A3", "Atlas A3", facts)
+    assert {i.evidence.split()[0] for i in dynamic.items[1:]} == {
+        "ascend_inference_quant_support.tsv:5", "ascend_inference_quant_support.tsv:9",
+        "ascend_inference_quant_support.tsv:16"}  # compressed-tensors W8A8 dynamic
+    mxfp8 = check_serving("M", "mxfp8", "A2", "Atlas A2", facts)
+    assert {i.status for i in mxfp8.items[1:]} == {"unsupported"}
+    assert check_serving("M", "fp4-magic", "A2", "Atlas A2", facts).items[-1].status == "no facts"
+
+
+def test_the_cli_route_writes_the_serving_part_and_section(tmp_path):
+    model = tmp_path / "lm.py"
+    model.write_text(MODEL)
+    result = runner.invoke(app, ["scan", str(model), "--route", "vllm-ascend", "--quant", "w8a8", "--target", "950",
+                                 "-f", "json", "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    serving = json.loads(result.stdout)["serving"]
+    assert (serving["engine"], serving["target"], serving["architecture"], serving["quant"]) == (
+        "vllm-ascend", "Ascend 950", "TinyLM", "w8a8")
+    assert "risk" in {i["status"] for i in serving["items"]}
+    md = runner.invoke(app, ["scan", str(model), "--route", "vllm-ascend", "--quant", "w8a8", "-f", "md", "-o", "-",
+                             "-q"]).stdout.replace("\\_", "_")  # Markdown escapes underscores
+    assert "## Serving" in md and "ascend_inference_quant_support.tsv:19" in md
+    refused = runner.invoke(app, ["scan", str(model), "--quant", "w8a8", "-q"])
+    assert refused.exit_code == 2 and "--route vllm-ascend" in refused.output
