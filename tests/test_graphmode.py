@@ -122,3 +122,21 @@ def test_the_default_scan_does_not_import_torch_dynamo_in_the_parent():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_an_op_replayed_through_an_update_handler_needs_one_citing_its_row():
+    """npu_fused_infer_attention_score's host-side tiling is refreshed before each replay by ifa_handler.py
+    (graph_mode_capture_facts.tsv line 4): capturable, with an update handler."""
+    from opassess.graphmode.verdicts import aclgraph_verdict
+    from opassess.kb import load_kb
+    from opassess.kb.graph_facts import load_graph_facts
+    from opassess.records import ClassifiedOp, Operator
+
+    kb = load_kb()
+    name = "npu::npu_fused_infer_attention_score"
+    op = Operator(key=name, kind="custom", count=1, modules=("",), signatures=(), aten=(name,), sources=(), nodes=())
+    classified = ClassifiedOp(operator=op, category="direct", signature_categories=(), reasons=(), replacement=None,
+                              cann_op=None, known=True, aten_support={})
+    verdict = aclgraph_verdict(classified, load_graph_facts(kb.directory), kb, kb.resolve_version(None))
+    assert verdict.verdict == "needs-update-handler" and not verdict.blocking
+    assert verdict.evidence == ("graph_mode_capture_facts.tsv:4 (torch_npu/npu/_npugraph_handlers/ifa_handler.py)",)

@@ -154,6 +154,7 @@ def test_every_format_renders(tmp_path, report_file):
     for fmt in PROFILE_FORMATS:
         text = render_profile(document, fmt)
         assert "torch.argsort" in text and "TransData" in text, fmt
+    assert "default-src 'none'" in render_profile(document, "html")
     md = render_profile(document, "md")
     assert md.index("torch.argsort") < md.index("torch.nn.Linear") < md.index("torch.relu")
 
@@ -277,3 +278,14 @@ def test_a_multi_device_export_is_averaged_per_device(tmp_path, report_file):
     assert document["profile"]["devices"] == 2 and document["profile"]["kernels"] == 2 * len(KERNELS)
     assert _ops(document)[0] == ("torch.argsort", 50.0, "AI_CPU")
     assert document["operators"][0]["calls"] == 1
+
+
+def test_hostile_kernel_names_stay_inert(tmp_path, report_file):
+    export = tmp_path / "op_summary_4.csv"
+    export.write_text('Op Name,OP Type,Task Type,Task Duration(us)\n"<script>x</script>\x1b[31m|row",Evil,AI_CORE,1\n',
+                      encoding="utf-8")
+    document = assess_profile(export, report_file)
+    assert document["unmatched"][0]["name"] == "<script>x</script>\x1b[31m|row"  # JSON keeps it as it is
+    assert "<script>" not in render_profile(document, "html")
+    assert "\x1b" not in render_profile(document, "terminal") and "\\x1b" in render_profile(document, "terminal")
+    assert "\x1b" not in render_profile(document, "md") and "\\|row" in render_profile(document, "md")

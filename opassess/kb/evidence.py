@@ -246,6 +246,27 @@ def check_binding(aten: str, product: Product, facts: kernels.KernelFacts) -> Bi
                                            f"op_plugin_aten_to_aclnn.tsv: no row for {name}")
 
 
+def kernel_takes_param(param: str, aten_ops: Iterable[str], product: Product,
+                       facts: kernels.KernelFacts) -> tuple[str, str] | None:
+    """(aclnn API, its parameter) when a kernel that ran takes the parameter an API page calls unsupported: an API
+    of its op-plugin row, documented and not ✘ on the product, with a parameter named like it ('scale_factor' ->
+    aclnnUpsampleNearest2dV2's scalesH). None when no kernel fact speaks for the parameter."""
+    stem = param.split("_")[0].lower()
+    if len(stem) < 4:  # "dim", "out": too short to tell one parameter from another by name
+        return None
+    for aten in dict.fromkeys(aten_ops):
+        found = facts.lookup(aten)
+        entry = facts.aten_entry(found[0]) if found else None
+        for api in (entry or {}).get("apis", ()):
+            doc = facts.api_entry(api)
+            if doc is None or facts.api_support(api, product.kernel)[0] is False:
+                continue
+            for p in doc.get("params", ()):
+                if p.get("io", "").startswith(("input", "attr")) and p["name"].lower().startswith(stem):
+                    return api, p["name"]
+    return None
+
+
 def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, ...], documented: bool) -> str:
     """One signature's confidence from its dtype checks' (`checks`), else from what decided it: high when the
     sources that speak agree (or only view/metadata ops ran); medium when one source speaks or they disagree."""

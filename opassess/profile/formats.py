@@ -114,6 +114,8 @@ def render_html(document: Mapping[str, Any]) -> str:
     facts = "".join(f"<li>{html.escape(f)}</li>" for f in view["facts"])
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        # like the scan's HTML report: nothing is fetched or run, whatever an export's names hold
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
         f"<title>{html.escape(view['title'])}</title><style>body{{font-family:sans-serif;margin:2em}}"
         "table{border-collapse:collapse;margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:.25em .5em;"
         "text-align:left}</style></head><body>"
