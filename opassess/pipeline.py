@@ -135,7 +135,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     classified = classify(inventory, kb, target=product, torch_version=torch_version)
     classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     seconds["classify"] = time.perf_counter() - started
-    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode)
+    graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode, info.inputs)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     if source_scan is not None and graph is not None:  # torch.compile sites: this model's readiness on their route
         from .source.graph_sites import note_graph_readiness
@@ -203,14 +203,15 @@ def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict
 
 
 def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,
-                 seconds: dict[str, float], rates):
+                 seconds: dict[str, float], rates, inputs: tuple[str, ...] = ()):
     """Graph-mode readiness per operator and per back-end (None when switched off), from the capture and the facts."""
     if options.graph_mode == "off":
         return None
     from .graphmode import assess_graph_mode
 
     started = time.perf_counter()
-    graph = assess_graph_mode(capture, classified, kb, torch_version, backend=options.graph_backend, rates=rates)
+    graph = assess_graph_mode(capture, classified, kb, torch_version, backend=options.graph_backend, rates=rates,
+                              inputs=inputs)
     seconds["graph_mode"] = time.perf_counter() - started
     return graph
 

@@ -26,3 +26,13 @@ def test_train_benchmark_runs_at_reduced_size():
     assert [row[1] for row in rows] == ["floor", "scan"]
     assert all(row[2] != "-" and float(row[3]) > 0 for row in rows)
     assert "backward ATen calls" in done.stdout and "2 layers" in done.stdout
+
+
+def test_graph_mode_benchmark_runs_at_reduced_size():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_graph.py"), "--layers", "1",
+                           "--repeat", "1"], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:] if line.strip()}
+    assert list(rows) == ["off", "capture", "dynamo"] and not any("error:" in " ".join(r) for r in rows.values())
+    assert float(rows["off"][4]) == 0.0 and float(rows["dynamo"][4]) > 0  # only --graph-mode dynamo runs dynamo
+    assert "inductor ready" in " ".join(rows["capture"])

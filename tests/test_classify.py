@@ -222,8 +222,14 @@ def test_interpolate_scale_factor_and_mode(kb):
         _sig({"size": [8, 8], "scale_factor": None, "mode": "bilinear"}, ((1, 3, 4, 4),)),
         _sig({"size": None, "scale_factor": 2.0, "mode": "bilinear"}, ((1, 3, 4, 4),)),
         _sig({"size": [8, 8], "scale_factor": None, "mode": "nearest-exact"}, ((1, 3, 4, 4),)))), kb)
-    assert op.signature_categories == ("direct", "param-converted", "param-converted")
-    assert op.cann_op == "ResizeBilinearV2"
+    # scale_factor: the page's "not supported" is overruled by the kernel facts: aclnnUpsampleBilinear2d, the API
+    # the upsample_bilinear2d kernel calls, takes scalesH/scalesW -> direct, confidence medium, the disagreement said.
+    # mode="nearest-exact" is outside the page's list and no kernel fact speaks for a mode: param-converted.
+    assert op.signature_categories == ("direct", "direct", "param-converted")
+    (taken,) = [r for r in op.reasons if r.code == "kernel-param"]
+    assert taken.signature == 1 and taken.message.startswith("scale_factor=2.0: the API page says scale_factor is not")
+    assert "aclnnUpsampleBilinear2d" in taken.message and "the kernel facts decide" in taken.message
+    assert op.confidence == "medium" and op.cann_op == "ResizeBilinearV2"
 
 
 def test_indices_come_back_as_int32(kb):

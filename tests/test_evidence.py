@@ -58,6 +58,14 @@ def test_cast_targets_stay_in_the_allowed_set_and_the_kind():
     assert remedy(BF16, ("float16", "float32")).startswith("run it in float16 with loss scaling")
     assert remedy("float32", ("bfloat16",)) == "cast to bfloat16"
     assert remedy("float32", ("int32",)).startswith("no dtype of the same kind")
+    # complex -> int or float would drop the imaginary part (Llama-4's rotary embedding): never suggested
+    assert cast_target("complex64", ("int32", "float32")) is None
+    assert remedy("complex64", ("int32", "float16")).startswith("no dtype of the same kind")
+    assert cast_target("complex128", ("complex64", "int32")) == "complex64"
+    # int64 -> int32 loses values beyond 2^31: the remedy says when it is safe, never a bare "cast to int32"
+    narrowed = remedy("int64", ("int32", "float32"))
+    assert narrowed.startswith("cast to int32 only where every value fits (below 2^31")
+    assert cast_target("bool", ("int32", "float32")) == "int32"  # widening keeps every value
 
 
 def test_kernel_facts_outrank_the_api_page(kb):

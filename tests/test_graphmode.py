@@ -54,6 +54,11 @@ def test_static_mlp_is_ready_on_every_backend():
     graph = run("graph_static.py").graph_mode
     assert [(b.backend, b.ready, b.breaks, b.capturable_flops_share) for b in graph.backends] == \
         [(name, True, (), 1.0) for name in BACKENDS]
+    # aclgraph captures per input shape: the note names the shape and the re-capture limit (64, row 8)
+    assert graph.backend("npugraph_ex").notes == (
+        "captured per input shape (float32[4,16] here): every other batch size or sequence length is a new capture, "
+        "and past 64 per graph it runs eager; pad the inputs to at most 64 shape buckets "
+        "(graph_mode_capture_facts.tsv:8 (Ascend/torchair docs/zh/npugraph_ex/basic/capture_limit.md))",)
     relu = graph.operators["torch.nn.ReLU"]
     assert [v.verdict for v in relu] == ["lowered", "capturable", "supported"]
     # aten::t's converter states a restriction: partial, which does not keep the model from GE
@@ -117,3 +122,21 @@ def test_the_default_scan_does_not_import_torch_dynamo_in_the_parent():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_an_op_replayed_through_an_update_handler_needs_one_citing_its_row():
+    """npu_fused_infer_attention_score's host-side tiling is refreshed before each replay by ifa_handler.py
+    (graph_mode_capture_facts.tsv line 4): capturable, with an update handler."""
+    from opassess.graphmode.verdicts import aclgraph_verdict
+    from opassess.kb import load_kb
+    from opassess.kb.graph_facts import load_graph_facts
+    from opassess.records import ClassifiedOp, Operator
+
+    kb = load_kb()
+    name = "npu::npu_fused_infer_attention_score"
+    op = Operator(key=name, kind="custom", count=1, modules=("",), signatures=(), aten=(name,), sources=(), nodes=())
+    classified = ClassifiedOp(operator=op, category="direct", signature_categories=(), reasons=(), replacement=None,
+                              cann_op=None, known=True, aten_support={})
+    verdict = aclgraph_verdict(classified, load_graph_facts(kb.directory), kb, kb.resolve_version(None))
+    assert verdict.verdict == "needs-update-handler" and not verdict.blocking
+    assert verdict.evidence == ("graph_mode_capture_facts.tsv:4 (torch_npu/npu/_npugraph_handlers/ifa_handler.py)",)

@@ -154,6 +154,7 @@ def test_every_format_renders(tmp_path, report_file):
     for fmt in PROFILE_FORMATS:
         text = render_profile(document, fmt)
         assert "torch.argsort" in text and "TransData" in text, fmt
+    assert "default-src 'none'" in render_profile(document, "html")
     md = render_profile(document, "md")
     assert md.index("torch.argsort") < md.index("torch.nn.Linear") < md.index("torch.relu")
 
@@ -247,3 +248,44 @@ def test_cpu_fallback_and_the_aclnn_dtype_fix(tmp_path, model_file):
     ai_cpu = checks["ai-cpu"]
     assert ai_cpu["op"] == "torch.relu"
     assert ai_cpu["fix"].startswith("cast float64 to one of bfloat16, float16, float32 (aclnnRelu's documented")
+
+
+def test_memory_bound_and_dynamic_shape_checks(tmp_path, report_file):
+    # op_summary with PipeUtilization columns: memory_bound = mte2_ratio / max(mac_ratio, vec_ratio), > 1 is
+    # memory-bound (profiler_csv_columns.tsv); every kernel's OP State dynamic: the advisor's dynamic-shape rule.
+    export = tmp_path / "op_summary_2.csv"
+    export.write_text(
+        "Op Name,OP Type,OP State,Task Type,Task Duration(us),Input Shapes,Input Data Types,aiv_vec_ratio,"
+        "aiv_mte2_ratio,memory_bound\n"
+        'aclnnRelu_ReluAiCore_Relu,Relu,dynamic,AI_VECTOR_CORE,4.0,"8,96",FLOAT,0.2,0.5,2.5\n'
+        'aclnnRelu_ReluAiCore_Relu,Relu,dynamic,AI_VECTOR_CORE,4.0,"8,96",FLOAT,0.4,0.5,0.5\n', encoding="utf-8")
+    document = assess_profile(export, report_file)
+    checks = {c["check"]: c for c in document["checks"]}
+    # duration-weighted means over the two launches: memory_bound (2.5 + 0.5) / 2 = 1.5, vec ratio 0.3
+    assert "memory_bound = 1.50 > 1" in checks["memory-bound"]["message"]
+    assert "aiv_vec_ratio = 0.30" in checks["checklist:vector_utilisation"]["message"]
+    assert "set_compile_mode(jit_compile=False)" in checks["dynamic-shape"]["fix"]
+    assert document["profile"]["pmu_columns"] == ["aiv_mte2_ratio", "aiv_vec_ratio", "memory_bound"]
+
+
+def test_a_multi_device_export_is_averaged_per_device(tmp_path, report_file):
+    # two devices ran the same step: 2 x 50 us of ArgSort in the export is 50 us per step and device
+    single = op_summary().splitlines()
+    lines = [single[0]] + single[1:] + [line.replace("0,resnet", "1,resnet", 1) for line in single[1:]]
+    export = tmp_path / "op_summary_3.csv"
+    export.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    document = assess_profile(export, report_file)
+    assert document["profile"]["devices"] == 2 and document["profile"]["kernels"] == 2 * len(KERNELS)
+    assert _ops(document)[0] == ("torch.argsort", 50.0, "AI_CPU")
+    assert document["operators"][0]["calls"] == 1
+
+
+def test_hostile_kernel_names_stay_inert(tmp_path, report_file):
+    export = tmp_path / "op_summary_4.csv"
+    export.write_text('Op Name,OP Type,Task Type,Task Duration(us)\n"<script>x</script>\x1b[31m|row",Evil,AI_CORE,1\n',
+                      encoding="utf-8")
+    document = assess_profile(export, report_file)
+    assert document["unmatched"][0]["name"] == "<script>x</script>\x1b[31m|row"  # JSON keeps it as it is
+    assert "<script>" not in render_profile(document, "html")
+    assert "\x1b" not in render_profile(document, "terminal") and "\\x1b" in render_profile(document, "terminal")
+    assert "\x1b" not in render_profile(document, "md") and "\\|row" in render_profile(document, "md")

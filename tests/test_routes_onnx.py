@@ -208,3 +208,26 @@ def test_without_onnx_one_line_names_the_extra(tmp_path, monkeypatch):
     result = _scan(tmp_path, CONV_BN_GRU)
     assert result.exit_code == 2
     assert "pip install 'opassess[onnx]'" in result.output and "Traceback" not in result.output
+
+
+def test_a_model_that_cannot_be_built_on_the_cpu_is_a_route_failure_not_a_failed_scan(tmp_path):
+    meta_only = textwrap.dedent('''\
+        import torch
+        from torch import nn
+
+
+        def build_model():
+            if not torch.empty(1).is_meta:
+                raise RuntimeError("too large to build with real weights")
+            return nn.Linear(4, 4)
+
+
+        def example_inputs():
+            return (torch.randn(2, 4),)
+        ''')
+    result = _scan(tmp_path, meta_only, "--exporter", "torchscript")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["operators"]  # the capture on the meta device stands
+    (failure,) = document["onnx"]["failures"]
+    assert "could not be built on the CPU" in failure["message"] and "too large" in failure["message"]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..kb.evidence import ProductCheck, check_dtype, check_product, remedy, verdict_confidence
+from ..kb.evidence import ProductCheck, check_dtype, check_product, kernel_takes_param, remedy, verdict_confidence
 from ..kb.facts import ApiFact, Limitation
 from ..kb.products import Product
 from ..kb.rules import Composite, FusedStep, Replacement
@@ -234,11 +234,11 @@ class _Classifier(AtenJudge):
                   api.evidence(), None, per_signature=False)
         if api is not None and documented is not None:  # the page's limits hold where the page speaks at all
             if api.limitation is not None and sig is not None:
-                self._limits(op, sig, j, api)
+                self._limits(op, sig, j, api, kernel_atens=kernel_ops(verdicts))
             called = kb.api(kb.rules.calls[op.key], self.version_text) if op.key in kb.rules.calls else None
             if called is not None and called.limitation is not None and sig is not None:
                 # The module's forward calls this functional: its parameter and shape limits apply too.
-                self._limits(op, sig, j, called, dtypes=False)
+                self._limits(op, sig, j, called, dtypes=False, kernel_atens=kernel_ops(verdicts))
         if sig is not None:
             self._dtypes(op, sig, j, api, verdicts)
         if api is not None and documented is None:
@@ -292,7 +292,10 @@ class _Classifier(AtenJudge):
             j.add("kernel-unsupported", f"{', '.join(mark.kernel_apis)} is marked not supported on {self.product} "
                   f"in its doc and the kernel has no aclop fallback", "; ".join(mark.evidence), Category.CUSTOM_DEV)
 
-    def _limits(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact, dtypes: bool = True) -> None:
+    def _limits(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact, dtypes: bool = True,
+                kernel_atens: list[str] = ()) -> None:
+        """The API page's limits for this signature; a parameter the page calls unsupported but a kernel that ran
+        takes is decided by the kernel facts (kb/evidence.kernel_takes_param)."""
         lim: Limitation | None = api.limitation
         assert lim is not None  # called only for an API with a limitation
         evidence = api.evidence()
@@ -321,7 +324,14 @@ class _Classifier(AtenJudge):
             if rule.param not in attrs:
                 continue
             value = attrs[rule.param]
-            if rule.violated_by(value):
+            taken = kernel_takes_param(rule.param, kernel_atens, self.target, self.facts) \
+                if rule.rule == "unsupported" else None
+            if taken is not None and rule.violated_by(value):  # the kernel facts speak for the parameter
+                j.confidences.append("medium")
+                j.add("kernel-param", f"{rule.param}={value!r}: the API page says {rule.describe()}; {taken[0]}'s "
+                      f"doc takes {taken[1]}: the kernel facts decide", f"{evidence}; cann_aclnn_dtypes.tsv "
+                      f"{taken[0]}.{taken[1]}", None)
+            elif rule.violated_by(value):
                 j.add("param-limit", f"{rule.param}={value!r}: {rule.describe()} on the NPU"
                       + (" (silently changed at run time)" if rule.auto_fixed else ""), evidence,
                       Category.PARAM_CONVERTED)

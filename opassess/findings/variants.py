@@ -23,7 +23,9 @@ uses_roles(__name__, "softmax", "cat", "slice", "matmul", "sdpa", "linear", "vie
 KIND = "attention-variant"
 SPLIT_KEYS = ("torch.split", "Tensor.split", "aten::split_with_sizes", "aten::split", "torch.tensor_split")
 BAND_KEYS = ("torch.tril", "Tensor.tril", "aten::tril", "torch.triu", "Tensor.triu", "aten::triu")
-HOPS = 5  # nodes walked from an anchor to the attention's matmuls or the next Linear
+HOPS = 5  # nodes walked from a softmax to the attention's matmuls
+LATENT_HOPS = 12  # nodes walked from a latent split to the expanding Linear (a hand-written RMSNorm is 8 ops)
+SINK_HOPS = 3  # producers walked back from a softmax to the cat that adds the sink (transformers: cat, max, sub)
 
 
 def _keys(graph: Graph, name: str) -> set[str]:
@@ -40,11 +42,11 @@ def _schema_has(kb, name: str, *params: str) -> bool:
     return fact is not None and all(f" {p}=" in fact.schema or f" {p}," in fact.schema for p in params)
 
 
-def _walk(graph: Graph, start: str, step, stop_roles: Iterable[str]) -> list[str]:
+def _walk(graph: Graph, start: str, step, stop_roles: Iterable[str], hops: int = HOPS) -> list[str]:
     """Nodes from `start` along producers or consumers (`step`), up to the first node playing a stop role
-    (included), at most HOPS away."""
+    (included), at most `hops` away."""
     out, frontier = [], [start]
-    for _ in range(HOPS):
+    for _ in range(hops):
         following = []
         for name in frontier:
             for other in step(name):
@@ -61,8 +63,9 @@ def _attention_around(graph: Graph, softmax: str) -> list[str]:
     """The hand-written attention a softmax belongs to: back to the scores matmul, forward to the values matmul."""
     back = _walk(graph, softmax, lambda n: graph.producers[n], ("matmul",))
     ahead = _walk(graph, softmax, lambda n: graph.data_consumers(n), ("matmul",))
+    scores = graph.node[softmax].input_shapes[:1]  # the (.., S, S + 1) logits every score op writes
     keep = [n for n in back if graph.plays(n, ("matmul", "scale", "mask", "cat", "div"))
-            or any("masked_fill" in k for k in _keys(graph, n))]
+            or any("masked_fill" in k for k in _keys(graph, n)) or graph.node[n].output_shapes[:1] == scores]
     return sorted({softmax, *keep, *(n for n in ahead if graph.plays(n, ("matmul", "slice")))},
                   key=graph.order.__getitem__)
 
@@ -74,7 +77,8 @@ def _sinks(graph: Graph) -> list[tuple[str, ...]]:
         if not graph.plays(node.name, ("softmax",)) or not node.input_shapes or not node.input_shapes[0]:
             continue
         width = node.input_shapes[0][-1]
-        cats = [p for p in graph.producers[node.name] if graph.plays(p, ("cat",))
+        cats = [p for p in _walk(graph, node.name, lambda n: graph.producers[n], ("cat", "matmul"), SINK_HOPS)
+                if graph.plays(p, ("cat",)) and graph.node[p].output_shapes[:1] == (node.input_shapes[0],)
                 and any(s and len(s) >= 3 and s[-1] == 1 for s in graph.node[p].input_shapes)]
         cut = [c for c in graph.data_consumers(node.name) if graph.plays(c, ("slice",))
                and graph.node[c].output_shapes and graph.node[c].output_shapes[0]
@@ -133,7 +137,8 @@ def _latent(graph: Graph) -> list[tuple[str, ...]]:
             continue
         splits = [c for c in graph.consumers[node.name] if _keys(graph, c) & set(SPLIT_KEYS)]
         for split in splits:
-            reach = _walk(graph, split, lambda n: graph.data_consumers(n) or graph.consumers[n], ("linear",))
+            reach = _walk(graph, split, lambda n: graph.data_consumers(n) or graph.consumers[n], ("linear",),
+                          LATENT_HOPS)
             ups = [n for n in reach if graph.plays(n, ("linear",))
                    and isinstance(graph.node[n].attrs.get("in_features"), int)
                    and graph.node[n].attrs["in_features"] < width

@@ -35,17 +35,18 @@ GRAPH_MODES: tuple[str, ...] = ("capture", "dynamo", "off")  # --graph-mode valu
 
 
 def assess_graph_mode(capture: Capture, classified: tuple[ClassifiedOp, ...], kb: Any, torch_version: str, *,
-                      backend: str = "inductor",
-                      rates: Mapping[str, tuple[float, float, float]] | None = None) -> GraphMode:
+                      backend: str = "inductor", rates: Mapping[str, tuple[float, float, float]] | None = None,
+                      inputs: tuple[str, ...] = ()) -> GraphMode:
     """The graph-mode verdicts of every classified operator, the readiness of the model on each back-end and, with
-    `rates` ([graph_mode] of the weights), the effort to make `backend` work."""
+    `rates` ([graph_mode] of the weights), the effort to make `backend` work; `inputs` (ModelInfo.inputs) name the
+    shapes the capture saw."""
     facts = load_graph_facts(Path(kb.directory))
     version = kb.resolve_version(torch_version)
     train = capture.step == "train"
     verdicts = {c.operator.key: operator_verdicts(c, facts, kb, version, train) for c in classified
                 if c.operator.kind != "library"}
     dynamo = capture.dynamo
-    backends = model_readiness(capture, verdicts, facts)
+    backends = model_readiness(capture, verdicts, facts, inputs)
     method = "dynamo" if dynamo is not None and dynamo.error is None else "capture"
     chosen = next(b for b in backends if b.backend == backend)
     return GraphMode(method=method, unseen=DYNAMO_UNSEEN if method == "dynamo" else CAPTURE_UNSEEN,

@@ -69,9 +69,10 @@ def dynamo_breaks(capture: Capture, seen: set[str]) -> tuple[GraphBreak, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdict, ...]], facts: GraphFacts
-                    ) -> tuple[BackendReadiness, ...]:
-    """One BackendReadiness per back-end: ready when nothing breaks its graph."""
+def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdict, ...]], facts: GraphFacts,
+                    inputs: tuple[str, ...] = ()) -> tuple[BackendReadiness, ...]:
+    """One BackendReadiness per back-end: ready when nothing breaks its graph. `inputs` (ModelInfo.inputs, e.g.
+    'float32[1,16]') are named in the re-capture note: aclgraph captures per input shape."""
     shared = {node.name: node_breaks(node) for node in capture.nodes}
     python = dynamo_breaks(capture, {b.source for found in shared.values() for b in found if b.source})
     total = sum(node.flops for node in capture.nodes)
@@ -99,9 +100,14 @@ def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdic
                 breaks.append(GraphBreak("backward pass", "npugraph_ex does not capture the backward pass (the "
                                          f"training step's backward runs eager; {facts.capture_cite('no_backward')})",
                                          None, "backward"))
+            limit, cite = facts.recapture_limit, facts.capture_cite("recapture_limit")
             if any(b.kind == "data-dependent" for b in breaks):
-                notes.append(f"each new data-dependent size is a new capture; after {facts.recapture_limit} captures "
-                             f"of a graph it runs eager ({facts.capture_cite('recapture_limit')})")
+                notes.append(f"each new data-dependent size is a new capture; after {limit} captures of a graph it "
+                             f"runs eager ({cite})")
+            if inputs:
+                notes.append(f"captured per input shape ({', '.join(inputs)} here): every other batch size or "
+                             f"sequence length is a new capture, and past {limit} per graph it runs eager; pad the "
+                             f"inputs to at most {limit} shape buckets ({cite})")
         if backend == "ge" and train:
             notes.append(f"torchair GE is documented as inference-focused ({facts.capture_cite('ge_no_fallback')})")
         breaks += python

@@ -12,7 +12,8 @@ When the two disagree the kernel facts decide and the message says so ("the API 
 aclnnAddmm's doc lists bfloat16 on Atlas A2"). The kernel facts count against a dtype only where a doc
 excludes it on the product explicitly: an API-level ✘ (older products run such ops through the aclop path) or a
 dtype no row lists decides nothing. A remedy's cast target is always inside the allowed set and of the same kind
-(a float stays a float).
+(a float stays a float, a complex a complex: never complex -> int or float -> int), and an integer is narrowed only
+where its values fit (int64 -> int32 below 2^31).
 """
 from __future__ import annotations
 
@@ -57,11 +58,25 @@ class DtypeCheck:
         return f"the API page lists {page}; {docs} {self.dtype} on {product}"
 
 
+def dtype_kind(dtype: str) -> str:
+    """'complex', 'float', 'int' or 'bool': a cast across kinds loses information (complex -> int drops the
+    imaginary part and the fraction, float -> int the fraction)."""
+    if dtype.startswith("complex"):
+        return "complex"
+    if dtype in FLOAT_DTYPES or dtype.startswith(("float", "hifloat")):
+        return "float"
+    return "bool" if dtype == "bool" else "int"
+
+
+_WIDTH = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
+
+
 def cast_target(dtype: str, allowed: Iterable[str]) -> str | None:
-    """A dtype of the same kind inside `allowed` to cast `dtype` to (float64 -> float32, int64 -> int32), or None."""
+    """A dtype of the same kind inside `allowed` to cast `dtype` to (float64 -> float32, int64 -> int32,
+    complex128 -> complex64), or None: never across kinds (complex -> int, float -> int lose the data)."""
     allowed = tuple(allowed)
-    floating = dtype in FLOAT_DTYPES
-    same_kind = [d for d in allowed if (d in FLOAT_DTYPES) == floating and d != dtype]
+    kinds = ("bool", "int") if dtype == "bool" else (dtype_kind(dtype),)  # bool -> int8/int32 keeps every value
+    same_kind = [d for d in allowed if dtype_kind(d) in kinds and d != dtype]
     for preferred in _PREFERENCE:
         if preferred in same_kind:
             return preferred
@@ -69,13 +84,18 @@ def cast_target(dtype: str, allowed: Iterable[str]) -> str | None:
 
 
 def remedy(dtype: str, allowed: Iterable[str]) -> str:
-    """Advice that fits the chip: bf16 where only fp16/fp32 run is 'fp16 with loss scaling, or fp32'."""
+    """Advice that fits the chip and keeps the data: bf16 where only fp16/fp32 run is 'fp16 with loss scaling, or
+    fp32'; an integer narrowed (int64 -> int32) only where its values fit."""
     allowed = tuple(allowed)
     if dtype == "bfloat16" and "float16" in allowed and "float32" in allowed:
         return "run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"
     target = cast_target(dtype, allowed)
     if target is None:
         return "no dtype of the same kind is supported: compute it in another op or on the CPU"
+    if _WIDTH.get(target, 64) < _WIDTH.get(dtype, 0):
+        bits = _WIDTH[target] - (0 if target.startswith("u") else 1)
+        return (f"cast to {target} only where every value fits (below 2^{bits}: e.g. indices into fewer elements); "
+                f"else compute it in another op or on the CPU")
     return f"cast to {target}"
 
 
@@ -224,6 +244,27 @@ def check_binding(aten: str, product: Product, facts: kernels.KernelFacts) -> Bi
     name = kernels.overload_key(aten)
     return BindingCheck(aten, api, dtypes, f"cann_aclnn_dtypes.tsv {api}{where}: {said} on {product.kernel}; "
                                            f"op_plugin_aten_to_aclnn.tsv: no row for {name}")
+
+
+def kernel_takes_param(param: str, aten_ops: Iterable[str], product: Product,
+                       facts: kernels.KernelFacts) -> tuple[str, str] | None:
+    """(aclnn API, its parameter) when a kernel that ran takes the parameter an API page calls unsupported: an API
+    of its op-plugin row, documented and not ✘ on the product, with a parameter named like it ('scale_factor' ->
+    aclnnUpsampleNearest2dV2's scalesH). None when no kernel fact speaks for the parameter."""
+    stem = param.split("_")[0].lower()
+    if len(stem) < 4:  # "dim", "out": too short to tell one parameter from another by name
+        return None
+    for aten in dict.fromkeys(aten_ops):
+        found = facts.lookup(aten)
+        entry = facts.aten_entry(found[0]) if found else None
+        for api in (entry or {}).get("apis", ()):
+            doc = facts.api_entry(api)
+            if doc is None or facts.api_support(api, product.kernel)[0] is False:
+                continue
+            for p in doc.get("params", ()):
+                if p.get("io", "").startswith(("input", "attr")) and p["name"].lower().startswith(stem):
+                    return api, p["name"]
+    return None
 
 
 def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, ...], documented: bool) -> str:

@@ -30,6 +30,8 @@ CUBE_ATEN = frozenset({
     "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_flash_attention", "aten::einsum",
     "aten::_grouped_mm"})
 NO_KERNEL_REASONS = frozenset({"view-op", "host-op"})
+EVIDENCE_CODES = frozenset({"view-op", "host-op", "kernel", "no-kernel", "decomposes"})  # what a call dispatches
+HOST_READS = frozenset({"aten::_local_scalar_dense", "aten::item"})  # a value read back to the host
 FUSED_KINDS = frozenset({"fusion", "attention", "rmsnorm", "rotary", "swiglu", "attention-variant"})
 
 
@@ -41,12 +43,14 @@ def compute_dtype(dtypes: Sequence[str | None]) -> str | None:
 def _unit(node: OpNode, roles: frozenset[str], classified: ClassifiedOp | None) -> str:
     if roles & CUBE_ROLES or any(c.op in CUBE_ATEN for c in node.aten) or set(node.entry) & CUBE_ATEN:
         return "cube"
-    if "view" in roles or "host_sync" in roles:
+    if "view" in roles:
         return "none"
-    if classified is not None and classified.category != Category.CUSTOM_DEV \
-            and any(r.code in NO_KERNEL_REASONS for r in classified.reasons):
+    if node.aten:  # only views and values read back (.item(): the sync is its cost, a penalty): no kernel
+        return "none" if all(c.op in HOST_READS or is_view(c.qualified) for c in node.aten) else "vector"
+    if classified is not None and classified.category != Category.CUSTOM_DEV and classified.reasons \
+            and all(r.code in NO_KERNEL_REASONS for r in classified.reasons if r.code in EVIDENCE_CODES):
         return "none"
-    if not node.aten and not node.flops and node.kind in ("method", "function") and not node.output_shapes:
+    if not node.flops and node.kind in ("method", "function") and not node.output_shapes:
         return "none"
     return "vector"
 

@@ -1,7 +1,8 @@
 """The profile document (JSON, profile_format_version 1; profile.schema.json): built once, every format renders it.
 
-Times are per step: the export's total divided by its steps (the distinct `Step Id` values of kernel_details.csv,
-or --steps, else 1), so they compare with the report's per-forward-pass prediction (`estimated_time.us`).
+Times are per step and device: the export's total divided by its steps (the distinct `Step Id` values of
+kernel_details.csv, or --steps, else 1) and its devices (the distinct `Device_id` values: a multi-device run's export
+holds every device's kernels), so they compare with the report's per-forward-pass prediction (`estimated_time.us`).
 """
 from __future__ import annotations
 
@@ -61,6 +62,11 @@ def count_steps(kernels: Sequence[Kernel], steps: int | None) -> int:
     return max(1, len({k.step for k in kernels if k.step is not None}))
 
 
+def count_devices(kernels: Sequence[Kernel]) -> int:
+    """The distinct Device_id values, else 1."""
+    return max(1, len({k.device for k in kernels if k.device is not None}))
+
+
 def operator_rows(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]], steps: int
                   ) -> list[dict[str, Any]]:
     by_op: dict[int, list[Match]] = defaultdict(list)
@@ -102,6 +108,8 @@ def build_profile_document(data: ProfileData, report: Mapping[str, Any], report_
                            matches: Sequence[Match], checks: Sequence[Mapping[str, Any]], steps: int,
                            facts: ProfilerFacts) -> dict[str, Any]:
     """The profile document: per operator measured vs predicted, unmatched kernels, checks, a summary."""
+    devices = count_devices(data.kernels)
+    per_step, steps = steps, steps * devices  # below, `steps` divides: each step of each device
     operators = operator_rows(matches, report["operators"], steps)
     unmatched = unmatched_rows(matches, steps)
     total = sum(k.duration_us for k in data.kernels) / steps
@@ -110,7 +118,7 @@ def build_profile_document(data: ProfileData, report: Mapping[str, Any], report_
     return {
         "profile_format_version": PROFILE_FORMAT_VERSION,
         "profile": {"path": data.path, "files": list(data.files), "variants": sorted(set(data.variants)),
-                    "level0": data.level0, "steps": steps, "kernels": len(data.kernels),
+                    "level0": data.level0, "steps": per_step, "devices": devices, "kernels": len(data.kernels),
                     "pmu_columns": sorted(c for c in data.columns if c in facts.pmu)},
         "report": {"path": report_path, "model": (report.get("model") or {}).get("source"),
                    "target": report.get("target"), "has_time_model": bool(predicted)},

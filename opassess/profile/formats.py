@@ -60,9 +60,10 @@ def profile_view(document: Mapping[str, Any]) -> dict[str, Any]:
     level0 = "; Level0: shapes and placement read N/A" if profile["level0"] else ""
     facts = [
         f"export: {', '.join(profile['variants'])} ({len(profile['files'])} file(s), {profile['kernels']} kernel "
-        f"launches, {profile['steps']} step(s)){level0}",
+        f"launches, {profile['steps']} step(s), {profile['devices']} device(s)){level0}",
         f"report: {document['report']['model']} on {document['report']['target']}",
-        f"measured {_us(summary['measured_us'])} us per step; joined to operators {_us(summary['matched_us'])} us"
+        f"measured {_us(summary['measured_us'])} us per step and device; joined to operators "
+        f"{_us(summary['matched_us'])} us"
         + (f" ({percent(share)})" if share is not None else ""),
         ("predicted " + _us(summary["predicted_us"]) + " us for the joined operators (the report's time model)")
         if summary["predicted_us"] is not None else "predicted: the report has no time model (estimated_time)",
@@ -113,6 +114,8 @@ def render_html(document: Mapping[str, Any]) -> str:
     facts = "".join(f"<li>{html.escape(f)}</li>" for f in view["facts"])
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        # like the scan's HTML report: nothing is fetched or run, whatever an export's names hold
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
         f"<title>{html.escape(view['title'])}</title><style>body{{font-family:sans-serif;margin:2em}}"
         "table{border-collapse:collapse;margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:.25em .5em;"
         "text-align:left}</style></head><body>"

@@ -47,6 +47,7 @@ class Kernel:
     placement: str | None
     duration_us: float
     step: str | None = None
+    device: str | None = None  # Device_id: a multi-device export holds each device's kernels
     input_shapes: tuple[Shape, ...] | None = None  # None: N/A (Level0) or the column is absent
     input_dtypes: tuple[str | None, ...] | None = None
     op_state: str | None = None
@@ -179,7 +180,7 @@ def read_file(path: Path, facts: ProfilerFacts) -> tuple[str, list[str], list[Ke
                if (value := _number(_cell(row, position))) is not None}
         kernels.append(Kernel(
             name=name, type=_cell(row, index.get("type")), placement=_cell(row, index.get("placement")),
-            duration_us=duration, step=_cell(row, index.get("step")),
+            duration_us=duration, step=_cell(row, index.get("step")), device=_cell(row, index.get("device")),
             input_shapes=parse_shapes(_cell(row, index.get("input_shapes"))),
             input_dtypes=parse_dtypes(_cell(row, index.get("input_dtypes"))),
             op_state=_cell(row, index.get("op_state")), pmu=pmu, source=f"{path.name}:{number}",

@@ -346,7 +346,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     return Display(
         title=_("Ascend NPU migration assessment: %s") % model.class_name,
         tool_version=assessment.tool_version,
-        model=ModelHeader(class_name=model.class_name, source=model.source, entry=model.entry,
+        model=ModelHeader(class_name=model.class_name, source=document["model"]["source"], entry=model.entry,
                           parameters_text=number(model.parameters, language), dtype=model.dtype,
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
                           device_note=capture.device_note or "", attempts=attempts,
@@ -355,7 +355,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,
-        weights_source=assessment.weights_source,
+        weights_source=document["weights_source"],
         estimated=est is not None,
         totals=Totals(likely_text=days(total.likely), range_text=days_range(total), low_text=days(total.low),
                       high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),

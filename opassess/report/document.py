@@ -14,6 +14,7 @@ from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
+from .paths import portable, roots_of, scrub
 from .route_view import routes_doc
 from .text import days, share
 from .time_doc import finding_time_doc, operator_time_doc, performance_doc
@@ -79,19 +80,20 @@ def join_rows(assessment: Assessment) -> list[Row]:
 
 
 
-def _signature_doc(signature: Signature, category: str | None) -> dict[str, Any]:
+def _signature_doc(signature: Signature, category: str | None, roots: tuple[str, ...] = ()) -> dict[str, Any]:
     return {
         "attrs": jsonable(signature.attrs),
         "input_shapes": jsonable(signature.input_shapes),
         "input_dtypes": list(signature.input_dtypes),
         "count": signature.count,
         "modules": list(signature.modules),
-        "sources": list(signature.sources),
+        "sources": [portable(s, roots) for s in signature.sources],
         "category": category,
     }
 
 
-def _operator_doc(row: Row, graph: Any = None, performance: Any = None) -> dict[str, Any]:
+def _operator_doc(row: Row, graph: Any = None, performance: Any = None, roots: tuple[str, ...] = ()
+                  ) -> dict[str, Any]:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     categories = classified.signature_categories if classified else ()
     doc: dict[str, Any] = {
@@ -101,10 +103,10 @@ def _operator_doc(row: Row, graph: Any = None, performance: Any = None) -> dict[
         "entry": list(operator.entry),
         "count": operator.count,
         "modules": list(operator.modules),
-        "signatures": [_signature_doc(s, categories[i] if i < len(categories) else None)
+        "signatures": [_signature_doc(s, categories[i] if i < len(categories) else None, roots)
                        for i, s in enumerate(operator.signatures)],
-        "source": list(operator.sources),
-        "project_source": list(operator.project_sources),
+        "source": [portable(s, roots) for s in operator.sources],
+        "project_source": [portable(s, roots) for s in operator.project_sources],
         "flops": operator.flops,
         "bytes_moved": operator.bytes_moved,
         "category": classified.category if classified else None,
@@ -155,6 +157,8 @@ def _operator_doc(row: Row, graph: Any = None, performance: Any = None) -> dict[
 
 def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
     """The JSON document of `assessment` over its joined rows."""
+    # no absolute path of this machine: library files from their site-packages, project files from the scanned root
+    roots = roots_of(assessment.model.source, assessment.source_scan.root if assessment.source_scan else None)
     model, capture, est = assessment.model, assessment.capture, assessment.estimate
     classified = [r for r in rows if r.classified is not None]
     category_counts = {c: sum(1 for r in classified if r.classified.category == c) for c in CATEGORIES}
@@ -198,11 +202,11 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         })
         risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
         by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}
-    return {
+    return scrub({
         "format_version": FORMAT_VERSION,
         "tool": {"name": TOOL_NAME, "version": assessment.tool_version},
         "model": {
-            "source": model.source,
+            "source": portable(model.source, roots),
             "entry": model.entry,
             "class": model.class_name,
             "parameters": model.parameters,
@@ -224,24 +228,26 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "target": assessment.target,
         "torch_npu": assessment.torch_version,
         "kb_version": assessment.kb_version,
-        "weights_source": assessment.weights_source,
-        "operators": [_operator_doc(r, assessment.graph_mode, assessment.performance) for r in rows],
+        "weights_source": portable(assessment.weights_source),
+        "operators": [_operator_doc(r, assessment.graph_mode, assessment.performance, roots) for r in rows],
         "summary": summary,
         "risk_matrix": risk_matrix,
         "by_module": by_module,
         "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
-                      "source": f.source, "npu_api": f.npu_api, "effect": f.effect,
+                      "source": portable(f.source, roots) if f.source else None, "npu_api": f.npu_api,
+                      "effect": f.effect,
                       "time": finding_time_doc(assessment.performance, f)} for f in assessment.findings],
         "performance": performance_doc(assessment.performance),
         "source_findings": source_findings_doc(assessment),
         "source": _source_scan_doc(assessment.source_scan),
         "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,
-                               "modules": list(r.operator.modules), "source": list(r.operator.sources)}
+                               "modules": list(r.operator.modules),
+                               "source": [portable(s, roots) for s in r.operator.sources]}
                               for r in unknown],
         "graph_mode": graph_mode_doc(assessment.graph_mode),
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
         **routes_doc(assessment),
-    }
+    }, roots)  # and no absolute path left in any message (capture errors, graph-mode breaks, ...)
 
 
 
@@ -280,7 +286,7 @@ def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
 def _source_scan_doc(scan: Any) -> dict[str, Any] | None:
     if scan is None:
         return None
-    return {"root": scan.root, "files": list(scan.files), "lines": scan.lines,
+    return {"root": portable(scan.root), "files": list(scan.files), "lines": scan.lines,
             "skipped": [{"file": s.file, "reason": s.reason} for s in scan.skipped]}
 
 

@@ -17,6 +17,7 @@ from ..score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOU
 from ..score.weights_decisions import CHANGE_TIERS
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
+from .paths import portable
 from .text import days, days_range, percent, share
 from .time_view import us_text
 
@@ -37,7 +38,7 @@ def shown_source(source: str) -> str:
     site-packages ('/venv/.../site-packages/transformers/x.py:3' -> 'transformers/x.py:3')."""
     source = source.replace("\\", "/")
     match = SITE_PACKAGES.search(source)
-    return source[match.start(1):] if match else source
+    return source[match.start(1):] if match else portable(source)
 
 
 def shorten_paths(text: str) -> str:

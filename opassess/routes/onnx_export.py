@@ -140,8 +140,14 @@ def export_model(options: Any, progress=None) -> OnnxExport:
 
     if progress:
         progress(f"exporting to ONNX at opset {options.opset}")
-    loaded = load_model(LoadRequest(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
-                                    input_dtype=options.input_dtype, dtype=options.dtype, device="cpu"))
+    try:
+        loaded = load_model(LoadRequest(target=options.target, entry=options.entry,
+                                        input_shapes=options.input_shapes, input_dtype=options.input_dtype,
+                                        dtype=options.dtype, device="cpu"))
+    except Exception as exc:  # noqa: BLE001 - the capture succeeded; the route's failure is a finding of its own
+        exporter = "dynamo" if options.exporter == "dynamo" else "torchscript"
+        failure = _failure(exporter, f"the model could not be built on the CPU for the export: {exc}")
+        return OnnxExport(options.opset, 0, "", (), (failure,))
     return export_onnx(loaded.module, loaded.args, loaded.kwargs, options.opset, options.exporter)
 
 

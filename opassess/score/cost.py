@@ -26,7 +26,7 @@ COST_BASES = (ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR, SOURCE_FINDING, DECISIO
 PROJECT = "project"  # the origin of operators whose source lines lie in the project's own code
 MODEL_LEVEL = "model-level"  # the by_origin key of the model-level activities
 VALIDATION = "validation"  # the activity the validation-block operators share
-SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
+SITE_PACKAGES = re.compile(r"(?:^|[/\\])(?:site|dist)-packages[/\\]([^/\\]+)")  # also a report's "site-packages/x"
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
 
 

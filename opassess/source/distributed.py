@@ -39,6 +39,27 @@ CAST_METHODS = {"double": "float64", "float": "float32", "half": "float16", "bfl
                 "int": "int32", "bool": "bool"}
 
 
+class _Lazy(dict):
+    """A mapping filled by `fill` on its first read (a scope's assignments, wanted only where a collective is)."""
+
+    def __init__(self, fill):
+        super().__init__()
+        self._fill = fill
+
+    def _load(self):
+        if self._fill is not None:
+            self.update(self._fill())
+            self._fill = None
+
+    def __contains__(self, key):
+        self._load()
+        return super().__contains__(key)
+
+    def __getitem__(self, key):
+        self._load()
+        return super().__getitem__(key)
+
+
 class DistributedScanner:
     """Collects the distributed sites of one file, using a PythonScanner's alias resolution (`qual`, `code`)."""
 
@@ -56,43 +77,46 @@ class DistributedScanner:
         self.sites.append(Site(self.scanner.file, line, self.scanner.code(line), kind, subject, tuple(detail)))
 
     def scan(self) -> list[Site]:
-        for scope in self._scopes():
-            assigned = self._assignments(scope)
-            for node in self._own_nodes(scope):
-                if isinstance(node, ast.Call):
-                    self._call(node, assigned)
-                elif isinstance(node, ast.Attribute | ast.Name):
-                    self._reference(node)
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and ENV_NAME.fullmatch(node.value):
+        """One walk of the tree: each node seen once, with the function scope it belongs to; a scope's assignments
+        are read only when a collective in it needs a tensor's dtype."""
+        assignments: dict[int, list[ast.AST]] = {}
+        scopes: dict[int, _Lazy] = {}
+        stack: list[tuple[ast.AST, int]] = [(child, 0) for child in ast.iter_child_nodes(self.tree)]
+        calls: list[tuple[ast.Call, int]] = []
+        while stack:
+            node, scope = stack.pop()
+            if isinstance(node, ast.Call):
+                calls.append((node, scope))
+            elif isinstance(node, ast.Attribute | ast.Name):
+                self._reference(node)
+            elif isinstance(node, ast.Constant):
+                if isinstance(node.value, str) and node.value.startswith("NCCL_") and ENV_NAME.fullmatch(node.value):
                     self.add(node, "env-var", node.value)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                assignments.setdefault(scope, []).append(node)
+            inner = id(node) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) else scope
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        for node, scope in calls:
+            if scope not in scopes:
+                found = assignments.get(scope, [])
+                scopes[scope] = _Lazy(lambda found=found: self._assignments(found))
+            self._call(node, scopes[scope])
         self.sites.sort(key=lambda s: (s.line, s.kind, s.subject))
         return self.sites
 
-    # ------------------------------------------------------------------ scopes and data flow
+    # ------------------------------------------------------------------ data flow
 
-    def _scopes(self) -> list[ast.AST]:
-        return [self.tree, *(n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]
-
-    @staticmethod
-    def _own_nodes(scope: ast.AST):
-        """The nodes of a scope, not descending into nested functions (they are scopes of their own)."""
-        stack = list(ast.iter_child_nodes(scope))
-        while stack:
-            node = stack.pop()
-            yield node
-            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                stack.extend(ast.iter_child_nodes(node))
-
-    def _assignments(self, scope: ast.AST) -> dict[str, list[tuple[int, str]]]:
-        """Name -> [(line, dtype)] for each assignment in the scope whose value shows a dtype."""
+    def _assignments(self, nodes: list[ast.AST]) -> dict[str, list[tuple[int, str]]]:
+        """Name -> [(line, dtype)] for each of a scope's assignments whose value shows a dtype, in line order."""
         found: dict[str, list[tuple[int, str]]] = {}
-        for node in self._own_nodes(scope):
-            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-                dtype = self.dtype_of(node.value, {})
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Name) and dtype:
-                        found.setdefault(target.id, []).append((node.lineno, dtype))
+        for node in sorted(nodes, key=lambda n: n.lineno):
+            if node.value is None:
+                continue
+            dtype = self.dtype_of(node.value, {})
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and dtype:
+                    found.setdefault(target.id, []).append((node.lineno, dtype))
         return found
 
     def dtype_of(self, node: ast.AST, assigned: dict[str, list[tuple[int, str]]], line: int = 0) -> str:

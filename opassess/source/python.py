@@ -374,5 +374,6 @@ def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None
     scanner.visit(tree)
     if imports is not None:
         imports += [(file, module, line) for module, line in scanner.imports]
-    extra = scan_distributed(tree, scanner, known_distributed) if known_distributed else []
+    wanted = known_distributed is not None and ("distributed" in text or "NCCL_" in text)  # most files: no pass
+    extra = scan_distributed(tree, scanner, known_distributed) if wanted else []
     return [*scanner.sites, *scanner.kernel_sites(), *extra, *scan_graph(tree, scanner)]

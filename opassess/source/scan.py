@@ -94,8 +94,12 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
     """
     routes = routes or load_route_facts()
 
+    named: dict[str, bool] = {}
+
     def known(api: str) -> bool:
-        return routes.hccl(api) is not None
+        if api not in named:
+            named[api] = routes.hccl(api) is not None
+        return named[api]
 
     if isinstance(paths, str | os.PathLike):
         paths = [paths]

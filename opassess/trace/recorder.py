@@ -92,8 +92,18 @@ def _grouped_mm_flops(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
     return 2 * out * a_shape[-1]
 
 
-# FLOP formulas torch.utils.flop_counter does not have, by op packet name (shapes in, FLOPs out)
-_FORMULAS: dict[str, Callable] = {"_grouped_mm": _grouped_mm_flops}
+def _grouped_mm_backward_flops(a_shape, b_shape, offs_shape, grad_shape, *args, **kwargs) -> int:
+    """The input and weight gradients of a 2-D x 3-D grouped matmul: two matmuls of the forward's size,
+    2 * (2 * tokens * K * N) (grad (tokens, N) x weight^T, input^T x grad)."""
+    return 4 * a_shape[0] * a_shape[1] * grad_shape[-1]
+
+
+# FLOP formulas torch.utils.flop_counter does not have, by op packet name (shapes in, FLOPs out). transformers'
+# MoE experts fall back to its own custom op `transformers::grouped_mm_fallback` (integrations/moe.py: input (S, K)
+# x weight (E, K, N) grouped by offs, one torch.mm per expert) where torch._grouped_mm cannot be used (non-bfloat16
+# weights while compiling): the same arithmetic as _grouped_mm's 2-D x 3-D case.
+_FORMULAS: dict[str, Callable] = {"_grouped_mm": _grouped_mm_flops, "grouped_mm_fallback": _grouped_mm_flops,
+                                  "grouped_mm_fallback_backward": _grouped_mm_backward_flops}
 
 
 def _shapes_of(value: Any) -> Any:

@@ -45,3 +45,26 @@ def test_hf_shapes_train_on_meta(monkeypatch, kb, model, variable, layers, dtype
     if model == "deepseek_v3.py":  # the experts: one grouped matmul with FLOPs, forward and backward on the NPU
         experts = next(c for c in classified if c.operator.key == "torch._grouped_mm")
         assert experts.operator.flops > 0 and all(experts.backward_support.values())
+
+
+def test_transformers_expert_fallback_counts_its_flops(tmp_path):
+    # Granite-MoE in float32 on meta: the mask helper needs is_compiling() true, and then transformers runs its
+    # experts through its own custom op transformers::grouped_mm_fallback (non-bfloat16 weights while compiling).
+    # Hand-derived FLOPs (16 tokens x 2 experts each = 32 rows, hidden 64, intermediate 128): the gate/up projection
+    # 2 x 32 x 64 x 256 = 1,048,576 plus the down projection 2 x 32 x 128 x 64 = 524,288.
+    path = tmp_path / "granite_moe.py"
+    path.write_text(
+        "import torch, transformers\n"
+        "def build_model():\n"
+        "    config = transformers.GraniteMoeConfig(vocab_size=128, hidden_size=64, intermediate_size=128,\n"
+        "        num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,\n"
+        "        num_local_experts=4, num_experts_per_tok=2)\n"
+        "    config._attn_implementation = 'sdpa'\n"
+        "    return transformers.AutoModelForCausalLM.from_config(config)\n"
+        "def example_inputs():\n"
+        "    return {'input_ids': torch.randint(0, 128, (1, 16)), 'use_cache': False}\n")
+    inventory = scan_inventory(ScanOptions(target=str(path)))
+    experts = next((o for o in inventory.operators if o.key.endswith("grouped_mm_fallback")), None)
+    if experts is None:  # a transformers version that takes torch._grouped_mm here: it carries the FLOPs
+        experts = next(o for o in inventory.operators if o.key == "torch._grouped_mm")
+    assert experts.flops == 1_048_576 + 524_288

@@ -1,6 +1,7 @@
 """Two parameter limits that need no algorithm change (issue 23, item 2): topk(sorted=False), which the NPU kernel
 takes as sorted=True (a local rewrite), and interpolate(scale_factor=1.0), which changes nothing (a no-op argument).
-Expected on Atlas A2: both param-converted with one param-limit reason each, priced by [changes] under a day each."""
+Expected on Atlas A2: topk param-converted with one param-limit reason, priced by [changes] under a day; interpolate
+direct (the kernel facts overrule the API page's scale_factor limit: aclnnUpsampleNearest2dV2 takes scalesH/scalesW)."""
 from __future__ import annotations
 
 import torch

@@ -1,0 +1,77 @@
+"""Paths a reader can use on any machine: no report holds an absolute path of the machine that scanned.
+
+A library file is named from its site-packages ('/venv/lib/python3.11/site-packages/transformers/x.py:3' ->
+'site-packages/transformers/x.py:3': the marker keeps it recognisable as upstream code), a standard-library file from
+its lib folder ('stdlib/multiprocessing/process.py:108'), a project file relative to the scanned root (the model's
+folder, the source scan's root, or the working directory), anything else by its file name.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sysconfig
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+_PACKAGES = re.compile(r"(?:^|/)((?:site|dist)-packages/.*)$")
+_LINE = re.compile(r"^(.*?)(:\d+)?$")
+
+
+def _stdlib() -> tuple[str, ...]:
+    paths = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib")}
+    return tuple(Path(p).resolve().as_posix() for p in paths if p)
+
+
+STDLIB = _stdlib()
+
+
+def portable(source: str, roots: Sequence[str | os.PathLike] = ()) -> str:
+    """`source` ('path' or 'path:line') with no absolute path of this machine in it (see the module docstring).
+    Example: portable('/home/me/proj/models/net.py:12', ['/home/me/proj']) -> 'models/net.py:12'."""
+    if not source:
+        return source
+    text = source.replace("\\", "/")
+    match = _PACKAGES.search(text)
+    if match:
+        return match.group(1)
+    path, line = _LINE.match(text).groups()
+    if not path.startswith("/") and not re.match(r"^[A-Za-z]:/", path):
+        return text  # already relative
+    line = line or ""
+    for base in STDLIB:
+        if path.startswith(base + "/"):
+            return f"stdlib/{path[len(base) + 1:]}{line}"
+    resolved = Path(path)
+    for root in (*roots, os.getcwd()):
+        try:
+            relative = PurePosixPath(resolved.relative_to(Path(root).resolve()))
+        except (ValueError, OSError):
+            continue
+        return f"{relative.as_posix() or '.'}{line}"
+    return f"{resolved.name}{line}"
+
+
+def roots_of(model_source: str, scan_root: str | None) -> tuple[str, ...]:
+    """The folders project paths are made relative to: the model file's folder, then the source scan's root."""
+    roots = []
+    if scan_root:
+        roots.append(scan_root)
+    if model_source and model_source.endswith(".py"):
+        roots.append(str(Path(model_source).resolve().parent))
+    return tuple(roots)
+
+
+_ABSOLUTE = re.compile(r"(?:(?<=^)|(?<=[\s(\[=]))(/[^\s'\"()\[\],;]+|[A-Za-z]:[\\/][^\s'\"()\[\],;]+)")
+
+
+def scrub(value, roots: Sequence[str | os.PathLike] = ()):
+    """`value` (a document: dicts, lists, strings) with every absolute path inside its strings made portable, e.g. an
+    error '... (at /venv/lib/python3.11/site-packages/t/x.py:3)' -> '... (at site-packages/t/x.py:3)'."""
+    if isinstance(value, str):
+        return _ABSOLUTE.sub(lambda m: portable(m.group(1), roots), value) if "/" in value or "\\" in value \
+            else value
+    if isinstance(value, dict):
+        return {key: scrub(item, roots) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub(item, roots) for item in value]
+    return value
