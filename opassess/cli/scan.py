@@ -16,7 +16,7 @@ from ..errors import EXIT_ERROR
 from ..isolation import terminating_on_signals
 from ..options import DEFAULT_PRODUCT
 from ..report.registry import REPORTERS, format_for_suffix
-from .errors import fail_on_breaches, reporting_errors
+from .errors import fail_on_breaches, one_line, reporting_errors
 from .options import (
     CAST_DTYPES,
     Debug,
@@ -381,7 +381,8 @@ def _portfolio_progress(quiet: bool):
                     running.discard(event.name)
                 failed += bool(event.result and event.result.status != "ok")
                 verb = {"start": "scanning", "resumed": "resumed", "done": "finished"}.get(event.kind, event.kind)
-                cause = f" (failed: {event.result.cause})" if event.result and event.result.status != "ok" else ""
+                failure = event.result and event.result.status != "ok"
+                cause = f" (failed: {one_line(event.result.cause)})" if failure else ""
                 progress.update(task, total=event.total, completed=event.done,
                                 description=f"{len(running)} running, {failed} failed; {verb} {event.name}{cause}")
 
@@ -432,8 +433,8 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
                    err=True)
     for result in portfolio.failed:  # a scan error names its file already: 'pf2/x.py: ...' is said once
         cause = result.cause or ""
-        typer.echo(f"opassess: error: {cause if cause.startswith(result.target) else f'{result.target}: {cause}'}",
-                   err=True)
+        named = cause if cause.startswith(result.target) else f"{result.target}: {cause}"
+        typer.echo(f"opassess: error: {one_line(named)}", err=True)
     if portfolio.failed:
         for name, breach in portfolio.breaches:
             typer.echo(f"opassess: policy: {name}: {breach.message}", err=True)
