@@ -135,3 +135,63 @@ def test_a_fifo_kb_table_is_one_error_naming_it(tmp_path):
 
 def test_the_cap_is_a_module_constant():
     assert datafile.READ_LIMIT >= 64 * 1024 * 1024
+
+
+# ---- the input kinds not covered above, each as a FIFO and nested 100,000 deep, through the command line ----
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+
+
+def _deep_or_fifo(path: Path, kind: str, text: str) -> Path:
+    if path.exists():
+        path.unlink()
+    if kind == "fifo":
+        return fifo(path)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("kind, needle", [("fifo", "FIFO"), ("nested", "nested too deep")])
+def test_a_manifest_is_checked(tmp_path, kind, needle):
+    manifest = _deep_or_fifo(tmp_path / "models.toml", kind, "model = " + DEEP_JSON + "\n")
+    one_line(runner.invoke(app, ["scan", str(manifest), "-o", str(tmp_path / "out")]), 1, "models.toml", needle)
+
+
+@pytest.mark.parametrize("kind, needle", [("fifo", "FIFO"), ("nested", "nested too deep")])
+def test_a_kb_folder_table_is_checked(tmp_path, tiny, kind, needle):
+    import shutil
+
+    import opassess
+
+    kb = tmp_path / "kb"
+    shutil.copytree(Path(opassess.__file__).parent / "data" / "kb", kb)
+    _deep_or_fifo(kb / "apis.json", kind, DEEP_JSON)
+    one_line(runner.invoke(app, ["scan", str(tiny), "--kb", str(kb), "-f", "json", "-o", str(tmp_path / "r.json")]),
+             1, "apis.json", needle)
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("kind, needle", [("fifo", "FIFO"), ("nested", "nested too deep")])
+def test_a_resume_state_is_checked(tmp_path, tiny, kind, needle):
+    out = tmp_path / "out"
+    out.mkdir()
+    state = _deep_or_fifo(out / "portfolio.state.json", kind, DEEP_JSON)
+    (tmp_path / "tiny2.py").write_text(tiny.read_text())
+    one_line(runner.invoke(app, ["scan", str(tiny), str(tmp_path / "tiny2.py"), "-o", str(out), "--resume", "-q"]),
+             1, str(state), needle)
+
+
+def test_a_deeply_nested_model_file_is_one_line(tmp_path):
+    model = tmp_path / "deep.py"
+    model.write_text("x = " + DEEP_JSON + "\n")
+    one_line(runner.invoke(app, ["scan", str(model), "-f", "json", "-o", str(tmp_path / "r.json")]), 1,
+             "deep.py:1: syntax error")
+
+
+def test_a_deeply_nested_file_in_a_source_tree_is_skipped_naming_it(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "deep.py").write_text("x = " + "(" * 100_000 + ")" * 100_000 + "\n")
+    result = runner.invoke(app, ["source", str(tmp_path / "src"), "-f", "json", "-o", str(tmp_path / "s.json")])
+    assert result.exit_code == 0, result.output
+    skipped = __import__("json").loads((tmp_path / "s.json").read_text())["source"]["skipped"]
+    assert [s["file"] for s in skipped] == ["deep.py"] and "nested" in skipped[0]["reason"]

@@ -10,52 +10,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from process_support import GOOD, gone, gone_tagged, hostile, needs_proc, run_until, tagged
 from typer.testing import CliRunner
 
 from opassess.cli import app
 
 runner = CliRunner()
-needs_proc = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
-
-HEADER = '''
-import os, sys, time, subprocess, threading
-import torch, torch.nn as nn
-'''
-GOOD = HEADER + '''
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-    def forward(self, x):
-        return self.fc(x)
-def build_model(): return Net()
-def example_inputs(): return (torch.randn(2, 4),)
-'''
-
-
-def hostile(forward: str, *, at_import: str = "") -> str:
-    """A model file whose forward runs `forward` (indented statements) before its Linear layer."""
-    body = "\n".join("        " + line for line in forward.strip().splitlines())
-    return HEADER + at_import + f'''
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-    def forward(self, x):
-{body}
-        return self.fc(x)
-def build_model(): return Net()
-def example_inputs(): return (torch.randn(2, 4),)
-'''
-
 
 def scan(*args):
     return runner.invoke(app, ["scan", *map(str, args)])
@@ -63,25 +27,6 @@ def scan(*args):
 
 def lines(result) -> list[str]:
     return [line for line in result.output.splitlines() if line.startswith("opassess:")]
-
-
-def alive(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def gone(pids, seconds: float = 5.0) -> bool:
-    """All of `pids` ended within `seconds` (a SIGKILLed process takes a moment to be reaped)."""
-    end = time.monotonic() + seconds
-    while any(alive(p) for p in pids):
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_os_exit_0_in_forward_is_an_error_not_a_silent_success(model_file, tmp_path):
@@ -207,32 +152,6 @@ def test_sigterm_while_the_report_is_written_leaves_no_temporary_file(tmp_path, 
 
 # ---- real subprocesses: a signal to the whole run, then no process of it may survive ----
 
-def _tagged(tag: str) -> list[int]:
-    """PIDs whose environment carries OPASSESS_TEST_TAG=tag (every process of the run inherits it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if f"OPASSESS_TEST_TAG={tag}".encode() in (entry / "environ").read_bytes().split(b"\0") \
-                        and alive(int(entry.name)):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def _run_until(args: list[str], markers: list[Path], tag: str) -> subprocess.Popen:
-    env = dict(os.environ, OPASSESS_TEST_TAG=tag, PYTHONPATH=str(ROOT))
-    process = subprocess.Popen([sys.executable, "-m", "opassess", "scan", *args], env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    end = time.monotonic() + 240
-    while not all(m.exists() and m.stat().st_size for m in markers):  # written: the pid is in it
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < end, "the models never started"
-        time.sleep(0.1)
-    return process
-
-
 SPINNER = '''
 open({marker!r}, "w").write(str(os.getpid()))
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -245,7 +164,7 @@ while True:
 def test_a_signal_to_a_single_scan_kills_its_worker_group_and_exits_128_plus_n(model_file, tmp_path, signum):
     marker, tag = tmp_path / "running", uuid.uuid4().hex
     path = model_file(hostile(SPINNER.format(marker=str(marker))))
-    process = _run_until([str(path), "-o", str(tmp_path / "r.json"), "-q"], [marker], tag)
+    process = run_until([str(path), "-o", str(tmp_path / "r.json"), "-q"], [marker], tag)
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 128 + signum
@@ -263,20 +182,11 @@ def test_sigterm_to_a_portfolio_leaves_no_worker_forkserver_or_tracker(model_fil
     for i, marker in enumerate(markers):
         (models / f"spin{i}.py").write_text(hostile(SPINNER.format(marker=str(marker))))
     out = tmp_path / "reports"
-    process = _run_until([str(models), "-o", str(out), "--jobs", "2", "-q"], markers, tag)
-    assert len(_tagged(tag)) >= 6  # the run, the forkserver, the tracker, keepers, workers and their children
+    process = run_until([str(models), "-o", str(out), "--jobs", "2", "-q"], markers, tag)
+    assert len(tagged(tag)) >= 6  # the run, the forkserver, the tracker, keepers, workers and their children
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 143, stderr
     assert stderr.strip().splitlines()[-1] == "opassess: terminated by SIGTERM"
     assert gone([int(m.read_text()) for m in markers]) and gone_tagged(tag)
     assert not any(p.name.endswith(".tmp") for p in out.iterdir())
-
-
-def gone_tagged(tag: str, seconds: float = 5.0) -> bool:
-    end = time.monotonic() + seconds
-    while _tagged(tag):
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True

@@ -42,3 +42,23 @@ def test_a_memory_limit_setrlimit_cannot_take_is_exit_2_in_one_line(tmp_path, va
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "--memory-limit" in lines[0] and "Traceback" not in result.output
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_local_workers_and_ray_tasks_cap_memory_by_one_rule(tmp_path, monkeypatch):
+    """The local executor and a Ray task on its node both divide by min(--jobs, the models, the cores)."""
+    from opassess.isolation import Outcome
+    from opassess.portfolio import ray_executor, workers
+
+    monkeypatch.setattr(records, "physical_memory", lambda: 16 * 2**30)
+    monkeypatch.setattr(records, "default_jobs", lambda: 4)
+    options = _options(tmp_path, jobs=4)
+    assert workers.worker_setup(options, 1).memory_cap == 16 * 2**30
+    assert workers.worker_setup(options, 2).memory_cap == 8 * 2**30
+    assert workers.worker_setup(options, 40).memory_cap == 4 * 2**30
+    seen = []
+    monkeypatch.setattr(ray_executor, "capture_in_worker",
+                        lambda _opts, setup, _timeout: seen.append(setup.memory_cap) or Outcome("failed", "x", 0.0))
+    monkeypatch.chdir(tmp_path)
+    for models in (1, 2):
+        ray_executor.scan_task(options, str(tmp_path / "a.py"), str(tmp_path), models)
+    assert seen == [16 * 2**30, 8 * 2**30]

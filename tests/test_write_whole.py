@@ -82,3 +82,15 @@ def test_a_model_raising_a_huge_message_is_one_short_line(tmp_path):
     assert result.exit_code == 1, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and len(lines[0]) < MESSAGE_LIMIT + 100, len(lines[0])
+
+
+def test_a_portfolio_model_raising_a_huge_message_is_one_short_line(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "loud.py").write_text("def build_model():\n    raise RuntimeError('z' * 100_000 + '\\nsecond line')\n")
+    (models / "loud2.py").write_text("def build_model():\n    raise RuntimeError('w' * 100_000)\n")
+    result = runner.invoke(app, ["scan", str(models), "-o", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("opassess: error:")]
+    assert len(errors) == 2 and all(len(line) <= MESSAGE_LIMIT + len("opassess: error: ") for line in errors)
+    assert "second line" not in result.output and not list((tmp_path / "out").glob("*.tmp"))

@@ -9,13 +9,15 @@ The process tree of one model (a single scan or one model of a portfolio):
                       reaches the report on stdout
           (children)  whatever the model starts: in the worker's process group unless they leave it
 
-`process.py` is that machinery (start, watch, deadline, kill the group), `signals.py` turns SIGTERM / SIGHUP into an
+`process.py` is that machinery (start, watch, deadline), `reap.py` kills a worker's whole session and makes sure
+nothing outlives the `opassess` process (even one killed with SIGKILL), `signals.py` turns SIGTERM / SIGHUP into an
 exception so every worker group is killed and every temporary file removed before the run exits, `scan.py` runs one
 model's assessment this way for `opassess scan FILE`.
 """
 from __future__ import annotations
 
-from .process import Job, Outcome, WorkerFailed, stop_helpers
+from .process import Job, Outcome, WorkerFailed
+from .reap import stop_helpers
 from .signals import Terminated, terminating_on_signals
 
 __all__ = ["Job", "Outcome", "Terminated", "WorkerFailed", "stop_helpers", "terminating_on_signals"]

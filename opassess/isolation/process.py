@@ -4,8 +4,9 @@ Why a keeper: a model that kills its parent (`os.kill(os.getppid(), 9)`) reaches
 opassess process or the forkserver the other models of a portfolio come from; the parent sees that keeper die and
 reports that model as failed. A model that kills its process group (`os.killpg(0, 9)`) kills its own worker and
 the worker's children only: the worker leads a session of its own. When a model ends, times out, or the run is
-stopped, the parent kills the worker's whole process group (the model's child processes with it) and the keeper;
-a worker whose keeper dies is killed by the kernel (PR_SET_PDEATHSIG on Linux).
+stopped, the parent kills the worker's whole session (the model's child processes with it) and the keeper;
+a worker whose keeper dies is killed by the kernel (PR_SET_PDEATHSIG on Linux), and a keeper whose `opassess`
+process dies (even by SIGKILL) kills its worker's session and exits (reap.py).
 
 The protocol: no pickle on any channel a worker can write to. The keeper writes ('worker', pid) once it has forked
 the worker and ('ended', exit code) when the worker has ended, as JSON lines on a pipe of its own that the worker
@@ -36,6 +37,7 @@ from multiprocessing import connection as mp_connection
 from typing import Any
 
 from ..errors import OpassessError
+from .reap import die_with_parent, kill_tree, release_helpers, wait_worker
 from .signals import reset_in_child
 from .wire import MAX_MESSAGE, MAX_TEXT, dumps
 
@@ -44,6 +46,7 @@ KILL_GRACE = 5.0  # seconds a killed keeper gets to be reaped
 # timeout, which counts from the moment it reports that it has begun, starts to run.
 START_GRACE = 120.0
 POLL = 0.5  # seconds between deadline checks
+_WATCHDOG_ENDS: set[int] = set()  # the writing ends of the live jobs' watchdog pipes in this process
 
 
 class WorkerFailed(OpassessError):
@@ -58,14 +61,6 @@ class Outcome:
     status: str
     payload: Any
     seconds: float
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent ends (nothing elsewhere)."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class Channel:
@@ -97,26 +92,41 @@ def _hidden(fd: int) -> int:
     return fd
 
 
-def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, conn: Any, output: Any) -> None:
-    """Keeper body: fork the worker into a session of its own, wait for it, report its exit status."""
+def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, conn: Any, output: Any,
+          watchdog: Any) -> None:
+    """Keeper body: fork the worker into a session of its own, wait for it, report its exit status; kill the
+    worker's session and exit when the `opassess` process is gone (the watchdog pipe's end of file) or when the
+    keeper is told to stop by a signal."""
     reset_in_child()
-    _die_with_parent()
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)  # a kill of opassess's process group leaves the keeper to clean up after its worker
+    release_helpers()
+    for fd in _WATCHDOG_ENDS:  # inherited from a parent that forked this keeper: only the parent may hold them
+        with contextlib.suppress(OSError):
+            os.close(fd)
     keeper = os.getpid()
     pid = os.fork()
     if pid == 0:
         keeper_conn.close()  # the worker (and the model) cannot write the keeper's messages
+        watchdog.close()
         _worker(body, args, Channel(_hidden(os.dup(conn.fileno())), nonce), conn, output, keeper=keeper)
     output.close()
     conn.close()
+
+    def orphaned(*_args: Any) -> None:
+        kill_tree(pid)
+        os._exit(1)
+
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(number, orphaned)
     fd = keeper_conn.fileno()
-    os.write(fd, dumps({"kind": "worker", "payload": pid}))
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
-    os.write(fd, dumps({"kind": "ended", "payload": os.waitstatus_to_exitcode(status)}))
+    with contextlib.suppress(OSError):
+        os.write(fd, dumps({"kind": "worker", "payload": pid}))
+    code = wait_worker(pid, watchdog.fileno())
+    if code is None:
+        orphaned()
+    with contextlib.suppress(OSError):
+        os.write(fd, dumps({"kind": "ended", "payload": code}))
     keeper_conn.close()
 
 
@@ -127,7 +137,7 @@ def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Any,
     try:
         conn.close()
         os.setsid()  # its own session and process group: killpg(0) reaches this worker and its children only
-        _die_with_parent()
+        die_with_parent()
         if os.getppid() != keeper:  # the keeper died before the request above took hold
             os._exit(1)
         fd = output.fileno()
@@ -145,16 +155,6 @@ def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Any,
         with contextlib.suppress(BaseException):
             sys.stderr.flush()
         os._exit(code)
-
-
-def kill_group(pid: int | None, *, reaped: bool = False) -> None:
-    """SIGKILL the process group led by `pid` (the worker and its children), and `pid` itself unless it has been
-    reaped already (its number may then belong to another process; a group's number is not reused while the group
-    has members)."""
-    if pid:
-        for kill in (os.killpg,) if reaped else (os.killpg, os.kill):
-            with contextlib.suppress(OSError):
-                kill(pid, signal.SIGKILL)
 
 
 def _signal_name(number: int) -> str:
@@ -233,13 +233,23 @@ class Job:
         keeper_conn, keeper_sender = context.Pipe(duplex=False)
         conn, sender = context.Pipe(duplex=False)
         self.output, output_sender = context.Pipe(duplex=False)
+        watchdog, self._watchdog = context.Pipe(duplex=False)  # never written: its end of file tells the keeper
+        _WATCHDOG_ENDS.add(self._watchdog.fileno())
         self.keeper = context.Process(target=_keep, name=name, daemon=True,
-                                      args=(body, args, self.nonce, keeper_sender, sender, output_sender))
+                                      args=(body, args, self.nonce, keeper_sender, sender, output_sender, watchdog))
         self.started = time.monotonic()
         self.deadline = self.started + START_GRACE + timeout
-        self.keeper.start()
-        for end in (keeper_sender, sender, output_sender):  # the parent keeps only the reading ends
-            end.close()
+        try:
+            self.keeper.start()
+        except BaseException:  # interrupted while starting: the keeper, if it began, kills what it started
+            self._close_watchdog()
+            if self.keeper._popen is not None:  # noqa: SLF001 - started: give it a moment to clean up, then kill
+                self.keeper.join(1.0)
+                self.keeper.kill()
+            raise
+        finally:
+            for end in (keeper_sender, sender, output_sender, watchdog):  # the parent keeps only the reading ends
+                end.close()
         self._keeper_lines, self._lines = _Lines(keeper_conn), _Lines(conn)
         self.worker: int | None = None
         self.ended: int | None = None
@@ -285,7 +295,7 @@ class Job:
     def _take(self, message: Any) -> None:
         """One message of the worker's: checked strictly; anything amiss is a violation naming what it was."""
         if message in ("malformed", "oversized"):
-            self.violation = f"the worker sent a {message} message: {FORGED}"
+            self.violation = f"the worker sent {'an' if message == 'oversized' else 'a'} {message} message: {FORGED}"
             return
         if not isinstance(message, dict) or set(message) != {"nonce", "kind", "payload"}:
             self.violation = f"the worker sent a malformed message: {FORGED}"
@@ -349,40 +359,23 @@ class Job:
         self.stop()
         return Outcome(status, payload, time.monotonic() - self.started)
 
+    def _close_watchdog(self) -> None:
+        if not self._watchdog.closed:
+            _WATCHDOG_ENDS.discard(self._watchdog.fileno())
+            self._watchdog.close()
+
     def stop(self) -> None:
-        """Kill the worker's process group and the keeper, copy the last output, close the pipes (idempotent)."""
-        kill_group(self.worker, reaped=self.ended is not None)
+        """Kill the worker's session and the keeper, copy the last output, close the pipes (idempotent)."""
+        self._close_watchdog()
+        kill_tree(self.worker, reaped=self.ended is not None)
         if self.keeper.is_alive():
             self.keeper.kill()
         self.keeper.join(KILL_GRACE)
         if self.worker is None and self._keeper_lines.conn is not None:  # killed before it said who its worker is
             self._drain()
-            kill_group(self.worker)
+            kill_tree(self.worker)
         self.relay()
         self._keeper_lines.close()
         self._lines.close()
         self.output.close()
         self._open = False
-
-
-def stop_helpers() -> None:
-    """Stop multiprocessing's forkserver and resource tracker (a stopped run leaves no process behind)."""
-    with contextlib.suppress(Exception):
-        from multiprocessing import forkserver
-
-        forkserver._forkserver._stop()  # noqa: SLF001 - the one way to stop it before the interpreter exits
-    with contextlib.suppress(Exception):
-        from multiprocessing import resource_tracker
-
-        tracker = resource_tracker._resource_tracker  # noqa: SLF001
-        if tracker._fd is not None:  # noqa: SLF001 - closing our end asks it to stop; a stray holder must not hang us
-            os.close(tracker._fd)  # noqa: SLF001
-            tracker._fd = None  # noqa: SLF001
-            end = time.monotonic() + 2.0
-            while os.waitpid(tracker._pid, os.WNOHANG) == (0, 0):  # noqa: SLF001
-                if time.monotonic() > end:
-                    os.kill(tracker._pid, signal.SIGKILL)  # noqa: SLF001
-                    os.waitpid(tracker._pid, 0)  # noqa: SLF001
-                    break
-                time.sleep(0.02)
-            tracker._pid = None  # noqa: SLF001

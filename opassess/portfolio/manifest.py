@@ -26,8 +26,9 @@ _DTYPES = ("float32", "float16", "bfloat16")
 
 
 def is_manifest(target: str) -> bool:
-    """A target naming a portfolio manifest: an existing .toml file."""
-    return target.endswith(".toml") and Path(target).is_file()
+    """A target naming a portfolio manifest: an existing .toml that is not a folder (a FIFO or device named so is a
+    manifest too, for the reader to refuse in one line)."""
+    return target.endswith(".toml") and Path(target).exists() and not Path(target).is_dir()
 
 
 def _file_name(item: TomlTable) -> str | None:

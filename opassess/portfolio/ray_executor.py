@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import MissingExtra, OpassessError
 from ..isolation import Outcome
-from .records import ModelResult, PortfolioEvent, PortfolioOptions, default_jobs, physical_memory
+from .records import ModelResult, PortfolioEvent, PortfolioOptions
 from .shipping import relocate_options, restore, stage
 from .targets import ModelTarget
 from .workers import Finish, capture_in_worker, render_outcome, worker_setup
@@ -41,15 +41,14 @@ def import_ray() -> Any:
     return ray
 
 
-def scan_task(options: PortfolioOptions, target: str, driver_cwd: str) -> tuple[str, Any, float, str]:
+def scan_task(options: PortfolioOptions, target: str, driver_cwd: str, models: int) -> tuple[str, Any, float, str]:
     """The body of one Ray task, on its node: the worker's outcome as plain data (status, capture or cause, seconds)
     and the node's staging root, which the driver takes out of every path before it checks and assesses the capture
     (the node runs no opassess stage past the trace either)."""
     root = os.path.realpath(os.getcwd())  # Ray starts the task in the unpacked working_dir
     cwd = root + driver_cwd
     os.makedirs(cwd, exist_ok=True)
-    cap = options.memory_limit if options.memory_limit is not None else physical_memory() // default_jobs()
-    setup = worker_setup(options, cap, cwd=cwd, drop_path=root)
+    setup = worker_setup(options, models, cwd=cwd, drop_path=root)  # the node's memory and cores, `models` of the run
     outcome = capture_in_worker(relocate_options(options, target, root), setup, options.timeout)
     return outcome.status, outcome.payload, outcome.seconds, root
 
@@ -103,7 +102,7 @@ class RayExecutor:
                 while queue and len(running) < capacity:
                     model = queue.pop(0)
                     started = time.monotonic()
-                    ref = remote.remote(options, model.target, os.getcwd())
+                    ref = remote.remote(options, model.target, os.getcwd(), len(pending))
                     running.append(_Task(model, ref, started, started + options.timeout + _GUARD))
                     notify(PortfolioEvent("start", model.name, done, total))
                 ready, _ = ray.wait([t.ref for t in running], num_returns=1, timeout=_POLL)

@@ -37,10 +37,11 @@ def fingerprint(options: PortfolioOptions, target: str) -> str:
 
 
 def _content_hash(path: Path) -> str:
-    """sha256 of a file's bytes; '' when it is not a readable file (a module:factory target)."""
+    """sha256 of a file's bytes; '' when it is not a readable regular file (a module:factory target; a FIFO, which
+    the scan itself refuses, is never opened for reading here)."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_bytes(path, "model file")).hexdigest()
+    except (OSError, OpassessError):
         return ""
 
 

@@ -41,12 +41,13 @@ class Executor(Protocol):
             notify: Callable[[PortfolioEvent], None], done: int, total: int) -> None: ...
 
 
-def worker_setup(options: PortfolioOptions, memory_cap: int, *, cwd: str | None = None,
+def worker_setup(options: PortfolioOptions, models: int, *, cwd: str | None = None,
                  drop_path: str | None = None) -> WorkerSetup:
     """What a worker started from this process needs: its current directory (this one unless given), environment
-    and sys.path (less `drop_path`) and the memory cap."""
+    and sys.path (less `drop_path`) and the memory cap for one of `models` scanned here (the one rule,
+    PortfolioOptions.memory_cap, with this machine's memory and cores: a Ray node's own on a node)."""
     sys_path = tuple(p for p in sys.path if drop_path is None or p != drop_path)
-    return WorkerSetup(where=(cwd or os.getcwd(), dict(os.environ), sys_path), memory_cap=memory_cap)
+    return WorkerSetup(where=(cwd or os.getcwd(), dict(os.environ), sys_path), memory_cap=options.memory_cap(models))
 
 
 def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioOptions,
@@ -89,7 +90,7 @@ class LocalWorkers:
             notify: Callable[[PortfolioEvent], None], done: int, total: int) -> None:
         """Start, watch and collect the workers; an interruption leaves no worker behind."""
         context = _context()
-        setup = worker_setup(options, options.memory_cap())
+        setup = worker_setup(options, len(pending))
         queue = list(pending)
         running: list[tuple[ModelTarget, Job]] = []
         try:

@@ -1,0 +1,155 @@
+"""Leaving nothing behind: kill a worker's whole session, notice a dead parent, stop multiprocessing's helpers.
+
+A worker leads a session of its own (setsid), so everything a model starts stays in that session unless it starts a
+new one: a child that moves itself to another process group (`setpgid`) is still a member, and `kill_tree` finds it
+through /proc and kills its group too. A child that calls `setsid` itself leaves the session and is not tracked (the
+README says so; only a container or a cgroup holds such a process).
+
+Who ends whom when the `opassess` process itself dies (SIGKILL gives it no chance to clean up):
+- each keeper holds the reading end of a *watchdog pipe* whose only writing end is in the `opassess` process; its
+  end of file means the parent is gone, and the keeper kills its worker's session and exits (`wait_worker`);
+- a keeper closes the forkserver's "alive" pipe and the resource tracker's pipe it inherits (`release_helpers`),
+  so those two helpers see their end of file once the `opassess` process is gone and exit on their own;
+- a worker dies with its keeper (PR_SET_PDEATHSIG), its session with it when the keeper was the one to go.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import time
+
+REAP_ROUNDS = 8  # passes over /proc: a model may fork while its session is being killed
+
+
+def die_with_parent(signum: int = signal.SIGKILL) -> None:
+    """Ask Linux to send `signum` to this process when its parent ends (nothing elsewhere)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signum)  # PR_SET_PDEATHSIG
+
+
+def session_groups(sid: int) -> set[int]:
+    """The process groups of the live (not zombie) members of session `sid`, read from /proc (empty elsewhere)."""
+    groups = set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                    fields = stat.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 3 and fields[0] != b"Z" and int(fields[3]) == sid:  # state, ppid, pgrp, session
+                groups.add(int(fields[2]))
+    return groups
+
+
+def kill_tree(pid: int | None, *, reaped: bool = False) -> None:
+    """SIGKILL the session and process group led by worker `pid`: the worker, its children, and children that moved
+    to a process group of their own within the session; `pid` itself too unless it has been reaped already (its
+    number may then belong to another process). Group and session numbers are not reused while they have members,
+    so nothing outside the worker's session is hit."""
+    if not pid:
+        return
+    for kill in (os.killpg,) if reaped else (os.killpg, os.kill):
+        with contextlib.suppress(OSError):
+            kill(pid, signal.SIGKILL)
+    for _ in range(REAP_ROUNDS):
+        groups = session_groups(pid)
+        if not groups:
+            return
+        for group in groups:
+            with contextlib.suppress(OSError):
+                os.killpg(group, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def release_helpers() -> None:
+    """In a keeper: close the pipes to multiprocessing's forkserver and resource tracker it inherited, so that they
+    end with the `opassess` process and not with the last keeper (a worker that needs them starts its own)."""
+    with contextlib.suppress(Exception):
+        from multiprocessing import forkserver
+
+        server = forkserver._forkserver  # noqa: SLF001 - set by the forkserver in the process it forked
+        if server._forkserver_alive_fd is not None:  # noqa: SLF001
+            with contextlib.suppress(OSError):
+                os.close(server._forkserver_alive_fd)  # noqa: SLF001
+            server._forkserver_alive_fd = server._forkserver_pid = None  # noqa: SLF001
+    with contextlib.suppress(Exception):
+        from multiprocessing import resource_tracker
+
+        tracker = resource_tracker._resource_tracker  # noqa: SLF001
+        if tracker._fd is not None:  # noqa: SLF001
+            with contextlib.suppress(OSError):
+                os.close(tracker._fd)  # noqa: SLF001
+            tracker._fd = tracker._pid = None  # noqa: SLF001
+
+
+def wait_worker(pid: int, watchdog: int) -> int | None:
+    """In a keeper: wait for worker `pid` to end and return its exit code, or None as soon as the watchdog pipe
+    reaches its end of file (the `opassess` process is gone; nothing is ever written to it)."""
+    try:
+        pidfd = os.pidfd_open(pid)  # readable once the worker has ended
+    except (AttributeError, OSError):
+        pidfd = None
+    poller = select.poll()
+    poller.register(watchdog, select.POLLIN | select.POLLHUP)
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    try:
+        while True:
+            ready = {fd for fd, _ in poller.poll(None if pidfd is not None else 200)}
+            if watchdog in ready:
+                return None
+            with contextlib.suppress(InterruptedError):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    return os.waitstatus_to_exitcode(status)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _reap(pid: int, seconds: float) -> None:
+    """Wait up to `seconds` for child `pid` to end, then SIGKILL and reap it."""
+    end = time.monotonic() + seconds
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > end:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return
+            time.sleep(0.02)
+
+
+def stop_helpers() -> None:
+    """Stop multiprocessing's forkserver and resource tracker (a stopped run leaves no process behind): each is told
+    to stop by the end of its pipe and killed if it has not within two seconds (a forkserver still importing torch)."""
+    with contextlib.suppress(Exception):
+        from multiprocessing import forkserver, util
+
+        server = forkserver._forkserver  # noqa: SLF001 - the one way to stop it before the interpreter exits
+        with server._lock:  # noqa: SLF001
+            if server._forkserver_pid is not None:  # noqa: SLF001
+                os.close(server._forkserver_alive_fd)  # noqa: SLF001
+                _reap(server._forkserver_pid, 2.0)  # noqa: SLF001
+                address = server._forkserver_address  # noqa: SLF001
+                if address and not util.is_abstract_socket_namespace(address):
+                    with contextlib.suppress(OSError):
+                        os.unlink(address)
+                server._forkserver_alive_fd = server._forkserver_pid = None  # noqa: SLF001
+                server._forkserver_address = None  # noqa: SLF001
+    with contextlib.suppress(Exception):
+        from multiprocessing import resource_tracker
+
+        tracker = resource_tracker._resource_tracker  # noqa: SLF001
+        if tracker._fd is not None:  # noqa: SLF001 - closing our end asks it to stop; a stray holder must not hang us
+            os.close(tracker._fd)  # noqa: SLF001
+            tracker._fd = None  # noqa: SLF001
+            _reap(tracker._pid, 2.0)  # noqa: SLF001
+            tracker._pid = None  # noqa: SLF001
