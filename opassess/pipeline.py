@@ -123,7 +123,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     from .score.criteria import score
     from .score.estimate import estimate
     from .score.signals import ModelContext, measure_all
-    from .score.source_cost import estimate_sources
+    from .score.source_cost import estimate_sources, mark_reached
     from .score.weights_load import load_weights
 
     seconds = dict(seconds)
@@ -145,6 +145,8 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         source_scan = replace(source_scan, findings=note_graph_readiness(source_scan.findings, graph))
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
+    if sites and options.source:  # --source DIR: what this model reaches is priced, the rest is only present
+        sites = mark_reached(sites, _reached_files(options, inventory, source_scan.root))
     classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
     started = time.perf_counter()
     flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
@@ -251,6 +253,25 @@ def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, f
     scan = scan_sources(paths, product=kernel)
     seconds["source"] = time.perf_counter() - started
     return scan
+
+
+def _reached_files(options: ScanOptions, inventory: Inventory, root: str) -> set[str]:
+    """Files (relative to the scan root) this model reaches: the model file and the project files it imports, and
+    every file a captured operator was called from."""
+    from .source.imports import project_files
+
+    target = Path(options.target)
+    paths = [Path(p) for p in project_files(target)] if target.suffix == ".py" and target.is_file() else []
+    paths += [Path(source.rpartition(":")[0]) for node in inventory.capture.nodes
+              for source in (node.source, node.project_source) if source and ":" in source]
+    base = Path(root).resolve()
+    out = set()
+    for path in paths:
+        try:
+            out.add(path.resolve().relative_to(base).as_posix())
+        except (ValueError, OSError):
+            continue
+    return out
 
 
 def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progress = _noop) -> Assessment:

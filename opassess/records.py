@@ -314,6 +314,9 @@ class SourceEstimate:
     # The captured operator (not a library stand-in) that is this very call, e.g. F.scaled_dot_product_attention at
     # the same file:line: the operator carries the verdict and the effort, this site costs 0 and is not shown again
     covered_by: str | None = None
+    # `scan MODEL --source DIR`: False for a site the model's capture does not reach (present in the source, not
+    # reached by this model): costed in Estimate.present, not in the total; True otherwise
+    reached: bool = True
 
 
 @dataclass(frozen=True)
@@ -334,6 +337,7 @@ class Estimate:
     profile: str = "default"  # the weights profile used
     source: tuple[SourceEstimate, ...] = ()  # the source scan's findings, in the total and the risk grid
     decisions: tuple[Decision, ...] = ()  # model-level decisions: their `once` efforts are in the total
+    present: Effort = Effort(0.0, 0.0, 0.0)  # source sites present but not reached by this model: not in the total
 
 
 @dataclass(frozen=True)

@@ -136,8 +136,12 @@ LIBRARY = {
     "mamba_ssm/ops/__init__.py": "",
     "mamba_ssm/ops/scan_interface.py": '''\
         import torch
-        import selective_scan_cuda
         from mamba_ssm.utils.hf import load_config_hf
+
+        try:
+            import selective_scan_cuda
+        except ImportError:
+            selective_scan_cuda = None
 
 
         def selective_scan_fn(x):

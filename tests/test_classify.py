@@ -395,3 +395,25 @@ def test_optimizer_step_in_bfloat16_follows_the_kernel_facts_over_the_api_page(t
     assert adamw.category == "direct" and "dtype" not in codes(adamw)
     kernel = next(r for r in adamw.reasons if r.code == "kernel-dtype")
     assert "bfloat16 runs natively" in kernel.message and "float16, float32" in kernel.message
+
+
+def test_python_indexing_is_judged_by_what_it_dispatched(kb, model_file):
+    # x[:, 0] and x[..., :2] dispatch only select and slice (views). Python indexing names aten::index as its entry
+    # op, but torch translates it before any kernel is chosen: aclnnIndex's exclusion of bf16 on Atlas training
+    # series (910A) is no reason when index never ran.
+    path = model_file('''
+        import torch
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return x[:, 0] * 2, x[..., :2]
+        def build_model():
+            return M()
+        def example_inputs():
+            return (torch.randn(2, 3, 4),)
+    ''')
+    inventory = scan_inventory(ScanOptions(target=str(path), dtype="bfloat16"))
+    ops = {c.operator.key: c for c in classify(inventory, kb, target="910A")}
+    getitem = ops["Tensor.__getitem__"]
+    assert getitem.category == "direct" and set(getitem.aten_support) == {"aten::select.int", "aten::slice.Tensor"}
+    assert ops["Tensor.mul"].category == "param-converted"  # aclnnMul excludes bf16 on 910A: the limit is named
+    assert any("on Atlas training series" in r.message for r in ops["Tensor.mul"].reasons if r.code == "dtype")

@@ -147,10 +147,12 @@ def test_scan_with_source_puts_both_in_one_report(project):
     assert ("proj/train.py", 19) in {(s["file"], s["line"]) for s in both["source_findings"]}
     assert all(s["file"].startswith("proj/") for s in both["source_findings"])
     assert "mlp.py" in both["source"]["files"]
+    # the MLP reaches none of proj's code: its sites are present, not reached by this model, and costed apart
     sites = sum(s["person_days"]["likely"] for s in both["source_findings"])
-    grown = both["summary"]["person_days"]["likely"] - alone["summary"]["person_days"]["likely"]
-    assert grown == pytest.approx(sites, abs=0.05)
-    assert any("count_kernel" in key for row in both["risk_matrix"] for cell in row for key in cell)
+    assert all(s["reached"] is False for s in both["source_findings"])
+    assert both["summary"]["person_days"]["likely"] == pytest.approx(alone["summary"]["person_days"]["likely"])
+    assert both["summary"]["present"]["person_days"]["likely"] == pytest.approx(sites, abs=0.05)
+    assert not any("count_kernel" in key for row in both["risk_matrix"] for cell in row for key in cell)
 
 
 def test_scan_alone_scans_the_model_file_s_own_project_imports(project):

@@ -4,6 +4,7 @@ kernels (a .cu of template instantiations counted as kernel source), each autotu
 twice is scanned once, and a source-only report's summary counts its sites (issue 23, item 3)."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -38,8 +39,8 @@ def test_the_built_extension_is_linked_to_its_import_and_priced_once_as_its_kern
     scan = scan_sources(library)
     ext = next(f for f in scan.findings if f.kind == "cpp-extension")
     assert not [f for f in scan.findings if "selective_scan_cuda" in f.subject]  # its import is no site of its own
-    assert any("builds module selective_scan_cuda, imported or called at mamba_ssm/ops/scan_interface.py:2" in n
-               for n in ext.notes)
+    assert any("builds module selective_scan_cuda, imported or called at mamba_ssm/ops/scan_interface.py:5" in n
+               for n in ext.notes) and ext.links == ("mamba_ssm/ops/scan_interface.py:5",)
     # its size: the kernel of the header its .cu includes (6 lines) + the .cu of template instantiations (3 lines)
     assert (ext.size.kernels, ext.size.lines) == (1, 6 + 3)
     built = {f.kind: f.built_by for f in scan.findings if f.file.startswith("csrc/")}
@@ -87,3 +88,50 @@ def _empty():
     from score_records import inventory
 
     return inventory([])
+
+
+MODEL_V2 = """
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from mamba_ssm.modules.mamba_v2 import MambaV2  # noqa: E402
+
+
+def build_model():
+    return MambaV2()
+
+
+def example_inputs():
+    return (torch.randn(64),)
+"""
+
+
+def test_scan_with_source_prices_what_the_model_reaches_and_sets_the_rest_apart(library, tmp_path, monkeypatch):
+    """A model using the Triton variant (v2) of the library: its kernel (launched), autotune lists and device string
+    are reached and priced; the CUDA variant (v1: the extension, its kernel and binding, its device string) is
+    present, not reached by this model, costed apart and out of the total."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "model.py").write_text(MODEL_V2, encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "model")
+    result = CliRunner().invoke(app, ["scan", "model.py", "--source", "../lib", "-f", "json", "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    reached = {(f["file"].removeprefix("lib/"), f["kind"]): f["reached"] for f in document["source_findings"]}
+    assert reached == {
+        ("mamba_ssm/ops/triton/ssd.py", "triton-kernel"): True,  # launched: triton:ssd_kernel in the capture
+        ("mamba_ssm/ops/triton/ssd.py", "triton-config"): True,
+        ("mamba_ssm/modules/mamba_v2.py", "device-string"): True,
+        ("mamba_ssm/modules/mamba_v1.py", "device-string"): False,
+        ("setup.py", "cpp-extension"): False, ("csrc/scan_fwd_kernel.cuh", "cuda-kernel"): False,
+        ("csrc/scan.cpp", "native-binding"): False}
+    present = [f for f in document["source_findings"] if not f["reached"]]
+    summary = document["summary"]
+    assert summary["present"]["sites"] == len(present) == 4
+    assert summary["present"]["person_days"]["likely"] == pytest.approx(
+        sum(f["person_days"]["likely"] for f in present), abs=0.02)
+    assert summary["by_category"]["custom-dev"]["likely"] == 0  # the extension is present only: not in the total
+    kernel = next(f for f in document["source_findings"] if f["kind"] == "triton-kernel")
+    assert kernel["operators"] == ["triton:ssd_kernel"]

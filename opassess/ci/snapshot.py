@@ -130,6 +130,8 @@ def _source_states(findings: Any, origin: str) -> list[OpState]:
         where = f"{origin}: source_findings[{index}]"
         if finding.get("kind") in NOTE_KINDS or finding.get("covered_by"):  # notes; sites an operator carries
             continue
+        if finding.get("reached") is False:  # present, not reached by this model: not in its total nor its gates
+            continue
         category = finding.get("category")
         if category not in CATEGORIES:
             raise ReportError(f"{where}: unknown category {category!r}")

@@ -29,6 +29,7 @@ The operator's category is the worst of its signatures.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..kb.evidence import ProductCheck, check_dtype, check_product, kernel_takes_param, remedy, verdict_confidence
@@ -293,7 +294,7 @@ class _Classifier(AtenJudge):
                   f"in its doc and the kernel has no aclop fallback", "; ".join(mark.evidence), Category.CUSTOM_DEV)
 
     def _limits(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact, dtypes: bool = True,
-                kernel_atens: list[str] = ()) -> None:
+                kernel_atens: Sequence[str] = ()) -> None:
         """The API page's limits for this signature; a parameter the page calls unsupported but a kernel that ran
         takes is decided by the kernel facts (kb/evidence.kernel_takes_param)."""
         lim: Limitation | None = api.limitation

@@ -15,12 +15,17 @@ from .aten import AtenVerdict
 from .judgement import Judgement
 
 _PLAIN_OVERLOADS = ("input", "Tensor", "default", "self")  # an unnamed entry op's likely overload
+# Python indexing names aten::index / index_put as its entry op, but torch translates it into views (select, slice)
+# and index ops in C++ before any kernel is chosen, the same on the NPU: what it dispatched is what runs there.
+_PYTHON_INDEXING = ("Tensor.__getitem__", "Tensor.__setitem__")
 
 
 def taken_whole(kb: KnowledgeBase, version: Version, op: Operator) -> tuple[str, ...]:
     """Entry ops (what the user called, before decomposition) that have an NPU kernel of their own but were
     decomposed on this backend: torch_npu runs them whole (aten::_weight_norm, not _weight_norm_interface)."""
-    out = []
+    out: list[str] = []
+    if op.key in _PYTHON_INDEXING:
+        return ()
     for entry in op.entry:
         if entry in op.aten or entry.split("::")[0] != "aten":
             continue

@@ -24,6 +24,14 @@ MaxPersonDays = Annotated[float | None, typer.Option(
                                      "and --fail-on-new: when it grows by more than N).")]
 MaxRisk = Annotated[int | None, typer.Option(
     "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
+# Options the scan commands share, typed once (`opassess scan` and `opassess source`).
+TorchNpu = Annotated[str | None, typer.Option(
+    "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge base).")]
+KbFolder = Annotated[Path | None, typer.Option(
+    "--kb", help="A knowledge-base directory to use instead of the shipped one.")]
+FailOnNew = Annotated[bool, typer.Option(
+    "--fail-on-new", help="Apply the CI gates to what changed since --baseline only.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 Templates = Annotated[Path | None, typer.Option(help="A directory of report templates overriding the shipped ones.")]
 Debug = Annotated[bool, typer.Option(help="Show tracebacks.")]
 Lang = Annotated[str | None, typer.Option(

@@ -22,16 +22,20 @@ from .options import (
     Debug,
     Exporter,
     FailOn,
+    FailOnNew,
     GraphBackend,
     GraphModeOption,
+    KbFolder,
     Lang,
     MaxPersonDays,
     MaxRisk,
     NoGraphMode,
     Opset,
     Quant,
+    Quiet,
     Route,
     Templates,
+    TorchNpu,
     build_policy,
     dtype_value,
     graph_mode_value,
@@ -112,9 +116,7 @@ def scan(
         "--target", help="Ascend product (or an alias: 910B/A2, 910C/A3, 950PR/950DT, 910A/910, 310P, 310B) "
                          "assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950', 'Atlas training series', "
                          "'Atlas inference series', 'Atlas 200I/500 A2'.")] = DEFAULT_PRODUCT,
-    torch_npu: Annotated[str | None, typer.Option(
-        "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
-                            "base).")] = None,
+    torch_npu: TorchNpu = None,
     compare: Annotated[str | None, typer.Option(
         "--compare", help="Also estimate the step time on these products, comma-separated (A3,950): one "
                           "table.")] = None,
@@ -130,8 +132,7 @@ def scan(
     handoff: Annotated[Path | None, typer.Option(
         help="Write hand-offs to this directory: per custom-dev operator a runnable reproduction and a ticket "
              "skeleton, and the list of operators to verify numerically.")] = None,
-    kb: Annotated[Path | None, typer.Option(
-        "--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
+    kb: KbFolder = None,
     source: Annotated[list[Path] | None, typer.Option(
         "--source", help="Also scan this folder or file statically for GPU-specific code (CUDA APIs, kernel "
                          "libraries, Triton and CUDA kernels, extensions) and report its sites with the model's "
@@ -151,8 +152,7 @@ def scan(
     baseline: Annotated[Path | None, typer.Option(
         help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change "
              "in effort.")] = None,
-    fail_on_new: Annotated[bool, typer.Option(
-        "--fail-on-new", help="Apply the CI gates to what changed since --baseline only.")] = False,
+    fail_on_new: FailOnNew = False,
     jobs: Annotated[int | None, typer.Option(
         min=1, help=f"Models scanned at once, each in its own process (default: the number of cores); these "
                     f"options {_SEVERAL}.")] = None,
@@ -171,7 +171,7 @@ def scan(
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="With --executor ray: the cluster to join (HOST:PORT, ray://HOST:PORT, or auto for "
                               "RAY_ADDRESS); without it a Ray instance is started on this machine.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    quiet: Quiet = False,
     lang: Lang = None,
     label: Annotated[str | None, typer.Option(
         help="A name for the model, written in its JSON report: a --baseline or `opassess diff` matches models by "

@@ -8,7 +8,20 @@ import typer
 
 from ..options import DEFAULT_PRODUCT
 from .errors import reporting_errors
-from .options import Debug, FailOn, Lang, MaxPersonDays, MaxRisk, Templates, build_policy, report_language
+from .options import (
+    Debug,
+    FailOn,
+    FailOnNew,
+    KbFolder,
+    Lang,
+    MaxPersonDays,
+    MaxRisk,
+    Quiet,
+    Templates,
+    TorchNpu,
+    build_policy,
+    report_language,
+)
 from .scan import DEFAULT_FORMAT, _format_names, _scan_one
 
 
@@ -23,14 +36,11 @@ def source_command(
         "--output", "-o", help="Write the report here ('-' for stdout).")] = None,
     product: Annotated[str, typer.Option(
         "--target", help="Ascend product assessed against (as for `opassess scan`).")] = DEFAULT_PRODUCT,
-    torch_npu: Annotated[str | None, typer.Option(
-        "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge "
-                            "base).")] = None,
+    torch_npu: TorchNpu = None,
     weights: Annotated[Path | None, typer.Option(
         help="A weights file whose keys override the profile's; [source] prices the sites.")] = None,
     profile: Annotated[str, typer.Option(help="Shipped weights profile: 'default' or 'classic'.")] = "default",
-    kb: Annotated[Path | None, typer.Option(
-        "--kb", help="A knowledge-base directory to use instead of the shipped one.")] = None,
+    kb: KbFolder = None,
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
@@ -38,9 +48,8 @@ def source_command(
     baseline: Annotated[Path | None, typer.Option(
         help="A JSON report of an earlier source scan: report sites added, removed and re-classified and the change "
              "in effort.")] = None,
-    fail_on_new: Annotated[bool, typer.Option(
-        "--fail-on-new", help="Apply the CI gates to what changed since --baseline only.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    fail_on_new: FailOnNew = False,
+    quiet: Quiet = False,
     lang: Lang = None,
     label: Annotated[str | None, typer.Option(
         help="A name for the project, written in its JSON report, that baselines match on.")] = None,

@@ -170,7 +170,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "unknown": len(unknown),
         "person_days": None, "p50": None, "p90": None, "method": None, "pareto": None, "by_category": None,
         "p10": None, "headline": None, "band": None, "profile": None, "assumptions": None, "by_origin": None,
-        "activities": None, "cost_bases": None, "decisions": None,
+        "activities": None, "cost_bases": None, "decisions": None, "present": None,
     }
     risk_matrix = None
     by_module = None
@@ -196,6 +196,8 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                             "basis": a.basis} for a in est.activities],
             "cost_bases": {basis: [e.score.classified.operator.key for e in est.ops if e.cost == basis]
                            for basis in COST_BASES},
+            "present": {"sites": sum(1 for item in est.source if not item.reached),
+                        "person_days": effort_doc(est.present)} if any(not i.reached for i in est.source) else None,
             "decisions": [{"name": d.name, "title": d.title, "cause": d.cause, "operators": list(d.operators),
                            "person_days": effort_doc(d.person_days), "once": effort_doc(d.once), "basis": d.basis,
                            "plan": list(d.plan)} for d in est.decisions],
@@ -273,6 +275,7 @@ def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
                      "signals": list(item.risk.signals)} if item else None,
             "operators": list(item.operators) if item else [],
             "covered_by": item.covered_by if item else None,
+            "reached": item.reached if item else None,
         }
         if finding.size is not None:
             doc["size"] = {"lines": finding.size.lines, "kernels": finding.size.kernels,

@@ -81,7 +81,8 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
             location=f"{f['file']}:{f['line']}", file=f["file"], line=f["line"], code=f["code"], kind=f["kind"],
             category=f["category"], subject=f["subject"], route=f["npu_route"],
             evidence_text="; ".join(f.get("evidence") or ()), confidence=f.get("confidence") or "",
-            notes_text="; ".join(f.get("notes") or ()), size_text=_size(f.get("size")),
+            notes_text="; ".join([*(["present, not reached by this model"] if f.get("reached") is False else []),
+                                  *(f.get("notes") or ())]), size_text=_size(f.get("size")),
             likely_text=days(effort["likely"]) if effort else "",
             range_text=f"{days(effort['low'])}\u2013{days(effort['high'])}" if effort else "",
             stars_text=_stars(risk["stars"]) if risk else "", note=f["kind"] in NOTE_KINDS,
@@ -92,7 +93,12 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
     summary = gettext("%(sites)d sites in %(files)d files (%(lines)d lines): %(counts)s; %(notes)d notes") % {
         "sites": len(work), "files": files, "lines": scan.get("lines") or 0,
         "counts": ", ".join(f"{n} {c}" for c, n in counts.items()), "notes": len(rows) - len(work)}
-    total = sum(f["person_days"]["likely"] for f in findings if f.get("person_days"))
+    present = [f for f in findings if f.get("reached") is False]
+    if present:
+        summary += "; " + gettext("%(n)d present, not reached by this model: %(days)s person-days, not in the "
+                                  "total") % {"n": len(present), "days": days(sum(
+                                      (f.get("person_days") or {}).get("likely") or 0.0 for f in present))}
+    total = sum(f["person_days"]["likely"] for f in findings if f.get("person_days") and f.get("reached") is not False)
     likely = {id(row): (f.get("person_days") or {}).get("likely") or 0.0 for row, f in zip(rows, findings,
                                                                                           strict=True)}
     largest = tuple(sorted(work, key=lambda r: -likely[id(r)])[:LARGEST])

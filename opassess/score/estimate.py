@@ -90,7 +90,8 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
     model_level += [d.once for d in decisions]
     block = [validation] if in_block else []
-    sites = [item.person_days for item in source if item.covered_by is None]
+    sites = [item.person_days for item in source if item.covered_by is None and item.reached]
+    present = sum((item.person_days for item in source if item.covered_by is None and not item.reached), NO_EFFORT)
     total = sum([*own, *model_level, *block, *sites], NO_EFFORT)
     pareto = _pareto(ranked, sum((e for _, e, _ in ranked), NO_EFFORT), weights.estimate.pareto_share)
     ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto,
@@ -105,7 +106,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         if op.cost != SOURCE_FINDING:  # a library call a source site carries sits on the grid as that site
             grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
     for item in source:
-        if not item.finding.effort_free and item.covered_by is None and not item.finding.built_by:
+        if not item.finding.effort_free and item.covered_by is None and not item.finding.built_by and item.reached:
             grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)
     return Estimate(
         ops=ops,
@@ -126,7 +127,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
                 + f"profile {weights.profile!r}: figures are assumptions until calibrated"),
         pareto_ops=tuple(pareto),
         pareto_share_of_types=len(pareto) / len(ops) if ops else 0.0,
-        by_category=MappingProxyType(_by_category(ops, source)),
+        by_category=MappingProxyType(_by_category(ops, [item for item in source if item.reached])),
         by_module=MappingProxyType(_by_module(ops)),
         risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in grid),
         activities=lines,
@@ -134,6 +135,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         profile=weights.profile,
         source=tuple(source),
         decisions=decisions,
+        present=present,
     )
 
 

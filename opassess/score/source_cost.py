@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
@@ -168,3 +169,38 @@ def _repeats(findings: Sequence, weights: Weights) -> tuple[int, ...]:
         seen[group] += 1
         out.append(seen[group])
     return tuple(out)
+
+
+REACHED_BY_LINK = ("triton-kernel", "cuda-kernel")  # a kernel is reached only when the capture launched it
+
+
+def mark_reached(items: Sequence[SourceEstimate], reached_files: Iterable[str]) -> tuple[SourceEstimate, ...]:
+    """`scan MODEL --source DIR`: each site reached by the model or only present in the source.
+
+    Reached: a site the capture saw (a linked operator, or the operator that is the call); a kernel only so
+    (triton:<name> launched); an extension when a file the model reaches imports the module it builds (its kernels,
+    bindings and runtime calls follow it); any other site when it lies in a file the model reaches (`reached_files`:
+    the model file, the project files it imports, and the files the capture's operators were called from, relative to
+    the scan root). The rest is present, not reached by this model: costed apart, out of the total.
+    """
+    files = set(reached_files)
+    out: dict[int, SourceEstimate] = {}
+    extensions: dict[str, bool] = {}
+    for index, item in enumerate(items):
+        f = item.finding
+        if item.operators or item.covered_by:
+            reached = True
+        elif f.kind in REACHED_BY_LINK:
+            reached = False
+        elif f.kind == "cpp-extension":
+            reached = f.file in files or any(where.rsplit(":", 1)[0] in files for where in f.links)
+            extensions[f"{f.file}:{f.line}"] = reached
+        else:
+            reached = f.file in files
+        out[index] = item if reached else replace(item, reached=False)
+    for index, item in out.items():  # what an extension builds follows it
+        built = item.finding.built_by
+        if built and built in extensions:
+            out[index] = replace(item, reached=extensions[built] or bool(item.operators or item.covered_by))
+    return tuple(out[i] for i in range(len(items)))
+

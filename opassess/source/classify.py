@@ -12,6 +12,7 @@ The rules, from the migration-route facts:
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 
@@ -193,7 +194,7 @@ class Classifier:
             notes.append(f"builds module {site.get('name')}, imported or called at {shown}: priced here, once")
         if site.size is not None:
             notes.append(f"priced as its kernels: {site.size.kernels} kernel(s), {site.size.lines} kernel line(s)")
-        return self._kernel_like(site, "cpp-extension", rule, notes)
+        return dataclasses.replace(self._kernel_like(site, "cpp-extension", rule, notes), links=tuple(links))
 
     def _kernel_like(self, site, kind, rule, notes) -> SourceFinding:
         """No match rather than a wrong one: a kernel's name says nothing reliable about what it computes (a CUDA

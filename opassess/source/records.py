@@ -93,6 +93,8 @@ class SourceFinding:
     # "setup.py:248": the site of the extension that builds this file (a kernel, binding or runtime call in its
     # sources): priced there, once, as its kernels; "" otherwise
     built_by: str = ""
+    # an extension the tree builds: "file:line" of each import of the module it builds (linked to it, no sites)
+    links: tuple[str, ...] = ()
 
     @property
     def effort_free(self) -> bool:
