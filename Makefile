@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 VENV214 ?= .venv-torch214
 TORCH214_SPEC ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install install-torch214 demo test test-torch214 bench kb messages clean
+.PHONY: install install-torch214 demo test test-fast test-torch214 bench kb messages clean
 
 install: $(VENV)/.installed
 
@@ -32,13 +32,20 @@ $(VENV214)/.installed: pyproject.toml
 demo: install
 	$(BIN)/opassess scan examples/resnet_like.py
 
+# Each test target prints how long it took (lint, types and the suite), whether it passed or not.
 test: install
-	$(BIN)/ruff check opassess tools benchmarks tests
-	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest
+	@start=$$(date +%s); $(BIN)/ruff check opassess tools benchmarks tests && $(BIN)/python -m mypy && \
+	$(BIN)/python -m pytest; status=$$?; echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status
+
+# The inner loop: the suite less the tests marked slow (real CLI runs, Ray, the browser, C++ builds, real models);
+# `make test` and CI run everything.
+test-fast: install
+	@start=$$(date +%s); $(BIN)/ruff check opassess tools benchmarks tests && $(BIN)/python -m pytest -m "not slow"; \
+	status=$$?; echo "make test-fast: $$(( $$(date +%s) - start )) s"; exit $$status
 
 test-torch214: install-torch214
-	$(VENV214)/bin/python -m pytest
+	@start=$$(date +%s); $(VENV214)/bin/python -m pytest; status=$$?; \
+	echo "make test-torch214: $$(( $$(date +%s) - start )) s"; exit $$status
 
 bench: install
 	$(BIN)/python benchmarks/bench_scan.py

@@ -15,11 +15,12 @@ import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
-from opassess.errors import ConfigError, OpassessError
+from opassess.errors import ConfigError, KnowledgeBaseError, OpassessError
 
 ErrorType = Callable[[str], OpassessError]
+T = TypeVar("T")
 
 
 READ_LIMIT = 256 * 1024 * 1024  # bytes: the largest data file, table or report opassess reads whole
@@ -91,6 +92,19 @@ def read_json(path: Path | str, what: str = "JSON file", error: ErrorType = Conf
         raise error(f"{path}: not valid JSON ({exc}): a {what} must be JSON") from exc
     except RecursionError as exc:
         raise error(f"{path}: {what} is nested too deep to read") from exc
+
+
+def read_generated(path: Path | str, what: str, tool: str, build: Callable[[Any, Path], T]) -> T:
+    """A table generated under tools/ (JSON), built into its record by `build(data, path)`: a missing file, or a key
+    the record needs that the file lacks, is one KnowledgeBaseError naming the file (and the tool that writes it)."""
+    file = Path(path)
+    if not file.exists():
+        raise KnowledgeBaseError(f"{file}: missing; run {tool}")
+    data = read_json(file, what, KnowledgeBaseError)
+    try:
+        return build(data, file)
+    except KeyError as exc:
+        raise KnowledgeBaseError(f"{file}: missing key {exc}") from exc
 
 
 def read_toml(path: Path, what: str = "data file", error: ErrorType = ConfigError) -> dict[str, Any]:

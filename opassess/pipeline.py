@@ -11,6 +11,7 @@ from .load import LoadRequest, load_model
 from .options import ScanOptions
 from .records import Assessment, Capture, Inventory, ModelInfo
 from .trace.driver import trace_model
+from .trace.lazy_dynamo import dynamo_on_demand
 from .trace.methods import check_methods
 from .trace.train import TrainOptions
 
@@ -71,15 +72,16 @@ def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[Mod
     if options.methods:
         check_methods(options.methods)  # a mistyped --capture fails before any model code runs
     seconds: dict[str, float] = {}
-    started = time.perf_counter()
-    progress(f"loading {options.target}")
-    loaded = load_model(LoadRequest(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
-                                    input_dtype=options.input_dtype, dtype=options.dtype, device=options.device))
-    seconds["load"] = time.perf_counter() - started
-    started = time.perf_counter()
-    train = TrainOptions(amp=options.amp) if options.train else None
-    capture = trace_model(loaded, options.methods, progress, train)
-    seconds["trace"] = time.perf_counter() - started
+    with dynamo_on_demand():  # torch._dynamo only if the model or a capture method uses it (trace/lazy_dynamo.py)
+        started = time.perf_counter()
+        progress(f"loading {options.target}")
+        loaded = load_model(LoadRequest(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
+                                        input_dtype=options.input_dtype, dtype=options.dtype, device=options.device))
+        seconds["load"] = time.perf_counter() - started
+        started = time.perf_counter()
+        train = TrainOptions(amp=options.amp) if options.train else None
+        capture = trace_model(loaded, options.methods, progress, train)
+        seconds["trace"] = time.perf_counter() - started
     if options.graph_mode == "dynamo":  # torch._dynamo on the model, here in the worker (model code runs here)
         from .graphmode.dynamo import run_dynamo
 

@@ -12,10 +12,23 @@ EXAMPLES = ROOT / "examples"
 MODELS = ROOT / "tests" / "models"
 
 
-# Building tests/models/cpp_extension.py (torch.utils.cpp_extension) needs a C++ compiler and ninja.
-needs_cpp_toolchain = pytest.mark.skipif(
+# Building tests/models/cpp_extension.py (torch.utils.cpp_extension) needs a C++ compiler and ninja; the build is
+# slow the first time (torch caches it per machine under ~/.cache/torch_extensions, so it runs once per machine).
+_no_cpp_toolchain = pytest.mark.skipif(
     not ((shutil.which("c++") or shutil.which("g++")) and shutil.which("ninja")),
     reason="building a C++ extension needs a C++ compiler and ninja")
+
+
+def needs_cpp_toolchain(test):
+    """Skip `test` without a C++ toolchain; mark it slow (`make test-fast` leaves it out)."""
+    return pytest.mark.slow(_no_cpp_toolchain(test))
+
+
+def pytest_collection_modifyitems(items):
+    """tests/integration (real torchvision / transformers models) is slow: `make test-fast` leaves it out."""
+    for item in items:
+        if "integration" in item.path.parts:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-needs_proc = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+_no_proc = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+
+
+def needs_proc(test):
+    """Skip `test` without Linux /proc; mark it slow (a real run of the CLI: `make test-fast` leaves it out)."""
+    return pytest.mark.slow(_no_proc(test))
 
 HEADER = '''
 import os, sys, time, subprocess, threading

@@ -2,7 +2,8 @@
 
 `english_sentences(text)` strips what is meant to stay as written (fenced and inline code, HTML tags, scripts and
 styles, URLs, identifiers: anything with `.`, `::`, `_`, `/`, `@`, `=`, a digit or an inner capital, and the names
-in KEPT), then returns every run of two or more English words left; numbers and identifiers break a run, so one
+in KEPT), then returns every run of two or more English words left (a label of one word, 'Model', is not caught:
+it cannot be told from a class name, 'Linear'); numbers and identifiers break a run, so one
 message gives the same sentences whatever its parameters. A Chinese report should have none; the test keeps an
 allowance of the sentences not yet moved through the catalog, each named, which may only shrink.
 """
@@ -38,7 +39,7 @@ def visible_text(text: str) -> str:
     text = _SCRIPT.sub(" ", text)
     text = _FENCE.sub(" ", text)
     text = _INLINE.sub(" ", text)
-    text = _TAG.sub(" ", text)
+    text = _TAG.sub("\n", text)  # each text node a line of its own (a heading, a cell)
     text = html.unescape(text)
     return _URL.sub(" ", text)
 
@@ -47,7 +48,7 @@ def english_sentences(text: str) -> list[str]:
     """Every run of two or more English words in the prose of `text`, in order, without repeats."""
     found: dict[str, None] = {}
     for line in visible_text(text).splitlines():
-        line = _KEPT.sub(" | ", _IDENT.sub(" | ", line))
+        line = _KEPT.sub(" \0 ", _IDENT.sub(" \0 ", line))  # a NUL: not a word, not a cell border
         for run in _RUN.findall(line):
             words = [w for w in re.split(r"[ ,]+", run) if w]
             if sum(1 for w in words if any(c.islower() for c in w)) >= 2:

@@ -147,3 +147,25 @@ def test_explain_and_kb_show_of_a_source_fact_do_not_import_torch():
                 "print('torch' in sys.modules)")
         out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True).stdout
         assert out.strip().splitlines()[-1] == "False", args
+
+
+def test_diff_and_calibrate_do_not_import_torch(tmp_path):
+    """Commands that read reports and tables only (issue 29): no torch import, whatever the tables name."""
+    import json
+    import subprocess
+    import sys
+
+    report = {"format_version": 1, "model": {"source": "m.py", "class_name": "M"}, "operators": [],
+              "effort": {"total": {"low": 1.0, "likely": 2.0, "high": 3.0}}}
+    (tmp_path / "a.json").write_text(json.dumps(report))
+    (tmp_path / "actuals.csv").write_text("operator,category,person_days\ntorch.nn.LSTM,param-converted,5\n"
+                                          "torch.topk,param-converted,9\ntorch.nn.Linear,direct,2\n")
+    code = ("import sys; from opassess.cli import main; sys.argv = ['opassess', *sys.argv[1:]]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code)\n"
+            "print('torch' in sys.modules)")
+    for args in (["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")],
+                 ["calibrate", str(tmp_path / "actuals.csv"), "-o", str(tmp_path / "w.toml")]):
+        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+        lines = done.stdout.strip().splitlines()
+        assert lines[-1] == "False", (args, done.stdout, done.stderr)
+        assert lines[-2] in ("exit 0", "exit None"), (args, done.stdout, done.stderr)

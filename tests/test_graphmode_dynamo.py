@@ -63,3 +63,44 @@ def test_a_malformed_dynamo_report_is_refused(change):
     change(message["capture"]["dynamo"])
     with pytest.raises(BadCapture, match="capture.dynamo"):
         decode_capture(message)
+
+
+DISABLED = '''import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    @torch.compiler.disable
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def build_model():
+    return M()
+
+
+def example_inputs():
+    return (torch.randn(2, 8),)
+'''
+
+
+def test_a_forward_dynamo_builds_no_graph_of_is_not_ready(tmp_path):
+    """torch._dynamo.explain on a forward under torch.compiler.disable builds no graph and reports no break: the
+    whole forward runs eager under torch.compile, so no back-end is ready (it used to say ready, 100% capturable)."""
+    model = tmp_path / "disabled.py"
+    model.write_text(DISABLED)
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["scan", str(model), "-q", "-o", str(out), "--graph-mode", "dynamo"])
+    assert result.exit_code == 0, result.output
+    graph = json.loads(out.read_text())["graph_mode"]
+    assert graph["dynamo"]["graphs"] == 0 and graph["dynamo"]["error"] is None
+    for name in ("inductor", "npugraph_ex", "ge"):
+        backend = graph["backends"][name]
+        assert not backend["ready"] and backend["capturable_flops_share"] == 0.0
+        (only,) = backend["breaks"]
+        assert only["kind"] == "dynamo" and "no graph" in only["reason"]
+    assert "torch.compiler.disable" in graph["backends"]["inductor"]["breaks"][0]["reason"]

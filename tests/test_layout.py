@@ -1,5 +1,6 @@
-"""The package's shape: imports run one way (the layers below), no import cycle between its modules, and no module
-over 450 lines.
+"""The package's shape: imports run one way (the layers below), no import cycle between its modules, no module over
+450 lines, and the files pyproject.toml's [tool.mypy] lists type-check clean (make test runs mypy too; the
+layout test runs it so that a type error is found wherever the package's shape is checked).
 
 Imports under `if TYPE_CHECKING:` count too: they never run, but a type one module names from another is still a
 dependency a reader follows, and a circle of them (the findings graph and its registry once were one) is a knot in
@@ -8,6 +9,8 @@ the design, not only in the import system.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import opassess
@@ -199,3 +202,20 @@ def test_no_private_name_is_imported_from_another_package():
                 found += [f"{name}: from {target} import {alias.name}" for alias in node.names
                           if alias.name.startswith("_") and alias.name != "__version__"]
     assert not found, "\n".join(found)
+
+
+def test_mypy_is_clean_on_the_checked_files():
+    result = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT.parent, capture_output=True,
+                            text=True, timeout=600)
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert result.returncode == 0 and not errors, "mypy (pyproject.toml [tool.mypy]; fix the type, or say why with " \
+        "'# type: ignore[code]'):\n" + ("\n".join(errors) or result.stdout + result.stderr)
+
+
+def test_the_type_gate_fails_on_a_type_error(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def half(n: int) -> int:\n    return n / 2\n")
+    result = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "--config-file",
+                             str(ROOT.parent / "pyproject.toml"), str(bad)], cwd=ROOT.parent, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 1 and "Incompatible return value type" in result.stdout

@@ -20,6 +20,8 @@ from typer.testing import CliRunner
 
 from opassess.cli import app
 
+pytestmark = pytest.mark.slow  # a Ray head and real runs of the CLI: `make test-fast` leaves them out
+
 runner = CliRunner()
 
 GOOD = """

@@ -19,6 +19,8 @@ from process_support import gone, gone_tagged, hostile, needs_proc, run_until, t
 
 from opassess.isolation.reap import kill_tree, session_groups, wait_worker
 
+pytestmark = pytest.mark.slow  # real runs of the CLI (the two unit tests at the end run fast all the same)
+
 # A forward that records its pid, starts a child in its own group and one that moves itself to a new process group
 # (setpgid: still in the worker's session), then spins.
 CHILDREN = '''

@@ -12,7 +12,8 @@ from report_support import ARTIFACTS, hostile_assessment, real_assessment
 from opassess.report import render
 
 CHROMIUM = chromium_path()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable on PATH (apt-get install chromium)")
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable on PATH (apt-get install chromium)"),
+              pytest.mark.slow]
 
 OPS = "Array.from(document.querySelectorAll('#ops > tbody.op'))"
 

@@ -3,6 +3,7 @@ a plain DynamoRun record the parent checks (isolation/wire.py) before it joins t
 from __future__ import annotations
 
 import logging
+import re
 import time
 import warnings
 from typing import Any
@@ -27,7 +28,8 @@ def _reason(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     explanation = next((line.removeprefix("Explanation:").strip() for line in lines[1:]
                         if line.startswith("Explanation:")), "")
-    return (f"{lines[0]}: {explanation}" if explanation else (lines[0] if lines else ""))[:MAX_REASON]
+    text = f"{lines[0]}: {explanation}" if explanation else (lines[0] if lines else "")
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)[:MAX_REASON]  # '<function M.forward at 0x7f..>': per run
 
 
 def run_dynamo(module: Any, args: tuple, kwargs: dict) -> DynamoRun:
@@ -35,9 +37,11 @@ def run_dynamo(module: Any, args: tuple, kwargs: dict) -> DynamoRun:
     or the error that stopped it (the breaks found up to then are kept)."""
     import torch
     import torch._dynamo as dynamo
+    from torch._dynamo.utils import counters
 
     started = time.perf_counter()
     dynamo.reset()
+    counters.clear()
     module.eval()
     logging.getLogger("torch._dynamo").setLevel(logging.ERROR)  # its break warnings are the result, not noise
     try:
@@ -51,4 +55,9 @@ def run_dynamo(module: Any, args: tuple, kwargs: dict) -> DynamoRun:
         dynamo.reset()
     breaks = tuple(DynamoBreak(_reason(str(item.reason)), _where(getattr(item, "user_stack", None)))
                    for item in explained.break_reasons[:MAX_BREAKS])
+    if not explained.graph_count and not breaks:
+        # No graph and no break: dynamo skipped the whole frame (torch.compiler.disable, an exception while
+        # tracing); explain keeps no reason for that, its counters do (the parent judges the missing graph).
+        skipped = [*counters.get("graph_break", {}), *counters.get("unimplemented", {})]
+        breaks = tuple(DynamoBreak(_reason(str(text)), None) for text in skipped[:MAX_BREAKS])
     return DynamoRun(int(explained.graph_count), int(explained.op_count), breaks, time.perf_counter() - started)

@@ -56,6 +56,10 @@ def dynamo_breaks(capture: Capture, seen: set[str]) -> tuple[GraphBreak, ...]:
     as the capture spells that file."""
     if capture.dynamo is None:
         return ()
+    if not capture.dynamo.graphs and any(node.aten for node in capture.nodes if node.kind != "optimizer"):
+        why = capture.dynamo.breaks[0].reason if capture.dynamo.breaks else "it gave no reason"
+        return (GraphBreak("forward", f"torch._dynamo built no graph of the forward (it all runs eager): {why}",
+                           None, "dynamo", method="dynamo", fix=FIXES["dynamo"]),)
     spelling = {_line_key(s)[0]: s.rpartition(":")[0] for s in (n.source for n in capture.nodes) if s}
     taken = {_line_key(s) for s in seen}
     out = []
@@ -112,6 +116,8 @@ def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdic
             notes.append(f"torchair GE is documented as inference-focused ({facts.capture_cite('ge_no_fallback')})")
         breaks += python
         unique = tuple(dict.fromkeys(breaks))
+        if any(b.op == "forward" and b.kind == "dynamo" for b in python):
+            inside = 0  # dynamo built no graph: nothing is captured
         share = inside / total if total else None  # the forward's FLOPs: a training step's backward is not counted
         out.append(BackendReadiness(backend, not unique, unique, share, tuple(dict.fromkeys(split)), tuple(notes)))
     return tuple(out)

@@ -145,16 +145,9 @@ class RouteFacts:
 
 @cache
 def _load(path: str) -> RouteFacts:
-    from ..datafile import read_json
+    from ..datafile import read_generated
 
-    file = Path(path)
-    if not file.exists():
-        raise KnowledgeBaseError(f"{file}: missing; run tools/kb_routes.py")
-    data = read_json(file, "route facts table", KnowledgeBaseError)
-    try:
-        return RouteFacts(data, file)
-    except KeyError as exc:
-        raise KnowledgeBaseError(f"{file}: missing key {exc}") from exc
+    return read_generated(path, "route facts table", "tools/kb_routes.py", RouteFacts)
 
 
 def load_route_facts(path: Path | None = None) -> RouteFacts:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..kb.evidence import evidence_order
 from ..records import Assessment, Capture, ClassifiedOp, Effort
 from ..vocabulary import CATEGORIES, NO_CAPTURE, Category
 from .charts import _num, pareto_chart
@@ -48,6 +47,7 @@ from .plan_view import (
     shorten_paths,
     shown_source,
 )
+from .prose import capture_step_text, evidence_text, headline_text, note_text
 from .reasons import reason_rows, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
@@ -104,13 +104,6 @@ def _support_text(classified: ClassifiedOp | None, aten: str, backward: bool = F
     if aten not in support:
         return "not checked"
     return "NPU kernel" if support[aten] else "no NPU kernel"
-
-
-def _capture_step_text(capture: Capture) -> str:
-    """'forward pass only', or 'training step (forward, backward, optimizer): <what it ran>'."""
-    if capture.step != "train":
-        return "forward pass only (eval mode; --train captures a training step)"
-    return "training step (forward, backward, optimizer)" + (f": {capture.step_note}" if capture.step_note else "")
 
 
 def _stand_ins_text(capture: Capture) -> str:
@@ -279,6 +272,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     total_likely = total.likely if total else 0.0
     ops = tuple(_operator_row(r, total_likely, capture.step == "train") for r in rows)
     summary = document["summary"]
+    headline = headline_text(round(est.p10, 2), round(est.p50, 2), round(est.p90, 2), _) if est else ""
     unknown = tuple(op for op in ops if not op.known)
 
     categories = []
@@ -315,7 +309,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         else summary["categories"]
     worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
     cards = (
-        Card(_("Estimated effort"), summary["headline"] if est else _("not estimated"),
+        Card(_("Estimated effort"), headline if est else _("not estimated"),
              _("P50 with its P10-P90 band; sum of the most likely values %(likely)s, of the lows and highs %(range)s")
              % {"likely": days(total.likely), "range": days_range(total)} if est and total else ""),
         *((Card(_("Source sites"), str(len(sites)), _("%(n)d files scanned") % {"n": len(scanned)}),)
@@ -350,7 +344,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                           parameters_text=number(model.parameters, language), dtype=model.dtype,
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
                           device_note=capture.device_note or "", attempts=attempts,
-                          step_text=_capture_step_text(capture), training=capture.step == "train",
+                          step_text=capture_step_text(capture, _), training=capture.step == "train",
                           stand_ins_text=_stand_ins_text(capture)),
         target=assessment.target,
         torch_npu=assessment.torch_version,
@@ -359,7 +353,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         estimated=est is not None,
         totals=Totals(likely_text=days(total.likely), range_text=days_range(total), low_text=days(total.low),
                       high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),
-                      method=est.method, p10_text=days(est.p10), headline_text=summary["headline"])
+                      method=est.method, p10_text=days(est.p10), headline_text=headline)
         if est and total else None,
         cards=cards,
         categories=tuple(categories),
@@ -384,15 +378,15 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         suggested_html=f"{_stem(model.source)}.html",
         effort_ranges=rule_ranges(assessment.effort_ranges),
         profile=summary["profile"] or "",
-        assumptions=summary["assumptions"] or "",
-        band_text=summary["band"] or "",
-        activities=activity_rows(est) if est else (),
+        assumptions=note_text(summary["assumptions"], _),
+        band_text=note_text(summary["band"], _),
+        activities=activity_rows(est, _) if est else (),
         decisions=decision_rows(est) if est else (),
-        origins=origin_rows(est) if est else (),
+        origins=origin_rows(est, _) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
         actions=action_items(document, assessment.findings) + graph_actions(document, shown_source),
-        evidence_order=evidence_order(assessment.target),
+        evidence_order=evidence_text(assessment.target, _),
         source=source_section(document, _),
         time=time_section(document, _),
         graph=graph_section(document, _, shown_source),

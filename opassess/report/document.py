@@ -14,6 +14,7 @@ from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
 from ..score.cost import COST_BASES
 from ..vocabulary import CATEGORIES
+from .i18n import N_
 from .paths import portable, roots_of, scrub
 from .route_view import routes_doc
 from .text import days, share
@@ -21,10 +22,10 @@ from .time_doc import finding_time_doc, operator_time_doc, performance_doc
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"
-BAND_MEANING = ("P50 is the median of the simulated total; the P10-P90 band holds 8 in 10 simulated outcomes "
-                "(1 in 10 comes in under P10, 1 in 10 over P90)")
-ASSUMPTIONS = ("figures are assumptions until calibrated: nobody publishes measured per-operator migration effort; "
-               "record your actuals and run `opassess calibrate` to write a profile of your own")
+BAND_MEANING = N_("P50 is the median of the simulated total; the P10-P90 band holds 8 in 10 simulated outcomes "
+                   "(1 in 10 comes in under P10, 1 in 10 over P90)")
+ASSUMPTIONS = N_("figures are assumptions until calibrated: nobody publishes measured per-operator migration effort; "
+                 "record your actuals and run `opassess calibrate` to write a profile of your own")
 
 
 def headline(p10: float, p50: float, p90: float) -> str:

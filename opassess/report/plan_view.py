@@ -18,6 +18,7 @@ from ..score.weights_decisions import CHANGE_TIERS
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from .paths import portable
+from .prose import Translate, origin_who
 from .text import days, days_range, percent, share
 from .time_view import us_text
 
@@ -64,8 +65,8 @@ def project_source(source: str | None, fallback: str) -> str | None:
 # ------------------------------------------------------------------------------ estimate
 
 
-def activity_rows(estimate: Estimate) -> tuple[ActivityRow, ...]:
-    return tuple(ActivityRow(title=a.title, likely_text=days(a.person_days.likely),
+def activity_rows(estimate: Estimate, _: Translate = str) -> tuple[ActivityRow, ...]:
+    return tuple(ActivityRow(title=_(a.title), likely_text=days(a.person_days.likely),
                              range_text=days_range(a.person_days), basis=a.basis) for a in estimate.activities)
 
 
@@ -76,17 +77,12 @@ def decision_rows(estimate: Estimate) -> tuple[DecisionRow, ...]:
                  for d in estimate.decisions)
 
 
-def origin_rows(estimate: Estimate) -> tuple[OriginRow, ...]:
+def origin_rows(estimate: Estimate, _: Translate = str) -> tuple[OriginRow, ...]:
     """Effort by origin, largest first; an upstream library says who would change its code."""
     total = estimate.total.likely
     rows = []
     for origin, effort in sorted(estimate.by_origin.items(), key=lambda item: (-item[1].likely, item[0])):
-        if origin == PROJECT:
-            who = "the team: the project's own code"
-        elif origin == MODEL_LEVEL:
-            who = "the team: model-level activities"
-        else:
-            who = f"upstream: {origin}'s maintainers (or a local patch / a torch_npu replacement around the call)"
+        who = origin_who(origin, PROJECT, MODEL_LEVEL, _)
         rows.append(OriginRow(origin=origin, who=who, likely_text=days(effort.likely), range_text=days_range(effort),
                               share_text=percent(share(effort.likely, total))))
     return tuple(rows)

@@ -256,16 +256,9 @@ class SourceFacts:
 
 @cache
 def _load(path: str) -> SourceFacts:
-    file = Path(path)
-    from ..datafile import read_json
+    from ..datafile import read_generated
 
-    if not file.exists():
-        raise KnowledgeBaseError(f"{file}: missing; run tools/kb_source.py")
-    data = read_json(file, "source facts table", KnowledgeBaseError)
-    try:
-        return SourceFacts(data, file)
-    except KeyError as exc:
-        raise KnowledgeBaseError(f"{file}: missing key {exc}") from exc
+    return read_generated(path, "source facts table", "tools/kb_source.py", SourceFacts)
 
 
 def load_source_facts(path: Path | None = None) -> SourceFacts:

@@ -20,7 +20,7 @@ from .nodes import NodeBuild, NodeFailure
 from .patches import autograd_call, patched_extensions, patched_function_apply
 from .recorder import AtenRecorder, meta_substitute
 from .registry import PROGRESS_EVERY, CaptureMethod, Graph, Progress, no_progress, register_capture
-from .sources import is_installed, project_from_stack_trace, source_from_stack_trace
+from .sources import forward_stack_trace, is_installed, project_from_stack_trace, source_from_stack_trace
 from .values import call_attrs, describe, is_operator_call, module_attrs
 
 
@@ -43,8 +43,17 @@ def capture_fx(loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
         def is_leaf_module(self, m, qualname):
             return is_leaf_module(m)
 
+        def create_node(self, *args, **kwargs):
+            # Each node's stack trace, as record_stack_traces=True gives it, but from Python's own frames: torch's
+            # way (a CapturedTraceback symbolised in C++, then filtered by symbolic_shapes.uninteresting_files)
+            # imports torch._inductor and torch._dynamo, seconds of start-up a capture that compiles nothing
+            # has no use for.
+            node = super().create_node(*args, **kwargs)
+            if not node.stack_trace:
+                node.stack_trace = forward_stack_trace()
+            return node
+
     tracer = Tracer()
-    tracer.record_stack_traces = True
 
     def on_apply(cls, original, args, kwargs):
         from torch.utils import _pytree as pytree

@@ -24,6 +24,22 @@ def source_from_stack_trace(stack_trace: str | None) -> str | None:
     return user_frame(frames)
 
 
+def forward_stack_trace() -> str | None:
+    """The live stack from the outermost `forward` call in, formatted as a traceback ('File "f", line n, in name'
+    lines, without the source text), what FX's record_stack_traces keeps on a node; None outside any forward."""
+    frames = []
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    frames.reverse()
+    first = next((i for i, f in enumerate(frames) if f.f_code.co_name == "forward"), None)
+    if first is None:
+        return None
+    return "\n".join(f'File "{f.f_code.co_filename}", line {f.f_lineno}, in {f.f_code.co_name}'
+                     for f in frames[first:])
+
+
 def sources_from_frames() -> tuple[str | None, str | None]:
     """(source, project) for an operator call, from one walk of the live frames (run for every operator call).
     source: 'file:line' of the innermost caller outside torch and opassess. project: when that source lies in an

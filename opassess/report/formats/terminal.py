@@ -6,6 +6,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from ...vocabulary import Category
+from ..i18n import N_
 from ..registry import RenderContext, register
 
 if TYPE_CHECKING:
@@ -178,23 +179,24 @@ def render_terminal(view: View, context: RenderContext) -> str:
                         _("%(op)s -> %(replacement)s is deprecated in the facts, no successor.") % names)
             console.print(line)
     if d["activities"]:
-        lines = Table(title="Model-level activities", title_justify="left", show_edge=False, pad_edge=False)
-        for name, justify in (("Activity", "left"), ("Person-days", "right"), ("Range", "right"),
-                              ("Basis", "left")):
-            lines.add_column(name, justify=justify, overflow="fold")
+        lines = Table(title=_("Model-level activities"), title_justify="left", show_edge=False, pad_edge=False)
+        for name, justify in ((N_("Activity"), "left"), (N_("Person-days"), "right"), (N_("Range"), "right"),
+                              (N_("Basis"), "left")):
+            lines.add_column(_(name), justify=justify, overflow="fold")
         for a in d["activities"]:
             lines.add_row(Text(a["title"]), a["likely_text"], a["range_text"], Text(a["basis"]))
         console.print(lines)
         if d["validation_block"]:
-            console.print(Text(f"{len(d['validation_block'])} direct operator type(s) are validated together in the "
-                               f"validation line; zero-cost (no device work): "
-                               f"{', '.join(d['zero_cost']) or 'none'}.", style="dim"))
+            console.print(Text(_("%(n)d direct operator type(s) are validated together in the validation line; "
+                                 "zero-cost (no device work): %(ops)s.") % {
+                "n": len(d["validation_block"]), "ops": ", ".join(d["zero_cost"]) or _("none")}, style="dim"))
         console.print()
     if d["decisions"]:
-        table = Table(title="Decisions (priced once, plus a check per operator)", title_justify="left",
+        table = Table(title=_("Decisions (priced once, plus a check per operator)"), title_justify="left",
                       show_edge=False, pad_edge=False)
-        for name, justify in (("Decision", "left"), ("Person-days", "right"), ("Range", "right"), ("Basis", "left")):
-            table.add_column(name, justify=justify, overflow="fold")
+        for name, justify in ((N_("Decision"), "left"), (N_("Person-days"), "right"), (N_("Range"), "right"),
+                              (N_("Basis"), "left")):
+            table.add_column(_(name), justify=justify, overflow="fold")
         for item in d["decisions"]:
             table.add_row(Text(item["title"]), item["likely_text"], item["range_text"], Text(item["basis"]))
         console.print(table)
@@ -204,9 +206,10 @@ def render_terminal(view: View, context: RenderContext) -> str:
                 console.print(Text(f"  - {line}", style="dim"))
         console.print()
     if len(d["origins"]) > 1:
-        origins = Table(title="Effort by origin", title_justify="left", show_edge=False, pad_edge=False)
-        for name, justify in (("Origin", "left"), ("Person-days", "right"), ("Share", "right"), ("Who", "left")):
-            origins.add_column(name, justify=justify, overflow="fold")
+        origins = Table(title=_("Effort by origin"), title_justify="left", show_edge=False, pad_edge=False)
+        for name, justify in ((N_("Origin"), "left"), (N_("Person-days"), "right"), (N_("Share"), "right"),
+                              (N_("Who"), "left")):
+            origins.add_column(_(name), justify=justify, overflow="fold")
         for o in d["origins"]:
             origins.add_row(Text(o["origin"]), o["likely_text"], o["share_text"], Text(o["who"]))
         console.print(origins)

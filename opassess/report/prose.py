@@ -1,0 +1,64 @@
+"""The report's sentences about the assessment as a whole, in the reader's language: the evidence header, what was
+captured, the headline and its band, the profile's note, the model-level activities and who changes each origin.
+
+The JSON document keeps its English text; these build the human formats' version from the same facts, through the
+catalog (opassess.report.i18n). Titles that live in data files (weights.toml's activity titles) are listed here so
+`make messages` extracts them; a title not listed reads as written.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import KnowledgeBaseError
+from ..kb import products
+from ..records import Capture
+from .i18n import N_
+from .text import days
+
+Translate = Callable[[str], str]
+
+# weights.toml's [activities.*] titles and the shipped profiles' (shown translated; the JSON keeps them)
+ACTIVITY_TITLES = (N_("environment bring-up"), N_("validation of direct operators"), N_("accuracy alignment"),
+                   N_("performance tuning"))
+
+
+def evidence_text(target: str, _: Translate) -> str:
+    """The header's statement of the evidence hierarchy for a target product ('' for a product not shipped)."""
+    try:
+        product = products.shipped().resolve(target)
+    except KnowledgeBaseError:
+        return ""
+    if product.api_page:
+        return _("Verdicts from: kernel facts (CANN aclnn docs) for %(product)s, then the torch_npu API page, then the "
+                 "dispatcher.") % {"product": product.name}
+    return _("Verdicts from: kernel facts (CANN aclnn docs) for %(product)s, then the torch_npu API page (which has no "
+             "column for it), then the dispatcher.") % {"product": product.name}
+
+
+def capture_step_text(capture: Capture, _: Translate) -> str:
+    """'forward pass only (...)', or 'training step (forward, backward, optimizer): <what it ran>'."""
+    if capture.step != "train":
+        return _("forward pass only (eval mode; --train captures a training step)")
+    text = _("training step (forward, backward, optimizer)")
+    return text + (f": {capture.step_note}" if capture.step_note else "")
+
+
+def headline_text(p10: float, p50: float, p90: float, _: Translate) -> str:
+    """'4.3 person-days (P10-P90 3.4-5.6)' in the reader's language (the JSON's summary.headline, translated)."""
+    return _("%(p50)s person-days (P10-P90 %(p10)s-%(p90)s)") % {"p50": days(p50), "p10": days(p10), "p90": days(p90)}
+
+
+def note_text(text: str | None, _: Translate) -> str:
+    """A note of the JSON summary (the band's meaning, the profile's assumptions) translated when the catalog has it
+    (a calibrated profile's own note reads as its author wrote it)."""
+    return _(text) if text else ""
+
+
+def origin_who(origin: str, project: str, model_level: str, _: Translate) -> str:
+    """Who would change the code of one origin of effort: the team, or an upstream library's maintainers."""
+    if origin == project:
+        return _("the team: the project's own code")
+    if origin == model_level:
+        return _("the team: model-level activities")
+    return _("upstream: %(origin)s's maintainers (or a local patch / a torch_npu replacement around the call)") % {
+        "origin": origin}
