@@ -38,7 +38,7 @@ from ..kb.products import Product
 from ..kb.rules import Composite, FusedStep, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
-from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
+from ..records import N_, AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .collective import classify_collective
@@ -234,8 +234,9 @@ class _Classifier(AtenJudge):
             j.add("kernel-product", f"{said}: {verdict}", "; ".join((*mark.evidence, api.evidence() if api else "")
                                                                     ).strip("; "), None, per_signature=False)
         if api is not None and documented:
-            j.add("api-supported", f"{api.api} is documented as supported on {self.product} (torch {api.doc_version})",
-                  api.evidence(), None, per_signature=False)
+            j.add_message("api-supported", N_("%(api)s is documented as supported on %(product)s (torch %(version)s)"),
+                          {"api": api.api, "product": self.product, "version": api.doc_version}, api.evidence(), None,
+                          per_signature=False)
         if api is not None and documented is not None:  # the page's limits hold where the page speaks at all
             if api.limitation is not None and sig is not None:
                 self._limits(op, sig, j, api, kernel_atens=kernel_ops(verdicts))
@@ -253,9 +254,11 @@ class _Classifier(AtenJudge):
         bindings = [v for v in verdicts.values() if v.status == "binding"]
         for v in verdicts.values():
             if v.status == "kernel":
-                j.add("kernel", f"{v.op} has an NPU kernel for torch {self.version_text}", v.evidence, None, False)
+                j.add_message("kernel", N_("%(op)s has an NPU kernel for torch %(version)s"),
+                              {"op": v.op, "version": self.version_text}, v.evidence, None, False)
             elif v.status == "everywhere":
-                j.add("view-op", f"{v.op} runs on every backend (composite/view kernel)", v.evidence, None, False)
+                j.add_message("view-op", N_("%(op)s runs on every backend (composite/view kernel)"), {"op": v.op},
+                              v.evidence, None, False)
             elif v.status == "decomposes":
                 j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
                       f"extra kernel launches", v.evidence, None, False)
