@@ -99,6 +99,15 @@ class DynamoRun:
 
 
 @dataclass(frozen=True)
+class Registration:
+    """The composite kernels torch registers for a non-ATen op the model ran (a library's torch.library op), as the
+    worker that imported the library sees them: the parent that classifies never imports it."""
+
+    op: str  # "transformers::grouped_mm_fallback"
+    kinds: tuple[str, ...]  # ("CompositeExplicitAutograd",); () when it has kernels for some devices only
+
+
+@dataclass(frozen=True)
 class Capture:
     """Everything the trace stage learned about one forward pass."""
 
@@ -113,6 +122,7 @@ class Capture:
     step_note: str | None = None  # what the training step ran: its loss, optimizer, clipping, autocast
     stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
     dynamo: DynamoRun | None = None  # torch._dynamo's report on the forward (--graph-mode dynamo), else None
+    registrations: tuple[Registration, ...] = ()  # the composite keys of the non-ATen ops seen (forward, backward)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ The operator's category is the worst of its signatures.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..kb.evidence import ProductCheck, check_dtype, check_product, kernel_takes_param, remedy, verdict_confidence
@@ -70,13 +70,16 @@ class _Scope:
 
 
 class _Classifier(AtenJudge):
-    def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
+    def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False,
+                 registered: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self.kb = kb
         self.target = product
         self.product = product.name  # as reports print it
         self.page = product.api_page or product.name  # the API pages' and their limitations' product name
         self.facts = kb.kernel_facts
         self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
+        # the composite keys the worker saw registered for the non-ATen ops (a library's torch.library ops)
+        self.registered = dict(registered or {})
         self.version = version
         self.version_text = format_version(version)
         self._verdicts: dict[str, AtenVerdict] = {}
@@ -156,7 +159,7 @@ class _Classifier(AtenJudge):
         """One signature: a project's own op, or a native API with its ATen ops; then the kernels' argument checks."""
         j = Judgement(index)
         if op.kind in PROJECT_KINDS:
-            judge_project_op(op, j, scope.verdicts, scope.required, self.trained)
+            judge_project_op(op, j, scope.verdicts, scope.required, self.trained, self.registered)
         else:
             self._native(op, sig, j, scope.api, scope.verdicts, scope.required)
         self._kernel_checks(op, sig, j, scope.verdicts)
@@ -432,7 +435,8 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
     """Classify every operator of the inventory against `target` and the torch version (defaults: the KB's)."""
     product = kb.product(kb.default_product if target is None else target)
     classifier = _Classifier(kb, product, kb.resolve_version(torch_version),
-                             trained=inventory.capture.step == "train")
+                             trained=inventory.capture.step == "train",
+                             registered={r.op: r.kinds for r in inventory.capture.registrations})
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 
