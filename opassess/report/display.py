@@ -48,7 +48,7 @@ from .plan_view import (
     shown_source,
 )
 from .prose import capture_step_text, evidence_text, headline_text, note_text
-from .reasons import reason_rows, signature_rows
+from .reasons import reason_rows, reason_text, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
@@ -273,6 +273,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     total_likely = total.likely if total else 0.0
     ops = tuple(_operator_row(r, total_likely, capture.step == "train", _) for r in rows)
     summary = document["summary"]
+    said = {r.message: reason_text(r, _) for c in assessment.classified for r in c.reasons}  # reasons, translated
     headline = headline_text(round(est.p10, 2), round(est.p50, 2), round(est.p90, 2), _) if est else ""
     unknown = tuple(op for op in ops if not op.known)
 
@@ -386,7 +387,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         origins=origin_rows(est, _) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
-        actions=action_items(document, assessment.findings) + graph_actions(document, shown_source),
+        actions=action_items(document, assessment.findings, _, said) + graph_actions(document, shown_source),
         evidence_order=evidence_text(assessment.target, _),
         source=source_section(document, _),
         time=time_section(document, _),
