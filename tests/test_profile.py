@@ -318,3 +318,15 @@ def test_a_report_of_the_wrong_shape_is_one_line_naming_the_field(tmp_path, chan
         assert "not an opassess JSON report" in result.output and field in result.output, result.output
         assert "internal error" not in result.output and len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "d.toml").exists()
+
+
+def test_an_export_without_kernel_rows_is_one_line(tmp_path, report_file):
+    """A header and no kernel row (a profiler stopped before the first step) measured nothing: it used to be a
+    report of 0.0 us with no operator (exit 0); now one line naming the file (exit 1), as calibrate already was."""
+    empty = tmp_path / "kernel_details.csv"
+    empty.write_text(KERNEL_HEADER + "\n\n", encoding="utf-8")
+    out = tmp_path / "profile.json"
+    result = CliRunner().invoke(app, ["profile", str(empty), "--report", str(report_file), "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "no kernel row" in result.output and "kernel_details.csv" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not out.exists()

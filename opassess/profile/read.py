@@ -197,6 +197,9 @@ def read_profile(path: Path, facts: ProfilerFacts) -> ProfileData:
         variants.append(variant)
         kernels += found
         columns.update(header)
+    if not kernels:
+        raise ProfileError(f"{path}: no kernel row, only a header: the profiler recorded no step (profile at least one "
+                           f"step that runs the model)")
     level0 = bool(kernels) and all(k.placement is None and k.input_shapes is None for k in kernels)
     return ProfileData(str(path), tuple(str(f) for f in files), tuple(variants), tuple(kernels), frozenset(columns),
                        level0)
