@@ -17,8 +17,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from types import MappingProxyType
 from pathlib import Path
+from types import MappingProxyType
 
 from ..datafile import check_regular, read_text
 from ..errors import OpassessError
