@@ -190,3 +190,38 @@ def test_sigterm_to_a_portfolio_leaves_no_worker_forkserver_or_tracker(model_fil
     assert stderr.strip().splitlines()[-1] == "opassess: terminated by SIGTERM"
     assert gone([int(m.read_text()) for m in markers]) and gone_tagged(tag)
     assert not any(p.name.endswith(".tmp") for p in out.iterdir())
+
+
+CPU_CONV_MODEL = """
+import torch, torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(32, 32, 3, padding=1)
+
+    def forward(self, x):
+        if x.sum() > -1e30:  # reads a value: the scan retries on the CPU, where the conv really runs
+            return self.conv(x)
+        return x
+
+def build_model():
+    return Net()
+
+def example_inputs():
+    return (torch.randn(1, 32, 64, 64),)
+"""
+
+
+def test_a_parent_that_ran_parallel_cpu_kernels_does_not_hang_the_worker(model_file):
+    """GNU OpenMP is not fork-safe: the worker must not wait forever for the parent's pool threads."""
+    import torch
+
+    if torch.get_num_threads() < 2:
+        pytest.skip("one intra-op thread: the parent has no OpenMP pool to leave behind")
+    torch.nn.Conv2d(32, 32, 3)(torch.randn(1, 32, 64, 64))  # this process now has an OpenMP pool
+    started = time.monotonic()
+    result = scan(model_file(CPU_CONV_MODEL), "-q", "--timeout", "60", "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert time.monotonic() - started < 60
+    assert json.loads(result.stdout)["model"]["capture"]["device"] == "cpu"

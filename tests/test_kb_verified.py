@@ -58,7 +58,7 @@ def test_junit_cases_are_read_with_status_failure_and_latency(tmp_path):
 def test_recorded_results_update_the_overlay_and_a_later_scan(tmp_path):
     overlay = tmp_path / "kb"
     target, _, counts = record_verified(junit(tmp_path), overlay)
-    assert counts == {"passed": 1, "failed": 1, "skipped": 1}
+    assert counts == {"passed": 1, "failed": 1, "skipped": 1, "not-run": 0}
     entries = load_verified(target)
     assert entries["opassess_two::gated_tanh"][GATED]["status"] == "passed"
     assert entries["opassess_two::row_rescale"][ROW]["failure"] == FAILURE

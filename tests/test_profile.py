@@ -289,3 +289,32 @@ def test_hostile_kernel_names_stay_inert(tmp_path, report_file):
     assert "<script>" not in render_profile(document, "html")
     assert "\x1b" not in render_profile(document, "terminal") and "\\x1b" in render_profile(document, "terminal")
     assert "\x1b" not in render_profile(document, "md") and "\\|row" in render_profile(document, "md")
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda d: d["operators"][0].update(aten=5), "aten"),  # a number where a list of ATen ops belongs
+    (lambda d: d["operators"][0].update(cann_op=["Relu"]), "cann_op"),
+    (lambda d: d["operators"][0].update(signatures="abc"), "signatures"),
+    (lambda d: d["operators"][0]["signatures"][0].update(input_shapes=[[1, [2]]]), "input_shapes"),
+    (lambda d: d["operators"][0].update(aten=[3]), "aten"),
+    (lambda d: d["operators"][0].update(estimated_time={"us": "fast"}), "estimated_time"),
+    (lambda d: d["operators"][0].update(reasons=["cpu-fallback"]), "reasons"),
+    (lambda d: d.update(model=5), "model"),
+    (lambda d: d.update(target=["Atlas A2"]), "target"),
+])
+def test_a_report_of_the_wrong_shape_is_one_line_naming_the_field(tmp_path, change, field):
+    """A JSON report whose operators hold the wrong types (hand-edited, another tool's) is one line naming the field
+    (exit 1), for `profile` and `calibrate --profile-data` alike, never an internal error."""
+    document = json.loads(json.dumps(report()))
+    change(document)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document), encoding="utf-8")
+    export = tmp_path / "kernel_details.csv"
+    export.write_text(kernel_details(steps=1), encoding="utf-8")
+    for args in (["profile", str(export), "--report", str(bad), "-f", "json"],
+                 ["calibrate", "--profile-data", str(export), "--report", str(bad), "-o", str(tmp_path / "d.toml")]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 1, (args[0], result.output)
+        assert "not an opassess JSON report" in result.output and field in result.output, result.output
+        assert "internal error" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "d.toml").exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from score_records import MODELS
 
-from opassess.kb.verified import read_junit, signature_key
+from opassess.kb.verified import FILE, load_verified, read_junit, record_verified, signature_key
 from opassess.pipeline import ScanOptions, assess
 from opassess.report import build_view
 from opassess.report.handoff import handoff_files, write_handoffs
@@ -25,12 +25,12 @@ def document(model: str) -> dict:
     return build_view(assess(ScanOptions(target=str((MODELS / model).relative_to(ROOT))))).document
 
 
-def run_harness(path: Path, junit: Path, **env: str) -> subprocess.CompletedProcess:
+def run_harness(path: Path, junit: Path, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     environment.pop("OPASSESS_VERIFY_DEVICE", None) if "OPASSESS_VERIFY_DEVICE" not in env else None
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path),
                            f"--junitxml={junit}", "-o", "junit_family=xunit1"],
-                          cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
+                          cwd=cwd, env=environment, capture_output=True, text=True, timeout=300)
 
 
 def test_one_harness_per_operator_with_non_direct_signatures():
@@ -80,3 +80,20 @@ def test_a_module_is_built_from_its_captured_fields(tmp_path):
     result = run_harness(harness, tmp_path / "results.xml", OPASSESS_VERIFY_DEVICE="cpu")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
+
+
+def test_a_harness_that_cannot_build_its_cpu_reference_records_no_verdict(tmp_path):
+    """Run from another folder, the harness cannot import the model file (MODEL_SOURCE is relative to the project
+    root): test_device fails before the device ran anything. That failure says nothing about the NPU: it is
+    'not-run', and `calibrate --verified` records no verdict for it (it used to record custom-dev, quoting the
+    ModuleNotFoundError)."""
+    written = write_handoffs(document("custom_op.py"), tmp_path / "handoff")
+    harness = next(p for p in written if p.name == "test_custom_op_SignSTE.py")
+    junit = tmp_path / "results.xml"
+    result = run_harness(harness, junit, cwd=tmp_path, OPASSESS_VERIFY_DEVICE="cpu")
+    assert result.returncode == 1 and "ModuleNotFoundError" in result.stdout, result.stdout
+    [case] = read_junit(junit)
+    assert (case.op, case.status) == ("custom_op.SignSTE", "not-run") and "ModuleNotFoundError" in case.failure
+    target, _, counts = record_verified(junit, tmp_path / "kb")
+    assert (counts["failed"], counts["not-run"]) == (0, 1) and load_verified(target) == {}
+    assert target.name == FILE

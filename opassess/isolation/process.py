@@ -145,6 +145,7 @@ def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Any,
         os.dup2(fd, 1)  # fd 1 too, so the model's subprocesses cannot write into a report on stdout
         os.dup2(fd, 2)
         output.close()
+        _one_intra_op_thread()
         sys.stdout = sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1,  # noqa: SIM115
                                        closefd=False)
         body(*args, channel)
@@ -156,6 +157,19 @@ def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Any,
         with contextlib.suppress(BaseException):
             sys.stderr.flush()
         os._exit(code)
+
+
+def _one_intra_op_thread() -> None:
+    """Run the worker's torch on one intra-op thread: GNU OpenMP is not fork-safe.
+
+    A parent that has run a parallel CPU kernel before forking (a test runner, an embedding program) leaves the
+    child an OpenMP pool whose threads do not exist; the child's next parallel region (a Conv2d on the CPU in a CPU
+    retry or an ONNX export) then waits for them forever. One thread takes no parallel region, as torch's own
+    DataLoader workers do. Captures on meta compute nothing, so only the CPU paths are slower.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def _signal_name(number: int) -> str:

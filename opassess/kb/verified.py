@@ -58,7 +58,7 @@ class VerifiedCase:
 
     op: str
     signature: str  # signature_key
-    status: str  # passed | failed | skipped
+    status: str  # passed | failed | skipped | not-run (the harness failed before the device call)
     device: str
     latency_us: float | None
     failure: str | None
@@ -91,6 +91,8 @@ def read_junit(path: Path) -> list[VerifiedCase]:
         if failed is None:
             failed = case.find("error")
         status = "failed" if failed is not None else "skipped" if case.find("skipped") is not None else "passed"
+        if status == "failed" and props.get("opassess_stage") == "reference":
+            status = "not-run"  # the harness failed before the device ran: says nothing about the NPU
         failure = None
         if failed is not None:
             text = (failed.get("message") or failed.text or "").strip()
@@ -130,10 +132,11 @@ def load_verified(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
 def merge_results(entries: Mapping[str, Mapping[str, Any]], cases: list[VerifiedCase], results: str,
                   now: str | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """The overlay's entries with `cases` recorded on top (a newer result replaces an older one), and counts of
-    passed, failed and skipped cases (skipped ones change nothing: the device was not there)."""
+    passed, failed, skipped and not-run cases (skipped and not-run ones change nothing: the device was not there, or
+    the harness broke before it ran)."""
     merged = {op: dict(signatures) for op, signatures in entries.items()}
     stamp = now or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "not-run": 0}
     for case in cases:
         counts[case.status] += 1
         if case.status in STATUSES:

@@ -5,7 +5,9 @@ on the CPU twice with the same inputs and weights (CPU vs CPU: checks the harnes
 and `test_device` runs it on the NPU (OPASSESS_VERIFY_DEVICE, default npu) against the CPU reference, skipped
 cleanly when torch_npu cannot be imported. Tolerances are torch.testing.assert_close's defaults for the output dtype
 (the standard PyTorch's own tests use); OPASSESS_VERIFY_RTOL / OPASSESS_VERIFY_ATOL override both. Every case records
-JUnit properties (opassess_op, opassess_signature, device, latency_us) that `opassess calibrate --verified` reads.
+JUnit properties (opassess_op, opassess_signature, device, latency_us, opassess_stage) that `opassess calibrate
+--verified` reads: a device case that failed while still at stage 'reference' (the call or its CPU reference could
+not be built) never reached the device and records no verdict.
 """
 from __future__ import annotations
 
@@ -234,6 +236,7 @@ def identify(record_property, signature, device):
     record_property("opassess_op", OPERATOR)
     record_property("opassess_signature", signature["key"])
     record_property("device", device)
+    record_property("opassess_stage", "reference")  # building the call and the CPU reference
 
 
 def record_latency(record_property, signature, device, latency):
@@ -261,6 +264,7 @@ def test_device(signature, record_property):
         pytest.importorskip("torch_npu", reason="torch_npu is not importable: no NPU to verify on")
     function, inputs = build(signature)
     expected, _ = timed(function, "cpu", inputs)
+    record_property("opassess_stage", "device")  # a failure from here on is the device's, not the harness's
     actual, latency = timed(function, DEVICE, [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in inputs])
     record_latency(record_property, signature, DEVICE, latency)
     compare(actual, expected)

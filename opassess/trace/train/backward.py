@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...records import AtenCall
-from ..recorder import aten_call
+from ..recorder import aten_call, meta_stand_ins
 from ..values import tensors_in
 
 
@@ -42,11 +42,13 @@ def record_backward(owners: GradOwners, run: Any) -> tuple[dict[str, list[AtenCa
 
     per_node: dict[str, list[AtenCall]] = {}
     engine: list[AtenCall] = []
+    stand_ins = meta_stand_ins()  # the forward's meta stand-ins: a backward calls the same ops (_grouped_mm)
 
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            out = func(*args, **kwargs)
+            stand_in = stand_ins.get(func._overloadpacket)
+            out = stand_in(func, args, kwargs) if stand_in is not None else func(*args, **kwargs)
             node = torch._C._current_autograd_node()
             owner = owners.owner.get(id(node)) if node is not None else None
             call = aten_call(func, tensors_in((args, kwargs)), tensors_in(out))
