@@ -162,6 +162,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     context = ModelContext.of(inventory, weights, flow, performance)  # time shares and the main path, measured once
     signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read them
     scores = score(classified, inventory, weights, findings, signals=signals)
+    seconds["score"] = time.perf_counter() - started  # measuring the signals and scoring every operator
     started = time.perf_counter()
     result = estimate(scores, inventory, weights, findings, signals=signals, source=sites)
     seconds["estimate"] = time.perf_counter() - started

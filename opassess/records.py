@@ -99,6 +99,15 @@ class DynamoRun:
 
 
 @dataclass(frozen=True)
+class Registration:
+    """The composite kernels torch registers for a non-ATen op the model ran (a library's torch.library op), as the
+    worker that imported the library sees them: the parent that classifies never imports it."""
+
+    op: str  # "transformers::grouped_mm_fallback"
+    kinds: tuple[str, ...]  # ("CompositeExplicitAutograd",); () when it has kernels for some devices only
+
+
+@dataclass(frozen=True)
 class Capture:
     """Everything the trace stage learned about one forward pass."""
 
@@ -113,6 +122,7 @@ class Capture:
     step_note: str | None = None  # what the training step ran: its loss, optimizer, clipping, autocast
     stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
     dynamo: DynamoRun | None = None  # torch._dynamo's report on the forward (--graph-mode dynamo), else None
+    registrations: tuple[Registration, ...] = ()  # the composite keys of the non-ATen ops seen (forward, backward)
 
 
 @dataclass(frozen=True)
@@ -181,6 +191,22 @@ class Reason:
     message: str  # one sentence, English, for the report
     evidence: str  # where the fact comes from: "npu_aten_ops: convolution [v2.1..newest]", "rules.toml: lstm"
     signature: int | None = None  # index into Operator.signatures when the reason concerns one signature
+    # The message as a catalog message id and its values (identifiers, versions), so the human formats say it in the
+    # reader's language: message == template % dict(params). Empty for a reason not yet built so (read as written).
+    template: str = ""
+    params: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, code: str, template: str, params: Mapping[str, Any], evidence: str,
+           signature: int | None = None) -> Reason:
+        """A reason whose message is `template` (a message id, marked N_) filled with `params`."""
+        values = tuple((key, str(value)) for key, value in params.items())
+        return cls(code, template % dict(values), evidence, signature, template, values)
+
+
+def N_(message: str) -> str:  # noqa: N802 - gettext's name for "mark for extraction, translate where shown"
+    """Mark a message id where a record is built (a reason's template); the reports translate it."""
+    return message
 
 
 @dataclass(frozen=True)

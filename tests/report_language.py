@@ -27,6 +27,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # an identifier: a token with a separator, digit or inner capital (aten::add.Tensor, npu_aten_ops, A2, aclnnAdd,
 # --train, 2.13, examples/x.py, key=value); '\_' is Markdown's escaped underscore
 _IDENT = re.compile(r"(?<![\w\\])(?:--?)?(?=[\w\\.:/@=<>\[\]-]*(?:[.:_/@=\d\\]|[a-z][A-Z]))[\w\\.:/@=<>\[\]'-]*\w")
+_OPTION = re.compile(r"(?<![\w-])--?[a-z][\w-]*(?: (?:md|html|json|csv|sarif|junit|terminal)\b)?")  # -f html, --train
 _WORD = r"[A-Za-z][A-Za-z']*(?:-[A-Za-z]+)*"
 _RUN = re.compile(rf"{_WORD}(?:[ ,]+{_WORD})+")
 _KEPT = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(k) for k in sorted(KEPT, key=len, reverse=True))
@@ -48,7 +49,7 @@ def english_sentences(text: str) -> list[str]:
     """Every run of two or more English words in the prose of `text`, in order, without repeats."""
     found: dict[str, None] = {}
     for line in visible_text(text).splitlines():
-        line = _KEPT.sub(" \0 ", _IDENT.sub(" \0 ", line))  # a NUL: not a word, not a cell border
+        line = _KEPT.sub(" \0 ", _IDENT.sub(" \0 ", _OPTION.sub(" \0 ", line)))  # a NUL: not a word, not a cell border
         for run in _RUN.findall(line):
             words = [w for w in re.split(r"[ ,]+", run) if w]
             if sum(1 for w in words if any(c.islower() for c in w)) >= 2:

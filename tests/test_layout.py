@@ -219,3 +219,24 @@ def test_the_type_gate_fails_on_a_type_error(tmp_path):
                              str(ROOT.parent / "pyproject.toml"), str(bad)], cwd=ROOT.parent, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 1 and "Incompatible return value type" in result.stdout
+
+
+# The checks of the registries and documents that take a moment, run here too: this file runs on every change, and a
+# code left unregistered, a schema enum or docs page left behind, or a broken link is as much a shape fault.
+from test_docs import test_every_relative_link_resolves, test_no_path_outside_the_repository  # noqa: E402,F401
+from test_reasons import (  # noqa: E402,F401
+    test_a_code_decides_no_harder_category_than_registered,
+    test_docs_reasons_page_is_current,
+    test_every_code_the_classifier_gives_is_registered_and_every_registered_code_is_given,
+    test_the_schema_enums_equal_the_registry,
+)
+
+
+def test_every_registered_reason_code_has_a_fixture_model():
+    import importlib.util
+
+    path = ROOT.parent / "tests" / "classify" / "test_reason_fixtures.py"
+    spec = importlib.util.spec_from_file_location("reason_fixtures_for_layout", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.test_every_registered_reason_code_has_a_fixture_model()

@@ -165,15 +165,14 @@ def test_a_portfolio_on_ray_reports_what_the_local_executor_reports(tmp_path, ra
     assert "zoo/crash.py: worker crashed: SIGABRT (aborted)" in remote.output
     assert "zoo/a_hang.py: timed out after 30 s (worker killed)" in remote.output
     assert "zoo/greedy.py: out of memory under the memory cap of 4.0 GiB: " in remote.output
-    # no absolute path of the scanning machine in a report (report/paths.py): a file outside the working directory
-    # is named relative to its model's folder
+    # reports name a project file relative to its model's folder, never by the scanning machine's absolute path
     assert "opassess: policy: breach: opassess_raytest::twice: custom-dev, 1 call(s) at breach.py:" in remote.output
     expected = _scrubbed(tmp_path / "work" / "local")
     assert set(expected) == {"good.json", "good.md", "breach.json", "breach.md", "portfolio.json", "portfolio.md",
                              "portfolio.html",
                              "portfolio.state.json"}
     assert _scrubbed(tmp_path / "work" / "ray") == expected
-    # paths read as on the driver, not as where the node unpacked the model folders
+    # paths read as on the driver (relative, never absolute), not as where the node unpacked the model folders
     assert json.loads((tmp_path / "work" / "ray" / "good.json").read_text())["model"]["source"] == "zoo/good.py"
     assert json.loads((tmp_path / "work" / "ray" / "breach.json").read_text())["model"]["source"] == "breach.py"
     assert "_ray_pkg_" not in (tmp_path / "work" / "ray" / "breach.md").read_text()

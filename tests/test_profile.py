@@ -30,6 +30,7 @@ from opassess.pipeline import ScanOptions, assess
 from opassess.profile import ProfileError, assess_profile
 from opassess.profile.facts import load_facts
 from opassess.profile.formats import PROFILE_FORMATS, render_profile
+from opassess.profile.join import join
 from opassess.profile.read import read_profile
 from opassess.report import build_view
 
@@ -318,3 +319,38 @@ def test_a_report_of_the_wrong_shape_is_one_line_naming_the_field(tmp_path, chan
         assert "not an opassess JSON report" in result.output and field in result.output, result.output
         assert "internal error" not in result.output and len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "d.toml").exists()
+
+
+def test_an_export_without_kernel_rows_is_one_line(tmp_path, report_file):
+    """A header and no kernel row (a profiler stopped before the first step) measured nothing: it used to be a
+    report of 0.0 us with no operator (exit 0); now one line naming the file (exit 1), as calibrate already was."""
+    empty = tmp_path / "kernel_details.csv"
+    empty.write_text(KERNEL_HEADER + "\n\n", encoding="utf-8")
+    out = tmp_path / "profile.json"
+    result = CliRunner().invoke(app, ["profile", str(empty), "--report", str(report_file), "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "no kernel row" in result.output and "kernel_details.csv" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_large_export_is_held_in_little_memory_per_kernel_launch(tmp_path):
+    """An export near the 256 MiB limit holds millions of launches: read and joined, each launch used to keep about
+    1.3 KB (a 32 MB export took 600 MB), the text of its name, type and join reason copied per row. Repeated text is
+    kept once and the records have slots: under 700 bytes a launch (about 460 measured)."""
+    import tracemalloc
+
+    rows = 20000
+    path = tmp_path / "kernel_details.csv"
+    path.write_text("Step Id,Name,Type,Accelerator Core,Duration(us),Input Shapes,Input Data Types\n" + "".join(
+        f'{i % 10 + 1},aclnnAddmm_MatMulCommon_MatMulV2,MatMulV2,AI_CORE,{i % 97}.5,"8,64;96,64;96",FLOAT;FLOAT\n'
+        for i in range(rows)), encoding="utf-8")
+    operators, facts = report()["operators"], load_facts()
+    tracemalloc.start()
+    try:
+        data = read_profile(path, facts)
+        matches = join(data.kernels, operators)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(matches) == rows and all(m.op is not None for m in matches)
+    assert held / rows < 700, f"{held / rows:.0f} bytes per launch"

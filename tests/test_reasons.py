@@ -29,7 +29,7 @@ SCHEMA = ROOT / "opassess" / "report" / "assessment.schema.json"
 
 def given_codes() -> dict[str, list[tuple[str, str | None]]]:
     """code -> [(where, the category the call passes: 'DIRECT', ..., None)] for every `Reason("code", ...)` and
-    `j.add("code", ..., category)` written in the classify package."""
+    `j.add("code", ..., category)` (or `j.add_message`) written in the classify package."""
     found: dict[str, list[tuple[str, str | None]]] = {}
     for path in sorted(CLASSIFY.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -37,10 +37,11 @@ def given_codes() -> dict[str, list[tuple[str, str | None]]]:
                 continue
             first = node.args[0]
             is_reason = isinstance(node.func, ast.Name) and node.func.id == "Reason"
-            is_add = isinstance(node.func, ast.Attribute) and node.func.attr == "add"
+            is_add = isinstance(node.func, ast.Attribute) and node.func.attr in ("add", "add_message")
             if not (is_reason or is_add) or not isinstance(first, ast.Constant) or not isinstance(first.value, str):
                 continue
-            category = node.args[3] if is_add and len(node.args) > 3 else next(
+            at = 4 if is_add and node.func.attr == "add_message" else 3  # add_message: code, template, params, ...
+            category = node.args[at] if is_add and len(node.args) > at else next(
                 (k.value for k in node.keywords if k.arg == "category"), None)
             name = category.attr if isinstance(category, ast.Attribute) else None
             found.setdefault(first.value, []).append((f"{path.name}:{node.lineno}", name))

@@ -130,3 +130,14 @@ def test_step_summary_and_diff_render_in_both_languages():
     zh_summary = render_summary(snapshot, diff_markdown=zh_diff, language="zh-CN")
     assert "需定制开发的算子" in zh_summary and "`mylib::fused`" in zh_summary
     assert "Custom-dev operator" in render_summary(snapshot)
+
+
+def test_reasons_built_from_message_ids_read_in_chinese_and_stay_english_in_json():
+    assessment = model_assessment("nms")
+    reasons = [r for op in assessment.classified for r in op.reasons if r.code == "kernel"]
+    assert reasons and all(r.template and r.message == r.template % dict(r.params) for r in reasons)
+    aten = dict(reasons[0].params)["op"]
+    text = render(assessment, "md", language="zh-CN")
+    assert re.search(re.escape(aten.replace("_", "\\_")) + r" 在 torch \S+ 下有 NPU 算子实现", text)
+    assert "has an NPU kernel for torch" not in text
+    assert "has an NPU kernel for torch" in render(assessment, "json", language="zh-CN")

@@ -37,6 +37,8 @@ def test_report_of_every_example_validates(validator, name):
     assert sorted(op["op"] for op in document["operators"]) == sorted(o.key for o in assessment.inventory.operators)
     assert document["summary"]["operator_types"] == len(assessment.inventory.operators)
     assert sum(document["summary"]["categories"].values()) == len(assessment.inventory.operators)
+    # every stage the pipeline runs says how long it took, scoring included
+    assert {"load", "trace", "classify", "findings", "score", "estimate"} <= set(document["seconds"])
 
 
 def test_custom_op_is_reported_as_unknown_custom_dev(validator):

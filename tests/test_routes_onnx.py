@@ -231,3 +231,15 @@ def test_a_model_that_cannot_be_built_on_the_cpu_is_a_route_failure_not_a_failed
     assert document["operators"]  # the capture on the meta device stands
     (failure,) = document["onnx"]["failures"]
     assert "could not be built on the CPU" in failure["message"] and "too large" in failure["message"]
+
+
+@pytest.mark.parametrize("args", [("--opset", "17"), ("--exporter", "torchscript"), ("--route", "vllm-ascend",
+                                                                                      "--opset", "11")])
+def test_onnx_options_without_the_onnx_route_are_refused(tmp_path, args):
+    """--opset or --exporter without --route onnx would be silently ignored (a CI job believing it checks the ONNX
+    route); like --quant without --route vllm-ascend, it is a usage error (exit 2)."""
+    model = tmp_path / "model.py"
+    model.write_text(CONV_BN_GRU)
+    result = runner.invoke(app, ["scan", str(model), *args, "-f", "json", "-o", str(tmp_path / "r.json"), "-q"])
+    assert result.exit_code == 2, result.output
+    assert "needs --route onnx" in result.output and not (tmp_path / "r.json").exists()

@@ -213,3 +213,13 @@ def test_portfolio_totals_include_the_sites(project):
     assert standalone.likely == pytest.approx(2 * one)
     assert shared.likely == pytest.approx(one)  # the same sites in the same files: paid once
     assert {d.op for d in demands} >= {"train.py: count_kernel (triton-kernel)"}
+
+
+def test_a_graph_break_gate_on_a_source_scan_is_refused(tmp_path):
+    """`opassess source` runs no model, so it has no graph breaks: --fail-on graph-break could never fire (it used
+    to pass with exit 0, a CI job believing it was gated); it is a usage error (exit 2) naming `opassess scan`."""
+    code = tmp_path / "train.py"
+    code.write_text("import torch\n\n@torch.compile(backend='cudagraphs')\ndef f(x):\n    return x.item()\n")
+    result = runner.invoke(app, ["source", str(code), "-q", "--fail-on", "graph-break", "-o", str(tmp_path / "r.json")])
+    assert result.exit_code == 2, result.output
+    assert "opassess scan" in result.output and not (tmp_path / "r.json").exists()

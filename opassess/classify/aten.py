@@ -60,12 +60,14 @@ def _example(call) -> tuple:
 
 
 class AtenJudge:
-    """Mixed into the classifier (operators.py), whose state (kb, version, target, facts, _verdicts) it reads."""
+    """Mixed into the classifier (operators.py), whose state (kb, version, target, facts, registered, _verdicts) it
+    reads."""
 
     kb: KnowledgeBase
     version: Version
     target: Product
     facts: KernelFacts
+    registered: dict[str, tuple[str, ...]]
     _verdicts: dict[str, AtenVerdict]
 
     def aten_verdict(self, aten: str, call: AtenCall | _Call | None = None, depth: int = 0) -> AtenVerdict:
@@ -89,7 +91,7 @@ class AtenJudge:
         if aten in self.kb.rules.everywhere:
             evidence = f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})"
             return AtenVerdict(aten, "everywhere", evidence, True)
-        kinds = dispatch_kinds(aten)
+        kinds = dispatch_kinds(aten) or self.registered.get(aten, ())  # a library op: what the worker saw
         if not kinds:
             return AtenVerdict(aten, "missing", support.evidence, False)
         where = f"PyTorch {torch_version_text()} dispatcher: {aten} has a {kinds[0]} kernel"

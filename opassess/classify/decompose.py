@@ -19,28 +19,15 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from ..trace.registrations import COMPOSITE_KEYS as COMPOSITE_KEYS  # re-exported
+from ..trace.registrations import dispatch_kinds as dispatch_kinds  # re-exported
+
 Shape = tuple[int, ...]
 
 
-COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
 # Allocations a composite kernel makes for its result: not work of its own (every backend has empty)
 _ALLOCATIONS = ("aten::empty", "aten::empty.memory_format", "aten::empty_strided", "aten::new_empty",
                 "aten::new_empty_strided", "aten::empty_like", "aten::resize_")
-
-
-@cache
-def dispatch_kinds(qualified: str) -> tuple[str, ...]:
-    """Composite dispatch keys PyTorch registers for an op ('aten::zeros' -> ('CompositeExplicitAutograd',))."""
-    import torch
-
-    kinds = []
-    for key in COMPOSITE_KEYS:
-        try:
-            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
-                kinds.append(key)
-        except RuntimeError:  # the op is not registered in this process
-            return ()
-    return tuple(kinds)
 
 
 def torch_version_text() -> str:

@@ -1,8 +1,9 @@
 """One signature's judgement while the classifier builds it: its category so far and the reasons that decided it."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..records import Reason
 from ..vocabulary import Category
@@ -28,3 +29,10 @@ class Judgement:
         if category is not None:
             self.category = worst((self.category, category))
         self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))
+
+    def add_message(self, code: str, template: str, params: Mapping[str, Any], evidence: str,
+                    category: Category | None = None, per_signature: bool = True) -> None:
+        """`add` with the message as a catalog message id and its values (Reason.of): said in the reader's language."""
+        if category is not None:
+            self.category = worst((self.category, category))
+        self.reasons.append(Reason.of(code, template, params, evidence, self.index if per_signature else None))

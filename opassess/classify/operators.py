@@ -29,7 +29,7 @@ The operator's category is the worst of its signatures.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..kb.evidence import ProductCheck, check_dtype, check_product, kernel_takes_param, remedy, verdict_confidence
@@ -38,7 +38,7 @@ from ..kb.products import Product
 from ..kb.rules import Composite, FusedStep, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
-from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
+from ..records import N_, AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .collective import classify_collective
@@ -70,13 +70,16 @@ class _Scope:
 
 
 class _Classifier(AtenJudge):
-    def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False) -> None:
+    def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False,
+                 registered: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self.kb = kb
         self.target = product
         self.product = product.name  # as reports print it
         self.page = product.api_page or product.name  # the API pages' and their limitations' product name
         self.facts = kb.kernel_facts
         self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
+        # the composite keys the worker saw registered for the non-ATen ops (a library's torch.library ops)
+        self.registered = dict(registered or {})
         self.version = version
         self.version_text = format_version(version)
         self._verdicts: dict[str, AtenVerdict] = {}
@@ -156,7 +159,7 @@ class _Classifier(AtenJudge):
         """One signature: a project's own op, or a native API with its ATen ops; then the kernels' argument checks."""
         j = Judgement(index)
         if op.kind in PROJECT_KINDS:
-            judge_project_op(op, j, scope.verdicts, scope.required, self.trained)
+            judge_project_op(op, j, scope.verdicts, scope.required, self.trained, self.registered)
         else:
             self._native(op, sig, j, scope.api, scope.verdicts, scope.required)
         self._kernel_checks(op, sig, j, scope.verdicts)
@@ -231,8 +234,9 @@ class _Classifier(AtenJudge):
             j.add("kernel-product", f"{said}: {verdict}", "; ".join((*mark.evidence, api.evidence() if api else "")
                                                                     ).strip("; "), None, per_signature=False)
         if api is not None and documented:
-            j.add("api-supported", f"{api.api} is documented as supported on {self.product} (torch {api.doc_version})",
-                  api.evidence(), None, per_signature=False)
+            j.add_message("api-supported", N_("%(api)s is documented as supported on %(product)s (torch %(version)s)"),
+                          {"api": api.api, "product": self.product, "version": api.doc_version}, api.evidence(), None,
+                          per_signature=False)
         if api is not None and documented is not None:  # the page's limits hold where the page speaks at all
             if api.limitation is not None and sig is not None:
                 self._limits(op, sig, j, api, kernel_atens=kernel_ops(verdicts))
@@ -250,9 +254,11 @@ class _Classifier(AtenJudge):
         bindings = [v for v in verdicts.values() if v.status == "binding"]
         for v in verdicts.values():
             if v.status == "kernel":
-                j.add("kernel", f"{v.op} has an NPU kernel for torch {self.version_text}", v.evidence, None, False)
+                j.add_message("kernel", N_("%(op)s has an NPU kernel for torch %(version)s"),
+                              {"op": v.op, "version": self.version_text}, v.evidence, None, False)
             elif v.status == "everywhere":
-                j.add("view-op", f"{v.op} runs on every backend (composite/view kernel)", v.evidence, None, False)
+                j.add_message("view-op", N_("%(op)s runs on every backend (composite/view kernel)"), {"op": v.op},
+                              v.evidence, None, False)
             elif v.status == "decomposes":
                 j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
                       f"extra kernel launches", v.evidence, None, False)
@@ -429,7 +435,8 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
     """Classify every operator of the inventory against `target` and the torch version (defaults: the KB's)."""
     product = kb.product(kb.default_product if target is None else target)
     classifier = _Classifier(kb, product, kb.resolve_version(torch_version),
-                             trained=inventory.capture.step == "train")
+                             trained=inventory.capture.step == "train",
+                             registered={r.op: r.kinds for r in inventory.capture.registrations})
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 

@@ -14,7 +14,7 @@ from .judgement import Judgement
 
 
 def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerdict], required: Replacement | None,
-                     trained: bool) -> None:
+                     trained: bool, registered: Mapping[str, tuple[str, ...]] | None = None) -> None:
     """One signature of a project's own op (torch.library op, autograd.Function, C++ extension function): `j` is
     the classifier's judgement (its `add`), `verdicts` its ATen verdicts (op -> AtenVerdict)."""
     if required is not None:
@@ -30,7 +30,7 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
               "no replacement in rules.toml", Category.CUSTOM_DEV)
         return
     if "::" in op.key:
-        kinds = dispatch_kinds(op.key)
+        kinds = dispatch_kinds(op.key) or (registered or {}).get(op.key, ())  # the worker saw the library's
         others = [v for v in verdicts.values() if v.op != op.key]
         if kinds and all(v.supported for v in others):
             how = ("a composite of ATen ops" if "CompositeImplicitAutograd" in kinds else

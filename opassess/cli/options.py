@@ -99,25 +99,31 @@ Route = Annotated[str | None, typer.Option(
     "--route", help="Also check a route beyond eager training: 'onnx' (export with torch.onnx in the worker, judge "
                     "each node against the ONNX -> CANN map; pip install 'opassess[onnx]') or 'vllm-ascend' (the "
                     "architecture and --quant against the serving facts for --target).")]
-Opset = Annotated[int, typer.Option(
-    "--opset", help="With --route onnx: the ONNX opset to export at, 11 to 18 (ATC takes 11 or later).")]
-Exporter = Annotated[str, typer.Option(
+Opset = Annotated[int | None, typer.Option(
+    "--opset", help="With --route onnx: the ONNX opset to export at, 11 to 18 (ATC takes 11 or later; default "
+                    "17).")]
+Exporter = Annotated[str | None, typer.Option(
     "--exporter", help="With --route onnx: auto (the dynamo exporter where it works, else TorchScript), dynamo or "
-                       "torchscript.")]
+                       "torchscript (default auto).")]
 Quant = Annotated[str | None, typer.Option(
     "--quant", help="With --route vllm-ascend: a quantisation scheme (w8a8, w8a8_dynamic, w4a8, w4a16, mxfp8, "
                     "...) to check against the chip.")]
 
 
-def route_values(route: str | None, opset: int, exporter: str, quant: str | None) -> dict:
+def route_values(route: str | None, opset: int | None, exporter: str | None, quant: str | None) -> dict:
     """The route options as ScanOptions fields; a value that does not fit (an unknown route, --opset below 11 or
-    above 18, --quant without --route vllm-ascend) is a usage error with the reason."""
+    above 18, --opset or --exporter without --route onnx, --quant without --route vllm-ascend) is a usage error with
+    the reason."""
     from ..errors import UsageError
-    from ..routes.onnx_judge import check_opset
+    from ..routes.onnx_judge import DEFAULT_OPSET, check_opset
     from ..routes.records import EXPORTERS, ROUTES
 
     if route is not None and route not in ROUTES:
         raise typer.BadParameter(f"{route!r}: expected one of {', '.join(ROUTES)}", param_hint="'--route'")
+    for value, flag in ((opset, "--opset"), (exporter, "--exporter")):
+        if value is not None and route != "onnx":
+            raise typer.BadParameter("needs --route onnx", param_hint=f"'{flag}'")
+    opset, exporter = DEFAULT_OPSET if opset is None else opset, exporter or "auto"
     if exporter not in ("auto", *EXPORTERS):
         raise typer.BadParameter(f"{exporter!r}: expected auto, dynamo or torchscript", param_hint="'--exporter'")
     if route == "onnx":

@@ -139,8 +139,8 @@ def scan(
                          "operators (repeatable). The model file and the project files it imports are scanned "
                          "anyway.")] = None,
     route: Route = None,
-    opset: Opset = 17,
-    exporter: Exporter = "auto",
+    opset: Opset = None,
+    exporter: Exporter = None,
     quant: Quant = None,
     templates: Templates = None,
     fail_on: FailOn = None,

@@ -64,6 +64,9 @@ def source_command(
     from ..pipeline import assess_sources
 
     with reporting_errors(debug):
+        if "graph-break" in (fail_on or ()):  # no model runs here: the gate could never fire
+            raise typer.BadParameter("needs a model: graph breaks come from `opassess scan MODEL` (the source scan "
+                                     "runs nothing)", param_hint="'--fail-on graph-break'")
         policy = build_policy(fail_on, max_person_days, max_risk)
         if fail_on_new and baseline is None:
             raise typer.BadParameter("needs --baseline (the report the new sites are compared with)",

@@ -12,7 +12,17 @@ import json
 from typing import Any
 
 from ..errors import OpassessError
-from ..records import AtenCall, Capture, CaptureAttempt, DynamoBreak, DynamoRun, ModelInfo, OpNode, StandIn
+from ..records import (
+    AtenCall,
+    Capture,
+    CaptureAttempt,
+    DynamoBreak,
+    DynamoRun,
+    ModelInfo,
+    OpNode,
+    Registration,
+    StandIn,
+)
 
 MAX_MESSAGE = 512 * 2**20  # bytes of one message from a worker (a 7B model's capture is a few MiB)
 MAX_TEXT = 2**20  # characters of one string in it
@@ -38,12 +48,13 @@ _DYNAMO_BREAK = {"reason": "str", "source": "str?"}
 _DYNAMO = {"graphs": "int", "ops": "int", "breaks": [DynamoBreak], "seconds": "float", "error": "str?"}
 _CAPTURE = {"method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
             "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn],
-            "dynamo": (DynamoRun,)}
+            "dynamo": (DynamoRun,), "registrations": [Registration]}
+_REGISTRATION = {"op": "str", "kinds": "strs"}
 _INFO = {"source": "str", "entry": "str", "class_name": "str", "parameters": "int", "dtype": "str", "inputs": "strs",
          "label": "str?"}
 _SCHEMA: dict[type, dict[str, Any]] = {AtenCall: _ATEN, OpNode: _NODE, CaptureAttempt: _ATTEMPT, StandIn: _STAND_IN,
                                        Capture: _CAPTURE, ModelInfo: _INFO, DynamoRun: _DYNAMO,
-                                       DynamoBreak: _DYNAMO_BREAK}
+                                       DynamoBreak: _DYNAMO_BREAK, Registration: _REGISTRATION}
 
 
 def _plain(record: Any) -> Any:

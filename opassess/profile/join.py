@@ -14,6 +14,7 @@ others are named. A kernel with no candidate is unmatched, with the reason.
 from __future__ import annotations
 
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ _API = re.compile(r"^(aclnn[A-Za-z0-9]+?)(?:_|$)")
 COMMUNICATION = ("COMMUNICATION", "HCCL", "HCCL_AI_CPU")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per kernel launch: millions in a large export
 class Match:
     """Where one kernel went: the index of its operator in the report (None: unmatched) and why."""
 
@@ -114,6 +115,7 @@ def _candidates(kernel: Kernel, index: OperatorIndex) -> tuple[list[int], str, s
 
 def match_kernel(kernel: Kernel, index: OperatorIndex) -> Match:
     ops, rule, how, atens = _candidates(kernel, index)
+    how = sys.intern(how)  # the same text for every launch of a kernel: kept once
     if not ops:
         return Match(kernel, None, "unmatched", how, None, tuple(sorted(atens)))
     measured = {s for s in kernel.input_shapes or () if s is not None}

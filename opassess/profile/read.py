@@ -13,9 +13,12 @@ import csv
 import io
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 from ..datafile import check_regular, read_text
 from ..errors import OpassessError
@@ -28,6 +31,7 @@ WALK_LIMIT = 20000  # directory entries looked at when a folder is given
 WALK_DEPTH = 6
 NOT_AVAILABLE = ("N/A", "NA", "", "-")
 KERNEL_FILE = "kernel_details.csv"
+NO_PMU: Mapping[str, float] = MappingProxyType({})  # shared by every launch without PMU columns
 OP_SUMMARY = re.compile(r"op_summary(_\d+)*\.csv$")
 
 
@@ -38,7 +42,7 @@ class ProfileError(OpassessError):
 Shape = tuple[int, ...] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: an export of a few hundred MB holds millions of launches
 class Kernel:
     """One kernel launch of the export."""
 
@@ -97,6 +101,7 @@ def find_files(path: Path) -> list[Path]:
     return found
 
 
+@lru_cache(maxsize=4096)  # the same few shape strings repeat on every step: one parsed tuple each
 def parse_shapes(text: str | None) -> tuple[Shape, ...] | None:
     """'"1,3,224,224;64,3,7,7"' -> ((1, 3, 224, 224), (64, 3, 7, 7)); an empty part (a scalar) -> (); N/A -> None."""
     if text is None:
@@ -111,6 +116,7 @@ def parse_shapes(text: str | None) -> tuple[Shape, ...] | None:
     return tuple(shapes)
 
 
+@lru_cache(maxsize=4096)
 def parse_dtypes(text: str | None) -> tuple[str | None, ...] | None:
     """'FLOAT16;INT64;DT_BF16' -> ('float16', 'int64', 'bfloat16')."""
     if text is None:
@@ -123,7 +129,7 @@ def _cell(row: list[str], index: int | None) -> str | None:
     if index is None or index >= len(row):
         return None
     value = row[index].strip()
-    return None if value in NOT_AVAILABLE else value
+    return None if value in NOT_AVAILABLE else sys.intern(value)  # names, types, steps repeat on every step
 
 
 def _number(text: str | None) -> float | None:
@@ -177,7 +183,7 @@ def read_file(path: Path, facts: ProfilerFacts) -> tuple[str, list[str], list[Ke
         if name is None or duration is None or duration < 0:
             raise ProfileError(f"{path}:{number}: a kernel row without a name or a duration (read {row[:3]!r})")
         pmu = {column: value for position, column in pmu_columns.items()
-               if (value := _number(_cell(row, position))) is not None}
+               if (value := _number(_cell(row, position))) is not None} or NO_PMU
         kernels.append(Kernel(
             name=name, type=_cell(row, index.get("type")), placement=_cell(row, index.get("placement")),
             duration_us=duration, step=_cell(row, index.get("step")), device=_cell(row, index.get("device")),
@@ -197,6 +203,9 @@ def read_profile(path: Path, facts: ProfilerFacts) -> ProfileData:
         variants.append(variant)
         kernels += found
         columns.update(header)
+    if not kernels:
+        raise ProfileError(f"{path}: no kernel row, only a header: the profiler recorded no step (profile at least one "
+                           f"step that runs the model)")
     level0 = bool(kernels) and all(k.placement is None and k.input_shapes is None for k in kernels)
     return ProfileData(str(path), tuple(str(f) for f in files), tuple(variants), tuple(kernels), frozenset(columns),
                        level0)

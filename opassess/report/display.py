@@ -48,7 +48,7 @@ from .plan_view import (
     shown_source,
 )
 from .prose import capture_step_text, evidence_text, headline_text, note_text
-from .reasons import reason_rows, signature_rows
+from .reasons import reason_rows, reason_text, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
@@ -102,8 +102,8 @@ def heat(likelihood: int, impact: int) -> str:
 def _support_text(classified: ClassifiedOp | None, aten: str, backward: bool = False) -> str:
     support = (classified.backward_support if backward else classified.aten_support) if classified else {}
     if aten not in support:
-        return "not checked"
-    return "NPU kernel" if support[aten] else "no NPU kernel"
+        return N_("not checked")
+    return N_("NPU kernel") if support[aten] else N_("no NPU kernel")
 
 
 def _stand_ins_text(capture: Capture) -> str:
@@ -117,7 +117,8 @@ def _stand_ins_text(capture: Capture) -> str:
 # ------------------------------------------------------------------ builders
 
 
-def _operator_row(row: Row, total_likely: float, training: bool = False) -> OperatorRow:
+def _operator_row(row: Row, total_likely: float, training: bool = False,
+                  _: Callable[[str], str] = str) -> OperatorRow:
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
@@ -133,9 +134,9 @@ def _operator_row(row: Row, total_likely: float, training: bool = False) -> Oper
         "count": operator.count,
         "signature_count": len(operator.signatures),
         "aten": tuple(operator.aten),
-        "aten_rows": tuple(AtenRow(a, _support_text(classified, a)) for a in operator.aten),
+        "aten_rows": tuple(AtenRow(a, _(_support_text(classified, a))) for a in operator.aten),
         "category_rank": CATEGORY_RANK.get(category, -1),
-        "reasons": reason_rows(classified.reasons, signatures) if classified else (),
+        "reasons": reason_rows(classified.reasons, signatures, _) if classified else (),
         "replacement": classified.replacement if classified else None,
         "replacement_deprecated": classified.replacement_deprecated if classified else False,
         "replacement_successor": classified.replacement_successor if classified else None,
@@ -148,7 +149,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False) -> Oper
         "signatures": signatures,
         "estimated": estimate is not None,
         "step_text": step_text(operator.kind, operator.backward_aten, training),
-        "backward_rows": tuple(AtenRow(a, _support_text(classified, a, backward=True))
+        "backward_rows": tuple(AtenRow(a, _(_support_text(classified, a, backward=True)))
                                for a in operator.backward_aten),
         "search": " ".join([operator.key, operator.kind, category, *operator.modules]).lower(),
     }
@@ -270,8 +271,9 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     model, capture, est = assessment.model, assessment.capture, assessment.estimate
     total = est.total if est else None
     total_likely = total.likely if total else 0.0
-    ops = tuple(_operator_row(r, total_likely, capture.step == "train") for r in rows)
+    ops = tuple(_operator_row(r, total_likely, capture.step == "train", _) for r in rows)
     summary = document["summary"]
+    said = {r.message: reason_text(r, _) for c in assessment.classified for r in c.reasons}  # reasons, translated
     headline = headline_text(round(est.p10, 2), round(est.p50, 2), round(est.p90, 2), _) if est else ""
     unknown = tuple(op for op in ops if not op.known)
 
@@ -385,7 +387,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         origins=origin_rows(est, _) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
-        actions=action_items(document, assessment.findings) + graph_actions(document, shown_source),
+        actions=action_items(document, assessment.findings, _, said) + graph_actions(document, shown_source),
         evidence_order=evidence_text(assessment.target, _),
         source=source_section(document, _),
         time=time_section(document, _),

@@ -125,10 +125,10 @@ def group_repeats(by_module: Mapping[str, Effort], module_types: Mapping[str, st
 # ------------------------------------------------------------------------------ action items
 
 
-def _time_text(gain_us: float, days_likely: float | None) -> str:
+def _time_text(gain_us: float, days_likely: float | None, _: Translate = str) -> str:
     """'recovers ~12.00 ms per step (estimate), 6.00 ms per person-day' (the rate only when the item is costed)."""
-    text = f"recovers ~{us_text(gain_us)} per step (estimate)"
-    return text + (f", {us_text(gain_us / days_likely)} per person-day" if days_likely else "")
+    text = _("recovers ~%(time)s per step (estimate)") % {"time": us_text(gain_us)}
+    return text + (_(", %(time)s per person-day") % {"time": us_text(gain_us / days_likely)} if days_likely else "")
 
 
 def _by_time_recovered(items: list[tuple[ActionItem, float, float | None]]) -> tuple[ActionItem, ...]:
@@ -147,15 +147,19 @@ def _by_time_recovered(items: list[tuple[ActionItem, float, float | None]]) -> t
 MIN_GAIN_US = 0.05  # below this an item recovers nothing the time model can tell
 
 
-def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tuple[ActionItem, ...]:
+def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Translate = str,
+                 said: Mapping[str, str] | None = None) -> tuple[ActionItem, ...]:
     """One item per operator that needs work (not direct, or costed on its own), per source site that needs a hand
     edit or a port, and per performance finding, with what to do: the replacement, the route, the kernel to write,
     who owns the code; a model-level decision is one item (its operators none of their own). With a time model,
-    ordered by the estimated time each recovers per person-day."""
+    ordered by the estimated time each recovers per person-day. `said` maps a reason's English message to the
+    reader's language (reasons built from message ids)."""
+    said = said or {}
     decisions = (document.get("summary") or {}).get("decisions") or []
     items: list[tuple[ActionItem, float, float | None]] = [
         (ActionItem(kind="decision", subject=d["title"], action="; ".join(d["plan"]),
-                    days_text=f"{days(d['person_days']['likely'])} person-days"), 0.0, None) for d in decisions]
+                    days_text=_("%(days)s person-days") % {"days": days(d['person_days']['likely'])}), 0.0, None)
+        for d in decisions]
     decided = {key for d in decisions for key in d["operators"]}
     precision = {key for d in decisions if d["name"] == "precision" for key in d["operators"]}
     for op in document["operators"]:
@@ -167,25 +171,27 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
         note = op.get("cost_note") or ""
         if op["op"] in decided and not any(f": {tier} " in note for tier in CHANGE_TIERS):
             continue  # the decision's item says what to do
-        days_text = f"{days(op['person_days']['likely'])} person-days" if op.get("person_days") else ""
+        days_text = _("%(days)s person-days") % {"days": days(op['person_days']['likely'])} \
+            if op.get("person_days") else ""
         if op.get("cost") == PRICED_CHANGE or op["op"] in decided:
-            action = note or "change one argument"
+            action = note or _("change one argument")
         elif op.get("replacement"):
-            action = f"use {op['replacement']}"
+            action = _("use %(api)s") % {"api": op["replacement"]}
         elif category == Category.CUSTOM_DEV:
-            action = "write an NPU kernel (Ascend C) or change the model to avoid it"
+            action = _("write an NPU kernel (Ascend C) or change the model to avoid it")
         elif category == Category.PARAM_CONVERTED:
             reasons = op.get("reasons") or [{}]
             reason = next((r for r in reasons if _decides(r.get("code", ""))), reasons[0]).get("message", "")
-            action = reason.rstrip(".") or "convert its parameters"
+            action = said.get(reason, reason).rstrip(".") or _("convert its parameters")
         else:
-            action = "check it numerically: " + ((op.get("reasons") or [{}])[-1].get("message", "") or "").rstrip(".")
+            last = (op.get("reasons") or [{}])[-1].get("message", "") or ""
+            action = _("check it numerically: %(reason)s") % {"reason": said.get(last, last).rstrip(".")}
         origin = op.get("origin") or PROJECT
-        owner = "" if origin == PROJECT else f" (in {origin}: upstream code)"
+        owner = "" if origin == PROJECT else _(" (in %(origin)s: upstream code)") % {"origin": origin}
         gain = (op.get("estimated_time") or {}).get("at_risk_us", 0.0)
         likely = (op.get("person_days") or {}).get("likely")
         items.append((ActionItem(kind=category or "unclassified", subject=op["op"], action=action + owner,
-                                 days_text=days_text, time_text=_time_text(gain, likely) if gain >= MIN_GAIN_US
+                                 days_text=days_text, time_text=_time_text(gain, likely, _) if gain >= MIN_GAIN_US
                                  else ""), gain, likely))
     items += [(item, 0.0, None) for item in _site_actions(document)]
     times = [f.get("time") for f in document.get("findings") or ()]
@@ -194,10 +200,10 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding]) -> tu
             continue  # a share of compute is no work; the precision decision's item covers its operators
         # the effect's first clause says what to do; the rest says how it moves the score (in the findings table)
         advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", finding.effect, maxsplit=1)[0]
-        action = f"adopt {finding.npu_api}" if finding.npu_api else advice
+        action = _("adopt %(api)s") % {"api": finding.npu_api} if finding.npu_api else advice
         gain = (time or {}).get("gain_us", 0.0)
         items.append((ActionItem(kind=finding.kind, subject=finding.title, action=action, days_text="",
-                                 time_text=_time_text(gain, None) if gain >= MIN_GAIN_US else ""), gain, None))
+                                 time_text=_time_text(gain, None, _) if gain >= MIN_GAIN_US else ""), gain, None))
     return _by_time_recovered(items)
 
 

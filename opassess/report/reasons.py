@@ -2,7 +2,7 @@
 with the signatures it covers (the JSON keeps one reason per signature index)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..records import Reason, Signature
@@ -34,16 +34,26 @@ def signature_rows(signatures: Sequence[Signature], categories: Sequence[str]) -
                  for i, s in enumerate(signatures))
 
 
-def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...]) -> tuple[ReasonRow, ...]:
+def reason_text(reason: Reason, _: Callable[[str], str] = str) -> str:
+    """A reason's message in the reader's language: its template through the catalog, filled with its values
+    (identifiers as they are); a reason built without a template reads as written."""
+    return _(reason.template) % dict(reason.params) if reason.template else reason.message
+
+
+def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...],
+                _: Callable[[str], str] = str) -> tuple[ReasonRow, ...]:
     """Each distinct reason once, in first-seen order, with the signatures it covers (a reason given once for
     the operator, without a signature index, covers the operator)."""
     groups: dict[tuple[str, str, str], list[int | None]] = {}
+    said: dict[tuple[str, str, str], str] = {}
     for r in reasons:
         groups.setdefault((r.code, r.message, r.evidence), []).append(r.signature)
+        said.setdefault((r.code, r.message, r.evidence), reason_text(r, _))
     rows = []
-    for (code, message, evidence), indexes in groups.items():
+    for key, indexes in groups.items():
+        code, _message, evidence = key
         covered = () if None in indexes else tuple(sorted(set(indexes)))  # type: ignore[type-var]
-        rows.append(ReasonRow(code, message, evidence, covered, _covers_text(covered, signatures)))
+        rows.append(ReasonRow(code, said[key], evidence, covered, _covers_text(covered, signatures)))
     return tuple(rows)
 
 

@@ -43,13 +43,6 @@ class StandInCall:
         return handler(self, args, kwargs)
 
 
-def first_tensor(args: tuple, kwargs: dict) -> Any:
-    """The first tensor argument, positional first, or None."""
-    import torch
-
-    return next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
-
-
 class LibrarySymbol(StandInCall):
     """A function or class of a library that is not installed: `flash_attn.flash_attn_func`. Attribute access gives
     deeper symbols (`flash_attn.bert_padding.pad_input`), so `from pkg import sub` then `sub.fn(...)` works."""

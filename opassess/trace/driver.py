@@ -11,6 +11,7 @@ from ..records import Capture, CaptureAttempt
 from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_order, check_methods, method_named
 from .nodes import NodeFailure
+from .registrations import registrations
 from .registry import CaptureMethod, Skipped, no_progress
 from .train import TrainCapture, TrainCompilingCapture, TrainOptions
 
@@ -95,7 +96,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                            device_note=device_note, attempts=tuple(attempts),
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step=capturer.step, step_note=capturer.note,
-                           stand_ins=current.standins.records() if current.standins is not None else ())
+                           stand_ins=current.standins.records() if current.standins is not None else (),
+                           registrations=registrations(nodes))
         if forward_error is None or not is_meta_problem(forward_error):
             break
     where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"

@@ -225,7 +225,7 @@ def render_terminal(view: View, context: RenderContext) -> str:
     console.print(hint, soft_wrap=True)
     console.print(Text(_("(also -f md, -f json, -f csv)"), style="dim"))
     console.print()
-    _print_actions(console, d["actions"], context.width)
+    _print_actions(console, d["actions"], context.width, _)
     text = out.getvalue()
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
         text = "\n".join(line.rstrip() for line in text.split("\n"))
@@ -345,17 +345,17 @@ def _print_source(console: Any, section: Any, _: Any) -> None:
     console.print()
 
 
-def _print_actions(console: Any, actions: Any, width: int) -> None:
+def _print_actions(console: Any, actions: Any, width: int, _: Any = str) -> None:
     """The action items, last: one per operator that needs work or finding, wrapped by hand (names break at '.'
     and '::', never mid-word) so they read at 80 columns."""
     from ..plan_view import wrap
 
     Text = _inert_text()  # noqa: N806
     if not actions:
-        console.print(Text("Action items: none: every operator runs as is; bring up, validate and tune "
-                           "(see the model-level activities)."))
+        console.print(Text(_("Action items: none: every operator runs as is; bring up, validate and tune "
+                             "(see the model-level activities).")))
         return
-    console.print(Text("Action items:", style="bold"))
+    console.print(Text(_("Action items:"), style="bold"))
     for item in actions:
         days = f" [{item['days_text']}]" if item["days_text"] else ""
         time = f"; {item['time_text']}" if item["time_text"] else ""

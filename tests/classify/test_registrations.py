@@ -1,0 +1,65 @@
+"""A library's torch.library op is registered only in the worker that imported the library: the capture carries its
+composite keys (records.Registration) so the parent judges it as the worker saw it (issue 22, item 6: MoE experts
+run through transformers::grouped_mm_fallback, a custom op without device_types)."""
+from __future__ import annotations
+
+import textwrap
+
+from opassess.isolation.scan import finish_assessment, start_assessment
+from opassess.options import ScanOptions
+
+LIBRARY_OP = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    @torch.library.custom_op("i22lib::scaled_mm", mutates_args=())
+    def scaled_mm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.mm(x, w) * 0.5
+
+    @scaled_mm.register_fake
+    def _(x, w):
+        return x.new_empty(x.shape[0], w.shape[1])
+
+    @torch.library.custom_op("i22lib::scaled_mm_backward", mutates_args=())
+    def scaled_mm_backward(x: torch.Tensor, w: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        return torch.mm(x.t(), grad) * 0.5
+
+    @scaled_mm_backward.register_fake
+    def _(x, w, grad):
+        return w.new_empty(w.shape)
+
+    def _setup(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    def _backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return None, torch.ops.i22lib.scaled_mm_backward(x, w, grad)
+
+    scaled_mm.register_autograd(_backward, setup_context=_setup)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(8, 4))
+        def forward(self, x):
+            return torch.ops.i22lib.scaled_mm(x, self.w)
+
+    def build_model():
+        return M()
+
+    def example_inputs():
+        return (torch.randn(2, 8),)
+''')
+
+
+def test_a_library_op_is_judged_as_the_worker_registered_it(tmp_path):
+    path = tmp_path / "library_op.py"
+    path.write_text(LIBRARY_OP)
+    scan = ScanOptions(target=str(path), train=True)
+    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    op = next(o for o in document["operators"] if o["op"] == "i22lib::scaled_mm")
+    # registered without device_types: a CompositeExplicitAutograd kernel, in the worker; the parent never imported
+    # the model file, so without the capture's registrations it would call both ops "kernels for other devices only"
+    assert op["category"] == "direct", op["reasons"]
+    assert any("registered for every backend" in r["message"] for r in op["reasons"])
+    assert op["backward_support"] == {"i22lib::scaled_mm_backward": True}
