@@ -1,4 +1,4 @@
 """`python -m opassess`: the same command line as the `opassess` script."""
-from .cli import main
+from .cli import run
 
-main()
+run()

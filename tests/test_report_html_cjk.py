@@ -28,6 +28,7 @@ def _cjk_font() -> bool:
 
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable on PATH (apt-get install chromium)"),
     pytest.mark.skipif(not _cjk_font(), reason="no CJK font installed (apt-get install fonts-noto-cjk)"),
 ]

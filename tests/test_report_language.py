@@ -7,6 +7,7 @@ import functools
 import json
 import os
 
+import pytest
 from report_language import english_sentences
 from report_support import ROOT
 
@@ -93,12 +94,14 @@ def test_the_checker_finds_english_prose_and_leaves_identifiers_and_code():
     assert english_sentences("<script>let a = b and c;</script>直接映射 `torch.cat`，Atlas A2，P50 / P90") == []
 
 
+@pytest.mark.slow  # five real scans
 def test_the_english_reports_are_english():
     # the checker sees the English text as English (it cannot pass a report by failing to read it)
     found = english_left("en")
     assert {"Forward pass only", "Effort by origin"} <= set(found)
 
 
+@pytest.mark.slow
 def test_zh_cn_reports_have_no_english_sentence_beyond_the_allowance():
     found = english_left("zh-CN")
     new = {s: where for s, where in found.items()

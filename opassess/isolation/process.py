@@ -61,6 +61,7 @@ class Outcome:
     status: str
     payload: Any
     seconds: float
+    begun: float | None = None  # seconds from the start of the job to the worker's 'begun' (its start-up)
 
 
 class Channel:
@@ -266,6 +267,8 @@ class Job:
                 end.close()
         self._keeper_lines, self._lines = _Lines(keeper_conn), _Lines(conn)
         self.worker: int | None = None
+        self.begun: float | None = None
+        self.start_up: float | None = None  # seconds from this process's start to the job's (set by a single scan)
         self.ended: int | None = None
         self.result: tuple[str, Any] | None = None
         self.violation: str | None = None
@@ -320,6 +323,7 @@ class Job:
         kind, payload = message["kind"], message["payload"]
         if kind == "begun" and payload is None:  # set up and about to run model code: the model's time starts now
             self.deadline = time.monotonic() + self.timeout
+            self.begun = self.deadline - self.timeout - self.started
         elif kind == "progress" and type(payload) is str and len(payload) <= MAX_TEXT:
             if self.on_progress is not None:
                 self.on_progress(payload)
@@ -371,7 +375,7 @@ class Job:
 
     def _finish(self, status: str, payload: Any) -> Outcome:
         self.stop()
-        return Outcome(status, payload, time.monotonic() - self.started)
+        return Outcome(status, payload, time.monotonic() - self.started, self.begun)
 
     def _close_watchdog(self) -> None:
         if not self._watchdog.closed:

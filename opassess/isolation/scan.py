@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .process import Job
-from .worker import DEFAULT_TIMEOUT, PRELOAD, WorkerSetup, assess_outcome, capture_body
+from .worker import DEFAULT_TIMEOUT, PRELOAD, WorkerSetup, assess_outcome, capture_body, process_age
 
 IN_PROCESS_ENV = "OPASSESS_IN_PROCESS"
 __all__ = ["DEFAULT_TIMEOUT", "finish_assessment", "in_process", "start_assessment"]
@@ -41,8 +41,11 @@ def start_assessment(options: Any, *, timeout: float, debug: bool) -> Job:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
         where = (os.getcwd(), dict(os.environ), tuple(sys.path))
-    return Job(context, capture_body, (options, WorkerSetup(where=where, debug=debug)),
-               name=f"opassess-{Path(options.target).stem}", timeout=timeout)
+    start = process_age()  # the run so far: interpreter start, imports, checks (the report's seconds['start'])
+    job = Job(context, capture_body, (options, WorkerSetup(where=where, debug=debug)),
+              name=f"opassess-{Path(options.target).stem}", timeout=timeout)
+    job.start_up = start
+    return job
 
 
 def _autograd_forks_cleanly() -> bool:
@@ -72,4 +75,4 @@ def finish_assessment(job: Job, options: Any, progress: Callable[[str], None] | 
         outcome = job.wait()
     finally:
         job.stop()  # interrupted or terminated: no worker left behind
-    return build_view(assess_outcome(outcome, options, options.target, progress), options.language)
+    return build_view(assess_outcome(outcome, options, options.target, progress, job.start_up), options.language)

@@ -117,8 +117,31 @@ def _error(payload: Mapping[str, str]) -> errors.OpassessError:
     return cls(payload["message"])
 
 
+def process_age() -> float | None:
+    """Seconds since this process started (its interpreter start and imports included), from /proc; None elsewhere."""
+    try:
+        with open("/proc/self/stat") as stat:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime, in clock ticks since boot
+        with open("/proc/uptime") as uptime:
+            return max(0.0, float(uptime.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def worker_seconds(outcome: Outcome, seconds: dict[str, float], start: float | None = None) -> dict[str, float]:
+    """The worker's stage times with what the run cost around them, so that they add up to the wall time waited:
+    'start' (a single scan: the process's start, imports and checks before the worker's fork), 'worker' the
+    worker's start-up (fork to the model's start), 'transfer' the rest of the wait (sending, receiving and checking
+    the capture, the worker's exit)."""
+    if outcome.begun is None:
+        return dict(seconds)
+    rest = outcome.seconds - outcome.begun - sum(seconds.values())
+    head = {"start": round(start, 6)} if start is not None else {}
+    return {**head, "worker": round(outcome.begun, 6), **seconds, "transfer": round(max(0.0, rest), 6)}
+
+
 def assess_outcome(outcome: Outcome, options: Any, target: str,
-                   progress: Callable[[str], None] | None = None) -> Any:
+                   progress: Callable[[str], None] | None = None, start: float | None = None) -> Any:
     """The Assessment the parent builds from a worker's outcome; the worker's error raised again; WorkerFailed
     naming the target when the worker failed or sent something that is not a capture."""
     from ..pipeline import assess_capture
@@ -129,6 +152,7 @@ def assess_outcome(outcome: Outcome, options: Any, target: str,
             export = decode_onnx(outcome.payload)
         except BadCapture as exc:
             raise WorkerFailed(f"{target}: {exc}") from None
+        seconds = worker_seconds(outcome, seconds, start)
         return assess_capture(options, info, capture, seconds, progress or (lambda _text: None), onnx_export=export)
     if outcome.status == "error":
         raise _error(outcome.payload)

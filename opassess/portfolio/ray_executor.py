@@ -41,7 +41,8 @@ def import_ray() -> Any:
     return ray
 
 
-def scan_task(options: PortfolioOptions, target: str, driver_cwd: str, models: int) -> tuple[str, Any, float, str]:
+def scan_task(options: PortfolioOptions, target: str, driver_cwd: str,
+              models: int) -> tuple[str, Any, float, str, float | None]:
     """The body of one Ray task, on its node: the worker's outcome as plain data (status, capture or cause, seconds)
     and the node's staging root, which the driver takes out of every path before it checks and assesses the capture
     (the node runs no opassess stage past the trace either)."""
@@ -50,7 +51,7 @@ def scan_task(options: PortfolioOptions, target: str, driver_cwd: str, models: i
     os.makedirs(cwd, exist_ok=True)
     setup = worker_setup(options, models, cwd=cwd, drop_path=root)  # the node's memory and cores, `models` of the run
     outcome = capture_in_worker(relocate_options(options, target, root), setup, options.timeout)
-    return outcome.status, outcome.payload, outcome.seconds, root
+    return outcome.status, outcome.payload, outcome.seconds, root, outcome.begun
 
 
 @dataclass
@@ -129,9 +130,10 @@ class RayExecutor:
         exceptions = self.ray.exceptions
         seconds = time.monotonic() - task.started
         try:
-            status, payload, worked, root = self.ray.get(task.ref)
-            status, payload = render_outcome(Outcome(status, payload, worked), task.model.scan_options(options.scan),
-                                             options, lambda text: restore(text, root))
+            status, payload, worked, root, begun = self.ray.get(task.ref)
+            status, payload = render_outcome(Outcome(status, payload, worked, begun),
+                                             task.model.scan_options(options.scan), options,
+                                             lambda text: restore(text, root))
             return status, payload, worked
         except exceptions.OutOfMemoryError:
             return "failed", "out of memory: Ray's memory monitor killed the task", seconds

@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any, Protocol
@@ -58,7 +59,7 @@ def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioO
     from ..report import RenderContext, build_view, render_view
 
     if outcome.status == "ok":
-        outcome = Outcome("ok", json.loads(restore(json.dumps(outcome.payload))), outcome.seconds)
+        outcome = replace(outcome, payload=json.loads(restore(json.dumps(outcome.payload))))
     try:
         view = build_view(assess_outcome(outcome, options, options.target), options.language)
         context = RenderContext(breaches=evaluate(read_snapshot(view.document), portfolio.policy))

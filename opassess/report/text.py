@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ..records import Effort
+from .i18n import N_
 
 DASH = "\u2013"  # en dash for ranges in prose and tables: "3.0–6.0"
 HYPHEN = "-"  # plain hyphen for ranges in machine-read text (SARIF messages, JUnit details): "3.0-6.0"
@@ -83,8 +84,8 @@ def step_text(kind: str, backward: object, training: bool) -> str:
     """Which part of the step an operator belongs to: 'optimizer', 'forward + backward' (a --train capture that
     recorded backward ATen ops for it) or 'forward'."""
     if kind == "optimizer":
-        return "optimizer"
-    return "forward + backward" if training and backward else "forward"
+        return N_("optimizer")
+    return N_("forward + backward") if training and backward else N_("forward")
 
 
 def days_detail(likely: float, low: float, high: float, unit: str = "") -> str:

@@ -132,7 +132,7 @@ def render_terminal(view: View, context: RenderContext) -> str:
                 category.append(" " + _("(unknown)"), style="dim")
             if op["confidence"]:
                 category.append(f" · {op['confidence']}", style="dim")
-            step = [Text(op["step_text"])] if model["training"] else []
+            step = [Text(_(op["step_text"]))] if model["training"] else []
             top.add_row(str(op["rank"]), Text(op["op"]), *step, category, str(op["count"]), op["likely_text"],
                         op["range_text"], Text(op["stars_text"]))
         console.print(top)
