@@ -106,12 +106,13 @@ def _support_text(classified: ClassifiedOp | None, aten: str, backward: bool = F
     return N_("NPU kernel") if support[aten] else N_("no NPU kernel")
 
 
-def _stand_ins_text(capture: Capture) -> str:
+def _stand_ins_text(capture: Capture, _: Callable[[str], str] = str) -> str:
     """'Stand-ins (no GPU here): flash_attn (flash_attn.flash_attn_func); ...', or '' when none was used."""
     if not capture.stand_ins:
         return ""
-    used = "; ".join(f"{s.library} ({', '.join(s.symbols) or 'imported, not called'})" for s in capture.stand_ins)
-    return f"Stand-ins (no GPU here; their calls are library operators): {used}."
+    uncalled = _("imported, not called")
+    used = "; ".join(f"{s.library} ({', '.join(s.symbols) or uncalled})" for s in capture.stand_ins)
+    return _("Stand-ins (no GPU here; their calls are library operators): %(used)s.") % {"used": used}
 
 
 # ------------------------------------------------------------------ builders
@@ -351,7 +352,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
                           device_note=written.get("device_note") or capture.device_note or "", attempts=attempts,
                           step_text=capture_step_text(capture, _), training=capture.step == "train",
-                          stand_ins_text=_stand_ins_text(capture)),
+                          stand_ins_text=_stand_ins_text(capture, _)),
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,
