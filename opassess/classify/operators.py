@@ -289,8 +289,9 @@ class _Classifier(AtenJudge):
     def _unsupported(self, op: Operator, j: Judgement, api: ApiFact | None, mark: ProductCheck, required) -> None:
         """The hierarchy says the operator does not run on the product: a replacement, else custom-dev."""
         if required is not None:
-            j.add("replacement", f"{op.key} is not supported on {self.product}; use {required.api} "
-                  f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
+            j.add_message("replacement", N_("%(op)s is not supported on %(product)s; use %(api)s (%(note)s)"),
+                          {"op": op.key, "product": self.product, "api": required.api, "note": required.note},
+                          required.evidence, Category.PARAM_CONVERTED)
         elif mark.page is False:
             assert api is not None  # the page spoke: there is one
             agree = f"; {', '.join(mark.kernel_apis)}'s doc agrees" if mark.kernel is False else ""
@@ -418,9 +419,14 @@ def _not_in_kb(op: Operator, judgements: list[Judgement]) -> None:
     for j in judgements:
         if any(r.code in _SAYS_WHY_UNKNOWN for r in j.reasons):
             continue
-        j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
-              f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
-              Category.CUSTOM_DEV)
+        if op.aten:
+            j.add_message("not-in-kb", N_("%(op)s is not in the knowledge base: no documented API, no NPU kernel for "
+                                          "%(aten)s, no replacement"), {"op": op.key, "aten": ", ".join(op.aten)},
+                          "knowledge base: no entry", Category.CUSTOM_DEV)
+        else:
+            j.add_message("not-in-kb", N_("%(op)s is not in the knowledge base: no documented API, no NPU kernel for "
+                                          "its ATen ops, no replacement"), {"op": op.key},
+                          "knowledge base: no entry", Category.CUSTOM_DEV)
 
 
 def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:
