@@ -75,3 +75,11 @@ def test_fail_on_new_gates_only_breaks_the_baseline_did_not_have(tmp_path):
     assert again.exit_code == 0, again.output
     clean = tmp_path / "clean.json"
     assert scan(STATIC, "-o", clean, "--label", "m").exit_code == 0
+
+
+def test_asking_for_dynamo_and_for_no_graph_mode_is_a_usage_error(tmp_path):
+    """--graph-mode dynamo --no-graph-mode silently ran no graph analysis at all (a job that asked for dynamo's breaks
+    got none, exit 0); the two contradict each other: exit 2."""
+    result = scan(STATIC, "--graph-mode", "dynamo", "--no-graph-mode", "-o", tmp_path / "r.json")
+    assert result.exit_code == 2 and "--no-graph-mode" in result.output
+    assert not (tmp_path / "r.json").exists()

@@ -102,3 +102,17 @@ def test_a_broken_overlay_is_one_error_naming_it(tmp_path):
                                  encoding="utf-8")
     with pytest.raises(KnowledgeBaseError, match="verified.json: entry 'x'"):
         load_verified(tmp_path / FILE)
+
+
+def test_a_device_case_run_on_the_cpu_is_no_verdict(tmp_path):
+    """OPASSESS_VERIFY_DEVICE=cpu makes the CPU the harness's device (how the harness is tested): its device cases
+    pass CPU against CPU. Read back, they used to make the operator direct, 'verified on our hardware'; they say
+    nothing about the NPU: not-run, nothing recorded."""
+    path = tmp_path / "results.xml"
+    path.write_text('<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="1">'
+                    + _case("test_device[sig1]", "opassess_two::gated_tanh", GATED, "cpu")
+                    + "</testsuite></testsuites>", encoding="utf-8")
+    [case] = read_junit(path)
+    assert (case.status, case.device) == ("not-run", "cpu")
+    target, _, counts = record_verified(path, tmp_path / "kb")
+    assert counts["passed"] == 0 and counts["not-run"] == 1 and load_verified(target) == {}

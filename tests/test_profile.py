@@ -354,3 +354,32 @@ def test_a_large_export_is_held_in_little_memory_per_kernel_launch(tmp_path):
         tracemalloc.stop()
     assert len(matches) == rows and all(m.op is not None for m in matches)
     assert held / rows < 700, f"{held / rows:.0f} bytes per launch"
+
+
+def test_no_prediction_is_not_blamed_on_a_report_that_has_a_time_model(tmp_path):
+    """Kernels that join no operator of a report with a time model predict nothing: the text used to say 'the report
+    has no time model', which is false; it says no joined operator carries one."""
+    document = json.loads(json.dumps(report()))
+    for op in document["operators"]:
+        op["estimated_time"] = {"us": 10.0, "at_risk_us": 0.0, "bound": "memory", "unit": "vector", "penalties": []}
+    report_path = tmp_path / "report.json"
+    report_path.write_text(json.dumps(document), encoding="utf-8")
+    export = tmp_path / "kernel_details.csv"
+    export.write_text("Name,Type,Duration(us)\nTransData,TransData,2.0\n", encoding="utf-8")
+    profile = assess_profile(export, report_path)
+    assert profile["operators"] == [] and profile["summary"]["predicted_us"] is None
+    text = render_profile(profile, "terminal")
+    assert "the report has no time model" not in text and "no joined operator" in text
+
+
+def test_absurd_durations_are_refused_not_summed_to_infinity(tmp_path, report_file):
+    """Two launches of 1e308 us sum to inf: the JSON profile report held `Infinity` and `NaN`, which is not JSON. A
+    duration beyond any run (over 1e12 us, 11.6 days) is one line naming the row (exit 1)."""
+    export = tmp_path / "kernel_details.csv"
+    export.write_text("Name,Type,Duration(us)\naclnnAddmm_MatMulCommon_MatMulV2,MatMulV2,1e308\n"
+                      "aclnnAddmm_MatMulCommon_MatMulV2,MatMulV2,1e308\n", encoding="utf-8")
+    out = tmp_path / "profile.json"
+    result = CliRunner().invoke(app, ["profile", str(export), "--report", str(report_file), "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "kernel_details.csv:2" in result.output and len(result.output.strip().splitlines()) == 1
+    assert not out.exists()

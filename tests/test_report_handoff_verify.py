@@ -68,7 +68,8 @@ def test_harness_compares_the_device_with_the_cpu_when_the_device_is_the_cpu(tmp
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
     [case] = read_junit(junit)
-    assert (case.op, case.status, case.device) == ("custom_op.SignSTE", "passed", "cpu")
+    # passed on the CPU as the device: read back as not-run (CPU against CPU is no verdict on the NPU)
+    assert (case.op, case.status, case.device) == ("custom_op.SignSTE", "not-run", "cpu") and case.failure is None
     assert case.latency_us is not None and case.latency_us > 0
 
 

@@ -34,6 +34,9 @@ MODELS = {
 }
 
 
+WIDE = 1000  # terminal columns
+
+
 @functools.cache
 def assessment(name: str):
     cwd = os.getcwd()
@@ -55,7 +58,8 @@ def rendered(language: str) -> dict[str, str]:
     texts = {}
     for name in MODELS:
         for fmt in ("terminal", "md", "html"):
-            texts[f"{name}/{fmt}"] = render(assessment(name), fmt, language=language)
+            # wide enough that no sentence wraps: a wrapped one would read as two (and move with the wrap point)
+            texts[f"{name}/{fmt}"] = render(assessment(name), fmt, language=language, width=WIDE)
         diff = diff_snapshots(snapshot("custom_op"), snapshot(name))
         texts[f"{name}/diff"] = render_diff(diff, "md", language=language)
         texts[f"{name}/summary"] = render_summary(snapshot(name), diff_markdown=texts[f"{name}/diff"],

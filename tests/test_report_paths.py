@@ -65,3 +65,33 @@ def test_two_checkout_locations_give_the_same_reports(tmp_path, monkeypatch):
     document = json.loads(first["json"])
     assert document["model"]["source"] == "model.py" and document["source"]["root"] == "."
     assert {f["file"] for f in document["source_findings"]} >= {"src/train.py", "src/setup.py"}
+
+
+ITEM = """
+import torch
+from torch import nn
+
+class M(nn.Module):
+    def forward(self, x):
+        return x * x.abs().max().item()
+
+def build_model():
+    return M()
+
+def example_inputs():
+    return (torch.randn(2, 8),)
+"""
+
+
+def test_capture_errors_in_the_human_formats_hold_no_absolute_path(tmp_path):
+    """A model that cannot run on meta leaves capture errors and a device note naming its file; the JSON scrubbed them,
+    but the Markdown, HTML and terminal reports printed them with the scanning machine's absolute path."""
+    model = tmp_path / "deep" / "item_model.py"
+    model.parent.mkdir()
+    model.write_text(ITEM)
+    for fmt in ("md", "html", "terminal"):
+        result = CliRunner().invoke(app, ["scan", str(model), "-q", "-f", fmt, "-o", "-"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        text = result.stdout.replace("\\_", "_")  # Markdown escapes underscores
+        assert "item_model.py:7" in text, fmt  # the capture errors are there, named portably
+        assert "/deep/" not in text, (fmt, re.findall(r".{60}/deep/.{30}", text)[:2])

@@ -4,6 +4,8 @@ the exporter cannot handle reported as a finding, and a hostile model's export u
 from __future__ import annotations
 
 import json
+import os
+import sys
 import textwrap
 from importlib import resources
 
@@ -243,3 +245,19 @@ def test_onnx_options_without_the_onnx_route_are_refused(tmp_path, args):
     result = runner.invoke(app, ["scan", str(model), *args, "-f", "json", "-o", str(tmp_path / "r.json"), "-q"])
     assert result.exit_code == 2, result.output
     assert "needs --route onnx" in result.output and not (tmp_path / "r.json").exists()
+
+
+def test_an_onnx_install_that_cannot_be_imported_is_one_line_not_a_custom_dev_route(tmp_path, monkeypatch):
+    """onnx installed but broken (a protobuf or numpy it was not built for: `import onnx` raises) used to pass the
+    installed check and fail both exporters in the worker, reported as 'custom-dev for the route': a verdict on the
+    model from a broken environment. It is one line naming the extra and the import error (exit 2)."""
+    shadow = tmp_path / "shadow" / "onnx"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('onnx built against another protobuf')\n")
+    monkeypatch.syspath_prepend(str(shadow.parent))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(shadow.parent), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.delitem(sys.modules, "onnx", raising=False)
+    result = _scan(tmp_path, CONV_BN_GRU, "--exporter", "torchscript")
+    assert result.exit_code == 2, result.output
+    assert "opassess[onnx]" in result.output and "another protobuf" in result.output
+    assert '"onnx"' not in result.stdout  # no report

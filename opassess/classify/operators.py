@@ -247,8 +247,9 @@ class _Classifier(AtenJudge):
         if sig is not None:
             self._dtypes(op, sig, j, api, verdicts)
         if api is not None and documented is None:
-            j.add("api-undocumented", f"{api.api} has no support mark for {self.product}; judged by its ATen kernels",
-                  api.evidence(), None, per_signature=False)
+            j.add_message("api-undocumented",
+                          N_("%(api)s has no support mark for %(product)s; judged by its ATen kernels"),
+                          {"api": api.api, "product": self.product}, api.evidence(), None, per_signature=False)
 
         missing = [v for v in verdicts.values() if not v.supported and v.status != "binding"]
         bindings = [v for v in verdicts.values() if v.status == "binding"]
@@ -260,8 +261,8 @@ class _Classifier(AtenJudge):
                 j.add_message("view-op", N_("%(op)s runs on every backend (composite/view kernel)"), {"op": v.op},
                               v.evidence, None, False)
             elif v.status == "decomposes":
-                j.add("decomposes", f"{v.op} has no NPU kernel of its own but decomposes into ops that do; expect "
-                      f"extra kernel launches", v.evidence, None, False)
+                j.add_message("decomposes", N_("%(op)s has no NPU kernel of its own but decomposes into ops that do; "
+                                               "expect extra kernel launches"), {"op": v.op}, v.evidence, None, False)
         if bindings and (missing or documented or required is None):
             j.add("binding", *binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
         elif bindings:
@@ -280,9 +281,10 @@ class _Classifier(AtenJudge):
                       f"it would fall back to the CPU", "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
         if api is None and not verdicts and sig is not None:
             if op.key in kb.rules.host_ops or not op.aten:
-                j.add("host-op", f"{op.key} dispatched no ATen operator (Python-level indexing or metadata)",
-                      kb.rules.host_evidence if op.key in kb.rules.host_ops else "trace: no ATen op dispatched",
-                      Category.DIRECT)
+                j.add_message("host-op", N_("%(op)s dispatched no ATen operator (Python-level indexing or metadata)"),
+                              {"op": op.key},
+                              kb.rules.host_evidence if op.key in kb.rules.host_ops else "trace: no ATen op dispatched",
+                              Category.DIRECT)
 
     def _unsupported(self, op: Operator, j: Judgement, api: ApiFact | None, mark: ProductCheck, required) -> None:
         """The hierarchy says the operator does not run on the product: a replacement, else custom-dev."""
@@ -351,10 +353,11 @@ class _Classifier(AtenJudge):
         if not dtypes:
             return
         if lim.cpu_only or lim.cpu_fallback == "always":
-            j.add("cpu-fallback", f"{api.api} runs on the CPU, not the NPU", evidence, Category.CUSTOM_DEV)
+            j.add_message("cpu-fallback", N_("%(api)s runs on the CPU, not the NPU"), {"api": api.api}, evidence,
+                          Category.CUSTOM_DEV)
         elif lim.cpu_fallback == "may":
-            j.add("cpu-fallback", f"{api.api} may fall back to the CPU for some inputs (a performance risk)",
-                  evidence, None, False)
+            j.add_message("cpu-fallback", N_("%(api)s may fall back to the CPU for some inputs (a performance risk)"),
+                          {"api": api.api}, evidence, None, False)
 
     def _dtypes(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact | None,
                 verdicts: dict[str, AtenVerdict]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..kb.rules import Replacement
-from ..records import Operator
+from ..records import N_, Operator
 from ..vocabulary import Category
 from .aten import AtenVerdict
 from .decompose import dispatch_kinds
@@ -18,8 +18,9 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
     """One signature of a project's own op (torch.library op, autograd.Function, C++ extension function): `j` is
     the classifier's judgement (its `add`), `verdicts` its ATen verdicts (op -> AtenVerdict)."""
     if required is not None:
-        j.add("replacement", f"{op.key} has no NPU kernel; {required.api} replaces it with another signature "
-              f"({required.note})", required.evidence, Category.PARAM_CONVERTED)
+        j.add_message("replacement", N_("%(op)s has no NPU kernel; %(api)s replaces it with another signature "
+                                        "(%(note)s)"), {"op": op.key, "api": required.api, "note": required.note},
+                      required.evidence, Category.PARAM_CONVERTED)
         return
     if op.kind == "extension":
         # Compiled code: even when it calls only ATen ops it must be rebuilt against torch_npu, and any
@@ -40,9 +41,10 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
             j.add("decomposes", f"{op.key} is registered {how}; {inner}",
                   f"PyTorch dispatcher: {' and '.join(kinds)} kernel for {op.key}", Category.DIRECT)
             return
-        j.add("custom-op", f"{op.key} is a project-defined operator with kernels for other devices only; "
-              f"it needs an NPU kernel (Ascend C) or a rewrite in supported ops",
-              f"trace: kind custom, namespace {op.key.split('::')[0]}; no replacement in rules.toml",
+        j.add_message("custom-op", N_("%(op)s is a project-defined operator with kernels for other devices only; "
+                                      "it needs an NPU kernel (Ascend C) or a rewrite in supported ops"),
+                      {"op": op.key},
+                      f"trace: kind custom, namespace {op.key.split('::')[0]}; no replacement in rules.toml",
               Category.CUSTOM_DEV)
         return
     missing = [v for v in verdicts.values() if not v.supported]
@@ -52,10 +54,11 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
               f"its backward ATen ops",
               "trace: autograd.Function forward and backward ATen ops; npu_aten_ops", Category.DIRECT)
     elif verdicts and not missing:
-        j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
-              f"with NPU kernels ({', '.join(verdicts)}), but its hand-written backward was not traced and must "
-              f"be verified on the NPU", "trace: autograd.Function forward ATen ops; npu_aten_ops",
-              Category.PARAM_CONVERTED)
+        j.add_message("autograd-function", N_("%(op)s is a custom autograd.Function; its forward dispatches only "
+                                              "ATen ops with NPU kernels (%(ops)s), but its hand-written backward was "
+                                              "not traced and must be verified on the NPU"),
+                      {"op": op.key, "ops": ", ".join(verdicts)},
+                      "trace: autograd.Function forward ATen ops; npu_aten_ops", Category.PARAM_CONVERTED)
     else:
         ops = ", ".join(v.op for v in missing) or "no ATen op seen"
         j.add("custom-op", f"{op.key} is a custom autograd.Function or extension whose kernels do not run on the "

@@ -9,7 +9,7 @@ from typing import Any
 from ..kb.rules import Composite, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version
-from ..records import Operator
+from ..records import N_, Operator
 from ..vocabulary import Category
 from .aten import AtenVerdict
 from .judgement import Judgement
@@ -61,8 +61,9 @@ def judge_backward(judgements: Sequence[Judgement], verdicts: Mapping[str, AtenV
                   f"but a CANN kernel ({apis}): register it through op-plugin (a binding to write, not a new "
                   f"kernel)", evidence, Category.PARAM_CONVERTED, per_signature=False)
         elif not missing:
-            j.add("backward", f"its backward dispatches only ops the NPU runs ({', '.join(verdicts)})",
-                  "trace: backward ATen ops; npu_aten_ops", None, per_signature=False)
+            j.add_message("backward", N_("its backward dispatches only ops the NPU runs (%(ops)s)"),
+                          {"ops": ", ".join(verdicts)}, "trace: backward ATen ops; npu_aten_ops", None,
+                          per_signature=False)
         elif composite:
             j.add("backward", f"torch_npu runs {composite.aten} whole, its backward included; the backward traced "
                   f"here ({', '.join(missing)}) is not judged", f"rules.toml: composite {composite.aten}", None,

@@ -168,9 +168,9 @@ def _record_verified(results: Path, kb_dir: Path | None) -> None:
     typer.echo(f"opassess: recorded {counts['passed']} passed and {counts['failed']} failed signature(s) "
                f"({counts['skipped']} skipped: no device) in {target}; later scans read it", err=True)
     if counts["not-run"]:
-        typer.echo(f"opassess: {counts['not-run']} device case(s) not run, no verdict recorded: the harness failed "
-                   f"before the device call (building the call or its CPU reference; run it from the project root)",
-                   err=True)
+        typer.echo(f"opassess: {counts['not-run']} device case(s) not run on an NPU, no verdict recorded: the "
+                   f"device was the CPU (OPASSESS_VERIFY_DEVICE=cpu), or the harness failed before the device call "
+                   f"(building the call or its CPU reference; run it from the project root)", err=True)
 
 
 def _days(value: float | None) -> str:

@@ -70,6 +70,8 @@ def graph_mode_value(mode: str, off: bool, backend: str, fail_on: list[str] | No
         raise typer.BadParameter(f"{mode!r}: expected one of {', '.join(GRAPH_MODES)}", param_hint="'--graph-mode'")
     if backend not in BACKENDS:
         raise typer.BadParameter(f"{backend!r}: expected one of {', '.join(BACKENDS)}", param_hint="'--graph-backend'")
+    if off and mode == "dynamo":
+        raise typer.BadParameter("contradicts --no-graph-mode (drop one of them)", param_hint="'--graph-mode dynamo'")
     mode = "off" if off else mode
     if mode == "off" and "graph-break" in (fail_on or ()):
         raise typer.BadParameter("needs the graph-mode analysis (drop --no-graph-mode / --graph-mode off)",

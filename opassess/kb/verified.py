@@ -58,7 +58,8 @@ class VerifiedCase:
 
     op: str
     signature: str  # signature_key
-    status: str  # passed | failed | skipped | not-run (the harness failed before the device call)
+    status: str  # passed | failed | skipped | not-run (the harness failed before the device call, or the device was
+    # the CPU)
     device: str
     latency_us: float | None
     failure: str | None
@@ -93,6 +94,9 @@ def read_junit(path: Path) -> list[VerifiedCase]:
         status = "failed" if failed is not None else "skipped" if case.find("skipped") is not None else "passed"
         if status == "failed" and props.get("opassess_stage") == "reference":
             status = "not-run"  # the harness failed before the device ran: says nothing about the NPU
+        device = props.get("device") or "npu"
+        if status in STATUSES and device.split(":")[0] == "cpu":
+            status = "not-run"  # OPASSESS_VERIFY_DEVICE=cpu: CPU against CPU says nothing about the NPU
         failure = None
         if failed is not None:
             text = (failed.get("message") or failed.text or "").strip()
@@ -102,7 +106,7 @@ def read_junit(path: Path) -> list[VerifiedCase]:
         except ValueError:
             latency = None
         cases.append(VerifiedCase(props["opassess_op"], props["opassess_signature"], status,
-                                  props.get("device") or "npu", latency, failure,
+                                  device, latency, failure,
                                   f"{case.get('classname', '')}::{case.get('name', '')}"))
     return cases
 

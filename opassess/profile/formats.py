@@ -66,7 +66,8 @@ def profile_view(document: Mapping[str, Any]) -> dict[str, Any]:
         f"{_us(summary['matched_us'])} us"
         + (f" ({percent(share)})" if share is not None else ""),
         ("predicted " + _us(summary["predicted_us"]) + " us for the joined operators (the report's time model)")
-        if summary["predicted_us"] is not None else "predicted: the report has no time model (estimated_time)",
+        if summary["predicted_us"] is not None else ("predicted: no joined operator carries the report's "
+                                                                "time model (estimated_time)"),
     ]
     return {"title": f"Profile of {document['report']['model']}", "facts": facts, "operators": ops,
             "unmatched": unmatched, "checks": checks}

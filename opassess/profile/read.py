@@ -29,6 +29,7 @@ CSV_LIMIT = 256 * 1024 * 1024  # bytes per CSV file
 FIELD_LIMIT = 1 << 20  # characters per CSV cell
 WALK_LIMIT = 20000  # directory entries looked at when a folder is given
 WALK_DEPTH = 6
+MAX_DURATION_US = 1e12  # one kernel launch longer than this (11.6 days) is no measurement
 NOT_AVAILABLE = ("N/A", "NA", "", "-")
 KERNEL_FILE = "kernel_details.csv"
 NO_PMU: Mapping[str, float] = MappingProxyType({})  # shared by every launch without PMU columns
@@ -182,6 +183,9 @@ def read_file(path: Path, facts: ProfilerFacts) -> tuple[str, list[str], list[Ke
         duration = _number(_cell(row, index["duration_us"]))
         if name is None or duration is None or duration < 0:
             raise ProfileError(f"{path}:{number}: a kernel row without a name or a duration (read {row[:3]!r})")
+        if duration > MAX_DURATION_US:  # summed, such values reach inf, and a JSON report cannot hold it
+            raise ProfileError(f"{path}:{number}: a kernel duration of {duration:g} us is not a measurement (over "
+                               f"{MAX_DURATION_US:g} us, 11.6 days)")
         pmu = {column: value for position, column in pmu_columns.items()
                if (value := _number(_cell(row, position))) is not None} or NO_PMU
         kernels.append(Kernel(

@@ -106,12 +106,13 @@ def _support_text(classified: ClassifiedOp | None, aten: str, backward: bool = F
     return N_("NPU kernel") if support[aten] else N_("no NPU kernel")
 
 
-def _stand_ins_text(capture: Capture) -> str:
+def _stand_ins_text(capture: Capture, _: Callable[[str], str] = str) -> str:
     """'Stand-ins (no GPU here): flash_attn (flash_attn.flash_attn_func); ...', or '' when none was used."""
     if not capture.stand_ins:
         return ""
-    used = "; ".join(f"{s.library} ({', '.join(s.symbols) or 'imported, not called'})" for s in capture.stand_ins)
-    return f"Stand-ins (no GPU here; their calls are library operators): {used}."
+    uncalled = _("imported, not called")
+    used = "; ".join(f"{s.library} ({', '.join(s.symbols) or uncalled})" for s in capture.stand_ins)
+    return _("Stand-ins (no GPU here; their calls are library operators): %(used)s.") % {"used": used}
 
 
 # ------------------------------------------------------------------ builders
@@ -328,11 +329,15 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         *slow_card(document, _),
     )
 
+    # the errors and the device note as the JSON document holds them: scrubbed of the machine's absolute paths
+    written = document["model"].get("capture") or {}
+    errors = [a.get("error") for a in written.get("attempts") or ()]
+    errors = errors if len(errors) == len(capture.attempts) else [a.error for a in capture.attempts]
     attempts = tuple(Attempt(method=a.method,
                              status=N_("used") if a.method == capture.method and a.error is None
                              else (N_("ok") if a.error is None else N_("failed")),
-                             error=shorten_paths(a.error or ""), seconds_text=f"{a.seconds:.2f} s")
-                     for a in capture.attempts)
+                             error=shorten_paths(error or ""), seconds_text=f"{a.seconds:.2f} s")
+                     for a, error in zip(capture.attempts, errors, strict=True))
     modules: list[ModuleRow] = []
     modules_small = modules_cut = 0
     if est is not None:
@@ -345,9 +350,9 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         model=ModelHeader(class_name=model.class_name, source=document["model"]["source"], entry=model.entry,
                           parameters_text=number(model.parameters, language), dtype=model.dtype,
                           inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
-                          device_note=capture.device_note or "", attempts=attempts,
+                          device_note=written.get("device_note") or capture.device_note or "", attempts=attempts,
                           step_text=capture_step_text(capture, _), training=capture.step == "train",
-                          stand_ins_text=_stand_ins_text(capture)),
+                          stand_ins_text=_stand_ins_text(capture, _)),
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,

@@ -80,11 +80,19 @@ def count_ops(model) -> Counter:
 
 
 def check_onnx_installed() -> None:
-    """MissingExtra (exit 2), one line naming the extra, when the onnx package is not installed."""
-    if importlib.util.find_spec("onnx") is None:
-        from ..errors import MissingExtra
+    """MissingExtra (exit 2), one line naming the extra, when the onnx package is not installed or cannot be
+    imported (built for another protobuf or numpy): the worker's exporters would otherwise both fail, and a broken
+    environment would read as a model that needs custom development for the route."""
+    from ..errors import MissingExtra
 
+    if importlib.util.find_spec("onnx") is None:
         raise MissingExtra("--route onnx needs the onnx package, which is not installed: pip install 'opassess[onnx]'")
+    try:
+        import onnx  # noqa: F401 - our dependency, not model code: imported here to see that it works
+    except Exception as exc:  # noqa: BLE001 - any failure of the import is a broken install
+        first = (str(exc).splitlines() or [""])[0][:200]
+        raise MissingExtra(f"--route onnx needs the onnx package, which is installed but cannot be imported "
+                           f"({type(exc).__name__}: {first}): reinstall it, pip install 'opassess[onnx]'") from exc
 
 
 def _dynamo(module, args, kwargs, opset: int):

@@ -32,7 +32,8 @@ def english_left() -> dict[str, list[str]]:
     for name, options in SCANS.items():
         assessment = assess(options)
         for fmt in ("terminal", "md", "html"):
-            for sentence in english_sentences(render(assessment, fmt, language="zh-CN")):
+            text = render(assessment, fmt, language="zh-CN", width=1000)  # no sentence wrapped in two
+            for sentence in english_sentences(text):
                 found.setdefault(sentence, []).append(f"{name}/{fmt}")
     return found
 

@@ -98,8 +98,9 @@ def render_terminal(view: View, context: RenderContext) -> str:
                     % {"p10": totals["p10_text"], "p90": totals["p90_text"], "likely": totals["likely_text"],
                        "range": totals["range_text"]})
         console.print(line)
-        console.print(Text(f"{d['band_text']}.", style="dim"))
-        console.print(Text(f"Profile {d['profile']}: {d['assumptions']}.", style="dim"))
+        console.print(Text(_("%(sentence)s.") % {"sentence": d["band_text"]}, style="dim"))
+        console.print(Text(_("Profile %(name)s: %(note)s.") % {"name": d["profile"], "note": d["assumptions"]},
+                           style="dim"))
         if d["pareto_statement"]:
             console.print(Text(_("20/80: %s.") % d["pareto_statement"]))
     else:
