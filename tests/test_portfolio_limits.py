@@ -62,3 +62,22 @@ def test_local_workers_and_ray_tasks_cap_memory_by_one_rule(tmp_path, monkeypatc
     for models in (1, 2):
         ray_executor.scan_task(options, str(tmp_path / "a.py"), str(tmp_path), models)
     assert seen == [16 * 2**30, 8 * 2**30]
+
+
+def test_the_forkserver_preloads_the_heavy_libraries_the_model_files_import(tmp_path, monkeypatch):
+    """Found statically (the files' import statements, nothing run), and only when installed."""
+    import importlib.util
+
+    from opassess.isolation.worker import PRELOAD
+    from opassess.portfolio import workers
+
+    (tmp_path / "vision.py").write_text("import torch\nfrom torchvision.models import resnet18\n")
+    (tmp_path / "lm.py").write_text("def build_model():\n    import transformers.models.llama as l\n")
+    (tmp_path / "plain.py").write_text("import torch\nimport timmy\n")
+    (tmp_path / "broken.py").write_text("import timm\nthis is not python\n")
+    installed = {"torchvision", "transformers"}  # as if timm were not installed
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name in installed else real(name, *a))
+    files = [str(tmp_path / f"{n}.py") for n in ("vision", "lm", "plain", "broken")]
+    assert workers.preload_for(files) == (*PRELOAD, "torchvision", "transformers")
+    assert workers.preload_for([str(tmp_path / "plain.py"), "pkg.module:factory"]) == PRELOAD

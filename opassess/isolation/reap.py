@@ -8,8 +8,9 @@ README says so; only a container or a cgroup holds such a process).
 Who ends whom when the `opassess` process itself dies (SIGKILL gives it no chance to clean up):
 - each keeper holds the reading end of a *watchdog pipe* whose only writing end is in the `opassess` process; its
   end of file means the parent is gone, and the keeper kills its worker's session and exits (`wait_worker`);
-- a keeper closes the forkserver's "alive" pipe and the resource tracker's pipe it inherits (`release_helpers`),
-  so those two helpers see their end of file once the `opassess` process is gone and exit on their own;
+- a keeper closes the forkserver's "alive" pipe it inherits (`release_helpers`), so the forkserver sees its end of
+  file once the `opassess` process is gone and exits; the resource tracker sees its own once the keepers and
+  workers holding it are gone too;
 - a worker dies with its keeper (PR_SET_PDEATHSIG), its session with it when the keeper was the one to go.
 """
 from __future__ import annotations
@@ -69,8 +70,10 @@ def kill_tree(pid: int | None, *, reaped: bool = False) -> None:
 
 
 def release_helpers() -> None:
-    """In a keeper: close the pipes to multiprocessing's forkserver and resource tracker it inherited, so that they
-    end with the `opassess` process and not with the last keeper (a worker that needs them starts its own)."""
+    """In a keeper: close the forkserver's "alive" pipe it inherited, so that the forkserver ends with the `opassess`
+    process and not with the last keeper (stop_helpers would otherwise wait on keepers still starting). The resource
+    tracker's pipe is kept: the workers share the run's one tracker (a worker with a tracker of its own would leave
+    it to warn about the semaphores torch creates), and it ends once the keepers and workers are gone."""
     with contextlib.suppress(Exception):
         from multiprocessing import forkserver
 
@@ -79,14 +82,6 @@ def release_helpers() -> None:
             with contextlib.suppress(OSError):
                 os.close(server._forkserver_alive_fd)  # noqa: SLF001
             server._forkserver_alive_fd = server._forkserver_pid = None  # noqa: SLF001
-    with contextlib.suppress(Exception):
-        from multiprocessing import resource_tracker
-
-        tracker = resource_tracker._resource_tracker  # noqa: SLF001
-        if tracker._fd is not None:  # noqa: SLF001
-            with contextlib.suppress(OSError):
-                os.close(tracker._fd)  # noqa: SLF001
-            tracker._fd = tracker._pid = None  # noqa: SLF001
 
 
 def wait_worker(pid: int, watchdog: int) -> int | None:

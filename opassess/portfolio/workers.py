@@ -71,15 +71,45 @@ def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioO
         return "failed", restore(str(exc))
 
 
-def _context():
+# Libraries a model file may import that take seconds to import: when the models of a run import one, the forkserver
+# imports it once (it runs no model code) and every worker inherits it, instead of each worker importing it again.
+WARM = ("torchvision", "transformers", "timm")
+
+
+def preload_for(targets: Sequence[str]) -> tuple[str, ...]:
+    """PRELOAD, plus the WARM libraries that the model files import and that are installed: found statically, from
+    the files' import statements (nothing is run; a file that cannot be read or parsed adds nothing)."""
+    import ast
+    import importlib.util
+
+    from ..datafile import read_text
+
+    wanted: set[str] = set()
+    for target in targets:
+        if not target.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(read_text(target, "model file"))
+        except (OpassessError, OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                wanted.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                wanted.add(node.module.split(".")[0])
+    return PRELOAD + tuple(name for name in WARM if name in wanted and importlib.util.find_spec(name) is not None)
+
+
+def _context(preload: Sequence[str] = PRELOAD):
     import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
         context = multiprocessing.get_context("forkserver")
         # Workers fork from a server that has torch and opassess imported already (nothing run yet, so no threads
-        # to lose in the fork): a worker starts in ~0.1 s instead of the ~2 s that importing torch takes.
-        context.set_forkserver_preload(list(PRELOAD))
+        # to lose in the fork): a worker starts in ~0.1 s instead of the ~2 s that importing torch takes. The
+        # preload takes effect when the server starts (once per process: a Ray worker keeps its server warm).
+        context.set_forkserver_preload(list(preload))
         return context
     return multiprocessing.get_context("spawn")
 
@@ -90,7 +120,7 @@ class LocalWorkers:
     def run(self, pending: Sequence[ModelTarget], options: PortfolioOptions, finish: Finish,
             notify: Callable[[PortfolioEvent], None], done: int, total: int) -> None:
         """Start, watch and collect the workers; an interruption leaves no worker behind."""
-        context = _context()
+        context = _context(preload_for([m.target for m in pending]))
         setup = worker_setup(options, len(pending))
         queue = list(pending)
         running: list[tuple[ModelTarget, Job]] = []
@@ -127,8 +157,8 @@ class LocalWorkers:
 def capture_in_worker(options: ScanOptions, setup: WorkerSetup, timeout: float) -> Outcome:
     """Capture one model in a fresh worker process of this one and wait for it (what a Ray task runs on its node):
     the worker's outcome, its crash or its timeout included, for the driver to check and assess."""
-    job = Job(_context(), capture_body, (options, setup), name=f"opassess-{Path(options.target).stem}",
-              timeout=timeout)
+    job = Job(_context(preload_for([options.target])), capture_body, (options, setup),
+              name=f"opassess-{Path(options.target).stem}", timeout=timeout)
     try:
         return job.wait()
     finally:
