@@ -419,14 +419,9 @@ def _not_in_kb(op: Operator, judgements: list[Judgement]) -> None:
     for j in judgements:
         if any(r.code in _SAYS_WHY_UNKNOWN for r in j.reasons):
             continue
-        if op.aten:
-            j.add_message("not-in-kb", N_("%(op)s is not in the knowledge base: no documented API, no NPU kernel for "
-                                          "%(aten)s, no replacement"), {"op": op.key, "aten": ", ".join(op.aten)},
-                          "knowledge base: no entry", Category.CUSTOM_DEV)
-        else:
-            j.add_message("not-in-kb", N_("%(op)s is not in the knowledge base: no documented API, no NPU kernel for "
-                                          "its ATen ops, no replacement"), {"op": op.key},
-                          "knowledge base: no entry", Category.CUSTOM_DEV)
+        j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
+              f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
+              Category.CUSTOM_DEV)
 
 
 def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:
