@@ -1,5 +1,5 @@
 """The completeness check (issue 30): every human format of real models rendered in zh-CN, and no English sentence
-left outside identifiers and code, except the ones still listed in ALLOWED (each a sentence not yet moved through
+left outside identifiers and code, except the ones still listed in the allowance (each a sentence not yet moved through
 the catalog; the list only shrinks: an entry no rendering shows any more fails the test too)."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+import torch
 from report_language import english_sentences
 from report_support import ROOT
 
@@ -108,17 +109,33 @@ def test_the_english_reports_are_english():
 @pytest.mark.slow
 def test_zh_cn_reports_have_no_english_sentence_beyond_the_allowance():
     found = english_left("zh-CN")
+    allowed = allowance(torch.__version__)
     new = {s: where for s, where in found.items()
-           if s not in ALLOWED or any(kind(w) not in ALLOWED_IN for w in where)}
+           if s not in allowed or any(kind(w) not in ALLOWED_IN for w in where)}
     assert new == {}, "English sentences in zh-CN reports (translate them through the catalog):\n" + \
         "\n".join(f"  {s!r}: {', '.join(w[:3])}" for s, w in sorted(new.items()))
-    stale = sorted(set(ALLOWED) - set(found))
+    stale = sorted(allowed - set(found))
     assert stale == [], f"translated now: remove from {ALLOWANCE.name}: {stale}"
 
 
 # The English sentences still in the zh-CN reports (issue 30 not finished), one a line: remove a line once its
 # message goes through the catalog; nothing may be added. The formats not in ALLOWED_IN (the step summary and the
 # diff) must be wholly Chinese already.
+# A line 'torch2.14: <sentence>' is left only on that torch release (its capture differs, e.g. an op's meta kernel).
 ALLOWANCE = ROOT / "tests" / "data" / "zh_cn_english_left.txt"
-ALLOWED = frozenset(line for line in ALLOWANCE.read_text(encoding="utf-8").splitlines() if line)
+
+
+def allowance(torch_version: str) -> frozenset[str]:
+    """The sentences allowed (and expected) on this torch release: the common ones and its own."""
+    release = "torch" + ".".join(torch_version.split("+")[0].split(".")[:2])
+    allowed = set()
+    for line in ALLOWANCE.read_text(encoding="utf-8").splitlines():
+        tag, _, sentence = line.partition(": ")
+        if line and not (tag.startswith("torch") and sentence):
+            allowed.add(line)
+        elif tag == release:
+            allowed.add(sentence)
+    return frozenset(allowed)
+
+
 ALLOWED_IN = ("terminal", "md", "html", "portfolio")
