@@ -100,8 +100,18 @@ def preload_for(targets: Sequence[str]) -> tuple[str, ...]:
     return PRELOAD + tuple(name for name in WARM if name in wanted and importlib.util.find_spec(name) is not None)
 
 
+# Workers are killed once their result has arrived (their group with them), so a semaphore that a library they
+# imported registered is never unregistered: multiprocessing's resource tracker unlinks it when the run ends and
+# warns "There appear to be N leaked semaphore objects" on stderr, a line about no fault of the user's. The
+# helpers (forkserver, tracker) start with this -W option (multiprocessing passes sys.warnoptions to them).
+_QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
 def _context(preload: Sequence[str] = PRELOAD):
     import multiprocessing
+
+    if _QUIET_TRACKER not in sys.warnoptions:
+        sys.warnoptions.append(_QUIET_TRACKER)
 
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
