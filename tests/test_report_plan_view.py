@@ -98,3 +98,11 @@ def test_wrap_breaks_long_names_after_dots_and_double_colons():
 def test_project_source_prefers_the_nearest_project_frame():
     assert project_source(LIB, "models/net.py:31") == "models/net.py:31"
     assert project_source(LIB, LIB) is None
+
+
+def test_shorten_paths_takes_the_portable_marker_too():
+    """The display reads the scrubbed document ('site-packages/torchvision/...'): people see the package path."""
+    assert shorten_paths("boom (at site-packages/torchvision/ops/boxes.py:41)") == \
+        "boom (at torchvision/ops/boxes.py:41)"
+    assert shorten_paths("(at /venv/lib/python3.11/site-packages/t/x.py:3)") == "(at t/x.py:3)"
+    assert shorten_paths("my-site-packages/x.py") == "my-site-packages/x.py"  # a project folder of that name stays

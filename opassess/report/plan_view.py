@@ -22,7 +22,8 @@ from .prose import Translate, origin_who
 from .text import days, days_range, percent, share
 from .time_view import us_text
 
-_IN_TEXT = re.compile(r"[^\s()'\"]*?[/\\](?:site|dist)-packages[/\\]")
+# an absolute '/venv/.../site-packages/' or the portable document's 'site-packages/' (report/paths.py) before a package
+_IN_TEXT = re.compile(r"(?:[^\s()'\"]*?[/\\])?(?<![\w.-])(?:site|dist)-packages[/\\]")
 _NUMBERED = re.compile(r"^\d+$")
 
 
@@ -44,7 +45,8 @@ def shown_source(source: str) -> str:
 
 def shorten_paths(text: str) -> str:
     """Every installed-package path inside a message made relative to its site-packages ('(at /venv/lib/python3.11/
-    site-packages/torchvision/ops/boxes.py:41)' -> '(at torchvision/ops/boxes.py:41)')."""
+    site-packages/torchvision/ops/boxes.py:41)' or '(at site-packages/torchvision/ops/boxes.py:41)' -> '(at
+    torchvision/ops/boxes.py:41)')."""
     return _IN_TEXT.sub("", text)
 
 
