@@ -17,12 +17,10 @@ Every entry carries its TSV line number (`row`, header = line 1 after the `#` so
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
-import os
 import re
 from pathlib import Path
 
+from kb_source import generation_date
 from tables import sha256, write_json
 
 GENERATOR_VERSION = "1.0"
@@ -229,18 +227,6 @@ def upstream(sources: dict[str, str | None], readme: Path) -> dict[str, dict]:
     out["ge_converters"] = {"source": f"{CONVERTER_UPSTREAM} python/torchair/_ge_concrete_graph/ge_converter/",
                             "commit": m.group(1), "note": m.group(2).strip()}
     return dict(sorted(out.items()))
-
-
-def generation_date(content: dict, previous: Path) -> str:
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        return _dt.datetime.fromtimestamp(int(epoch), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if previous.is_file():
-        shipped = json.loads(previous.read_text(encoding="utf-8"))
-        stamp = shipped.pop("generated_at", None)
-        if stamp and shipped == content:
-            return stamp
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def build(facts: Path, out: Path) -> dict:

@@ -19,12 +19,10 @@ Every entry carries the table and row line it comes from (header = line 2 for th
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
-import os
 import re
 from pathlib import Path
 
+from kb_source import generation_date
 from tables import sha256, write_json
 
 GENERATOR_VERSION = "1.0"
@@ -190,18 +188,6 @@ def build_fallbacks(rows: list[tuple[int, dict[str, str]]], table: str) -> dict:
             name = found.group(1).replace("_out", ".out")
             cpu.setdefault(name, {"evidence": []})["evidence"].append(evidence)
     return {"ai_cpu": aicpu, "host_cpu": cpu}
-
-
-def generation_date(content: dict, previous: Path) -> str:
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        return _dt.datetime.fromtimestamp(int(epoch), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if previous.is_file():
-        shipped = json.loads(previous.read_text(encoding="utf-8"))
-        stamp = shipped.pop("generated_at", None)
-        if stamp and shipped == content:
-            return stamp
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def build(facts: Path, out: Path) -> dict:
