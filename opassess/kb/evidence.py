@@ -22,7 +22,7 @@ where its values fit (int64 -> int32 below 2^31).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..dtypes import FLOAT_DTYPES
@@ -111,7 +111,7 @@ def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
     for aten in dict.fromkeys(aten_ops):
         verdict = facts.judge(aten, product.kernel, (dtype,))
         head = verdict.main_api if verdict else None
-        if head is None or not head.documented or head.product_support is None:
+        if verdict is None or head is None or not head.documented or head.product_support is None:
             continue
         if dtype in {d for d, _ in head.excluded}:
             denies.append(head.api)
@@ -145,8 +145,8 @@ def check_dtype(dtype: str, product: Product, page_allowed: tuple[str, ...] | No
         # The kernel list registers torch_npu's own copy and no CANN kernel doc could limit its dtype: it runs;
         # the page's allow-list is a caveat (not verified), not a limit
         return DtypeCheck(dtype, True, "host-copy", page_allowed, None, host_copies, (), "low", ())
-    elif page_ok is not None:
-        ok, by, allowed = page_ok, "api-page", page_allowed
+    elif page_allowed is not None:
+        ok, by, allowed = dtype in page_allowed, "api-page", page_allowed
     else:
         ok, by, allowed = True, "none", ()
     if kernel_ok is not None and page_ok is not None:
@@ -211,11 +211,14 @@ def check_product(page: bool | None, aten_ops: Iterable[str], product: Product,
                   facts: kernels.KernelFacts) -> ProductCheck:
     """The hierarchy for one product mark: the aclnn docs of the kernels that ran (their main API's ✔/✘ for the
     product; any ✘ counts against), then the API page's mark."""
-    takes, denies, evidence, aclop = [], [], [], False
+    takes: list[str] = []
+    denies: list[str] = []
+    evidence: list[str] = []
+    aclop = False
     for aten in dict.fromkeys(aten_ops):
         verdict = facts.judge(aten, product.kernel, ())
         head = verdict.main_api if verdict else None
-        if head is None or not head.documented or head.product_support is None:
+        if verdict is None or head is None or not head.documented or head.product_support is None:
             continue
         (takes if head.product_support else denies).append(head.api)
         aclop = aclop or verdict.fallback_aclop or verdict.other_acl_op_path
@@ -250,7 +253,9 @@ def check_binding(aten: str, product: Product, facts: kernels.KernelFacts) -> Bi
     support, dtypes = facts.api_support(api, product.kernel)
     if support is False:
         return None
-    doc = facts.api_entry(api).get("doc") or ()
+    entry = facts.api_entry(api)
+    assert entry is not None  # named_api names only APIs with a doc entry
+    doc: Sequence[str] = entry.get("doc") or ()  # [repository, path, commit, date]
     where = f" ({doc[0]} {doc[1]})" if len(doc) >= 2 else ""
     said = "supported" if support else "the doc does not name the product"
     name = kernels.overload_key(aten)
