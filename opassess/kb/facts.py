@@ -205,6 +205,10 @@ class Limitation:
             chosen = [d for d in chosen if d not in excluded]
         return tuple(chosen) if chosen is not None else None
 
+    def excludes(self, dtype: str, product: str) -> bool:
+        """The page names `dtype` as unsupported on `product` ("不支持int64"), not merely leaves it out of a list."""
+        return any(dtype in dtypes for dtypes, products in self.dtype_excluded if not products or product in products)
+
     def param_rules_for(self, product: str) -> tuple[ParamRule, ...]:
         return tuple(r for r in self.param_rules if not r.products or product in r.products)
 
