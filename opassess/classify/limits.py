@@ -112,10 +112,22 @@ class SignatureChecks:
         lim = api.limitation if api is not None else None
         page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
         unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
-        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed)
+        hosts = tuple(v.op for v in verdicts.values() if v.host_copy) if verdicts and all(
+            v.host_copy for v in verdicts.values()) else ()
+        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed, hosts,
+                            bool(lim and lim.excludes(dtype, self.page)))
+        if check.decided_by == "none" and verdicts and all(v.view for v in verdicts.values()):
+            return  # only views ran: they read no data, so no dtype fact is missing
         j.confidences.append(check.confidence)
         evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
-        if check.ok and check.disagree:
+        if check.decided_by == "host-copy":
+            j.add_message("host-copy", N_("%(dtype)s is not in the API page's list for %(api)s (%(allowed)s), but "
+                                          "%(ops)s is torch_npu's own device-to-host copy, with no CANN kernel whose "
+                                          "doc limits its dtype: it runs; not verified for %(dtype)s on %(product)s"),
+                          {"dtype": dtype, "api": api.api if api else op.key, "allowed": ", ".join(page or ()),
+                           "ops": ", ".join(hosts), "product": self.product},
+                          "; ".join((evidence, *(v.evidence for v in verdicts.values()))), None)
+        elif check.ok and check.disagree:
             j.add_message("kernel-dtype", N_("%(dtype)s runs natively: %(disagreement)s; the kernel facts decide"),
                           {"dtype": dtype, "disagreement": check.disagreement(self.product)}, evidence, None)
         elif not check.ok:
@@ -130,23 +142,6 @@ class SignatureChecks:
                                           "remedy": remedy(dtype, check.allowed),
                                           "disagreement": check.disagreement(self.product) if check.disagree else ""},
                           evidence, Category.PARAM_CONVERTED)
-
-    def _kernel_checks(self, op: Operator, sig: Signature | None, j: Judgement, verdicts) -> None:
-        if sig is None:
-            return
-        dtypes = set(d for d in sig.input_dtypes if d)
-        for aten in verdicts:
-            for check in self.kb.checks_for(aten):
-                if check.kind == "float64-unsupported" and "float64" in dtypes:
-                    j.add_message("dtype", N_("the NPU kernel of %(op)s rejects float64 input; cast to float32"),
-                                  {"op": aten}, check.evidence(), Category.PARAM_CONVERTED)
-                elif check.kind == "float64-cast" and "float64" in dtypes:
-                    j.add_message("dtype-cast", N_("the NPU kernel of %(op)s computes float64 input in float32"),
-                                  {"op": aten}, check.evidence(), Category.PARAM_CONVERTED)
-                elif check.kind == "int64-cast-int32" and "int64" in dtypes:
-                    j.add_message("dtype-cast", N_("the NPU kernel of %(op)s casts int64 input to int32 (values beyond "
-                                                   "2^31 overflow)"), {"op": aten}, check.evidence(),
-                                  Category.PARAM_CONVERTED)
 
 
 def _nodes_of(op: Operator, sig: Signature):

@@ -42,6 +42,7 @@ from ..message import Message
 from ..records import N_, AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
+from .checks import kernel_checks
 from .collective import classify_collective
 from .judgement import Judgement, worst
 from .library import classify_library
@@ -166,7 +167,7 @@ class _Classifier(AtenJudge, SignatureChecks):
             judge_project_op(op, j, scope.verdicts, scope.required, self.trained, self.registered)
         else:
             self._native(op, sig, j, scope.api, scope.verdicts, scope.required)
-        self._kernel_checks(op, sig, j, scope.verdicts)
+        kernel_checks(self.kb, sig, j, scope.verdicts)
         return j
 
     def _backward(self, op: Operator, judgements: list[Judgement], scope: _Scope) -> dict[str, bool]:
@@ -187,7 +188,7 @@ class _Classifier(AtenJudge, SignatureChecks):
                                                  "values are within the documented limits"), {},
                                     f"rules.toml: family ({family.evidence})"))
         category = worst(j.category for j in judgements) if judgements else Category.DIRECT
-        statuses = tuple(v.status for v in verdicts.values())
+        statuses = tuple("view" if v.view else v.status for v in verdicts.values())
         confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses,
                                              scope.api is not None) for j in judgements),
                          key=CONFIDENCES.index, default="high")
