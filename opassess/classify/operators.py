@@ -41,6 +41,7 @@ from ..kb.versions import Version, format_version
 from ..records import N_, AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
+from .checks import kernel_checks
 from .collective import classify_collective
 from .judgement import Judgement, worst
 from .library import classify_library
@@ -162,7 +163,7 @@ class _Classifier(AtenJudge):
             judge_project_op(op, j, scope.verdicts, scope.required, self.trained, self.registered)
         else:
             self._native(op, sig, j, scope.api, scope.verdicts, scope.required)
-        self._kernel_checks(op, sig, j, scope.verdicts)
+        kernel_checks(self.kb, sig, j, scope.verdicts)
         return j
 
     def _backward(self, op: Operator, judgements: list[Judgement], scope: _Scope) -> dict[str, bool]:
@@ -182,7 +183,7 @@ class _Classifier(AtenJudge):
             shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
                                  "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
         category = worst(j.category for j in judgements) if judgements else Category.DIRECT
-        statuses = tuple(v.status for v in verdicts.values())
+        statuses = tuple("view" if v.view else v.status for v in verdicts.values())
         confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses,
                                              scope.api is not None) for j in judgements),
                          key=CONFIDENCES.index, default="high")
@@ -374,10 +375,22 @@ class _Classifier(AtenJudge):
         lim = api.limitation if api is not None else None
         page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
         unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
-        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed)
+        hosts = tuple(v.op for v in verdicts.values() if v.host_copy) if verdicts and all(
+            v.host_copy for v in verdicts.values()) else ()
+        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed, hosts,
+                            bool(lim and lim.excludes(dtype, self.page)))
+        if check.decided_by == "none" and verdicts and all(v.view for v in verdicts.values()):
+            return  # only views ran: they read no data, so no dtype fact is missing
         j.confidences.append(check.confidence)
         evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
-        if check.ok and check.disagree:
+        if check.decided_by == "host-copy":
+            j.add_message("host-copy", N_("%(dtype)s is not in the API page's list for %(api)s (%(allowed)s), but "
+                                          "%(ops)s is torch_npu's own device-to-host copy, with no CANN kernel whose "
+                                          "doc limits its dtype: it runs; not verified for %(dtype)s on %(product)s"),
+                          {"dtype": dtype, "api": api.api if api else op.key, "allowed": ", ".join(page or ()),
+                           "ops": ", ".join(hosts), "product": self.product},
+                          "; ".join((evidence, *(v.evidence for v in verdicts.values()))), None)
+        elif check.ok and check.disagree:
             j.add("kernel-dtype", f"{dtype} runs natively: {check.disagreement(self.product)}; the kernel facts "
                   f"decide", evidence, None)
         elif not check.ok:
@@ -386,22 +399,6 @@ class _Classifier(AtenJudge):
             j.add("dtype", f"input dtype {dtype} is not supported by {who} on {self.product} (allowed: "
                   f"{', '.join(check.allowed) or 'none'}); {remedy(dtype, check.allowed)}{note}", evidence,
                   Category.PARAM_CONVERTED)
-
-    def _kernel_checks(self, op: Operator, sig: Signature | None, j: Judgement, verdicts) -> None:
-        if sig is None:
-            return
-        dtypes = set(d for d in sig.input_dtypes if d)
-        for aten in verdicts:
-            for check in self.kb.checks_for(aten):
-                if check.kind == "float64-unsupported" and "float64" in dtypes:
-                    j.add("dtype", f"the NPU kernel of {aten} rejects float64 input; cast to float32",
-                          check.evidence(), Category.PARAM_CONVERTED)
-                elif check.kind == "float64-cast" and "float64" in dtypes:
-                    j.add("dtype-cast", f"the NPU kernel of {aten} computes float64 input in float32",
-                          check.evidence(), Category.PARAM_CONVERTED)
-                elif check.kind == "int64-cast-int32" and "int64" in dtypes:
-                    j.add("dtype-cast", f"the NPU kernel of {aten} casts int64 input to int32 (values beyond 2^31 "
-                          f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
 
 
 def _fused_route(fused) -> str:

@@ -205,6 +205,10 @@ class Limitation:
             chosen = [d for d in chosen if d not in excluded]
         return tuple(chosen) if chosen is not None else None
 
+    def excludes(self, dtype: str, product: str) -> bool:
+        """The page names `dtype` as unsupported on `product` ("不支持int64"), not merely leaves it out of a list."""
+        return any(dtype in dtypes for dtypes, products in self.dtype_excluded if not products or product in products)
+
     def param_rules_for(self, product: str) -> tuple[ParamRule, ...]:
         return tuple(r for r in self.param_rules if not r.products or product in r.products)
 
@@ -286,8 +290,8 @@ class CheckFact:
 
 def limitation_from_json(lim_id: str, raw: Mapping[str, Any]) -> Limitation:
     dtype_rules, excluded, extra, casts, params, ndims = [], [], [], [], [], []
-    flags = {"cpu_fallback": None, "cpu_only": False, "inference_only": False, "no_sparse": False,
-             "no_packed_sequence": False}
+    cpu_fallback: str | None = None
+    flags = {"cpu_only": False, "inference_only": False, "no_sparse": False, "no_packed_sequence": False}
     use_instead = []
     for rule in raw["rules"]:
         kind = rule["kind"]
@@ -306,7 +310,7 @@ def limitation_from_json(lim_id: str, raw: Mapping[str, Any]) -> Limitation:
         elif kind == "ndim":
             ndims.append(NdimRule(rule["param"], rule.get("min"), rule.get("max"), tuple(rule.get("not", ()))))
         elif kind == "cpu_fallback":
-            flags["cpu_fallback"] = "always" if "always" in (rule["when"], flags["cpu_fallback"]) else "may"
+            cpu_fallback = "always" if "always" in (rule["when"], cpu_fallback) else "may"
         elif kind in ("cpu_only", "inference_only", "no_sparse", "no_packed_sequence"):
             flags[kind] = True
         elif kind == "use_instead":
@@ -314,7 +318,7 @@ def limitation_from_json(lim_id: str, raw: Mapping[str, Any]) -> Limitation:
         else:
             raise KnowledgeBaseError(f"limitations.json: {lim_id}: unknown rule kind {kind!r}")
     return Limitation(lim_id, tuple(dtype_rules), tuple(excluded), tuple(extra), tuple(casts), tuple(params),
-                      tuple(ndims), flags["cpu_fallback"], flags["cpu_only"], flags["inference_only"],
+                      tuple(ndims), cpu_fallback, flags["cpu_only"], flags["inference_only"],
                       flags["no_sparse"], flags["no_packed_sequence"], tuple(use_instead), tuple(raw["notes"]),
                       tuple(u["tag"] for u in raw["unparsed"]), raw["clauses"])
 

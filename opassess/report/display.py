@@ -3,8 +3,7 @@
 Numbers are already written (through report/text.py: "4.5", "3.0–6.0", "38%"), bar widths and the Pareto chart's
 SVG geometry already computed, so templates and the terminal reporter only place values. Strings that came from
 the model (op keys, module paths, file names, class names) stay plain strings: the HTML environment autoescapes
-them, the Markdown one escapes them. Records read by attribute (`op.likely_text`, as templates do) or by key
-(`op["likely_text"]`).
+them, the Markdown one escapes them. Records are read by attribute (`op.likely_text`), in Python and templates alike.
 """
 from __future__ import annotations
 
