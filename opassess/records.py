@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .messages import Message
 from .reasons import EXCLUSION_CODES
 from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
@@ -380,6 +381,8 @@ class Finding:
     effect: str  # how it moves the performance score
     # Measured numbers behind the title: "occurrences", "conversions", "downstream", "flops", "flops_share", ...
     metrics: Mapping[str, float] = field(default_factory=dict)
+    # The title as a catalog message (title == message.text()), so the human formats say it in the reader's language
+    message: Message | None = None
 
 
 # --------------------------------------------------------------- whole result
