@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..kb.evidence import check_binding
-from ..message import N_
+from ..messages import N_
 from ..records import AtenCall
 from .decompose import composite_calls, dispatch_kinds, has_backend_kernel, is_view, returns_to_host, torch_version_text
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..message import N_, Message
+from ..messages import N_, Text
 from ..records import ClassifiedOp, Operator, Reason
 from ..source.classify import preferred_library
 from ..source.facts import SourceFacts, load_source_facts
@@ -43,12 +43,12 @@ def _triton(op: Operator, facts: SourceFacts):
     evidence = "; ".join(e for e in (lib.cite if lib else "", rule.cite if rule else "") if e) or "knowledge base: none"
     reasons = [Reason.of("stand-in", N_("the Triton kernel %(name)s was launched but not run (no GPU here); the "
                                         "capture records its tensor arguments, not what the kernel does"),
-                         {"name": name}, Message(N_("trace: stand-in launch")))]
+                         {"name": name}, Text(N_("trace: stand-in launch")))]
     reasons.append(Reason.of("triton-kernel", N_("%(name)s is a Triton kernel: it needs triton-ascend (%(route)s) and "
                                                  "a check of its body against what triton-ascend lacks (the source "
                                                  "scan judges the body); until then it is counted as a kernel to port"),
                              {"name": name, "route": lib.route.split(";")[0] if lib else
-                              Message(N_("not in the knowledge base"))}, evidence))
+                              Text(N_("not in the knowledge base"))}, evidence))
     return Category.CUSTOM_DEV, reasons, "triton-ascend" if lib else None, lib is not None, "low"
 
 
@@ -57,7 +57,7 @@ def _library_call(op: Operator, facts: SourceFacts):
     library = op.key.split(".")[0]
     stand_in = Reason.of("stand-in", N_("%(library)s is not installed here: %(op)s was recorded by a stand-in with the "
                                         "output shapes the library documents"), {"library": library, "op": op.key},
-                         Message(N_("trace: stand-in call")))
+                         Text(N_("trace: stand-in call")))
     if lib is None:
         rows = [row for row in facts.libraries if library in row.modules]
         evidence = "; ".join(row.cite for row in rows) + " (none names it)" if rows else \

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..kb.evidence import check_dtype, kernel_takes_param, remedy
 from ..kb.facts import ApiFact, Limitation
-from ..message import N_, Message
+from ..messages import N_, Text
 from ..records import Operator, Signature
 from ..vocabulary import Category
 from .aten import kernel_ops
@@ -58,7 +58,7 @@ class SignatureChecks:
                                                "model in float32 or compute this step on the CPU"),
                               {"dtype": cast["to"]}, evidence, Category.PARAM_CONVERTED)
             elif cast.get("from") == "int64" and cast.get("when_param") and attrs.get(cast["when_param"]) is True:
-                what = cast.get("output") or Message(N_("the indices"))
+                what = cast.get("output") or Text(N_("the indices"))
                 j.add_message("dtype-cast", N_("with %(param)s=True the NPU returns %(output)s as %(dtype)s (int64 "
                                                "elsewhere); cast where the model relies on int64"),
                               {"param": cast["when_param"], "output": what, "dtype": cast["to"]}, evidence,
@@ -132,13 +132,13 @@ class SignatureChecks:
                           {"dtype": dtype, "disagreement": check.disagreement(self.product)}, evidence, None)
         elif not check.ok:
             who = ", ".join(check.kernel_apis) if check.decided_by == "kernel" else api.api if api else \
-                Message(N_("its API"))
+                Text(N_("its API"))
             text = N_("input dtype %(dtype)s is not supported by %(api)s on %(product)s (allowed: %(allowed)s); "
                       "%(remedy)s (%(disagreement)s; the kernel facts decide)") if check.disagree else \
                 N_("input dtype %(dtype)s is not supported by %(api)s on %(product)s (allowed: %(allowed)s); "
                    "%(remedy)s")
             j.add_message("dtype", text, {"dtype": dtype, "api": who, "product": self.product,
-                                          "allowed": ", ".join(check.allowed) or Message(N_("none")),
+                                          "allowed": ", ".join(check.allowed) or Text(N_("none")),
                                           "remedy": remedy(dtype, check.allowed),
                                           "disagreement": check.disagreement(self.product) if check.disagree else ""},
                           evidence, Category.PARAM_CONVERTED)

@@ -38,8 +38,8 @@ from ..kb.products import Product
 from ..kb.rules import Composite, FusedStep, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
-from ..message import Message
-from ..records import N_, AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
+from ..messages import N_, Text
+from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .checks import kernel_checks
@@ -233,12 +233,12 @@ class _Classifier(AtenJudge, SignatureChecks):
         if mark.confidence is not None:
             j.confidences.append(mark.confidence)
         if mark.disagree or mark.kernel is False:
-            said = mark.disagreement(self.product, self.page) if mark.disagree else Message(
+            said = mark.disagreement(self.product, self.page) if mark.disagree else Text(
                 N_("%(apis)s marked not supported on %(product)s in its doc"),
                 {"apis": ", ".join(mark.kernel_apis), "product": self.product})
-            verdict = (Message(N_("the kernel facts decide; not verified on %(product)s"), {"product": self.product})
-                       if mark.kernel else Message(N_("the API page decides")) if mark.page else
-                       Message(N_("the kernel falls back to the aclop path there")))
+            verdict = (Text(N_("the kernel facts decide; not verified on %(product)s"), {"product": self.product})
+                       if mark.kernel else Text(N_("the API page decides")) if mark.page else
+                       Text(N_("the kernel falls back to the aclop path there")))
             j.add_message("kernel-product", N_("%(said)s: %(verdict)s"), {"said": said, "verdict": verdict},
                           "; ".join((*mark.evidence, api.evidence() if api else "")).strip("; "), None, False)
         if api is not None and documented:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..kb.rules import Replacement
-from ..message import Message
-from ..records import N_, Operator
+from ..messages import N_, Text
+from ..records import Operator
 from ..vocabulary import Category
 from .aten import AtenVerdict
 from .decompose import dispatch_kinds
@@ -31,25 +31,25 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
                       if verdicts else N_("%(op)s is a function of a compiled C++ extension; it must be rebuilt "
                                           "against torch_npu and its device kernels rewritten in Ascend C"),
                       {"op": op.key, "ops": ", ".join(verdicts)},
-                      Message(N_("trace: kind extension; no replacement in rules.toml")), Category.CUSTOM_DEV)
+                      Text(N_("trace: kind extension; no replacement in rules.toml")), Category.CUSTOM_DEV)
         return
     if "::" in op.key:
         kinds = dispatch_kinds(op.key) or (registered or {}).get(op.key, ())  # the worker saw the library's
         others = [v for v in verdicts.values() if v.op != op.key]
         if kinds and all(v.supported for v in others):
-            how = (Message(N_("a composite of ATen ops")) if "CompositeImplicitAutograd" in kinds else
-                   Message(N_("for every backend (a torch.library op without device_types)")))
-            inner = (Message(N_("the ATen ops it runs all have NPU kernels")) if others else
-                     Message(N_("the ATen ops its Python body runs were not seen by the trace: check them on the NPU")))
+            how = (Text(N_("a composite of ATen ops")) if "CompositeImplicitAutograd" in kinds else
+                   Text(N_("for every backend (a torch.library op without device_types)")))
+            inner = (Text(N_("the ATen ops it runs all have NPU kernels")) if others else
+                     Text(N_("the ATen ops its Python body runs were not seen by the trace: check them on the NPU")))
             j.add_message("decomposes", N_("%(op)s is registered %(how)s; %(inner)s"),
                           {"op": op.key, "how": how, "inner": inner},
-                          Message(N_("PyTorch dispatcher: %(kinds)s kernel for %(op)s"),
+                          Text(N_("PyTorch dispatcher: %(kinds)s kernel for %(op)s"),
                                   {"kinds": " and ".join(kinds), "op": op.key}), Category.DIRECT)
             return
         j.add_message("custom-op", N_("%(op)s is a project-defined operator with kernels for other devices only; "
                                       "it needs an NPU kernel (Ascend C) or a rewrite in supported ops"),
                       {"op": op.key},
-                      Message(N_("trace: kind custom, namespace %(namespace)s; no replacement in rules.toml"),
+                      Text(N_("trace: kind custom, namespace %(namespace)s; no replacement in rules.toml"),
                               {"namespace": op.key.split("::")[0]}), Category.CUSTOM_DEV)
         return
     missing = [v for v in verdicts.values() if not v.supported]
@@ -58,16 +58,16 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
                                               "ATen ops with NPU kernels (%(ops)s); its hand-written backward was "
                                               "traced and is judged as its backward ATen ops"),
                       {"op": op.key, "ops": ", ".join(verdicts)},
-                      Message(N_("trace: autograd.Function forward and backward ATen ops; npu_aten_ops")),
+                      Text(N_("trace: autograd.Function forward and backward ATen ops; npu_aten_ops")),
                       Category.DIRECT)
     elif verdicts and not missing:
         j.add_message("autograd-function", N_("%(op)s is a custom autograd.Function; its forward dispatches only "
                                               "ATen ops with NPU kernels (%(ops)s), but its hand-written backward was "
                                               "not traced and must be verified on the NPU"),
                       {"op": op.key, "ops": ", ".join(verdicts)},
-                      Message(N_("trace: autograd.Function forward ATen ops; npu_aten_ops")), Category.PARAM_CONVERTED)
+                      Text(N_("trace: autograd.Function forward ATen ops; npu_aten_ops")), Category.PARAM_CONVERTED)
     else:
-        ops = ", ".join(v.op for v in missing) or Message(N_("no ATen op seen"))
+        ops = ", ".join(v.op for v in missing) or Text(N_("no ATen op seen"))
         j.add_message("custom-op", N_("%(op)s is a custom autograd.Function or extension whose kernels do not run on "
                                       "the NPU (%(ops)s)"), {"op": op.key, "ops": ops},
-                      Message(N_("trace: kind custom; npu_aten_ops")), Category.CUSTOM_DEV)
+                      Text(N_("trace: kind custom; npu_aten_ops")), Category.CUSTOM_DEV)

@@ -9,8 +9,8 @@ from typing import Any
 from ..kb.rules import Composite, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version
-from ..message import Message
-from ..records import N_, Operator
+from ..messages import N_, Text
+from ..records import Operator
 from ..vocabulary import Category
 from .aten import AtenVerdict
 from .judgement import Judgement
@@ -64,7 +64,7 @@ def judge_backward(judgements: Sequence[Judgement], verdicts: Mapping[str, AtenV
                           Category.PARAM_CONVERTED, per_signature=False)
         elif not missing:
             j.add_message("backward", N_("its backward dispatches only ops the NPU runs (%(ops)s)"),
-                          {"ops": ", ".join(verdicts)}, Message(N_("trace: backward ATen ops; npu_aten_ops")), None,
+                          {"ops": ", ".join(verdicts)}, Text(N_("trace: backward ATen ops; npu_aten_ops")), None,
                           per_signature=False)
         elif composite:
             j.add_message("backward", N_("torch_npu runs %(op)s whole, its backward included; the backward traced "

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..dtypes import FLOAT_DTYPES
+from ..messages import Message
 from ..records import Finding
 from .families import Survey, family
 
@@ -61,15 +62,17 @@ def precision_findings(survey: Survey) -> list[Finding]:
             if (allowed is not None and FLOAT_DTYPES.intersection(allowed) and dtype not in allowed
                     and not _kernel_takes(survey, operator, dtype)):
                 names = tuple(n.name for n in floating)
-                title = book.precision_title_dtype.format(op=operator.key, allowed=", ".join(allowed), dtype=dtype,
-                                                          count=len(names))
-                findings.append(Finding(kind="mixed-precision", title=title, nodes=names, ops=(operator.key,),
+                title = Message.of(book.precision_title_dtype, op=operator.key, allowed=", ".join(allowed),
+                                   dtype=dtype, count=len(names))
+                findings.append(Finding(kind="mixed-precision", title=title.text(), message=title, nodes=names,
+                                        ops=(operator.key,),
                                         source=graph.first_source(names), npu_api=None, effect=effect,
                                         metrics={"occurrences": len(names)}))
         double = tuple(n.name for n in floating if "float64" in (*n.input_dtypes, *n.output_dtypes))
         if double:
-            title = book.precision_title_float64.format(op=operator.key, count=len(double))
-            findings.append(Finding(kind="mixed-precision", title=title, nodes=double, ops=(operator.key,),
+            title = Message.of(book.precision_title_float64, op=operator.key, count=len(double))
+            findings.append(Finding(kind="mixed-precision", title=title.text(), message=title, nodes=double,
+                                    ops=(operator.key,),
                                     source=graph.first_source(double), npu_api=None, effect=effect,
                                     metrics={"occurrences": len(double)}))
     return findings

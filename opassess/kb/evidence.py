@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import KnowledgeBaseError
-from ..message import N_, Message
+from ..messages import N_, Text
 from ..reasons import EXCLUSION_CODES as EXCLUSION_CODES  # re-exported
 from ..vocabulary import CONFIDENCES
 from . import kernels, products
@@ -61,10 +61,10 @@ class DtypeCheck:
                   "dtype": self.dtype, "product": product}
         one = len(self.kernel_apis) == 1
         if self.kernel_ok:
-            return Message(N_("the API page lists %(page)s; %(apis)s's doc lists %(dtype)s on %(product)s")
+            return Text(N_("the API page lists %(page)s; %(apis)s's doc lists %(dtype)s on %(product)s")
                            if one else N_("the API page lists %(page)s; the docs of %(apis)s list %(dtype)s on "
                                           "%(product)s"), values)
-        return Message(N_("the API page lists %(page)s; %(apis)s's doc excludes %(dtype)s on %(product)s")
+        return Text(N_("the API page lists %(page)s; %(apis)s's doc excludes %(dtype)s on %(product)s")
                        if one else N_("the API page lists %(page)s; the docs of %(apis)s exclude %(dtype)s on "
                                       "%(product)s"), values)
 
@@ -99,15 +99,15 @@ def remedy(dtype: str, allowed: Iterable[str]) -> str:
     fp32'; an integer narrowed (int64 -> int32) only where its values fit."""
     allowed = tuple(allowed)
     if dtype == "bfloat16" and "float16" in allowed and "float32" in allowed:
-        return Message(N_("run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"))
+        return Text(N_("run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"))
     target = cast_target(dtype, allowed)
     if target is None:
-        return Message(N_("no dtype of the same kind is supported: compute it in another op or on the CPU"))
+        return Text(N_("no dtype of the same kind is supported: compute it in another op or on the CPU"))
     if _WIDTH.get(target, 64) < _WIDTH.get(dtype, 0):
         bits = _WIDTH[target] - (0 if target.startswith("u") else 1)
-        return Message(N_("cast to %(dtype)s only where every value fits (below 2^%(bits)s: e.g. indices into fewer "
+        return Text(N_("cast to %(dtype)s only where every value fits (below 2^%(bits)s: e.g. indices into fewer "
                           "elements); else compute it in another op or on the CPU"), {"dtype": target, "bits": bits})
-    return Message(N_("cast to %(dtype)s"), {"dtype": target})
+    return Text(N_("cast to %(dtype)s"), {"dtype": target})
 
 
 def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
@@ -209,11 +209,11 @@ class ProductCheck:
         values = {"page": page_product, "mark": "✔" if self.page else "✘", "apis": ", ".join(self.kernel_apis),
                   "product": product}
         if len(self.kernel_apis) == 1:
-            return Message(N_("the API page marks %(page)s %(mark)s; %(apis)s's doc lists %(product)s: supported")
+            return Text(N_("the API page marks %(page)s %(mark)s; %(apis)s's doc lists %(product)s: supported")
                            if self.kernel else
                            N_("the API page marks %(page)s %(mark)s; %(apis)s's doc lists %(product)s: not supported"),
                            values)
-        return Message(N_("the API page marks %(page)s %(mark)s; the docs of %(apis)s list %(product)s: supported")
+        return Text(N_("the API page marks %(page)s %(mark)s; the docs of %(apis)s list %(product)s: supported")
                        if self.kernel else
                        N_("the API page marks %(page)s %(mark)s; the docs of %(apis)s list %(product)s: not supported"),
                        values)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opassess.errors import KnowledgeBaseError
-from opassess.message import N_, Message
+from opassess.messages import N_, Text
 
 from .versions import Version, VersionRange, format_ranges, format_version, in_ranges, parse_version, version_ranges
 
@@ -93,19 +93,19 @@ class ParamRule:
     products: tuple[str, ...] = ()
     auto_fixed: bool = False  # the NPU silently changes the value instead of failing
 
-    def describe(self) -> Message:
+    def describe(self) -> Text:
         """'dilation must be 1' (a Message: said in the reader's language)."""
         if self.rule == "unsupported":
-            return Message(N_("%(param)s is not supported (must stay at its default)"), {"param": self.param})
+            return Text(N_("%(param)s is not supported (must stay at its default)"), {"param": self.param})
         if self.rule == "equals":
-            return Message(N_("%(param)s must be %(value)s"), {"param": self.param, "value": repr(self.value)})
+            return Text(N_("%(param)s must be %(value)s"), {"param": self.param, "value": repr(self.value)})
         if self.rule == "in":
-            return Message(N_("%(param)s may only be set to one of %(values)s"),
+            return Text(N_("%(param)s may only be set to one of %(values)s"),
                            {"param": self.param, "values": list(self.value)})
         if self.rule == "not_in":
-            return Message(N_("%(param)s must not be one of %(values)s"),
+            return Text(N_("%(param)s must not be one of %(values)s"),
                            {"param": self.param, "values": list(self.value)})
-        return Message(N_("%(param)s must be %(relation)s %(value)s"),
+        return Text(N_("%(param)s must be %(relation)s %(value)s"),
                        {"param": self.param, "relation": dict(gt=">", ge=">=", le="<=")[self.rule],
                         "value": self.value})
 
@@ -157,7 +157,7 @@ class NdimRule:
         too_low = self.min is not None and ndim < self.min
         return too_low or (self.max is not None and ndim > self.max) or ndim in self.not_
 
-    def describe(self) -> Message:
+    def describe(self) -> Text:
         """'input rank must be >= 2 and <= 5' (a Message: said in the reader's language)."""
         parts: list[str] = []
         if self.min is not None:
@@ -165,11 +165,11 @@ class NdimRule:
         if self.max is not None:
             parts.append(f"<= {self.max}")
         if self.not_:
-            parts.append(Message(N_("not %(values)s"), {"values": list(self.not_)}))
+            parts.append(Text(N_("not %(values)s"), {"values": list(self.not_)}))
         rule = parts[0] if parts else ""
         for part in parts[1:]:
-            rule = Message(N_("%(first)s and %(second)s"), {"first": rule, "second": part})
-        return Message(N_("%(param)s rank must be %(rule)s"), {"param": self.param, "rule": rule})
+            rule = Text(N_("%(first)s and %(second)s"), {"first": rule, "second": part})
+        return Text(N_("%(param)s rank must be %(rule)s"), {"param": self.param, "rule": rule})
 
 
 @dataclass(frozen=True)

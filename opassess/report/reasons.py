@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..message import Message, say
+from ..messages import Text, say
 from ..records import Reason, Signature
 from .display_records import ReasonRow, SignatureRow
 from .document import jsonable
@@ -39,7 +39,7 @@ def signature_rows(signatures: Sequence[Signature], categories: Sequence[str],
 def reason_text(reason: Reason, _: Callable[[str], str] = str) -> str:
     """A reason's message in the reader's language: its template through the catalog, filled with its values
     (identifiers as they are); a reason built without a template reads as written."""
-    if reason.template and not isinstance(reason.message, Message):
+    if reason.template and not isinstance(reason.message, Text):
         return _(reason.template) % dict(reason.params)
     return say(reason.message, _)
 
@@ -56,7 +56,7 @@ def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...
     rows = []
     for key, indexes in groups.items():
         code, _message, evidence = key
-        covered = () if None in indexes else tuple(sorted(set(indexes)))  # type: ignore[type-var]
+        covered = () if None in indexes else tuple(sorted({i for i in indexes if i is not None}))
         rows.append(ReasonRow(code, said[key], say(evidence, _), covered, _covers_text(covered, signatures, _)))
     return tuple(rows)
 
