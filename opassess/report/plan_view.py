@@ -32,7 +32,7 @@ _NUMBERED = re.compile(r"^\d+$")
 
 def is_library_source(source: str | None) -> bool:
     """True for a 'file:line' inside an installed package (site-packages / dist-packages)."""
-    return bool(source) and SITE_PACKAGES.search(source) is not None
+    return source is not None and SITE_PACKAGES.search(source) is not None
 
 
 def shown_source(source: str) -> str:

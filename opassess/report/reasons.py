@@ -52,7 +52,7 @@ def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...
     rows = []
     for key, indexes in groups.items():
         code, _message, evidence = key
-        covered = () if None in indexes else tuple(sorted(set(indexes)))  # type: ignore[type-var]
+        covered = () if None in indexes else tuple(sorted({i for i in indexes if i is not None}))
         rows.append(ReasonRow(code, said[key], evidence, covered, _covers_text(covered, signatures)))
     return tuple(rows)
 
