@@ -13,7 +13,7 @@ from typing import Any
 from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature, SourceEstimate
 from ..score.cost import COST_BASES
-from ..source.records import SourceFinding
+from ..source.records import SourceFinding, SourceScan
 from ..vocabulary import CATEGORIES
 from .i18n import N_
 from .paths import portable, roots_of, scrub
@@ -289,7 +289,7 @@ def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
     return out
 
 
-def _source_scan_doc(scan: Any) -> dict[str, Any] | None:
+def _source_scan_doc(scan: SourceScan | None) -> dict[str, Any] | None:
     if scan is None:
         return None
     return {"root": portable(scan.root), "files": list(scan.files), "lines": scan.lines,
