@@ -123,7 +123,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
-    signatures = signature_rows(operator.signatures, categories)
+    signatures = signature_rows(operator.signatures, categories, _)
     base: dict[str, Any] = {
         "rank": row.rank,
         "op": operator.key,
