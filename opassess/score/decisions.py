@@ -137,8 +137,9 @@ def shared_causes(scores: Sequence[OpScore], source: Sequence[SourceEstimate], w
     for score in scores:
         if score.classified.operator.key in carried:
             continue
-        for name in {_cause(r, "", rules) for r in score.classified.reasons} & {ATTENTION, LAYOUT}:
-            counts[name] = counts.get(name, 0) + 1
+        for found in {_cause(r, "", rules) for r in score.classified.reasons} & {ATTENTION, LAYOUT}:
+            assert found is not None  # the intersection holds names only
+            counts[found] = counts.get(found, 0) + 1
     return frozenset(name for name in (ATTENTION, LAYOUT) if counts.get(name, 0) >= rules.rules[name].min_members)
 
 
@@ -244,6 +245,7 @@ def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[F
         checks = sum((check for _ in (*keys, *places)), NO_EFFORT)
         members_ = (len(keys), len(places))
         basis = basis_text(once, check, members_)
+        plan: tuple[str, ...]
         if name == ATTENTION:
             title, cause, plan = rule.title, ATTENTION_CAUSE, ATTENTION_PLAN
         elif name == LAYOUT:
@@ -271,14 +273,16 @@ DECISION_TITLES = (N_("attention implementation"), N_("memory layout"))
 ATTENTION_CAUSE = N_("these attention calls (GPU attention libraries, or operators whose route is the NPU's fused "
                      "attention) all lead to npu_fusion_attention or npu_fused_infer_attention_score: one wrapper "
                      "serves every one")
-ATTENTION_PLAN = (N_("write one attention wrapper on torch_npu.npu_fusion_attention (training and prefill) or "
+ATTENTION_PLAN: tuple[str, ...] = (
+                  N_("write one attention wrapper on torch_npu.npu_fusion_attention (training and prefill) or "
                      "npu_fused_infer_attention_score (decode): input_layout, head_num, the mask as a bool atten_mask "
                      "where True masks out, scale, GQA heads"),
                   N_("call the wrapper at every listed site and operator; the attention libraries' imports go"),
                   N_("compare the attention outputs with the reference run once"))
 LAYOUT_CAUSE = N_("the model asks for channels_last, which the NPU does not take (Tensor.to: memory_format "
                   "contiguous_format only; the migration guide's hand edit: the default format)")
-LAYOUT_PLAN = (N_("drop memory_format=torch.channels_last at every listed site and operator: the NPU picks its own "
+LAYOUT_PLAN: tuple[str, ...] = (
+               N_("drop memory_format=torch.channels_last at every listed site and operator: the NPU picks its own "
                   "internal format and converts with TransData"),
                N_("compare the outputs with the reference run once"))
 
