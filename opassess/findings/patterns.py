@@ -99,6 +99,12 @@ class PatternBook:
     _by_key: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # op key -> role names
     _by_aten: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # dispatched roles only
 
+    def texts(self) -> tuple[str, ...]:
+        """Every sentence of the file a report shows (effects and titles): the message ids the catalog translates."""
+        return tuple(dict.fromkeys((*self.effects.values(), *(p.title for p in self.patterns), self.layout_title,
+                                    *self.dynamic_titles.values(), self.shape_branch_title, self.aclop_title,
+                                    self.precision_title_dtype, self.precision_title_float64, self.compute_title)))
+
     def roles_of(self, node: OpNode) -> frozenset[str]:
         """Every role this node plays."""
         keys = {node.key} if node.kind == "module" else {node.key, *node.entry}

@@ -41,6 +41,7 @@ from .plan_view import (
     action_items,
     activity_rows,
     decision_rows,
+    finding_title,
     group_repeats,
     origin_rows,
     shorten_paths,
@@ -122,7 +123,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
-    signatures = signature_rows(operator.signatures, categories)
+    signatures = signature_rows(operator.signatures, categories, _)
     base: dict[str, Any] = {
         "rank": row.rank,
         "op": operator.key,
@@ -312,9 +313,9 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         modules_small=modules_small,
         modules_cut=modules_cut,
         module_rows=MODULE_ROWS,
-        findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops),
+        findings=tuple(FindingRow(kind=f.kind, title=finding_title(f, _), ops=tuple(f.ops),
                                   source=shown_source(f.source) if f.source else "",
-                                  npu_api=f.npu_api or "", effect=f.effect, time_text=gain_text(doc["time"], _))
+                                  npu_api=f.npu_api or "", effect=_(f.effect), time_text=gain_text(doc["time"], _))
                        for f, doc in zip(assessment.findings, document["findings"], strict=True)),
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",
