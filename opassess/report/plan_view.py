@@ -15,6 +15,7 @@ from ..records import Effort, Estimate, Finding
 
 # SITE_PACKAGES: '.../site-packages/' + the package (group 1)
 from ..score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
+from ..score.decisions import basis_text
 from ..score.weights_decisions import CHANGE_TIERS
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
@@ -74,10 +75,12 @@ def activity_rows(estimate: Estimate, _: Translate = str) -> tuple[ActivityRow, 
 
 
 def decision_rows(estimate: Estimate, _: Translate = str) -> tuple[DecisionRow, ...]:
-    """The estimate's decisions, each with its operators and plan, in the reader's language."""
+    """The estimate's decisions, each with its operators and plan, in the reader's language (a Text through the
+    catalog; a plain title, plan line or basis the catalog has; the rest as written)."""
     return tuple(DecisionRow(title=say(d.title, _), likely_text=days(d.person_days.likely),
-                             range_text=days_range(d.person_days), basis=say(d.basis, _), operators=d.operators,
-                             plan=tuple(say(p, _) for p in d.plan))
+                             range_text=days_range(d.person_days),
+                             basis=basis_text(d.once, d.check, d.members, _) if any(d.members) else say(d.basis, _),
+                             operators=d.operators, plan=tuple(say(line, _) for line in d.plan))
                  for d in estimate.decisions)
 
 
@@ -161,8 +164,8 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Tr
     said = said or {}
     decisions = (document.get("summary") or {}).get("decisions") or []
     items: list[tuple[ActionItem, float, float | None]] = [
-        (ActionItem(kind="decision", subject=said.get(d["title"], d["title"]),
-                    action="; ".join(said.get(p, p) for p in d["plan"]),
+        (ActionItem(kind="decision", subject=said.get(d["title"]) or _(d["title"]),
+                    action="; ".join(said.get(line) or _(line) for line in d["plan"]),
                     days_text=_("%(days)s person-days") % {"days": days(d['person_days']['likely'])}), 0.0, None)
         for d in decisions]
     decided = {key for d in decisions for key in d["operators"]}

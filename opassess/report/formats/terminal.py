@@ -13,7 +13,11 @@ if TYPE_CHECKING:
     from rich.console import Console, JustifyMethod, OverflowMethod
     from rich.table import Table
 
-    from ..display_records import Display
+    from ..display_records import ActionItem, Display
+    from ..graph_view import GraphSection
+    from ..route_view import OnnxSection, ServingSection
+    from ..source_view import SourceSection
+    from ..time_view import TimeSection
     from ..view import View
 
 Gettext = Callable[[str], str]  # the reader's language: translations(language).gettext
@@ -306,7 +310,7 @@ def _print_next_report(console: Console, d: Display, _: Gettext) -> None:
     console.print()
 
 
-def _print_graph(console: Any, section: Any, _: Any) -> None:
+def _print_graph(console: Console, section: GraphSection, _: Gettext) -> None:
     """Graph mode: one line per back-end (ready, or its first blockers with file:line), then the effort item."""
     Text = _inert_text()  # noqa: N806
     console.print(Text(_("Graph mode (%s):") % section.method_text, style="bold"))
@@ -320,7 +324,7 @@ def _print_graph(console: Any, section: Any, _: Any) -> None:
     console.print()
 
 
-def _print_time(console: Any, section: Any, _: Any) -> None:
+def _print_time(console: Console, section: TimeSection, _: Gettext) -> None:
     """The time model: the step (an estimate), the compared products, the operators carrying most time at risk."""
     from rich.table import Table
     from rich.text import Text
@@ -347,7 +351,8 @@ def _print_time(console: Any, section: Any, _: Any) -> None:
     console.print()
 
 
-def _print_routes(console: Any, onnx: Any, serving: Any, _: Any) -> None:
+def _print_routes(console: Console, onnx: OnnxSection | None, serving: ServingSection | None, _: Gettext
+                   ) -> None:
     """The ONNX -> ATC section (gaps first, every row) and the serving check's lines."""
     from rich.table import Table
     from rich.text import Text
@@ -372,14 +377,14 @@ def _print_routes(console: Any, onnx: Any, serving: Any, _: Any) -> None:
                       pad_edge=False)
         for name in (_("Checked"), _("Status"), _("Detail")):
             table.add_column(name, overflow="fold")
-        for row in serving.rows:
-            table.add_row(Text(row.subject), Text(row.status, "" if row.status == "supported" else "yellow"),
-                          Text(row.detail))
+        for check in serving.rows:
+            table.add_row(Text(check.subject), Text(check.status, "" if check.status == "supported" else "yellow"),
+                          Text(check.detail))
         console.print(table)
         console.print()
 
 
-def _print_source(console: Any, section: Any, _: Any) -> None:
+def _print_source(console: Console, section: SourceSection, _: Gettext) -> None:
     """The source scan's sites: work (category, route, person-days, stars), then the notes, then skipped files."""
     from rich.table import Table
     from rich.text import Text
@@ -410,13 +415,13 @@ def _print_source(console: Any, section: Any, _: Any) -> None:
     for row in section.notes[:TERMINAL_SITES]:
         console.print(Text(_("Note (no work): %(site)s %(subject)s: %(route)s")
                            % {"site": row.location, "subject": row.subject, "route": row.route}, style="dim"))
-    for row in section.skipped[:TERMINAL_SITES]:
-        console.print(Text(_("Not scanned: %(file)s: %(reason)s") % {"file": row.file, "reason": row.reason},
+    for skipped in section.skipped[:TERMINAL_SITES]:
+        console.print(Text(_("Not scanned: %(file)s: %(reason)s") % {"file": skipped.file, "reason": skipped.reason},
                            style="yellow"))
     console.print()
 
 
-def _print_actions(console: Any, actions: Any, width: int, _: Any = str) -> None:
+def _print_actions(console: Console, actions: Sequence[ActionItem], width: int, _: Gettext = str) -> None:
     """The action items, last: one per operator that needs work or finding, wrapped by hand (names break at '.'
     and '::', never mid-word) so they read at 80 columns."""
     from ..plan_view import wrap
