@@ -7,8 +7,9 @@ import math
 import os
 import shutil
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -42,6 +43,9 @@ from .options import (
     report_language,
     route_values,
 )
+
+if TYPE_CHECKING:
+    from ..portfolio.records import PortfolioEvent
 
 DEFAULT_FORMAT = "terminal"
 PORTFOLIO_FORMAT = "md"  # per-model reports of a portfolio, besides JSON
@@ -345,13 +349,13 @@ def _finish_ci(after, diff, *, baseline, templates, breaches, language) -> None:
     fail_on_breaches([b.message for b in breaches])
 
 
-def _portfolio_progress(quiet: bool):
+def _portfolio_progress(quiet: bool) -> contextlib.AbstractContextManager[Callable[[PortfolioEvent], None] | None]:
     """Progress across models: a rich bar (done, running, failed) on a terminal's stderr, else nothing; the line
     saying where a cluster's dashboard is either way (unless --quiet)."""
     if quiet:
         return contextlib.nullcontext(None)
 
-    def dashboard(event) -> None:
+    def dashboard(event: PortfolioEvent) -> None:
         if event.kind == "dashboard":
             typer.echo(f"opassess: Ray dashboard at {event.name}", err=True)
 
@@ -359,7 +363,7 @@ def _portfolio_progress(quiet: bool):
         return contextlib.nullcontext(dashboard)
 
     @contextlib.contextmanager
-    def bar():
+    def bar() -> Iterator[Callable[[PortfolioEvent], None]]:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -370,7 +374,7 @@ def _portfolio_progress(quiet: bool):
             running: set[str] = set()
             failed = 0
 
-            def update(event) -> None:
+            def update(event: PortfolioEvent) -> None:
                 nonlocal failed
                 if event.kind == "dashboard":
                     console.print(f"opassess: Ray dashboard at {event.name}", highlight=False)
@@ -379,10 +383,11 @@ def _portfolio_progress(quiet: bool):
                     running.add(event.name)
                 else:
                     running.discard(event.name)
-                failed += bool(event.result and event.result.status != "ok")
+                result = event.result
+                failure = result is not None and result.status != "ok"
+                failed += failure
                 verb = {"start": "scanning", "resumed": "resumed", "done": "finished"}.get(event.kind, event.kind)
-                failure = event.result and event.result.status != "ok"
-                cause = f" (failed: {one_line(event.result.cause)})" if failure else ""
+                cause = f" (failed: {one_line(result.cause)})" if result is not None and failure else ""
                 progress.update(task, total=event.total, completed=event.done,
                                 description=f"{len(running)} running, {failed} failed; {verb} {event.name}{cause}")
 
