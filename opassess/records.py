@@ -315,6 +315,9 @@ class Decision:
     once: Effort  # the decision's own effort, counted once in the total (the checks are on the operators' lines)
     basis: str  # "1-2-4 once + 8 operator type(s) x 0.02-0.05-0.15 (a check each)"
     plan: tuple[str, ...] = ()  # what to do: dtype on the target, loss scaling, overflow-prone operators
+    sites: tuple[str, ...] = ()  # the source sites it covers (SourceEstimate.key), each costing its check
+    check: Effort = Effort(0.0, 0.0, 0.0)  # what each covered operator type or site costs ([decisions.*] per_operator)
+    members: tuple[int, int] = (0, 0)  # operator types and source sites that pay a check (the basis's counts)
 
 
 @dataclass(frozen=True)
