@@ -23,6 +23,7 @@ from ..records import (
     Registration,
     StandIn,
 )
+from ..trace.registrations import COMPOSITE_KEYS
 
 MAX_MESSAGE = 512 * 2**20  # bytes of one message from a worker (a 7B model's capture is a few MiB)
 MAX_TEXT = 2**20  # characters of one string in it
@@ -41,7 +42,7 @@ _ATEN = {"op": "str", "overload": "str", "input_shapes": "shapes", "input_dtypes
 _NODE = {"name": "str", "key": "str", "kind": "str", "module_path": "str", "attrs": "attrs", "input_shapes": "shapes",
          "input_dtypes": "dtypes", "output_shapes": "shapes", "output_dtypes": "dtypes", "aten": [AtenCall],
          "source": "str?", "flops": "int", "bytes_moved": "int", "entry": "strs", "backward": [AtenCall],
-         "project_source": "str?"}
+         "backward_flops": "int", "project_source": "str?"}
 _ATTEMPT = {"method": "str", "error": "str?", "seconds": "float"}
 _STAND_IN = {"library": "str", "symbols": "strs", "why": "str"}
 _DYNAMO_BREAK = {"reason": "str", "source": "str?"}
@@ -168,7 +169,22 @@ def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
     if type(seconds) is not dict or not set(seconds) <= {"load", "trace", "dynamo"}:
         raise _fail("seconds", "expected the load, trace and dynamo times")
     times = {_text(k, "seconds"): float(_number(v, f"seconds.{k}", (int, float))) for k, v in seconds.items()}
-    return _record(ModelInfo, data["info"], "info"), _record(Capture, data["capture"], "capture"), times
+    capture = _record(Capture, data["capture"], "capture")
+    _registrations(capture.registrations)
+    return _record(ModelInfo, data["info"], "info"), capture, times
+
+
+def _registrations(found: tuple[Registration, ...]) -> None:
+    """A registration names a project's or library's op ('ns::name', never aten or prims: the parent asks its own
+    dispatcher about those) and only composite dispatch keys: the parent judges that op by it."""
+    for i, registration in enumerate(found):
+        where = f"capture.registrations[{i}]"
+        namespace, _, name = registration.op.partition("::")
+        if not namespace or not name or namespace in ("aten", "prims"):
+            raise _fail(where, f"{registration.op[:80]!r} is not a project's or library's op ('namespace::name')")
+        odd = sorted(set(registration.kinds) - set(COMPOSITE_KEYS))
+        if odd or len(set(registration.kinds)) != len(registration.kinds):
+            raise _fail(where, f"dispatch keys other than the composite ones: {', '.join(odd)[:200] or 'repeated'}")
 
 
 def dumps(message: Any) -> bytes:
