@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .messages import N_, Message, Text  # noqa: F401 - N_ re-exported for the stages that build reasons
 from .reasons import EXCLUSION_CODES
 from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
@@ -201,14 +202,9 @@ class Reason:
     @classmethod
     def of(cls, code: str, template: str, params: Mapping[str, Any], evidence: str,
            signature: int | None = None) -> Reason:
-        """A reason whose message is `template` (a message id, marked N_) filled with `params`."""
-        values = tuple((key, str(value)) for key, value in params.items())
-        return cls(code, template % dict(values), evidence, signature, template, values)
-
-
-def N_(message: str) -> str:  # noqa: N802 - gettext's name for "mark for extraction, translate where shown"
-    """Mark a message id where a record is built (a reason's template); the reports translate it."""
-    return message
+        """A reason whose message is `template` (a message id, marked N_) filled with `params` (a Text)."""
+        message = Text(template, params)
+        return cls(code, message, evidence, signature, template, message.params)
 
 
 @dataclass(frozen=True)
@@ -321,6 +317,9 @@ class Decision:
     once: Effort  # the decision's own effort, counted once in the total (the checks are on the operators' lines)
     basis: str  # "1-2-4 once + 8 operator type(s) x 0.02-0.05-0.15 (a check each)"
     plan: tuple[str, ...] = ()  # what to do: dtype on the target, loss scaling, overflow-prone operators
+    sites: tuple[str, ...] = ()  # the source sites it covers (SourceEstimate.key), each costing its check
+    check: Effort = Effort(0.0, 0.0, 0.0)  # what each covered operator type or site costs ([decisions.*] per_operator)
+    members: tuple[int, int] = (0, 0)  # operator types and source sites that pay a check (the basis's counts)
 
 
 @dataclass(frozen=True)
@@ -382,6 +381,8 @@ class Finding:
     effect: str  # how it moves the performance score
     # Measured numbers behind the title: "occurrences", "conversions", "downstream", "flops", "flops_share", ...
     metrics: Mapping[str, float] = field(default_factory=dict)
+    # The title as a catalog message (title == message.text()), so the human formats say it in the reader's language
+    message: Message | None = None
 
 
 # --------------------------------------------------------------- whole result

@@ -34,7 +34,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import connection as mp_connection
-from typing import Any
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkContext, ForkServerContext
 
 from ..errors import OpassessError
 from .reap import die_with_parent, kill_tree, release_helpers, wait_worker
@@ -59,7 +60,7 @@ class Outcome:
     the worker raised, for the caller to re-raise)."""
 
     status: str
-    payload: Any
+    payload: object  # "ok": the capture message (isolation/wire.py decodes it); "error": {type, message}; "failed": why
     seconds: float
     begun: float | None = None  # seconds from the start of the job to the worker's 'begun' (its start-up)
 
@@ -70,7 +71,7 @@ class Channel:
     def __init__(self, fd: int, nonce: str) -> None:
         self._fd, self._nonce = fd, nonce
 
-    def send(self, kind: str, payload: Any = None) -> None:
+    def send(self, kind: str, payload: object = None) -> None:
         data = memoryview(dumps({"nonce": self._nonce, "kind": kind, "payload": payload}))
         while data:
             data = data[os.write(self._fd, data):]
@@ -93,8 +94,8 @@ def _hidden(fd: int) -> int:
     return fd
 
 
-def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, conn: Any, output: Any,
-          watchdog: Any) -> None:
+def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Connection, conn: Connection,
+          output: Connection, watchdog: Connection) -> None:
     """Keeper body: fork the worker into a session of its own, wait for it, report its exit status; kill the
     worker's session and exit when the `opassess` process is gone (the watchdog pipe's end of file) or when the
     keeper is told to stop by a signal."""
@@ -114,7 +115,7 @@ def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, 
     output.close()
     conn.close()
 
-    def orphaned(*_args: Any) -> None:
+    def orphaned(*_args: object) -> None:
         kill_tree(pid)
         os._exit(1)
 
@@ -131,7 +132,7 @@ def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, 
     keeper_conn.close()
 
 
-def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Any, output: Any, *,
+def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Connection, output: Connection, *,
             keeper: int) -> None:
     """Worker body (never returns): own session, fd 1 and 2 to the output pipe, run `body(*args, channel)`."""
     code = 1
@@ -184,10 +185,11 @@ def exit_cause(code: int) -> str:
     if code < 0:
         number = -code
         name = _signal_name(number)
-        text = {signal.SIGABRT: "aborted", signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
-                signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction",
-                signal.SIGKILL: "killed (out of memory, by its own process group, or from outside)"}.get(
-            number, "killed by a signal")
+        causes: dict[int, str] = {
+            signal.SIGABRT: "aborted", signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
+            signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction",
+            signal.SIGKILL: "killed (out of memory, by its own process group, or from outside)"}
+        text = causes.get(number, "killed by a signal")
         return f"worker crashed: {name} ({text})"
     return f"worker exited with status {code} without a result (the model ended its process, e.g. os._exit)"
 
@@ -198,13 +200,13 @@ FORGED = "the model wrote to opassess's result channel"
 class _Lines:
     """JSON lines read from one pipe, with a cap on each line."""
 
-    def __init__(self, conn: Any) -> None:
-        self.conn: Any = conn
+    def __init__(self, conn: Connection) -> None:
+        self.conn: Connection | None = conn
         self.buffer = bytearray()
 
-    def read(self, budget: int = 64 * 2**20) -> list[Any]:
+    def read(self, budget: int = 64 * 2**20) -> list[object]:
         """The messages readable now (a line that is not JSON is the string 'malformed'); EOF closes the pipe."""
-        messages: list[Any] = []
+        messages: list[object] = []
         while self.conn is not None and budget > 0:
             try:
                 if not self.conn.poll():
@@ -240,8 +242,8 @@ class _Lines:
 class Job:
     """One model running in a keeper and worker started from `context` (a multiprocessing context)."""
 
-    def __init__(self, context: Any, body: Callable[..., None], args: tuple, *, name: str, timeout: float,
-                 on_progress: Callable[[str], None] | None = None) -> None:
+    def __init__(self, context: ForkContext | ForkServerContext, body: Callable[..., None], args: tuple, *, name: str,
+                 timeout: float, on_progress: Callable[[str], None] | None = None) -> None:
         self.timeout = timeout
         self.on_progress = on_progress
         self.nonce = secrets.token_hex(16)
@@ -258,7 +260,7 @@ class Job:
             self.keeper.start()
         except BaseException:  # interrupted while starting: the keeper, if it began, kills what it started
             self._close_watchdog()
-            if self.keeper._popen is not None:  # noqa: SLF001 - started: give it a moment to clean up, then kill
+            if self.keeper.pid is not None:  # started: give it a moment to clean up, then kill
                 self.keeper.join(1.0)
                 self.keeper.kill()
             raise
@@ -270,12 +272,12 @@ class Job:
         self.begun: float | None = None
         self.start_up: float | None = None  # seconds from this process's start to the job's (set by a single scan)
         self.ended: int | None = None
-        self.result: tuple[str, Any] | None = None
+        self.result: tuple[str, object] | None = None
         self.violation: str | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._open = True
 
-    def handles(self) -> list[Any]:
+    def handles(self) -> list[Connection | int]:
         """What to wait on (multiprocessing.connection.wait) for this job's next event."""
         ends = (self._keeper_lines.conn, self._lines.conn, self.output if self._open else None)
         return [self.keeper.sentinel, *(end for end in ends if end)]
@@ -309,7 +311,7 @@ class Job:
             if self.violation is None:
                 self._take(message)
 
-    def _take(self, message: Any) -> None:
+    def _take(self, message: object) -> None:
         """One message of the worker's: checked strictly; anything amiss is a violation naming what it was."""
         if message in ("malformed", "oversized"):
             self.violation = f"the worker sent {'an' if message == 'oversized' else 'a'} {message} message: {FORGED}"
@@ -373,7 +375,7 @@ class Job:
             if outcome is not None:
                 return outcome
 
-    def _finish(self, status: str, payload: Any) -> Outcome:
+    def _finish(self, status: str, payload: object) -> Outcome:
         self.stop()
         return Outcome(status, payload, time.monotonic() - self.started, self.begun)
 
