@@ -58,6 +58,7 @@ class OpNode:
     entry: tuple[str, ...] = ()
     # ATen ops the backward pass dispatched for the autograd nodes this call created (--train only, else empty)
     backward: tuple[AtenCall, ...] = ()
+    backward_flops: int = 0  # the FLOPs of `backward` by their formulas (--train only)
     # When `source` lies in an installed library (site-packages): the innermost frame in the project itself, if any
     project_source: str | None = None
 
@@ -170,6 +171,7 @@ class Operator:
     bytes_moved: int = 0
     entry: tuple[str, ...] = ()  # distinct OpNode.entry ops
     backward_aten: tuple[str, ...] = ()  # distinct qualified ATen ops of the nodes' backward (--train)
+    backward_flops: int = 0  # the FLOPs of the nodes' backward ATen calls (--train; 0 = none or not counted)
     project_sources: tuple[str, ...] = ()  # distinct OpNode.project_source: project frames behind library calls
 
 

@@ -49,6 +49,7 @@ from .options import (
     report_language,
     route_values,
 )
+from .progress import portfolio_progress, scan_progress
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -64,22 +65,6 @@ if TYPE_CHECKING:
 DEFAULT_FORMAT = "terminal"
 PORTFOLIO_FORMAT = "md"  # per-model reports of a portfolio, besides JSON
 _SEVERAL = "apply when scanning several models (more than one target, or a directory)"
-
-
-def _progress(quiet: bool):
-    """A progress callback: a rich status line on a terminal's stderr, nothing when stderr is not a terminal."""
-    if quiet or not sys.stderr.isatty():
-        return contextlib.nullcontext(lambda _message: None)
-
-    @contextlib.contextmanager
-    def status():
-        from rich.console import Console
-
-        console = Console(stderr=True)
-        with console.status("opassess: starting") as spinner:
-            yield lambda message: spinner.update(f"opassess: {message}")
-
-    return status()
 
 
 def pick_format(fmt: str | None, output: str | None) -> str:
@@ -264,11 +249,11 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
     handoff_dir = None if out.handoff is None else Path(os.path.abspath(out.handoff))
     options = dataclasses.replace(options, weights=_absolute(options.weights), kb_dir=_absolute(options.kb_dir))
     if run is not None or in_process():  # OPASSESS_IN_PROCESS=1: for a debugger; model output still goes to stderr
-        with _progress(out.quiet) as progress, contextlib.redirect_stdout(sys.stderr):
+        with scan_progress(out.quiet) as progress, contextlib.redirect_stdout(sys.stderr):
             view = build_view((run or assess)(options, progress), options.language)
     else:
         job = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, debug=debug)
-        with _progress(out.quiet) as progress:  # the spinner's thread starts after the fork
+        with scan_progress(out.quiet) as progress:  # the spinner's thread starts after the fork
             view = finish_assessment(job, options, progress)
     # the view holds the one JSON document: report, snapshot and gates read it
     after = read_snapshot(view.document)
@@ -328,52 +313,6 @@ def _finish_ci(after: Snapshot, diff: Diff | None, out: OutputOptions, breaches:
     fail_on_breaches([b.message for b in breaches])
 
 
-def _portfolio_progress(quiet: bool):
-    """Progress across models: a rich bar (done, running, failed) on a terminal's stderr, else nothing; the line
-    saying where a cluster's dashboard is either way (unless --quiet)."""
-    if quiet:
-        return contextlib.nullcontext(None)
-
-    def dashboard(event) -> None:
-        if event.kind == "dashboard":
-            typer.echo(f"opassess: Ray dashboard at {event.name}", err=True)
-
-    if not sys.stderr.isatty():
-        return contextlib.nullcontext(dashboard)
-
-    @contextlib.contextmanager
-    def bar():
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        console = Console(stderr=True)
-        with Progress(TextColumn("opassess"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=console, transient=True) as progress:
-            task = progress.add_task("", total=None)
-            running: set[str] = set()
-            failed = 0
-
-            def update(event) -> None:
-                nonlocal failed
-                if event.kind == "dashboard":
-                    console.print(f"opassess: Ray dashboard at {event.name}", highlight=False)
-                    return
-                if event.kind == "start":
-                    running.add(event.name)
-                else:
-                    running.discard(event.name)
-                failed += bool(event.result and event.result.status != "ok")
-                verb = {"start": "scanning", "resumed": "resumed", "done": "finished"}.get(event.kind, event.kind)
-                failure = event.result and event.result.status != "ok"
-                cause = f" (failed: {one_line(event.result.cause)})" if failure else ""
-                progress.update(task, total=event.total, completed=event.done,
-                                description=f"{len(running)} running, {failed} failed; {verb} {event.name}{cause}")
-
-            yield update
-
-    return bar()
-
-
 def _scan_portfolio(targets: list[str], options: ScanOptions, out: OutputOptions, policy: Policy, *,
                     jobs: int | None, timeout: float | None, memory_limit: float | None, resume: bool,
                     executor: str = "local", ray_address: str | None = None) -> None:
@@ -404,7 +343,7 @@ def _scan_portfolio(targets: list[str], options: ScanOptions, out: OutputOptions
         formats=() if per_model == "json" else (per_model,), jobs=jobs or default_jobs(),
         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
         memory_limit=None if memory_limit is None else _gib_bytes(memory_limit), resume=resume, policy=policy)
-    with _portfolio_progress(out.quiet) as on_event:
+    with portfolio_progress(out.quiet) as on_event:
         portfolio = scan_portfolio(portfolio_options, on_event, executor=runner)
     files = portfolio_files(portfolio, templates_dir=out.templates, language=options.language)
     write_files(files, out_dir)  # portfolio.json, .md and .html

@@ -261,7 +261,7 @@ def rule_ranges(ranges: Mapping[str, tuple[float, float]] | None) -> tuple[RuleR
     if not ranges:
         return ()
     return tuple(RuleRange(c, f"{bound(ranges[c][0])}+" if c == Category.CUSTOM_DEV else bounds_range(*ranges[c]))
-                 for c in CATEGORIES if c in ranges)
+                 for c in Category if c in ranges)
 
 
 def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping[str, Any],
@@ -343,7 +343,7 @@ def _category_rows(ops: Sequence[OperatorRow], est: Estimate | None, total_likel
                    ) -> tuple[CategoryRow, ...]:
     """Types, calls and effort per category, every category (an empty one too), easiest first."""
     categories = []
-    for category in CATEGORIES:
+    for category in Category:
         members = [op for op in ops if op.category == category]
         effort = est.by_category.get(category, Effort(0.0, 0.0, 0.0)) if est else None
         part = share(effort.likely, total_likely) if effort else 0.0
