@@ -90,8 +90,8 @@ def _same(a, b) -> bool:
 
 
 def _cause(reason: Reason, model_dtype: str, rules: DecisionRules, replacement: str | None = None) -> str | None:
-    """The decision a reason is the cause of, or None. `replacement`: the operator's route API (ClassifiedOp.replacement,
-    from the whole route where a library-route reason quotes its first clause only)."""
+    """The decision a reason is the cause of, or None. `replacement`: the operator's route API
+    (ClassifiedOp.replacement, from the whole route where a library-route reason quotes its first clause only)."""
     if reason.code == "dtype":
         match = _DTYPE.match(reason.message)
         return PRECISION if match and match["dtype"] == model_dtype else None
