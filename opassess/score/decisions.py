@@ -315,7 +315,7 @@ def _precision(keys: list[str], by_key: Mapping[str, ClassifiedOp], scores: Sequ
     plan = [f"run the model in {target} on {product}"
             + (" (torch_npu.npu.amp autocast to float16)" if target == "float16" else "")]
     if target == "float16":
-        step = "this capture is a training step" if inventory.capture.step == "train" else "when training"
+        step = "this capture is a training step" if inventory.capture.training else "when training"
         plan.append(f"loss scaling {step}: torch_npu.npu.amp.GradScaler(init_scale={p.init_scale}, "
                     f"growth_interval={p.growth_interval}) (the seed's practice: 2**10, 2000)")
         plan.append("keep in float32 (overflow-prone in float16, max 65504): "
