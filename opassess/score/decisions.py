@@ -166,8 +166,10 @@ def decide_sites(source: Sequence[SourceEstimate], weights: Weights, shared: fro
         members.setdefault(name, []).append(item.key)
         linked.setdefault(name, []).extend(item.operators)
         out.append(replace(item, person_days=Effort(*per),
-                           basis=f"{rules.rules[name].title} check {_points(per)} (the switch is priced once, on the "
-                                 f"decision; the site alone: {item.basis})"))
+                           basis=Text(N_("%(decision)s check %(points)s (the switch is priced once, on the decision; "
+                                         "the site alone: %(basis)s)"),
+                                      {"decision": Text(rules.rules[name].title), "points": _points(per),
+                                       "basis": item.basis})))
     return tuple(out), members, linked
 
 
