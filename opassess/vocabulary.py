@@ -58,7 +58,8 @@ def category_rank(text: str | None) -> int:
 
 
 # What a capture ran: one forward pass (the default), or a whole training step (--train).
-CAPTURE_STEPS: tuple[str, ...] = ("forward", "train")
+FORWARD_STEP, TRAIN_STEP = "forward", "train"
+CAPTURE_STEPS: tuple[str, ...] = (FORWARD_STEP, TRAIN_STEP)
 NO_CAPTURE = "none"  # Capture.method of `opassess source`: a source scan alone, no model loaded or captured
 # Operator kinds as the trace names them; "optimizer" only in a training step.
 # "library": a call of a GPU-only kernel library or a Triton launch, recorded by a stand-in (opassess/standins).
@@ -66,5 +67,11 @@ OPERATOR_KINDS: tuple[str, ...] = ("module", "function", "method", "custom", "ex
                                    "library")
 # The kinds of a project's own ops: torch.library, autograd.Function, C++ extensions.
 PROJECT_KINDS: tuple[str, ...] = ("custom", "extension")
+# Graph-mode readiness (opassess.graphmode): "capture" finds the breaks in the dispatched calls (the default),
+# "dynamo" also runs torch._dynamo on the model in the worker, "off" skips the analysis (--no-graph-mode).
+GRAPH_MODES: tuple[str, ...] = ("capture", "dynamo", "off")
+# The NPU graph back-ends, each stated once: torch.compile with torch_npu's inductor (the default); aclgraph capture
+# through torchair's npugraph_ex (the npugraphs back-end shares its capture rules); torchair's GE graph (max-autotune).
+GRAPH_BACKENDS: tuple[str, ...] = ("inductor", "npugraph_ex", "ge")
 # How far a verdict can be trusted, weakest first: min(..., key=CONFIDENCES.index) is the weakest of several.
 CONFIDENCES: tuple[str, ...] = ("low", "medium", "high")

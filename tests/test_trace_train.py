@@ -136,13 +136,15 @@ def test_grad_owners_attribute_nodes_to_the_call_that_created_them():
     owners.claim("exp", [z])  # ExpBackward0 only: the Linear's nodes are owned already
     loss = z.sum()
     owners.claim("sum", [loss])
-    per_node, engine = record_backward(owners, loss.backward)
-    ops = {name: [c.qualified for c in calls] for name, calls in per_node.items()}
+    seen = record_backward(owners, loss.backward)
+    ops = {name: [c.qualified for c in calls] for name, calls in seen.calls.items()}
     assert ops["sum"] == ["aten::expand"]
     assert ops["exp"] == ["aten::detach", "aten::mul.Tensor"]  # grad * exp(x), the saved result
     assert {"aten::mm", "aten::sum.dim_IntList"} <= set(ops["linear"])
+    # the weight's gradient: mm of grad (4, 2)^T and the input (4, 3): 2 x 2 x 4 x 3 FLOPs (the input needs none)
+    assert seen.flops == {"sum": 0, "exp": 0, "linear": 48}
     # the engine's own: seeding the loss gradient, AccumulateGrad writing .grad
-    assert [c.qualified for c in engine] == ["aten::ones_like", "aten::detach", "aten::detach"]
+    assert [c.qualified for c in seen.engine] == ["aten::ones_like", "aten::detach", "aten::detach"]
 
 
 def test_autocast_mode_casts_by_autocast_lists():
@@ -203,3 +205,42 @@ def test_grouped_mm_trains_on_meta_in_float32():
     assert "aten::_grouped_mm" in experts.backward_aten
     grads = [c for n in experts.nodes for c in n.backward if c.op == "aten::_grouped_mm"]
     assert grads and all(d == "float32" for c in grads for d in c.output_dtypes)
+
+
+def test_a_models_own_grouped_matmul_op_is_the_work_of_its_body(tmp_path):
+    # own_grouped_mm.py's torch.library op (every backend): its body's ATen ops are recorded with their FLOPs,
+    # forward and backward (worked out in the model's docstring), not an op of unknown work
+    from opassess.classify import classify
+    from opassess.kb.store import load_kb
+
+    forward = operators(scan_inventory(ScanOptions(target=str(MODELS / "own_grouped_mm.py"))))["own_moe::grouped_mm"]
+    assert forward.flops == 1_048_576 and forward.backward_flops == 0
+    assert {"aten::mm", "aten::cat"} <= set(forward.aten)
+    inventory = trained(MODELS / "own_grouped_mm.py")
+    experts = operators(inventory)["own_moe::grouped_mm"]
+    assert experts.flops == 1_048_576 and experts.backward_flops == 2 * 1_048_576
+    assert {"aten::mm", "aten::stack", "own_moe::grouped_mm"} <= set(experts.backward_aten)
+    verdict = next(c for c in classify(inventory, load_kb(tmp_path)) if c.operator.key == "own_moe::grouped_mm")
+    assert verdict.category == "direct" and all(verdict.aten_support.values()) and all(
+        verdict.backward_support.values())
+    assert any("the ATen ops it runs all have NPU kernels" in r.message for r in verdict.reasons)
+
+
+def test_torchs_own_autograd_functions_are_not_the_projects():
+    # dtensor_mlp.py on meta, in a worker (it initialises a process group): DTensor's Redistribute and _ToTorchTensor
+    # are torch's autograd Functions, judged by the ATen ops they run (direct, no "custom autograd.Function" to
+    # verify); the model's own ClampSTE stays a project op whose traced backward is judged
+    from opassess.isolation.scan import finish_assessment, start_assessment
+
+    scan = ScanOptions(target=str(MODELS / "dtensor_mlp.py"), train=True)
+    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    assert (document["model"]["capture"]["device"], document["model"]["capture"]["step"]) == ("meta", "train")
+    ops = {o["op"]: o for o in document["operators"]}
+    torch_own = [key for key in ops if key.startswith("torch.distributed.tensor.")]
+    assert {"torch.distributed.tensor._redistribute.Redistribute", "torch.distributed.tensor._api._ToTorchTensor"} \
+        <= set(torch_own)
+    for key in torch_own:
+        assert ops[key]["kind"] == "function" and ops[key]["category"] == "direct", ops[key]["reasons"]
+        assert not {"autograd-function", "custom-op"} & {r["code"] for r in ops[key]["reasons"]}
+    ste = ops["dtensor_mlp.ClampSTE"]
+    assert ste["kind"] == "custom" and "autograd-function" in {r["code"] for r in ste["reasons"]}

@@ -20,6 +20,8 @@ Translate = Callable[[str], str]
 # weights.toml's [activities.*] titles and the shipped profiles' (shown translated; the JSON keeps them)
 ACTIVITY_TITLES = (N_("environment bring-up"), N_("validation of direct operators"), N_("accuracy alignment"),
                    N_("performance tuning"))
+# weights.toml's [decisions.*] titles (placed into the decisions' titles and cost notes, said translated)
+DECISION_TITLES = (N_("precision plan"), N_("kernel check on the target"))
 
 
 def evidence_text(target: str, _: Translate) -> str:
@@ -37,7 +39,7 @@ def evidence_text(target: str, _: Translate) -> str:
 
 def capture_step_text(capture: Capture, _: Translate) -> str:
     """'forward pass only (...)', or 'training step (forward, backward, optimizer): <what it ran>'."""
-    if capture.step != "train":
+    if not capture.training:
         return _("forward pass only (eval mode; --train captures a training step)")
     text = _("training step (forward, backward, optimizer)")
     return text + (f": {capture.step_note}" if capture.step_note else "")
