@@ -125,6 +125,7 @@ def _operator_doc(row: Row, graph: Any = None, performance: Any = None, roots: t
                        for r in classified.exclusions] if classified else [],
         "backward_aten": list(operator.backward_aten),
         "backward_support": dict(classified.backward_support) if classified else {},
+        "backward_flops": operator.backward_flops,
         "scores": None,
         "person_days": None,
         "risk": None,

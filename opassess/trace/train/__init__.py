@@ -123,10 +123,11 @@ class TrainCapture(CaptureMethod):
         scaler = torch.amp.GradScaler(loaded.device) if plan.amp == "fp16" else None
         optimizer = plan.build_optimizer(model)
         scaled = steps.record("torch.amp.GradScaler.scale", {}, lambda: scaler.scale(loss)) if scaler else loss
-        per_node, engine = record_backward(forward.owners, scaled.backward)
-        nodes = [dataclasses.replace(n, backward=tuple(per_node.get(n.name, ()))) for n in nodes]
-        extra = [NodeBuild("backward", "Tensor.backward", "method", "", {}, ((), ()), ((), ()), tuple(engine),
-                           None, 0, 0).freeze()] if engine else []
+        backward = record_backward(forward.owners, scaled.backward)
+        nodes = [dataclasses.replace(n, backward=tuple(backward.calls.get(n.name, ())),
+                                     backward_flops=backward.flops.get(n.name, 0)) for n in nodes]
+        extra = [NodeBuild("backward", "Tensor.backward", "method", "", {}, ((), ()), ((), ()),
+                           tuple(backward.engine), None, 0, 0).freeze()] if backward.engine else []
         if scaler:
             steps.record("torch.amp.GradScaler.unscale_", {}, lambda: scaler.unscale_(optimizer))
         if plan.max_grad_norm is not None:
