@@ -328,7 +328,7 @@ def _precision(keys: list[str], by_key: Mapping[str, ClassifiedOp], scores: Sequ
     plan: list[str] = [Text(N_("run the model in %(target)s on %(product)s (torch_npu.npu.amp autocast to float16)")
                             if target == "float16" else N_("run the model in %(target)s on %(product)s"), values)]
     if target == "float16":
-        step = Text(N_("this capture is a training step")) if inventory.capture.step == "train" else \
+        step = Text(N_("this capture is a training step")) if inventory.capture.training else \
             Text(N_("when training"))
         plan.append(Text(N_("loss scaling %(step)s: %(scaler)s (the seed's practice: 2**10, 2000)"), {
             "step": step, "scaler": f"torch_npu.npu.amp.GradScaler(init_scale={p.init_scale}, "
