@@ -88,7 +88,7 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
     """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures).
 
     A product the tables give no figures for gets step None and the table's note: a missing profile is data."""
-    method = Text(METHOD, {"step": Text(N_("training step")) if inventory.capture.step == "train" else
+    method = Text(METHOD, {"step": Text(N_("training step")) if inventory.capture.training else
                            Text(N_("forward pass"))})
     works: list[CallWork] | None = None
 

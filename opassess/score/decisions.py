@@ -91,8 +91,9 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _cause(reason: Reason, model_dtype: str, rules: DecisionRules) -> str | None:
-    """The decision a reason is the cause of, or None."""
+def _cause(reason: Reason, model_dtype: str, rules: DecisionRules, replacement: str | None = None) -> str | None:
+    """The decision a reason is the cause of, or None. `replacement`: the operator's route API
+    (ClassifiedOp.replacement, from the whole route where a library-route reason quotes its first clause only)."""
     if reason.code == "dtype":
         match = _DTYPE.match(reason.message)
         return PRECISION if match and match["dtype"] == model_dtype else None
@@ -102,7 +103,7 @@ def _cause(reason: Reason, model_dtype: str, rules: DecisionRules) -> str | None
         match = _PARAM.match(reason.message)
         return LAYOUT if match and match["param"] in rules.rules[LAYOUT].params else None
     if reason.code == "library-route" or reason.code == "replacement" and reason.signature is not None:
-        return ATTENTION if _names_route(reason.message, rules) else None
+        return ATTENTION if _names_route(f"{reason.message} {replacement or ''}", rules) else None
     return None
 
 
@@ -139,7 +140,8 @@ def shared_causes(scores: Sequence[OpScore], source: Sequence[SourceEstimate], w
     for score in scores:
         if score.classified.operator.key in carried:
             continue
-        for found in {_cause(r, "", rules) for r in score.classified.reasons} & {ATTENTION, LAYOUT}:
+        op = score.classified
+        for found in {_cause(r, "", rules, op.replacement) for r in op.reasons} & {ATTENTION, LAYOUT}:
             assert found is not None  # the intersection holds names only
             counts[found] = counts.get(found, 0) + 1
     return frozenset(name for name in (ATTENTION, LAYOUT) if counts.get(name, 0) >= rules.rules[name].min_members)
@@ -164,8 +166,10 @@ def decide_sites(source: Sequence[SourceEstimate], weights: Weights, shared: fro
         members.setdefault(name, []).append(item.key)
         linked.setdefault(name, []).extend(item.operators)
         out.append(replace(item, person_days=Effort(*per),
-                           basis=f"{rules.rules[name].title} check {_points(per)} (the switch is priced once, on the "
-                                 f"decision; the site alone: {item.basis})"))
+                           basis=Text(N_("%(decision)s check %(points)s (the switch is priced once, on the decision; "
+                                         "the site alone: %(basis)s)"),
+                                      {"decision": Text(rules.rules[name].title), "points": _points(per),
+                                       "basis": item.basis})))
     return tuple(out), members, linked
 
 
@@ -196,7 +200,7 @@ def cover(op: ClassifiedOp, model_dtype: str, weights: Weights, shared: frozense
     decisions: dict[str, None] = {}
     changes: dict[str, Change] = {}
     for reason in op.reasons:
-        cause = _cause(reason, model_dtype, rules)
+        cause = _cause(reason, model_dtype, rules, op.replacement)
         if cause in (ATTENTION, LAYOUT) and cause not in shared:  # too few share it: its own price (shared_causes)
             cause = None
         change = change_of(reason, rules)
@@ -324,7 +328,7 @@ def _precision(keys: list[str], by_key: Mapping[str, ClassifiedOp], scores: Sequ
     plan: list[str] = [Text(N_("run the model in %(target)s on %(product)s (torch_npu.npu.amp autocast to float16)")
                             if target == "float16" else N_("run the model in %(target)s on %(product)s"), values)]
     if target == "float16":
-        step = Text(N_("this capture is a training step")) if inventory.capture.step == "train" else \
+        step = Text(N_("this capture is a training step")) if inventory.capture.training else \
             Text(N_("when training"))
         plan.append(Text(N_("loss scaling %(step)s: %(scaler)s (the seed's practice: 2**10, 2000)"), {
             "step": step, "scaler": f"torch_npu.npu.amp.GradScaler(init_scale={p.init_scale}, "
