@@ -3,12 +3,12 @@ broken rule as bad usage (exit 2) naming the option, as typer reports a bad valu
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLES
 from typer.testing import CliRunner
 
 from opassess.cli import app
 from opassess.errors import EXIT_USAGE, UsageError
 from opassess.options import DEFAULT_PRODUCT, ScanOptions
+from tests.support import EXAMPLES
 
 
 @pytest.mark.parametrize("fields, option, message", [

@@ -1,0 +1,89 @@
+"""Tests for opassess.score.decisions: one decision for operators sharing one cause (bf16 on 910A: a precision
+plan), priced once plus a check each, and parameter limits priced by the change they need (issue 23, items 1-2).
+Models: tests/models/bf16_block.py (bf16 Linear, silu, neg, softmax, topk, grouped mm, weight-normed Conv1d) and
+tests/models/keyword_limits.py (topk sorted=False, interpolate scale_factor=1.0)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opassess.pipeline import ScanOptions, assess
+from opassess.records import Reason
+from opassess.score.decisions import change_of
+from opassess.score.weights_load import load_weights
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+WEIGHTS = load_weights()
+
+
+def _assess(name: str, product: str = "Atlas A2", profile: str = "default", dtype: str | None = None):
+    return assess(ScanOptions(target=str(MODELS / f"{name}.py"), product=product, profile=profile, dtype=dtype))
+
+
+@pytest.fixture(scope="module")
+def bf16():
+    return {product: _assess("bf16_block", product, dtype="bfloat16") for product in ("910A", "Atlas A2")}
+
+
+def test_bf16_on_910A_is_one_precision_decision_priced_once(bf16):
+    est = bf16["910A"].estimate
+    precision = [d for d in est.decisions if d.name == "precision"]
+    assert len(precision) == 1
+    plan = precision[0]
+    ops = {op.score.classified.operator.key: op for op in est.ops}
+    # every member keeps its verdict and its dtype reason, and costs only its check (0.05 likely) plus any
+    # other decision's check
+    assert "torch.nn.Linear" in plan.operators and len(plan.operators) >= 3
+    for key in plan.operators:
+        assert ops[key].score.classified.category == "param-converted"
+        assert any(r.code == "dtype" and "bfloat16" in r.message for r in ops[key].score.classified.reasons)
+        assert ops[key].cost == "decision" and "precision" in ops[key].decisions
+        assert ops[key].person_days.likely < 0.1
+    n = len(plan.operators)
+    assert plan.once.likely == 2.0 and plan.person_days.likely == pytest.approx(2.0 + 0.05 * n)
+    assert "float16 with loss scaling" in plan.title
+    assert any("GradScaler(init_scale=1024, growth_interval=2000)" in line for line in plan.plan)
+    prone = next(line for line in plan.plan if line.startswith("keep in float32"))
+    assert "torch.nn.functional.softmax" in prone and "torch.nn.Linear" not in prone
+
+
+def test_bf16_on_910A_costs_within_a_few_days_of_A2(bf16):
+    on_910, on_a2 = bf16["910A"].estimate, bf16["Atlas A2"].estimate
+    assert on_910.p50 - on_a2.p50 < 4.0
+    # the total holds each decision once: operators' own efforts + activities + decisions' once
+    once = sum(d.once.likely for d in on_910.decisions)
+    assert once >= 2.0
+    assert on_910.p10 <= on_910.p50 <= on_910.p90
+
+
+def test_classic_profile_prices_every_operator_on_its_own():
+    est = _assess("bf16_block", "910A", profile="classic", dtype="bfloat16").estimate
+    assert est.decisions == ()
+    assert all(op.cost != "decision" for op in est.ops)
+
+
+def test_keyword_limits_cost_under_a_day_each():
+    est = _assess("keyword_limits").estimate
+    ops = {op.score.classified.operator.key: op for op in est.ops}
+    topk, interpolate = ops["torch.topk"], ops["torch.nn.functional.interpolate"]
+    assert topk.score.classified.category == "param-converted"  # the verdict stays
+    assert topk.cost == "priced-change" and "local-rewrite" in topk.basis
+    assert topk.person_days.likely < 1.0 and topk.person_days.high <= 1.0
+    # scale_factor: the API page's "not supported" is overruled by the kernel facts (aclnnUpsampleNearest2dV2 takes
+    # scalesH/scalesW; issue 22): direct with a kernel-param reason, a focused check under a day
+    assert interpolate.score.classified.category == "direct"
+    assert any(r.code == "kernel-param" for r in interpolate.score.classified.reasons)
+    assert interpolate.person_days.likely < 1.0 and interpolate.person_days.high <= 1.0
+
+
+def test_change_tiers_from_the_reason():
+    rules = WEIGHTS.decisions
+    tier = {text: change_of(Reason("param-limit", text, "e"), rules).tier for text in (
+        "sorted=False: sorted must be True on the NPU",
+        "scale_factor=1.0: scale_factor is not supported (must stay at its default) on the NPU",
+        "scale_factor=(1.0, 1.0): scale_factor is not supported (must stay at its default) on the NPU",
+        "scale_factor=2.0: scale_factor is not supported (must stay at its default) on the NPU",
+        "dilation=2: dilation must be 1 on the NPU")}
+    assert list(tier.values()) == ["local-rewrite", "no-op", "no-op", "algorithm", "algorithm"]
+    assert change_of(Reason("dtype", "input dtype float64 ...", "e"), rules) is None

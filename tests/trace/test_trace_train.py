@@ -1,0 +1,205 @@
+"""The training-step capture (opassess/trace/train): backward ATen ops per forward operator, optimizer operators,
+autocast, and the model-file convention (loss_fn, build_optimizer, max_grad_norm). Expected values are worked out
+in each test model's docstring."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opassess.errors import TraceError
+from opassess.load import LoadRequest, load_model
+from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.trace.train import TrainCapture, TrainOptions
+from opassess.trace.train.autocast import autocast_mode
+from opassess.trace.train.backward import GradOwners, record_backward
+from opassess.trace.train.step import plan_step
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "tests" / "models"
+EXAMPLES = ROOT / "examples"
+_CACHE: dict = {}
+
+
+def trained(path: Path, amp: str | None = None):
+    """The inventory of one training step of a model file (cached per file and amp)."""
+    key = (path, amp)
+    if key not in _CACHE:
+        _CACHE[key] = scan_inventory(ScanOptions(target=str(path), train=True, amp=amp))
+    return _CACHE[key]
+
+
+def operators(inventory) -> dict:
+    return {op.key: op for op in inventory.operators}
+
+
+def backward_of(node) -> list[str]:
+    return [call.qualified for call in node.backward]
+
+
+def test_lgamma_backward_is_digamma_on_the_learned_term_only():
+    inventory = trained(MODELS / "train_lgamma.py")
+    assert (inventory.capture.step, inventory.capture.method, inventory.capture.device) == ("train", "dispatch", "meta")
+    lgammas = [n for n in inventory.capture.nodes if n.key == "torch.lgamma"]
+    # lgamma(shape) is differentiated: digamma, the chain rule's multiplication, and the add that sums this
+    # gradient with the other uses of `shape` (made while lgamma's backward node runs); lgamma(counts + 1) is not
+    assert [backward_of(n) for n in lgammas] == [["aten::digamma", "aten::mul.Tensor", "aten::add.Tensor"], []]
+    assert operators(inventory)["torch.lgamma"].backward_aten[0] == "aten::digamma"
+
+
+def test_hand_written_autograd_function_backward_is_captured():
+    op = operators(trained(MODELS / "train_lgamma.py"))["train_lgamma.SoftplusSTE"]
+    assert op.kind == "custom"
+    assert op.aten == ("aten::exp", "aten::log1p")  # its forward
+    assert op.backward_aten == ("aten::sigmoid", "aten::mul.Tensor")  # grad * torch.sigmoid(x), written by hand
+
+
+def test_linear_owns_its_matmul_backward():
+    op = operators(trained(MODELS / "train_lgamma.py"))["torch.nn.Linear"]
+    # addmm's backward: the input gradient is not needed (the features need no grad): the weight's mm, bias's sum
+    assert set(op.backward_aten) >= {"aten::mm", "aten::sum.dim_IntList"}
+
+
+def test_third_party_op_backward_is_its_own_backward_op():
+    op = operators(trained(MODELS / "deform_conv.py"))["torchvision::deform_conv2d"]
+    assert op.aten == ("torchvision::deform_conv2d",)
+    assert op.backward_aten == ("torchvision::_deform_conv2d_backward",)
+
+
+def test_default_step_is_mean_loss_clipping_and_foreach_adamw():
+    inventory = trained(MODELS / "train_lgamma.py")
+    ops = operators(inventory)
+    keys = [op.key for op in inventory.operators]
+    assert keys[-3:] == ["Tensor.backward", "torch.nn.utils.clip_grad_norm_", "torch.optim.AdamW.step"]
+    assert "Tensor.mean" in keys  # the default loss, recorded as an operator of the step
+    adamw, clip = ops["torch.optim.AdamW.step"], ops["torch.nn.utils.clip_grad_norm_"]
+    assert adamw.kind == clip.kind == "optimizer"
+    assert {"aten::_foreach_add_.Tensor", "aten::_foreach_addcdiv_.ScalarList", "aten::_foreach_lerp_.Scalar"} \
+        <= set(adamw.aten)
+    assert adamw.signatures[0].attrs["foreach"] is True and adamw.signatures[0].input_dtypes == ("float32",)
+    assert "aten::_foreach_norm.Scalar" in clip.aten and clip.signatures[0].attrs["max_norm"] == 1.0
+    note = inventory.capture.step_note
+    assert "AdamW(foreach=True)" in note and "clip_grad_norm_(1.0)" in note
+
+
+def test_model_file_loss_optimizer_and_no_clipping():
+    inventory = trained(MODELS / "train_custom_step.py")
+    ops = operators(inventory)
+    assert ops["torch.nn.functional.cross_entropy"].backward_aten[0] == "aten::nll_loss_backward"
+    assert "aten::_log_softmax_backward_data" in ops["torch.nn.functional.cross_entropy"].backward_aten
+    assert [op.key for op in inventory.operators if op.kind == "optimizer"] == ["torch.optim.SGD.step"]
+    assert "aten::_foreach_add_.List" in ops["torch.optim.SGD.step"].aten
+    note = inventory.capture.step_note
+    assert "loss_fn(output, inputs) of the model file" in note and "build_optimizer(model) of the model file" in note
+    assert "no gradient clipping" in note
+
+
+def test_fp16_autocast_casts_and_the_grad_scaler_is_recorded():
+    inventory = trained(EXAMPLES / "resnet_like.py", amp="fp16")
+    ops = operators(inventory)
+    conv = next(n for n in inventory.capture.nodes if n.key == "torch.nn.Conv2d")
+    assert conv.output_dtypes == ("float16",) and "aten::_to_copy" in ops["torch.nn.Conv2d"].aten
+    assert [op.key for op in inventory.operators if op.kind == "optimizer"] == [
+        "torch.amp.GradScaler.scale", "torch.amp.GradScaler.unscale_", "torch.nn.utils.clip_grad_norm_",
+        "torch.optim.AdamW.step", "torch.amp.GradScaler.update"]
+    assert "aten::_amp_foreach_non_finite_check_and_unscale_" in ops["torch.amp.GradScaler.unscale_"].aten
+    assert ops["torch.amp.GradScaler.update"].aten == ("aten::_amp_update_scale_",)
+    bn = next(n for n in inventory.capture.nodes if n.key == "torch.nn.BatchNorm2d")
+    assert bn.input_dtypes[0] == "float16"  # autocast leaves batch norm alone: it takes the conv's float16 output
+
+
+def test_attention_stand_in_lets_gradients_reach_every_projection():
+    inventory = trained(EXAMPLES / "transformer_lm.py", amp="bf16")
+    ops = operators(inventory)
+    sdpa = ops["torch.nn.functional.scaled_dot_product_attention"]
+    assert sdpa.aten == ("aten::scaled_dot_product_attention",) and sdpa.backward_aten == ()
+    linears = [n for n in inventory.capture.nodes if n.key == "torch.nn.Linear"]
+    assert linears and all("aten::mm" in backward_of(n) for n in linears)
+    assert all(n.output_dtypes == ("bfloat16",) for n in linears)
+
+
+def test_a_forward_scan_has_no_backward_and_says_so():
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / "train_lgamma.py")))
+    assert (inventory.capture.step, inventory.capture.step_note) == ("forward", None)
+    assert all(not n.backward for n in inventory.capture.nodes)
+    assert all(op.kind != "optimizer" for op in inventory.operators)
+
+
+def test_grad_owners_attribute_nodes_to_the_call_that_created_them():
+    import torch
+
+    linear = torch.nn.Linear(3, 2)
+    owners = GradOwners()
+    y = linear(torch.randn(4, 3))
+    owners.claim("linear", [y])  # AddmmBackward0 and the weight's TBackward0
+    z = y.exp()
+    owners.claim("exp", [z])  # ExpBackward0 only: the Linear's nodes are owned already
+    loss = z.sum()
+    owners.claim("sum", [loss])
+    per_node, engine = record_backward(owners, loss.backward)
+    ops = {name: [c.qualified for c in calls] for name, calls in per_node.items()}
+    assert ops["sum"] == ["aten::expand"]
+    assert ops["exp"] == ["aten::detach", "aten::mul.Tensor"]  # grad * exp(x), the saved result
+    assert {"aten::mm", "aten::sum.dim_IntList"} <= set(ops["linear"])
+    # the engine's own: seeding the loss gradient, AccumulateGrad writing .grad
+    assert [c.qualified for c in engine] == ["aten::ones_like", "aten::detach", "aten::detach"]
+
+
+def test_autocast_mode_casts_by_autocast_lists():
+    import torch
+    import torch.nn.functional as F
+
+    x, w = torch.randn(2, 4, device="meta"), torch.randn(3, 4, device="meta")
+    with autocast_mode("bf16"):
+        assert F.linear(x, w).dtype == torch.bfloat16  # lower-precision list
+        assert F.softmax(x.to(torch.bfloat16), dim=-1).dtype == torch.float32  # float32 list
+        assert torch.relu(x).dtype == torch.float32  # on neither list: as it comes
+
+
+def test_bad_max_grad_norm_and_loss_are_refused(model_file):
+    path = model_file("""
+        import torch
+        max_grad_norm = "one"
+        def build_model():
+            return torch.nn.Linear(2, 2)
+        def example_inputs():
+            return (torch.randn(1, 2),)
+    """)
+    loaded = load_model(LoadRequest(target=str(path)))
+    with pytest.raises(TraceError, match="max_grad_norm must be a positive number or None"):
+        plan_step(loaded.namespace, TrainOptions(), loaded.info.source)
+    path = model_file("""
+        import torch
+        def build_model():
+            return torch.nn.Linear(2, 2)
+        def example_inputs():
+            return (torch.randn(1, 2),)
+        def loss_fn(output, inputs):
+            return output
+    """, name="vector_loss.py")
+    with pytest.raises(TraceError, match="the loss is not a scalar tensor"):
+        TrainCapture(TrainOptions()).capture(load_model(LoadRequest(target=str(path))))
+
+
+def test_a_batch_of_one_is_doubled_and_a_value_read_retried_as_compiled():
+    inventory = trained(MODELS / "train_batch_one.py")
+    capture = inventory.capture
+    # .item() on meta fails the plain step; the retry with is_compiling() true runs on meta, not on the CPU
+    assert (capture.device, capture.method) == ("meta", "dispatch-compiling")
+    assert [a.method for a in capture.attempts] == ["train", "train-compiling"]
+    assert "Tensor.item() cannot be called on meta tensors" in capture.attempts[0].error
+    # BatchNorm1d in train mode refuses (1, 8): the batch was doubled, and the note says so
+    assert "the example batch of 1 was doubled to 2" in capture.step_note
+    norm = next(n for n in capture.nodes if n.key == "torch.nn.BatchNorm1d")
+    assert norm.input_shapes == ((2, 8),) and norm.backward
+
+
+def test_grouped_mm_trains_on_meta_in_float32():
+    # the meta kernel refuses float32 in the forward and in the backward's own _grouped_mm calls: both stood in
+    inventory = trained(MODELS / "train_grouped_mm.py")
+    assert (inventory.capture.device, inventory.capture.method) == ("meta", "dispatch")
+    experts = operators(inventory)["torch._grouped_mm"]
+    assert experts.flops == 2 * 8 * 16 * 32
+    assert "aten::_grouped_mm" in experts.backward_aten
+    grads = [c for n in experts.nodes for c in n.backward if c.op == "aten::_grouped_mm"]
+    assert grads and all(d == "float32" for c in grads for d in c.output_dtypes)
