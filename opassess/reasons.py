@@ -97,6 +97,9 @@ KERNEL_PARAM = reason_code("kernel-param", "the API page calls a parameter unsup
                            "that ran takes it: the kernel facts decide, the confidence is lowered", exclusion=True)
 KERNEL_DTYPE = reason_code("kernel-dtype", "the kernel docs accept a dtype the API page does not list: the kernel "
                            "facts decide", exclusion=True)
+HOST_COPY = reason_code("host-copy", "a dtype the API page leaves out of its list, for an operator whose only kernel "
+                        "is torch_npu's own device-to-host copy (Tensor.item): no CANN kernel limits it, so it runs; "
+                        "not verified, confidence low", exclusion=True)
 OPTIONS_ONLY = reason_code("options-only", "the operator borrows only dtype and device from its input, so a dtype "
                            "limit on that input does not apply", exclusion=True)
 PARAM_LIMIT = reason_code("param-limit", "a parameter value outside a documented limit (or an argument a library "

@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .messages import N_, Message, Text  # noqa: F401 - N_ re-exported for the stages that build reasons
 from .reasons import EXCLUSION_CODES
 from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
@@ -199,14 +200,9 @@ class Reason:
     @classmethod
     def of(cls, code: str, template: str, params: Mapping[str, Any], evidence: str,
            signature: int | None = None) -> Reason:
-        """A reason whose message is `template` (a message id, marked N_) filled with `params`."""
-        values = tuple((key, str(value)) for key, value in params.items())
-        return cls(code, template % dict(values), evidence, signature, template, values)
-
-
-def N_(message: str) -> str:  # noqa: N802 - gettext's name for "mark for extraction, translate where shown"
-    """Mark a message id where a record is built (a reason's template); the reports translate it."""
-    return message
+        """A reason whose message is `template` (a message id, marked N_) filled with `params` (a Text)."""
+        message = Text(template, params)
+        return cls(code, message, evidence, signature, template, message.params)
 
 
 @dataclass(frozen=True)
@@ -380,6 +376,8 @@ class Finding:
     effect: str  # how it moves the performance score
     # Measured numbers behind the title: "occurrences", "conversions", "downstream", "flops", "flops_share", ...
     metrics: Mapping[str, float] = field(default_factory=dict)
+    # The title as a catalog message (title == message.text()), so the human formats say it in the reader's language
+    message: Message | None = None
 
 
 # --------------------------------------------------------------- whole result

@@ -22,7 +22,8 @@ MAX_LINES = 450
 # (records < kb/source < trace < classify < findings < score < pipeline < report < ci < isolation < portfolio < cli).
 # Each entry is a top-level module or package of opassess; a new one must be placed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("opassess", "errors", "vocabulary", "reasons", "records", "dtypes", "datafile", "resources", "output", "options"),
+    ("opassess", "errors", "vocabulary", "messages", "reasons", "records", "dtypes", "datafile", "resources", "output",
+     "options"),
     ("kb", "source"),
     ("load", "standins"),  # loading a model file installs the stand-ins of GPU-only libraries
     ("trace", "inventory", "graphmode"),

@@ -3,12 +3,13 @@ dispatcher's structure (what the composite kernel torch registers calls, judged 
 these whose CANN aclnn kernel is documented is a binding to write (kb/evidence.check_binding)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..kb.evidence import check_binding
+from ..messages import N_
 from ..records import AtenCall
-from .decompose import composite_calls, dispatch_kinds, has_backend_kernel, torch_version_text
+from .decompose import composite_calls, dispatch_kinds, has_backend_kernel, is_view, returns_to_host, torch_version_text
 
 if TYPE_CHECKING:
     from ..kb.kernels import KernelFacts
@@ -29,6 +30,10 @@ class AtenVerdict:
     supported: bool
     kernels: tuple[str, ...] = ()  # the NPU kernels it runs when not its own (a composite's callees, an out variant)
     binding: str | None = None  # status "binding": the CANN aclnn API an op-plugin registration would bind
+    # torch_npu's own kernel (no CANN path, no op-plugin row) for an op that returns only to the host: a
+    # device-to-host copy (aten::_local_scalar_dense), whose dtypes no CANN kernel doc limits
+    host_copy: bool = False
+    view: bool = False  # it runs, and its schema makes it a view (reads no data: no dtype limit applies)
 
     @property
     def kernel_ops(self) -> tuple[str, ...]:
@@ -76,6 +81,8 @@ class AtenJudge:
         a missing op whose CANN kernel exists is a binding to write."""
         if aten not in self._verdicts:  # the first call seen decides: a decomposition does not vary with shapes
             verdict = self._aten_verdict(aten, _example(call), depth)
+            if verdict.supported and is_view(aten):
+                verdict = replace(verdict, view=True)
             if not verdict.supported:
                 binding = check_binding(aten, self.target, self.facts)
                 if binding is not None:
@@ -87,7 +94,9 @@ class AtenJudge:
     def _aten_verdict(self, aten: str, example, depth: int) -> AtenVerdict:
         support = self.kb.kernel_support(aten, self.version)
         if support.supported:
-            return AtenVerdict(aten, "kernel", support.evidence, True)
+            own = support.fact is not None and support.fact.paths(self.version) == ("torch_npu",)
+            host = own and self.facts.lookup(aten) is None and returns_to_host(aten)
+            return AtenVerdict(aten, "kernel", support.evidence, True, host_copy=host)
         if aten in self.kb.rules.everywhere:
             evidence = f"rules.toml: everywhere ({self.kb.rules.everywhere_evidence})"
             return AtenVerdict(aten, "everywhere", evidence, True)
@@ -129,9 +138,10 @@ def kernel_ops(verdicts: dict[str, AtenVerdict]) -> list[str]:
     return list(dict.fromkeys(k for v in verdicts.values() for k in v.kernel_ops))
 
 
-def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, str]:
-    """(message, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
+def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, dict[str, str], str]:
+    """(message id, its values, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
     names = ", ".join(v.op for v in bindings)
     apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
-    return (f"{names} has no torch_npu registration, but CANN has the kernel ({apis}): register it through op-plugin "
-            f"(a binding to write, not a new kernel)", "; ".join(v.evidence for v in bindings))
+    return (N_("%(ops)s has no torch_npu registration, but CANN has the kernel (%(apis)s): register it through "
+               "op-plugin (a binding to write, not a new kernel)"), {"ops": names, "apis": apis},
+            "; ".join(v.evidence for v in bindings))

@@ -12,7 +12,8 @@ Used by `opassess kb show` for an API with no NPU kernel of its own (`torch.nn.L
 NPU never sees): the ops it dispatches are where the kernel facts apply. The example is one float32 [4, 4] tensor
 per tensor argument, optional tensors included (Linear with a bias: aten::t, aten::addmm); an op whose required
 arguments are not all tensors, or that refuses that example (conv2d wants 4-D input), gives None.
-Also the dispatcher questions the classifier asks: which composite keys an op registers, and the torch version.
+Also the dispatcher questions the classifier asks: which composite keys an op registers, whether it returns only to
+the host (`returns_to_host`) or is a view (`is_view`), and the torch version.
 """
 from __future__ import annotations
 
@@ -180,6 +181,24 @@ def _example_args(op: Any, inputs: Tensors, output: Shape | None, number: int) -
         else:
             return None
     return args
+
+
+@cache
+def returns_to_host(qualified: str) -> bool:
+    """The op's schema returns values but no tensor ('aten::_local_scalar_dense' -> Scalar): its result is read to
+    the host (a device-to-host copy), no device output."""
+    op = _overload(qualified)
+    returns = op._schema.returns if op is not None else ()
+    return bool(returns) and not any("Tensor" in str(r.type) for r in returns)
+
+
+@cache
+def is_view(qualified: str) -> bool:
+    """Every output of the op's schema aliases an input it does not write ('aten::select.int' -> Tensor(a)): a view,
+    which reads no data, so no dtype limit applies to it."""
+    op = _overload(qualified)
+    returns = op._schema.returns if op is not None else ()
+    return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
 
 
 @cache

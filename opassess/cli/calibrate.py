@@ -136,8 +136,10 @@ def calibrate_command(
         elif profile_data is not None:
             from .calibrate_device import calibrate_device
 
+            assert report is not None  # refused above without it
             calibrate_device(profile_data, report, output)
         else:
+            assert actuals is not None  # the one mode given
             _calibrate_effort(actuals, weights, profile, output)
 
 

@@ -3,6 +3,7 @@ launch costs fitted to a profile, the error before and after, and the device ove
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -32,7 +33,7 @@ def format_fit(result: DeviceFit, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
                        enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]

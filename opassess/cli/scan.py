@@ -298,9 +298,9 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     # the view holds the one JSON document: report, snapshot and gates read it
     after = read_snapshot(view.document)
     diff = diff_snapshots(before, after) if before is not None else None
-    breaches = evaluate(diff if fail_on_new else after, policy)
+    breaches = evaluate(diff if fail_on_new and diff is not None else after, policy)  # --fail-on-new has a baseline
     _write_report(view, chosen, output=output, templates=templates, breaches=breaches, quiet=quiet, shown=shown)
-    if handoff is not None:
+    if handoff_dir is not None:
         from ..report.handoff import write_handoffs
 
         written = write_handoffs(view.document, handoff_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..messages import N_, Message
 from .graph import Graph
 from .layout import permutation
 from .registry import detail, uses_roles
@@ -36,7 +37,7 @@ def attention_layout(graph: Graph, chain: Sequence[str]) -> dict[str, Any]:
     return {"layout": "BNSD", "heads": q[1], **facts}
 
 
-def _repeated_kv(graph: Graph, name: str, q: tuple[int, ...] | None) -> str:
+def _repeated_kv(graph: Graph, name: str, q: tuple[int, ...] | None) -> Message | str:
     """Grouped-query attention written with repeat_kv (expand + reshape of k and v) shortly before the attention:
     npu_fusion_attention takes fewer key/value heads than query heads, so the repeat (a copy) can go.
 
@@ -55,7 +56,7 @@ def _repeated_kv(graph: Graph, name: str, q: tuple[int, ...] | None) -> str:
                     continue
                 seen.add(p)
                 if graph.plays(p, ("repeat",)) and _repeats_heads(graph, p, q):
-                    return ", GQA: drop repeat_kv, npu_fusion_attention takes the kv heads as they are"
+                    return Message(N_(", GQA: drop repeat_kv, npu_fusion_attention takes the kv heads as they are"))
                 if graph.plays(p, ("view", "transpose", "slice", "cast")):
                     nxt.append(p)
         frontier = nxt
@@ -74,26 +75,26 @@ def _repeats_heads(graph: Graph, name: str, q: tuple[int, ...]) -> bool:
     return before[1] < q[1] and repeated == q[1]
 
 
-def _attention_mask(graph: Graph, chain: Sequence[str]) -> str:
+def _attention_mask(graph: Graph, chain: Sequence[str]) -> Message:
     """How the model's mask maps onto atten_mask, where True (1) means 'masked out'."""
     node = graph.node[chain[0]]
     if graph.plays(chain[0], ("sdpa",)):
         if node.attrs.get("is_causal"):
-            return "causal, atten_mask = triu(ones(S, S), 1)"
+            return Message(N_("causal, atten_mask = triu(ones(S, S), 1)"))
         if len(node.input_dtypes) > 3:
-            return ("bool attn_mask, invert it (True keeps in SDPA)" if node.input_dtypes[3] == "bool"
-                    else "additive float mask, pass it as a bool atten_mask")
-        return "none"
+            return Message(N_("bool attn_mask, invert it (True keeps in SDPA)") if node.input_dtypes[3] == "bool"
+                           else N_("additive float mask, pass it as a bool atten_mask"))
+        return Message(N_("none"))
     for name in chain:
         if not graph.plays(name, ("mask",)):
             continue
         keys = " ".join((graph.node[name].key, *graph.node[name].entry))
         if "masked_fill" in keys:
-            return "masked_fill mask, same convention"
+            return Message(N_("masked_fill mask, same convention"))
         if "where" in keys:
-            return "where(keep, scores, -inf), pass ~keep"
-        return "additive float mask, pass it as a bool atten_mask"
-    return "none"
+            return Message(N_("where(keep, scores, -inf), pass ~keep"))
+        return Message(N_("additive float mask, pass it as a bool atten_mask"))
+    return Message(N_("none"))
 
 
 @detail("mha_layout", ("layout", "heads"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..dtypes import node_bytes, numel
+from ..messages import Message
 from ..records import Finding, OpNode
 from .families import Survey, family
 from .graph import Graph
@@ -107,9 +108,9 @@ def compute_findings(survey: Survey) -> list[Finding]:
                    "flops_share": flops / all_flops if all_flops else 0.0,
                    "bytes_share": nbytes / all_bytes if all_bytes else 0.0,
                    "estimated_nodes": estimated, "occurrences": len(names)}
-        title = book.compute_title.format(op=op, flops=flops, flops_share=metrics["flops_share"], bytes=nbytes,
-                                          bytes_share=metrics["bytes_share"], count=len(names))
-        findings.append(Finding(kind="compute", title=title, nodes=names, ops=(op,),
+        title = Message.of(book.compute_title, op=op, flops=flops, flops_share=metrics["flops_share"], bytes=nbytes,
+                           bytes_share=metrics["bytes_share"], count=len(names))
+        findings.append(Finding(kind="compute", title=title.text(), message=title, nodes=names, ops=(op,),
                                 source=graph.first_source(names), npu_api=None, effect=book.effects["compute"],
                                 metrics=metrics))
     return findings

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..messages import Message
 from ..records import Finding
 from .families import Survey, family
 
@@ -25,8 +26,9 @@ def dynamic_findings(survey: Survey) -> list[Finding]:
                 seen.add(node.name)
         for op, names in by_op.items():
             downstream = graph.flow.descendants(names)
-            title = template.format(op=op, count=len(names), downstream=len(downstream))
-            findings.append(Finding(kind="dynamic-shape", title=title, nodes=tuple(names), ops=(op,),
+            title = Message.of(template, op=op, count=len(names), downstream=len(downstream))
+            findings.append(Finding(kind="dynamic-shape", title=title.text(), message=title, nodes=tuple(names),
+                                    ops=(op,),
                                     source=graph.first_source(names), npu_api=None,
                                     effect=book.effects["dynamic-shape"],
                                     metrics={"occurrences": len(names), "downstream": len(downstream)}))
@@ -35,8 +37,9 @@ def dynamic_findings(survey: Survey) -> list[Finding]:
     # model then ran on the meta device (values unknown there), the branch was on a shape, not on data.
     for attempt in capture.attempts:
         if attempt.error and capture.device == "meta" and any(m in attempt.error for m in book.shape_branch_markers):
-            findings.append(Finding(kind="dynamic-shape", title=book.shape_branch_title.format(method=attempt.method),
-                                    nodes=(), ops=(), source=_error_source(attempt.error), npu_api=None,
+            title = Message.of(book.shape_branch_title, method=attempt.method)
+            findings.append(Finding(kind="dynamic-shape", title=title.text(), message=title, nodes=(), ops=(),
+                                    source=_error_source(attempt.error), npu_api=None,
                                     effect=book.effects["dynamic-shape"], metrics={"occurrences": 1}))
             break
     return findings
@@ -57,8 +60,9 @@ def _aclop_on_dynamic_shapes(survey: Survey, sources: list[str]) -> list[Finding
             if fact is not None and fact.paths(version) == ("aclop",):
                 by_op.setdefault((node.key, aten), []).append(name)
     origin = ", ".join(dict.fromkeys(graph.node[n].key for n in sources))
-    return [Finding(kind="dynamic-shape", title=graph.book.aclop_title.format(op=op, aten=aten, count=len(names),
-                                                                              sources=origin),
+    titles = {key: Message.of(graph.book.aclop_title, op=key[0], aten=key[1], count=len(names), sources=origin)
+              for key, names in by_op.items()}
+    return [Finding(kind="dynamic-shape", title=titles[op, aten].text(), message=titles[op, aten],
                     nodes=tuple(names), ops=(op,), source=graph.first_source(names), npu_api=None,
                     effect=graph.book.effects["dynamic-shape"], metrics={"occurrences": len(names)})
             for (op, aten), names in by_op.items()]

@@ -1,6 +1,7 @@
 """Layout churn: NCHW <-> NHWC conversions between two compute ops (each a TransData copy on the NPU)."""
 from __future__ import annotations
 
+from ..messages import Message
 from ..records import Finding
 from .families import Survey, family
 from .graph import Graph
@@ -82,8 +83,8 @@ def layout_findings(survey: Survey) -> list[Finding]:
     if not conversions:
         return []
     names = tuple(sorted(counted | set(copies), key=graph.order.__getitem__))
-    title = graph.book.layout_title.format(count=len(names), permutes=len(conversions), copies=len(copies))
-    return [Finding(kind="layout-churn", title=title, nodes=names,
+    title = Message.of(graph.book.layout_title, count=len(names), permutes=len(conversions), copies=len(copies))
+    return [Finding(kind="layout-churn", title=title.text(), message=title, nodes=names,
                     ops=tuple(dict.fromkeys(graph.node[n].key for n in names)), source=graph.first_source(names),
                     npu_api=None, effect=graph.book.effects["layout-churn"],
                     metrics={"conversions": len(names), "permutes": len(conversions), "copies": len(copies)})]

@@ -11,6 +11,7 @@ count (repeated transformer blocks give one finding, not one per layer).
 """
 from __future__ import annotations
 
+from ..messages import Message
 from ..records import Finding
 from .families import Survey, family
 from .graph import Graph
@@ -96,9 +97,9 @@ def pattern_findings(survey: Survey) -> list[Finding]:
             groups.setdefault(key, []).append((chain, fields))
         for (ops, _), members in groups.items():
             names = tuple(name for chain, _ in members for name in chain)
-            title = pattern.title.format(count=len(members), **members[0][1])
+            title = Message.of(pattern.title, count=len(members), **members[0][1])
             findings.append(Finding(
-                kind=pattern.kind, title=title, nodes=names, ops=tuple(dict.fromkeys(ops)),
+                kind=pattern.kind, title=title.text(), message=title, nodes=names, ops=tuple(dict.fromkeys(ops)),
                 source=graph.first_source(names), npu_api=pattern.npu_api, effect=book.effects[pattern.kind],
                 metrics={"occurrences": len(members)}))
     return findings

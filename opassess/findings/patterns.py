@@ -99,6 +99,12 @@ class PatternBook:
     _by_key: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # op key -> role names
     _by_aten: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # dispatched roles only
 
+    def texts(self) -> tuple[str, ...]:
+        """Every sentence of the file a report shows (effects and titles): the message ids the catalog translates."""
+        return tuple(dict.fromkeys((*self.effects.values(), *(p.title for p in self.patterns), self.layout_title,
+                                    *self.dynamic_titles.values(), self.shape_branch_title, self.aclop_title,
+                                    self.precision_title_dtype, self.precision_title_float64, self.compute_title)))
+
     def roles_of(self, node: OpNode) -> frozenset[str]:
         """Every role this node plays."""
         keys = {node.key} if node.kind == "module" else {node.key, *node.entry}
@@ -136,68 +142,25 @@ class _Validator:
         self.path = path
 
     def book(self, root: PatternTable) -> PatternBook:
+        """The book, one table at a time in the file's order; the root finished last (an unknown table refused)."""
         found = root.value("format", None)
         if found != FORMAT:
             raise root.error("format", f"expected {FORMAT}, got {found!r}")
         root.only("format", "match", "kinds", "roles", "pattern", "layout", "dynamic", "precision", "compute")
-        roles_table = root.table("roles")
-        roles = {name: self.role(roles_table.table(name), name) for name in roles_table.keys()}
-        for name, why in registry.registered_roles().items():
-            if name not in roles:
-                raise roles_table.error(name, f"missing ({why})")
+        roles = self.roles(root.table("roles"))
         match = root.table("match")
         match.only("transparent")
         transparent = self.names(match, "transparent", roles)
         match.finish()
-        kinds = root.table("kinds")
-        effects = {}
-        for kind in kinds.keys():
-            spec = kinds.table(kind)
-            spec.only("effect")
-            effects[kind] = spec.string("effect")
-            spec.finish()
-        for kind, module in registry.CODE_KINDS.items():
-            if kind not in effects:
-                raise kinds.error(kind, f"missing ({module} emits this kind)")
+        effects = self.effects(root.table("kinds"))
         patterns = self.patterns(root, roles, effects)
         layout = root.table("layout")
         layout.only("title")
         layout_title = self.title(layout, "title", ("count", "permutes", "copies"))
         layout.finish()
-        dynamic = root.table("dynamic")
-        dynamic.only("titles", "shape_branch_title", "shape_branch_markers", "aclop_title")
-        titles = dynamic.table("titles")
-        dynamic_titles = {}
-        for role in titles.keys():
-            if role not in roles:
-                raise dynamic.error("titles", f"unknown role {role!r}")
-            dynamic_titles[role] = self.title(titles, role, ("op", "count", "downstream"))
-        titles.finish()
-        markers = dynamic.strings("shape_branch_markers")
-        if not markers or not all(markers):
-            raise dynamic.error("shape_branch_markers", "expected a non-empty list of error-message fragments")
-        shape_branch_title = self.title(dynamic, "shape_branch_title", ("method",))
-        aclop_title = self.title(dynamic, "aclop_title", ("op", "aten", "count", "sources"))
-        dynamic.finish()
-        precision = root.table("precision")
-        precision.only("dtypes", "title_dtype", "title_float64")
-        dtypes = precision.strings("dtypes")
-        for dtype in dtypes:
-            if dtype not in FLOAT_DTYPES:
-                raise precision.error("dtypes", f"{dtype!r} is not a floating dtype")
-        title_dtype = self.title(precision, "title_dtype", ("op", "allowed", "dtype", "count"))
-        title_float64 = self.title(precision, "title_float64", ("op", "count"))
-        precision.finish()
-        compute = root.table("compute")
-        compute.only("top", "min_share", "title")
-        top = compute.integer("top")
-        if top < 1:
-            raise compute.error("top", "must be at least 1")
-        share = compute.number("min_share")
-        if share > 1:
-            raise compute.error("min_share", "must be between 0 and 1")
-        compute_title = self.title(compute, "title", ("op", "flops", "flops_share", "bytes", "bytes_share", "count"))
-        compute.finish()
+        dynamic_titles, shape_branch_title, markers, aclop_title = self.dynamic(root.table("dynamic"), roles)
+        dtypes, title_dtype, title_float64 = self.precision(root.table("precision"))
+        top, share, compute_title = self.compute(root.table("compute"))
         root.finish()
         by_key: dict[str, list[str]] = {}
         by_aten: dict[str, list[str]] = {}
@@ -214,6 +177,71 @@ class _Validator:
             precision_title_float64=title_float64, compute_top=top, compute_min_share=share,
             compute_title=compute_title,
             _by_key={k: tuple(v) for k, v in by_key.items()}, _by_aten={k: tuple(v) for k, v in by_aten.items()})
+
+    def roles(self, table: PatternTable) -> dict[str, Role]:
+        """[roles]: every role, and every role the code registered (findings/registry.py) defined."""
+        roles = {name: self.role(table.table(name), name) for name in table.keys()}
+        for name, why in registry.registered_roles().items():
+            if name not in roles:
+                raise table.error(name, f"missing ({why})")
+        return roles
+
+    def effects(self, kinds: PatternTable) -> dict[str, str]:
+        """[kinds]: the effect sentence of every finding kind, those the code emits included."""
+        effects = {}
+        for kind in kinds.keys():
+            spec = kinds.table(kind)
+            spec.only("effect")
+            effects[kind] = spec.string("effect")
+            spec.finish()
+        for kind, module in registry.CODE_KINDS.items():
+            if kind not in effects:
+                raise kinds.error(kind, f"missing ({module} emits this kind)")
+        return effects
+
+    def dynamic(self, dynamic: PatternTable, roles: Mapping[str, Role]
+                ) -> tuple[dict[str, str], str, tuple[str, ...], str]:
+        """[dynamic]: titles per role, the shape-branch title and its error-message markers, the aclop title."""
+        dynamic.only("titles", "shape_branch_title", "shape_branch_markers", "aclop_title")
+        titles = dynamic.table("titles")
+        dynamic_titles = {}
+        for role in titles.keys():
+            if role not in roles:
+                raise dynamic.error("titles", f"unknown role {role!r}")
+            dynamic_titles[role] = self.title(titles, role, ("op", "count", "downstream"))
+        titles.finish()
+        markers = dynamic.strings("shape_branch_markers")
+        if not markers or not all(markers):
+            raise dynamic.error("shape_branch_markers", "expected a non-empty list of error-message fragments")
+        shape_branch_title = self.title(dynamic, "shape_branch_title", ("method",))
+        aclop_title = self.title(dynamic, "aclop_title", ("op", "aten", "count", "sources"))
+        dynamic.finish()
+        return dynamic_titles, shape_branch_title, markers, aclop_title
+
+    def precision(self, precision: PatternTable) -> tuple[tuple[str, ...], str, str]:
+        """[precision]: the floating dtypes the check allows, and its two titles."""
+        precision.only("dtypes", "title_dtype", "title_float64")
+        dtypes = precision.strings("dtypes")
+        for dtype in dtypes:
+            if dtype not in FLOAT_DTYPES:
+                raise precision.error("dtypes", f"{dtype!r} is not a floating dtype")
+        title_dtype = self.title(precision, "title_dtype", ("op", "allowed", "dtype", "count"))
+        title_float64 = self.title(precision, "title_float64", ("op", "count"))
+        precision.finish()
+        return dtypes, title_dtype, title_float64
+
+    def compute(self, compute: PatternTable) -> tuple[int, float, str]:
+        """[compute]: how many of the costliest operators to name, the least share named, and the title."""
+        compute.only("top", "min_share", "title")
+        top = compute.integer("top")
+        if top < 1:
+            raise compute.error("top", "must be at least 1")
+        share = compute.number("min_share")
+        if share > 1:
+            raise compute.error("min_share", "must be between 0 and 1")
+        compute_title = self.title(compute, "title", ("op", "flops", "flops_share", "bytes", "bytes_share", "count"))
+        compute.finish()
+        return top, share, compute_title
 
     def title(self, table: PatternTable, key: str, fields: Iterable[str]) -> str:
         """A title string whose {placeholders} are all among `fields`."""

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..dtypes import FLOAT_DTYPES
-from ..records import Finding
+from ..kb.store import KnowledgeBase
+from ..messages import Message
+from ..records import Finding, Operator
 from .families import Survey, family
 
 
@@ -19,7 +21,7 @@ def _api_candidates(op: str) -> tuple[str, ...]:
     return (op,)
 
 
-def _allowed_dtypes(kb: Any, op: str, attrs: Mapping[str, Any], product: str,
+def _allowed_dtypes(kb: KnowledgeBase, op: str, attrs: Mapping[str, Any], product: str,
                     torch_version: str | None) -> tuple[str, ...] | None:
     for name in _api_candidates(op):
         fact = kb.api(name, torch_version)
@@ -30,7 +32,7 @@ def _allowed_dtypes(kb: Any, op: str, attrs: Mapping[str, Any], product: str,
     return None
 
 
-def _kernel_takes(survey: Survey, operator: Any, dtype: str) -> bool:
+def _kernel_takes(survey: Survey, operator: Operator, dtype: str) -> bool:
     """The evidence hierarchy (kb/evidence.py): the kernel facts for the product outrank the API page's list; an
     op that borrows only dtype and device from self (Tensor.new_ones) carries no data of self's."""
     from ..kb.evidence import kernel_speaks
@@ -61,15 +63,17 @@ def precision_findings(survey: Survey) -> list[Finding]:
             if (allowed is not None and FLOAT_DTYPES.intersection(allowed) and dtype not in allowed
                     and not _kernel_takes(survey, operator, dtype)):
                 names = tuple(n.name for n in floating)
-                title = book.precision_title_dtype.format(op=operator.key, allowed=", ".join(allowed), dtype=dtype,
-                                                          count=len(names))
-                findings.append(Finding(kind="mixed-precision", title=title, nodes=names, ops=(operator.key,),
+                title = Message.of(book.precision_title_dtype, op=operator.key, allowed=", ".join(allowed),
+                                   dtype=dtype, count=len(names))
+                findings.append(Finding(kind="mixed-precision", title=title.text(), message=title, nodes=names,
+                                        ops=(operator.key,),
                                         source=graph.first_source(names), npu_api=None, effect=effect,
                                         metrics={"occurrences": len(names)}))
         double = tuple(n.name for n in floating if "float64" in (*n.input_dtypes, *n.output_dtypes))
         if double:
-            title = book.precision_title_float64.format(op=operator.key, count=len(double))
-            findings.append(Finding(kind="mixed-precision", title=title, nodes=double, ops=(operator.key,),
+            title = Message.of(book.precision_title_float64, op=operator.key, count=len(double))
+            findings.append(Finding(kind="mixed-precision", title=title.text(), message=title, nodes=double,
+                                    ops=(operator.key,),
                                     source=graph.first_source(double), npu_api=None, effect=effect,
                                     metrics={"occurrences": len(double)}))
     return findings

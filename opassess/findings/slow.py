@@ -8,13 +8,14 @@ finding (performance.fusion in the score), emitted only when the knowledge base 
 """
 from __future__ import annotations
 
+from ..messages import N_, Message
 from ..records import Finding
 from .families import Survey, family
 
 # ATen op that runs through a generic fallback -> (fused NPU op, what the fallback costs)
 FALLBACKS = {
-    "aten::_grouped_mm": ("npu_grouped_matmul", "no NPU kernel: the CompositeExplicitAutograd fallback runs one "
-                                                "mm per expert group"),
+    "aten::_grouped_mm": ("npu_grouped_matmul", N_("no NPU kernel: the CompositeExplicitAutograd fallback runs one "
+                                                   "mm per expert group")),
 }
 ROUTING = ("npu_moe_gating_top_k_softmax", "npu_moe_init_routing")
 _ROUTING_OPS = ("torch.topk", "Tensor.topk", "aten::topk")
@@ -33,18 +34,22 @@ def slow_path_findings(survey: Survey) -> list[Finding]:
                 continue
             names = tuple(n.name for n in nodes)
             flops = sum(n.flops for n in nodes)
+            title = Message.of(N_("{op} runs {aten} ({cost}) in {count} place(s): {api} runs each group in one "
+                                  "kernel"), op=operator.key, aten=aten, cost=Message(cost), count=len(names),
+                               api=f"torch_npu.{npu_op}")
             findings.append(Finding(
-                kind="slow-path", title=f"{operator.key} runs {aten} ({cost}) in {len(names)} place(s): "
-                f"torch_npu.{npu_op} runs each group in one kernel", nodes=names, ops=(operator.key,),
+                kind="slow-path", title=title.text(), message=title, nodes=names, ops=(operator.key,),
                 source=graph.first_source(names), npu_api=f"torch_npu.{npu_op}", effect=effect,
                 metrics={"occurrences": len(names), "flops": flops}))
     if findings and all(kb.has_custom_op(op) for op in ROUTING):
         routers = [o for o in survey.inventory.operators if o.key in _ROUTING_OPS]
         names = tuple(n.name for o in routers for n in o.nodes)
         if names:
+            title = Message.of(N_("mixture-of-experts routing (top-k over router scores, {count} place(s)): {gating} "
+                                  "fuses softmax and top-k, {routing} the token permutation"), count=len(names),
+                               gating=f"torch_npu.{ROUTING[0]}", routing=f"torch_npu.{ROUTING[1]}")
             findings.append(Finding(
-                kind="slow-path", title=f"mixture-of-experts routing (top-k over router scores, {len(names)} "
-                f"place(s)): torch_npu.{ROUTING[0]} fuses softmax and top-k, torch_npu.{ROUTING[1]} the token "
-                f"permutation", nodes=names, ops=tuple(o.key for o in routers), source=graph.first_source(names),
+                kind="slow-path", title=title.text(), message=title, nodes=names, ops=tuple(o.key for o in routers),
+                source=graph.first_source(names),
                 npu_api=f"torch_npu.{ROUTING[0]}", effect=effect, metrics={"occurrences": len(names)}))
     return findings

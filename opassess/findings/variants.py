@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..messages import N_, Message
 from ..records import Finding
 from .families import Survey, family
 from .graph import Graph
@@ -26,6 +27,27 @@ BAND_KEYS = ("torch.tril", "Tensor.tril", "aten::tril", "torch.triu", "Tensor.tr
 HOPS = 5  # nodes walked from a softmax to the attention's matmuls
 LATENT_HOPS = 12  # nodes walked from a latent split to the expanding Linear (a hand-written RMSNorm is 8 ops)
 SINK_HOPS = 3  # producers walked back from a softmax to the cat that adds the sink (transformers: cat, max, sub)
+# The titles, as message ids (the reports translate them): with the fused route the facts give, and without one
+SINKS = N_("attention with sinks (gpt-oss style: a learned logit per head joins the softmax, {count}x): {routes}")
+NO_SINK_OP = N_("no fused NPU op with a sink in the facts")
+BAND = N_("sliding-window attention mask (band of {window} positions, {count}x)")
+BAND_ROUTE = N_("sliding-window attention mask (band of {window} positions, {count}x): npu_fusion_attention takes the "
+                "window as {params} (sparse_mode) instead of a materialised S x S mask")
+DECODE = N_("incremental (decode) attention: one query position against the KV cache ({count}x)")
+DECODE_ROUTE = N_("incremental (decode) attention: one query position against the KV cache ({count}x): {apis} "
+                  "(npu_fusion_attention is training-only)")
+LATENT = N_("multi-head latent attention (DeepSeek-V3 style: K/V through a narrow latent, {count}x)")
+LATENT_ROUTE = N_("multi-head latent attention (DeepSeek-V3 style: K/V through a narrow latent, {count}x): {routes}")
+INTERLEAVED = N_("interleaved rotary layout (view to (..., d/2, 2) and swap, DeepSeek-V3 style, {count}x)")
+INTERLEAVED_ROUTE = N_("interleaved rotary layout (view to (..., d/2, 2) and swap, DeepSeek-V3 style, {count}x): {api} "
+                       "takes the interleaved layout as is")
+
+
+def _joined(parts: list, separator: str) -> Message:
+    """Phrases (Messages or identifiers) as one Message, joined by `separator` (a message id: ' or ', translated)."""
+    names = [f"p{i}" for i in range(len(parts))]
+    return Message.of("{separator}".join("{" + n + "}" for n in names) if parts else "",
+                      separator=Message(separator), **dict(zip(names, parts, strict=True)))
 
 
 def _keys(graph: Graph, name: str) -> set[str]:
@@ -170,9 +192,9 @@ def variant_findings(survey: Survey) -> list[Finding]:
     effect = graph.book.effects[KIND]
     findings = []
 
-    def add(title: str, names: Iterable[str], api: str | None, **metrics: float) -> None:
+    def add(title: Message, names: Iterable[str], api: str | None, **metrics: float) -> None:
         names = tuple(dict.fromkeys(names))
-        findings.append(Finding(kind=KIND, title=title, nodes=names,
+        findings.append(Finding(kind=KIND, title=title.text(), message=title, nodes=names,
                                 ops=tuple(dict.fromkeys(graph.node[n].key for n in names)),
                                 source=graph.first_source(names), npu_api=api, effect=effect,
                                 metrics={"occurrences": metrics.pop("occurrences", 1), **metrics}))
@@ -181,40 +203,36 @@ def variant_findings(survey: Survey) -> list[Finding]:
     if sinks:
         routes = []
         if _schema_has(kb, "npu_fusion_attention", "sink"):
-            routes.append("npu_fusion_attention(sink=...) in training")
+            routes.append(Message(N_("npu_fusion_attention(sink=...) in training")))
         if _schema_has(kb, "npu_fused_infer_attention_score_v2", "learnable_sink"):
-            routes.append("npu_fused_infer_attention_score_v2(learnable_sink=...) in inference")
-        add(f"attention with sinks (gpt-oss style: a learned logit per head joins the softmax, {len(sinks)}x)"
-            + (f": {'; '.join(routes)}" if routes else ": no fused NPU op with a sink in the facts"),
+            routes.append(Message(N_("npu_fused_infer_attention_score_v2(learnable_sink=...) in inference")))
+        add(Message.of(SINKS, count=len(sinks), routes=_joined(routes, "; ") if routes else Message(NO_SINK_OP)),
             [n for chain in sinks for n in chain], "torch_npu.npu_fusion_attention" if routes else None,
             occurrences=len(sinks))
     bands = _bands(graph)
     if bands:
         window = max(w for _, w in bands)
         params = "pre_tockens/next_tockens" if _schema_has(kb, "npu_fusion_attention", "pre_tockens") else ""
-        add(f"sliding-window attention mask (band of {window} positions, {len(bands)}x)"
-            + (f": npu_fusion_attention takes the window as {params} (sparse_mode) instead of a materialised "
-               f"S x S mask" if params else ""), [n for name, _ in bands for n in _mask_chain(graph, name)],
+        add(Message.of(BAND_ROUTE if params else BAND, window=window, count=len(bands), params=params),
+            [n for name, _ in bands for n in _mask_chain(graph, name)],
             "torch_npu.npu_fusion_attention" if params else None, occurrences=len(bands), window=window)
     decode = _decode(graph)
     if decode:
         apis = [a for a in ("npu_fused_infer_attention_score", "npu_incre_flash_attention") if _custom(kb, a)]
-        add(f"incremental (decode) attention: one query position against the KV cache ({len(decode)}x)"
-            + (f": {' or '.join(apis)} (npu_fusion_attention is training-only)" if apis else ""),
+        add(Message.of(DECODE_ROUTE if apis else DECODE, count=len(decode), apis=_joined(apis, N_(" or "))),
             decode, f"torch_npu.{apis[0]}" if apis else None, occurrences=len(decode))
     latent = _latent(graph)
     if latent:
         apis = [a for a in ("npu_mla_prolog", "atb::npu_multi_head_latent_attention") if _custom(kb, a)]
         train = _schema_has(kb, "npu_fusion_attention_v2", "query_rope", "key_rope")
-        routes = ([f"{' and '.join(apis)} in inference"] if apis else []) + \
-            (["npu_fusion_attention_v2(query_rope=..., key_rope=...) in training"] if train else [])
-        add(f"multi-head latent attention (DeepSeek-V3 style: K/V through a narrow latent, {len(latent)}x)"
-            + (f": {'; '.join(routes)}" if routes else ""), [n for chain in latent for n in chain],
+        routes = ([Message.of(N_("{apis} in inference"), apis=_joined(apis, N_(" and ")))] if apis else []) + \
+            ([Message(N_("npu_fusion_attention_v2(query_rope=..., key_rope=...) in training"))] if train else [])
+        add(Message.of(LATENT_ROUTE if routes else LATENT, count=len(latent), routes=_joined(routes, "; ")),
+            [n for chain in latent for n in chain],
             f"torch_npu.{apis[0].removeprefix('atb::')}" if apis else None, occurrences=len(latent))
     interleaved = _interleaved(graph)
     if interleaved:
         api = "npu_interleave_rope" if _custom(kb, "npu_interleave_rope") else None
-        add(f"interleaved rotary layout (view to (..., d/2, 2) and swap, DeepSeek-V3 style, {len(interleaved)}x)"
-            + (f": {api} takes the interleaved layout as is" if api else ""), interleaved,
+        add(Message.of(INTERLEAVED_ROUTE if api else INTERLEAVED, count=len(interleaved), api=api), interleaved,
             f"torch_npu.{api}" if api else None, occurrences=len(interleaved))
     return findings

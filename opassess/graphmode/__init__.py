@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ..kb.graph_facts import GraphFacts, load_graph_facts
+from ..kb.store import KnowledgeBase
 from ..records import Capture, ClassifiedOp
 from .effort import graph_effort
 from .readiness import CAPTURE_UNSEEN, DYNAMO_UNSEEN, model_readiness
@@ -34,7 +34,7 @@ __all__ = ["BACKENDS", "BLOCKING", "BREAK_KINDS", "GRAPH_MODES", "METHODS", "VER
 GRAPH_MODES: tuple[str, ...] = ("capture", "dynamo", "off")  # --graph-mode values
 
 
-def assess_graph_mode(capture: Capture, classified: tuple[ClassifiedOp, ...], kb: Any, torch_version: str, *,
+def assess_graph_mode(capture: Capture, classified: tuple[ClassifiedOp, ...], kb: KnowledgeBase, torch_version: str, *,
                       backend: str = "inductor", rates: Mapping[str, tuple[float, float, float]] | None = None,
                       inputs: tuple[str, ...] = ()) -> GraphMode:
     """The graph-mode verdicts of every classified operator, the readiness of the model on each back-end and, with

@@ -67,7 +67,7 @@ def dynamo_breaks(capture: Capture, seen: set[str]) -> tuple[GraphBreak, ...]:
         key = _line_key(item.source) if item.source else None
         if key in taken:
             continue
-        source = f"{spelling.get(key[0], item.source.rpartition(':')[0])}:{key[1]}" if key else None
+        source = f"{spelling.get(key[0], item.source.rpartition(':')[0])}:{key[1]}" if item.source and key else None
         out.append(GraphBreak(item.reason.split(":")[0][:120], f"torch._dynamo: {item.reason}", source, "dynamo",
                               method="dynamo", fix=FIXES["dynamo"]))
     return tuple(dict.fromkeys(out))

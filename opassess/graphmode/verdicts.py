@@ -5,6 +5,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..kb.graph_facts import GraphFacts, data_dependent, host_sync, op_arguments, op_tags
+from ..kb.store import KnowledgeBase
+from ..kb.versions import Version
 from ..records import ClassifiedOp, Operator
 from ..vocabulary import PROJECT_KINDS
 from .records import VERDICTS, BackendVerdict
@@ -17,7 +19,7 @@ _OPTIONAL_RNG = frozenset({"dropout_p", "dropout", "train"})
 _NO_CONVERTER = frozenset({"not_implemented", "not_supported", "not_supported_redundant_out_variant"})
 
 
-def graph_ops(op: Operator, kb: Any, functionalize: bool = True) -> tuple[str, ...]:
+def graph_ops(op: Operator, kb: KnowledgeBase, functionalize: bool = True) -> tuple[str, ...]:
     """The ATen ops a compiler sees for `op`: what it dispatched, less CPU-only decompositions of ops torch_npu runs
     whole, plus the composite op itself (the same rule classify applies); in-place ops as their functional form
     (aot_autograd functionalizes the graph before the inductor or a GE converter sees it)."""
@@ -42,7 +44,7 @@ def _exists(aten: str) -> bool:
     return hasattr(getattr(torch.ops.aten, base, None), overload or "default")
 
 
-def kernel_ops(op: Operator, kb: Any, version: Any) -> tuple[str, ...]:
+def kernel_ops(op: Operator, kb: KnowledgeBase, version: Version) -> tuple[str, ...]:
     """The ATen ops whose NPU kernels run for `op`: an op called by the user that has an NPU kernel of its own is
     taken whole (aten::lstm_cell, not its CPU decomposition), else what the compiler sees."""
     dispatched = set(op.aten)
@@ -65,7 +67,7 @@ def _worst(backend: str, found: list[BackendVerdict], default: BackendVerdict) -
 # ------------------------------------------------------------------ inductor
 
 
-def inductor_verdict(op: Operator, facts: GraphFacts, kb: Any) -> BackendVerdict:
+def inductor_verdict(op: Operator, facts: GraphFacts, kb: KnowledgeBase) -> BackendVerdict:
     """eager-fallback when torch_npu's inductor lowering list falls back for an ATen op of it, else lowered."""
     if op.kind in PROJECT_KINDS:
         return BackendVerdict("inductor", "eager-fallback", f"{op.key} is a project op: the inductor calls it as an "
@@ -87,8 +89,8 @@ def inductor_verdict(op: Operator, facts: GraphFacts, kb: Any) -> BackendVerdict
 # ------------------------------------------------------------------ aclgraph (npugraph_ex)
 
 
-def aclgraph_verdict(classified: ClassifiedOp, facts: GraphFacts, kb: Any, version: Any, train: bool = False
-                     ) -> BackendVerdict:
+def aclgraph_verdict(classified: ClassifiedOp, facts: GraphFacts, kb: KnowledgeBase, version: Version,
+                     train: bool = False) -> BackendVerdict:
     """not-capturable for a host read, a data-dependent size, an RNG op, an op without an NPU
     kernel or with an aclop-only kernel; needs-update-handler for an op replayed through an update handler."""
     op = classified.operator
@@ -140,7 +142,7 @@ def _npu_name(name: str | None) -> str:
 # ------------------------------------------------------------------ torchair GE
 
 
-def ge_verdict(op: Operator, facts: GraphFacts, kb: Any) -> BackendVerdict:
+def ge_verdict(op: Operator, facts: GraphFacts, kb: KnowledgeBase) -> BackendVerdict:
     """no-converter when an ATen op has no working converter (the graph build fails: GE has no per-op fallback);
     partial when a converter states a restriction or the signature's dtype or attributes fall outside the
     converter's declared dtypes or the documented GE API list; else supported."""
@@ -204,8 +206,8 @@ def _api_checks(op: Operator, aten: str, facts: GraphFacts, dtypes: set[str]) ->
     return out
 
 
-def operator_verdicts(classified: ClassifiedOp, facts: GraphFacts, kb: Any, version: Any, train: bool = False
-                      ) -> tuple[BackendVerdict, ...]:
+def operator_verdicts(classified: ClassifiedOp, facts: GraphFacts, kb: KnowledgeBase, version: Version,
+                      train: bool = False) -> tuple[BackendVerdict, ...]:
     """The three verdicts of one operator, in BACKENDS order (`train`: the capture is a training step)."""
     op = classified.operator
     return (inductor_verdict(op, facts, kb), aclgraph_verdict(classified, facts, kb, version, train),

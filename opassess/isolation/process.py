@@ -34,6 +34,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import connection as mp_connection
+from multiprocessing.context import ForkContext, ForkServerContext
 from typing import Any
 
 from ..errors import OpassessError
@@ -184,10 +185,11 @@ def exit_cause(code: int) -> str:
     if code < 0:
         number = -code
         name = _signal_name(number)
-        text = {signal.SIGABRT: "aborted", signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
-                signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction",
-                signal.SIGKILL: "killed (out of memory, by its own process group, or from outside)"}.get(
-            number, "killed by a signal")
+        causes: dict[int, str] = {
+            signal.SIGABRT: "aborted", signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
+            signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction",
+            signal.SIGKILL: "killed (out of memory, by its own process group, or from outside)"}
+        text = causes.get(number, "killed by a signal")
         return f"worker crashed: {name} ({text})"
     return f"worker exited with status {code} without a result (the model ended its process, e.g. os._exit)"
 
@@ -240,8 +242,8 @@ class _Lines:
 class Job:
     """One model running in a keeper and worker started from `context` (a multiprocessing context)."""
 
-    def __init__(self, context: Any, body: Callable[..., None], args: tuple, *, name: str, timeout: float,
-                 on_progress: Callable[[str], None] | None = None) -> None:
+    def __init__(self, context: ForkContext | ForkServerContext, body: Callable[..., None], args: tuple, *, name: str,
+                 timeout: float, on_progress: Callable[[str], None] | None = None) -> None:
         self.timeout = timeout
         self.on_progress = on_progress
         self.nonce = secrets.token_hex(16)
@@ -258,7 +260,7 @@ class Job:
             self.keeper.start()
         except BaseException:  # interrupted while starting: the keeper, if it began, kills what it started
             self._close_watchdog()
-            if self.keeper._popen is not None:  # noqa: SLF001 - started: give it a moment to clean up, then kill
+            if self.keeper.pid is not None:  # started: give it a moment to clean up, then kill
                 self.keeper.join(1.0)
                 self.keeper.kill()
             raise

@@ -19,9 +19,28 @@ import contextlib
 import os
 import select
 import signal
+import threading
 import time
+from typing import Protocol
 
 REAP_ROUNDS = 8  # passes over /proc: a model may fork while its session is being killed
+
+
+class _ForkServerState(Protocol):
+    """The private state of multiprocessing's ForkServer that stopping it touches (CPython's forkserver.py; typeshed
+    leaves it out)."""
+
+    _lock: threading.Lock
+    _forkserver_pid: int | None
+    _forkserver_alive_fd: int | None
+    _forkserver_address: str | None
+
+
+class _TrackerState(Protocol):
+    """The private state of multiprocessing's ResourceTracker that stopping it touches (resource_tracker.py)."""
+
+    _fd: int | None
+    _pid: int | None
 
 
 def die_with_parent(signum: int = signal.SIGKILL) -> None:
@@ -77,7 +96,8 @@ def release_helpers() -> None:
     with contextlib.suppress(Exception):
         from multiprocessing import forkserver
 
-        server = forkserver._forkserver  # noqa: SLF001 - set by the forkserver in the process it forked
+        # set by the forkserver in the process it forked; typeshed declares none of the private state
+        server: _ForkServerState = forkserver._forkserver  # type: ignore[assignment]  # noqa: SLF001
         if server._forkserver_alive_fd is not None:  # noqa: SLF001
             with contextlib.suppress(OSError):
                 os.close(server._forkserver_alive_fd)  # noqa: SLF001
@@ -128,9 +148,11 @@ def stop_helpers() -> None:
     with contextlib.suppress(Exception):
         from multiprocessing import forkserver, util
 
-        server = forkserver._forkserver  # noqa: SLF001 - the one way to stop it before the interpreter exits
+        # the one way to stop it before the interpreter exits; typeshed declares none of the private state
+        server: _ForkServerState = forkserver._forkserver  # type: ignore[assignment]  # noqa: SLF001
         with server._lock:  # noqa: SLF001
-            if server._forkserver_pid is not None:  # noqa: SLF001
+            # CPython sets and clears the pid and the alive pipe together
+            if server._forkserver_pid is not None and server._forkserver_alive_fd is not None:  # noqa: SLF001
                 os.close(server._forkserver_alive_fd)  # noqa: SLF001
                 _reap(server._forkserver_pid, 2.0)  # noqa: SLF001
                 address = server._forkserver_address  # noqa: SLF001
@@ -142,8 +164,9 @@ def stop_helpers() -> None:
     with contextlib.suppress(Exception):
         from multiprocessing import resource_tracker
 
-        tracker = resource_tracker._resource_tracker  # noqa: SLF001
-        if tracker._fd is not None:  # noqa: SLF001 - closing our end asks it to stop; a stray holder must not hang us
+        tracker: _TrackerState = resource_tracker._resource_tracker  # type: ignore[assignment]  # noqa: SLF001 - as above
+        # the tracker sets and clears its pipe and pid together
+        if tracker._fd is not None and tracker._pid is not None:  # noqa: SLF001 - closing our end asks it to stop; a stray holder must not hang us
             os.close(tracker._fd)  # noqa: SLF001
             tracker._fd = None  # noqa: SLF001
             _reap(tracker._pid, 2.0)  # noqa: SLF001

@@ -13,10 +13,15 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable
+from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .process import Job
+
+if TYPE_CHECKING:
+    from ..options import ScanOptions
+    from ..report.view import View
 from .worker import DEFAULT_TIMEOUT, PRELOAD, WorkerSetup, assess_outcome, capture_body, process_age
 
 IN_PROCESS_ENV = "OPASSESS_IN_PROCESS"
@@ -28,7 +33,7 @@ def in_process() -> bool:
     return os.environ.get(IN_PROCESS_ENV) == "1" or "fork" not in multiprocessing.get_all_start_methods()
 
 
-def start_assessment(options: Any, *, timeout: float, debug: bool) -> Job:
+def start_assessment(options: ScanOptions, *, timeout: float, debug: bool) -> Job:
     """Check the configuration, then fork the keeper and worker that capture `options` (before any thread, such as
     a progress spinner, starts)."""
     from ..pipeline import preflight
@@ -36,7 +41,8 @@ def start_assessment(options: Any, *, timeout: float, debug: bool) -> Job:
     for name in PRELOAD:
         importlib.import_module(name)
     preflight(options)  # a bad --weights, --kb, --target or --source fails before any model code runs
-    context, where = multiprocessing.get_context("fork"), None
+    context: ForkContext | ForkServerContext = multiprocessing.get_context("fork")
+    where = None
     if options.train and not _autograd_forks_cleanly():  # then a worker of a fresh forkserver runs the step
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
@@ -65,7 +71,7 @@ def _autograd_forks_cleanly() -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
-def finish_assessment(job: Job, options: Any, progress: Callable[[str], None] | None = None) -> Any:
+def finish_assessment(job: Job, options: ScanOptions, progress: Callable[[str], None] | None = None) -> View:
     """Wait for the worker and assess its capture here: the View, the worker's error re-raised, or WorkerFailed
     naming the target and what happened."""
     from ..report import build_view

@@ -9,7 +9,8 @@ check is whether the capture is true: a model runs the code that captures it and
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import OpassessError
 from ..records import (
@@ -24,6 +25,9 @@ from ..records import (
     StandIn,
 )
 
+if TYPE_CHECKING:
+    from ..routes.records import OnnxExport
+
 MAX_MESSAGE = 512 * 2**20  # bytes of one message from a worker (a 7B model's capture is a few MiB)
 MAX_TEXT = 2**20  # characters of one string in it
 MAX_DEPTH = 16  # nesting of an attribute value
@@ -36,28 +40,36 @@ class BadCapture(OpassessError):
 # field -> type spec: "str", "str?", "int", "float", "strs" (list of str), "dtypes" (list of str|None), "shapes"
 # (list of list[int]|None), "value" (a JSON value), or a record class, or [record class] (a list of them), or
 # (record class,) (one of them or null)
-_ATEN = {"op": "str", "overload": "str", "input_shapes": "shapes", "input_dtypes": "dtypes",
-         "output_shapes": "shapes", "output_dtypes": "dtypes"}
-_NODE = {"name": "str", "key": "str", "kind": "str", "module_path": "str", "attrs": "attrs", "input_shapes": "shapes",
-         "input_dtypes": "dtypes", "output_shapes": "shapes", "output_dtypes": "dtypes", "aten": [AtenCall],
-         "source": "str?", "flops": "int", "bytes_moved": "int", "entry": "strs", "backward": [AtenCall],
-         "project_source": "str?"}
-_ATTEMPT = {"method": "str", "error": "str?", "seconds": "float"}
-_STAND_IN = {"library": "str", "symbols": "strs", "why": "str"}
-_DYNAMO_BREAK = {"reason": "str", "source": "str?"}
-_DYNAMO = {"graphs": "int", "ops": "int", "breaks": [DynamoBreak], "seconds": "float", "error": "str?"}
-_CAPTURE = {"method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
-            "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn],
-            "dynamo": (DynamoRun,), "registrations": [Registration]}
-_REGISTRATION = {"op": "str", "kinds": "strs"}
-_INFO = {"source": "str", "entry": "str", "class_name": "str", "parameters": "int", "dtype": "str", "inputs": "strs",
-         "label": "str?"}
-_SCHEMA: dict[type, dict[str, Any]] = {AtenCall: _ATEN, OpNode: _NODE, CaptureAttempt: _ATTEMPT, StandIn: _STAND_IN,
+_Kind = str | list[type] | tuple[type]
+_R = TypeVar("_R")
+
+_ATEN: dict[str, _Kind] = {
+    "op": "str", "overload": "str", "input_shapes": "shapes", "input_dtypes": "dtypes", "output_shapes": "shapes",
+    "output_dtypes": "dtypes"}
+_NODE: dict[str, _Kind] = {
+    "name": "str", "key": "str", "kind": "str", "module_path": "str", "attrs": "attrs", "input_shapes": "shapes",
+    "input_dtypes": "dtypes", "output_shapes": "shapes", "output_dtypes": "dtypes", "aten": [AtenCall],
+    "source": "str?", "flops": "int", "bytes_moved": "int", "entry": "strs", "backward": [AtenCall],
+    "project_source": "str?"}
+_ATTEMPT: dict[str, _Kind] = {"method": "str", "error": "str?", "seconds": "float"}
+_STAND_IN: dict[str, _Kind] = {"library": "str", "symbols": "strs", "why": "str"}
+_DYNAMO_BREAK: dict[str, _Kind] = {"reason": "str", "source": "str?"}
+_DYNAMO: dict[str, _Kind] = {
+    "graphs": "int", "ops": "int", "breaks": [DynamoBreak], "seconds": "float", "error": "str?"}
+_CAPTURE: dict[str, _Kind] = {
+    "method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
+    "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn],
+    "dynamo": (DynamoRun,), "registrations": [Registration]}
+_REGISTRATION: dict[str, _Kind] = {"op": "str", "kinds": "strs"}
+_INFO: dict[str, _Kind] = {
+    "source": "str", "entry": "str", "class_name": "str", "parameters": "int", "dtype": "str", "inputs": "strs",
+    "label": "str?"}
+_SCHEMA: dict[type, dict[str, _Kind]] = {AtenCall: _ATEN, OpNode: _NODE, CaptureAttempt: _ATTEMPT, StandIn: _STAND_IN,
                                        Capture: _CAPTURE, ModelInfo: _INFO, DynamoRun: _DYNAMO,
                                        DynamoBreak: _DYNAMO_BREAK, Registration: _REGISTRATION}
 
 
-def _plain(record: Any) -> Any:
+def _plain(record: object) -> dict[str, object]:
     spec = _SCHEMA[type(record)]
     out = {}
     for name, kind in spec.items():
@@ -72,7 +84,7 @@ def _plain(record: Any) -> Any:
     return out
 
 
-def encode_capture(info: ModelInfo, capture: Capture, seconds: dict[str, float]) -> dict[str, Any]:
+def encode_capture(info: ModelInfo, capture: Capture, seconds: dict[str, float]) -> dict[str, object]:
     """The capture as JSON-able plain data (for `decode_capture` in the parent)."""
     return {"info": _plain(info), "capture": _plain(capture), "seconds": dict(seconds)}
 
@@ -81,9 +93,7 @@ def _fail(where: str, what: str) -> BadCapture:
     return BadCapture(f"malformed capture from the worker at {where}: {what}")
 
 
-def _text(value: Any, where: str, optional: bool = False) -> str | None:
-    if value is None and optional:
-        return None
+def _text(value: object, where: str) -> str:
     if type(value) is not str:
         raise _fail(where, f"expected a string, got {type(value).__name__}")
     if len(value) > MAX_TEXT:
@@ -91,19 +101,29 @@ def _text(value: Any, where: str, optional: bool = False) -> str | None:
     return value
 
 
-def _number(value: Any, where: str, kinds: tuple[type, ...]) -> Any:
-    if type(value) not in kinds:
-        raise _fail(where, f"expected a number, got {type(value).__name__}")
-    return value
+def _maybe_text(value: object, where: str) -> str | None:
+    return None if value is None else _text(value, where)
 
 
-def _list(value: Any, where: str) -> list:
+def _int(value: object, where: str) -> int:
+    if type(value) is int:
+        return value
+    raise _fail(where, f"expected a number, got {type(value).__name__}")
+
+
+def _float(value: object, where: str) -> float:
+    if type(value) is int or type(value) is float:
+        return float(value)
+    raise _fail(where, f"expected a number, got {type(value).__name__}")
+
+
+def _list(value: object, where: str) -> list[object]:
     if type(value) is not list:
         raise _fail(where, f"expected a list, got {type(value).__name__}")
     return value
 
 
-def _value(value: Any, where: str, depth: int = 0) -> Any:
+def _value(value: object, where: str, depth: int = 0) -> object:
     """An attribute value: None, bool, int, float, str, or a list of them (trace.values.jsonable makes no more)."""
     if depth > MAX_DEPTH:
         raise _fail(where, "an attribute nested too deep")
@@ -116,40 +136,43 @@ def _value(value: Any, where: str, depth: int = 0) -> Any:
     raise _fail(where, f"an attribute of type {type(value).__name__}")
 
 
-def _field(kind: Any, value: Any, where: str) -> Any:
+def _field(kind: _Kind, value: object, where: str) -> object:
     if isinstance(kind, list):
         return tuple(_record(kind[0], item, f"{where}[{i}]") for i, item in enumerate(_list(value, where)))
     if isinstance(kind, tuple):
         return None if value is None else _record(kind[0], value, where)
-    if kind in ("str", "str?"):
-        return _text(value, where, kind == "str?")
+    if kind == "str":
+        return _text(value, where)
+    if kind == "str?":
+        return _maybe_text(value, where)
     if kind == "int":
-        return _number(value, where, (int,))
+        return _int(value, where)
     if kind == "float":
-        return float(_number(value, where, (int, float)))
+        return _float(value, where)
     if kind == "strs":
         return tuple(_text(v, where) for v in _list(value, where))
     if kind == "dtypes":
-        return tuple(_text(v, where, True) for v in _list(value, where))
+        return tuple(_maybe_text(v, where) for v in _list(value, where))
     if kind == "shapes":
-        return tuple(None if s is None else tuple(_number(d, where, (int,)) for d in _list(s, where))
+        return tuple(None if s is None else tuple(_int(d, where) for d in _list(s, where))
                      for s in _list(value, where))
     if kind == "edges":
         edges = []
         for pair in _list(value, where):
-            if len(_list(pair, where)) != 2:
+            ends = _list(pair, where)
+            if len(ends) != 2:
                 raise _fail(where, "an edge that is not a pair")
-            edges.append((_text(pair[0], where), _text(pair[1], where)))
+            edges.append((_text(ends[0], where), _text(ends[1], where)))
         return tuple(edges)
     if kind in ("attrs", "names"):
         if type(value) is not dict:
             raise _fail(where, f"expected an object, got {type(value).__name__}")
-        check = _text if kind == "names" else _value
+        check: Callable[[object, str], object] = _text if kind == "names" else _value
         return {_text(k, where): check(v, f"{where}.{k}") for k, v in value.items()}
     raise AssertionError(kind)  # pragma: no cover - the schema above names only these
 
 
-def _record(cls: type, value: Any, where: str) -> Any:
+def _record(cls: type[_R], value: object, where: str) -> _R:
     spec = _SCHEMA[cls]
     if type(value) is not dict:
         raise _fail(where, f"expected an object, got {type(value).__name__}")
@@ -159,7 +182,7 @@ def _record(cls: type, value: Any, where: str) -> Any:
     return cls(**{name: _field(kind, value[name], f"{where}.{name}") for name, kind in spec.items()})
 
 
-def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
+def decode_capture(data: object) -> tuple[ModelInfo, Capture, dict[str, float]]:
     """The records a worker's capture message holds, or BadCapture saying what is wrong with it (an `onnx` part, of
     `--route onnx`, is decode_onnx's)."""
     if type(data) is not dict or set(data) - {"onnx"} != {"info", "capture", "seconds"}:
@@ -167,11 +190,11 @@ def decode_capture(data: Any) -> tuple[ModelInfo, Capture, dict[str, float]]:
     seconds = data["seconds"]
     if type(seconds) is not dict or not set(seconds) <= {"load", "trace", "dynamo"}:
         raise _fail("seconds", "expected the load, trace and dynamo times")
-    times = {_text(k, "seconds"): float(_number(v, f"seconds.{k}", (int, float))) for k, v in seconds.items()}
+    times = {_text(k, "seconds"): _float(v, f"seconds.{k}") for k, v in seconds.items()}
     return _record(ModelInfo, data["info"], "info"), _record(Capture, data["capture"], "capture"), times
 
 
-def dumps(message: Any) -> bytes:
+def dumps(message: object) -> bytes:
     """One message as one line of JSON (json.dumps never writes a raw newline)."""
     return json.dumps(message, separators=(",", ":"), allow_nan=True).encode("utf-8") + b"\n"
 
@@ -180,7 +203,7 @@ MAX_ONNX_OPS = 10_000  # distinct op types in one export (ONNX defines a few hun
 MAX_ONNX_FAILURES = 8  # attempts: one per exporter
 
 
-def decode_onnx(data: Any) -> Any:
+def decode_onnx(data: object) -> OnnxExport | None:
     """The OnnxExport of a capture message's `onnx` part (None when it has none), or BadCapture: exactly the keys
     export_plain writes, an opset 0..99, known exporters, op counts as [domain, op_type, count] with count >= 1."""
     from ..routes.records import EXPORTERS, OnnxExport, OnnxFailure
@@ -191,7 +214,7 @@ def decode_onnx(data: Any) -> Any:
     keys = {"requested_opset", "opset", "exporter", "ops", "failures"}
     if type(part) is not dict or set(part) != keys:
         raise _fail("onnx", f"expected an object with {', '.join(sorted(keys))}")
-    opsets = [_number(part[k], f"onnx.{k}", (int,)) for k in ("requested_opset", "opset")]
+    opsets = [_int(part[k], f"onnx.{k}") for k in ("requested_opset", "opset")]
     if not all(0 <= o < 100 for o in opsets):
         raise _fail("onnx", "an opset outside 0..99")
     exporter = _text(part["exporter"], "onnx.exporter")
@@ -199,9 +222,10 @@ def decode_onnx(data: Any) -> Any:
         raise _fail("onnx.exporter", f"unknown exporter {exporter[:40]!r}")
     ops = []
     for i, item in enumerate(_list(part["ops"], "onnx.ops")[:MAX_ONNX_OPS + 1]):
-        if i == MAX_ONNX_OPS or len(_list(item, f"onnx.ops[{i}]")) != 3:
+        row = _list(item, f"onnx.ops[{i}]") if i < MAX_ONNX_OPS else []
+        if i == MAX_ONNX_OPS or len(row) != 3:
             raise _fail(f"onnx.ops[{i}]", "expected [domain, op_type, count] (at most 10000 of them)")
-        domain, op, count = _text(item[0], f"onnx.ops[{i}]"), _text(item[1], f"onnx.ops[{i}]"), item[2]
+        domain, op, count = _text(row[0], f"onnx.ops[{i}]"), _text(row[1], f"onnx.ops[{i}]"), row[2]
         if type(count) is not int or count < 1 or len(domain) > 200 or not 0 < len(op) <= 200:
             raise _fail(f"onnx.ops[{i}]", "a count that is not a positive int, or a name over 200 characters")
         ops.append((domain, op, count))

@@ -10,11 +10,15 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .. import errors
 from .process import Channel, Outcome, WorkerFailed
 from .wire import BadCapture, decode_capture, decode_onnx, encode_capture
+
+if TYPE_CHECKING:
+    from ..options import ScanOptions
+    from ..records import Assessment
 
 DEFAULT_TIMEOUT = 600.0  # seconds a model may take, in a single scan and in a portfolio
 # What every worker imports, imported before the fork (single scans) or in the forkserver (portfolios) so each worker
@@ -71,7 +75,7 @@ def _memory_message(exc: BaseException, cap: int) -> str:
     return f"out of memory{within}: {first}"
 
 
-def capture_body(options: Any, setup: WorkerSetup, channel: Channel) -> None:
+def capture_body(options: ScanOptions, setup: WorkerSetup, channel: Channel) -> None:
     """Worker body: load and trace the model, send ('ok', capture), ('error', {type, message}) or ('failed', cause)."""
     if setup.where is not None:
         cwd, environ, sys_path = setup.where
@@ -86,6 +90,7 @@ def capture_body(options: Any, setup: WorkerSetup, channel: Channel) -> None:
     cap_memory(setup.memory_cap)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
     channel.send("begun")  # the timeout counts from here, not from the worker's start-up
+    payload: dict[str, object] | str
     try:
         kind, payload = "ok", encode_capture(*capture_stage(options, lambda text: channel.send("progress", text)))
         if getattr(options, "route", None) == "onnx":  # the export runs model code too: here, never in the parent
@@ -140,8 +145,8 @@ def worker_seconds(outcome: Outcome, seconds: dict[str, float], start: float | N
     return {**head, "worker": round(outcome.begun, 6), **seconds, "transfer": round(max(0.0, rest), 6)}
 
 
-def assess_outcome(outcome: Outcome, options: Any, target: str,
-                   progress: Callable[[str], None] | None = None, start: float | None = None) -> Any:
+def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
+                   progress: Callable[[str], None] | None = None, start: float | None = None) -> Assessment:
     """The Assessment the parent builds from a worker's outcome; the worker's error raised again; WorkerFailed
     naming the target when the worker failed or sent something that is not a capture."""
     from ..pipeline import assess_capture

@@ -66,11 +66,11 @@ def _limitation_lines(lim: Limitation, product: str) -> list[str]:
             scope = f" on {', '.join(rule.products)}" if rule.products else ""
             when = f" when {rule.when}" if rule.when else ""
             lines.append(f"    dtypes of {', '.join(rule.params)}{scope}{when}: {', '.join(rule.allowed)}")
-    for rule in lim.param_rules:
-        scope = f" ({', '.join(rule.products)})" if rule.products else ""
-        lines.append(f"    param: {rule.describe()}{scope}{' [changed silently]' if rule.auto_fixed else ''}")
-    for rule in lim.ndim_rules:
-        lines.append(f"    shape: {rule.describe()}")
+    for param in lim.param_rules:
+        scope = f" ({', '.join(param.products)})" if param.products else ""
+        lines.append(f"    param: {param.describe()}{scope}{' [changed silently]' if param.auto_fixed else ''}")
+    for ndim in lim.ndim_rules:
+        lines.append(f"    shape: {ndim.describe()}")
     for cast in lim.dtype_casts:
         lines.append(f"    cast: {cast['from']} becomes {cast['to']}")
     if lim.cpu_fallback:

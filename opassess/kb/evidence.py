@@ -8,6 +8,11 @@ direct with low confidence ("not verified on Ascend 950"); a page ✔ where a do
 direct, confidence medium; a doc's ✘ decides against the op only where the page does not mark it ✔ and the kernel has
 no aclop fallback (older products run such ops through the aclop path).
 
+A dtype an API page leaves out of its allow-list for an operator whose only kernel is torch_npu's own device-to-host
+copy (`Tensor.item` -> aten::_local_scalar_dense: registered by torch_npu itself, no CANN kernel, returns a host
+scalar) runs: no kernel doc limits it, so the page's list is a caveat said with confidence low ("not verified for
+int64"), not a limit; a page that names the dtype as unsupported still decides.
+
 When the two disagree the kernel facts decide and the message says so ("the API page lists float16, float32;
 aclnnAddmm's doc lists bfloat16 on Atlas A2"). The kernel facts count against a dtype only where a doc
 excludes it on the product explicitly: an API-level ✘ (older products run such ops through the aclop path) or a
@@ -17,11 +22,12 @@ where its values fit (int64 -> int32 below 2^31).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import KnowledgeBaseError
+from ..messages import N_, Text
 from ..reasons import EXCLUSION_CODES as EXCLUSION_CODES  # re-exported
 from ..vocabulary import CONFIDENCES
 from . import kernels, products
@@ -36,7 +42,7 @@ class DtypeCheck:
 
     dtype: str
     ok: bool  # the verdict: the NPU takes this dtype as it is
-    decided_by: str  # "kernel" | "api-page" | "none"
+    decided_by: str  # "kernel" | "host-copy" (torch_npu's own device-to-host copy) | "api-page" | "none"
     page_allowed: tuple[str, ...] | None  # the API page's list for the product (None: the page states none)
     kernel_ok: bool | None  # True: every documented main API takes it; False: one excludes it; None: silent
     kernel_apis: tuple[str, ...]  # the aclnn APIs whose docs spoke
@@ -51,11 +57,16 @@ class DtypeCheck:
 
     def disagreement(self, product: str) -> str:
         """'the API page lists float16, float32; aclnnAddmm's doc lists bfloat16 on Atlas A2'."""
-        page = ", ".join(self.page_allowed or ())
-        said = "lists" if self.kernel_ok else "excludes"
-        docs = (f"{self.kernel_apis[0]}'s doc {said}" if len(self.kernel_apis) == 1 else
-                f"the docs of {', '.join(self.kernel_apis)} {said.removesuffix('s')}")
-        return f"the API page lists {page}; {docs} {self.dtype} on {product}"
+        values = {"page": ", ".join(self.page_allowed or ()), "apis": ", ".join(self.kernel_apis),
+                  "dtype": self.dtype, "product": product}
+        one = len(self.kernel_apis) == 1
+        if self.kernel_ok:
+            return Text(N_("the API page lists %(page)s; %(apis)s's doc lists %(dtype)s on %(product)s")
+                           if one else N_("the API page lists %(page)s; the docs of %(apis)s list %(dtype)s on "
+                                          "%(product)s"), values)
+        return Text(N_("the API page lists %(page)s; %(apis)s's doc excludes %(dtype)s on %(product)s")
+                       if one else N_("the API page lists %(page)s; the docs of %(apis)s exclude %(dtype)s on "
+                                      "%(product)s"), values)
 
 
 def dtype_kind(dtype: str) -> str:
@@ -88,15 +99,15 @@ def remedy(dtype: str, allowed: Iterable[str]) -> str:
     fp32'; an integer narrowed (int64 -> int32) only where its values fit."""
     allowed = tuple(allowed)
     if dtype == "bfloat16" and "float16" in allowed and "float32" in allowed:
-        return "run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"
+        return Text(N_("run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"))
     target = cast_target(dtype, allowed)
     if target is None:
-        return "no dtype of the same kind is supported: compute it in another op or on the CPU"
+        return Text(N_("no dtype of the same kind is supported: compute it in another op or on the CPU"))
     if _WIDTH.get(target, 64) < _WIDTH.get(dtype, 0):
         bits = _WIDTH[target] - (0 if target.startswith("u") else 1)
-        return (f"cast to {target} only where every value fits (below 2^{bits}: e.g. indices into fewer elements); "
-                f"else compute it in another op or on the CPU")
-    return f"cast to {target}"
+        return Text(N_("cast to %(dtype)s only where every value fits (below 2^%(bits)s: e.g. indices into fewer "
+                          "elements); else compute it in another op or on the CPU"), {"dtype": target, "bits": bits})
+    return Text(N_("cast to %(dtype)s"), {"dtype": target})
 
 
 def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
@@ -106,7 +117,7 @@ def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
     for aten in dict.fromkeys(aten_ops):
         verdict = facts.judge(aten, product.kernel, (dtype,))
         head = verdict.main_api if verdict else None
-        if head is None or not head.documented or head.product_support is None:
+        if verdict is None or head is None or not head.documented or head.product_support is None:
             continue
         if dtype in {d for d, _ in head.excluded}:
             denies.append(head.api)
@@ -127,14 +138,21 @@ def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
 
 
 def check_dtype(dtype: str, product: Product, page_allowed: tuple[str, ...] | None, aten_ops: Iterable[str],
-                facts: kernels.KernelFacts, page_unparsed: bool = False) -> DtypeCheck:
-    """The hierarchy for one dtype: kernel facts, then the API page (its list for the product), then nothing."""
+                facts: kernels.KernelFacts, page_unparsed: bool = False, host_copies: tuple[str, ...] = (),
+                page_excludes: bool = False) -> DtypeCheck:
+    """The hierarchy for one dtype: kernel facts, then the API page (its list for the product), then nothing.
+    `host_copies`: the ops that ran are torch_npu's own device-to-host copies (no CANN kernel); `page_excludes`: the
+    page names this dtype as unsupported (not merely leaves it out of an allow-list)."""
     kernel_ok, apis, kernel_allowed, evidence, kernel_confidence = kernel_speaks(aten_ops, product, dtype, facts)
     page_ok = None if page_allowed is None else dtype in page_allowed
     if kernel_ok is not None:
         ok, by, allowed = kernel_ok, "kernel", kernel_allowed
-    elif page_ok is not None:
-        ok, by, allowed = page_ok, "api-page", page_allowed
+    elif page_ok is False and host_copies and not page_excludes:
+        # The kernel list registers torch_npu's own copy and no CANN kernel doc could limit its dtype: it runs;
+        # the page's allow-list is a caveat (not verified), not a limit
+        return DtypeCheck(dtype, True, "host-copy", page_allowed, None, host_copies, (), "low", ())
+    elif page_allowed is not None:
+        ok, by, allowed = dtype in page_allowed, "api-page", page_allowed
     else:
         ok, by, allowed = True, "none", ()
     if kernel_ok is not None and page_ok is not None:
@@ -188,22 +206,31 @@ class ProductCheck:
 
     def disagreement(self, product: str, page_product: str) -> str:
         """'the API page marks Ascend 950DT ✘; aclnnMm's doc lists Ascend 950: supported'."""
-        page = f"the API page marks {page_product} {'✔' if self.page else '✘'}"
-        said = "supported" if self.kernel else "not supported"
-        docs = (f"{self.kernel_apis[0]}'s doc lists" if len(self.kernel_apis) == 1 else
-                f"the docs of {', '.join(self.kernel_apis)} list")
-        return f"{page}; {docs} {product}: {said}"
+        values = {"page": page_product, "mark": "✔" if self.page else "✘", "apis": ", ".join(self.kernel_apis),
+                  "product": product}
+        if len(self.kernel_apis) == 1:
+            return Text(N_("the API page marks %(page)s %(mark)s; %(apis)s's doc lists %(product)s: supported")
+                           if self.kernel else
+                           N_("the API page marks %(page)s %(mark)s; %(apis)s's doc lists %(product)s: not supported"),
+                           values)
+        return Text(N_("the API page marks %(page)s %(mark)s; the docs of %(apis)s list %(product)s: supported")
+                       if self.kernel else
+                       N_("the API page marks %(page)s %(mark)s; the docs of %(apis)s list %(product)s: not supported"),
+                       values)
 
 
 def check_product(page: bool | None, aten_ops: Iterable[str], product: Product,
                   facts: kernels.KernelFacts) -> ProductCheck:
     """The hierarchy for one product mark: the aclnn docs of the kernels that ran (their main API's ✔/✘ for the
     product; any ✘ counts against), then the API page's mark."""
-    takes, denies, evidence, aclop = [], [], [], False
+    takes: list[str] = []
+    denies: list[str] = []
+    evidence: list[str] = []
+    aclop = False
     for aten in dict.fromkeys(aten_ops):
         verdict = facts.judge(aten, product.kernel, ())
         head = verdict.main_api if verdict else None
-        if head is None or not head.documented or head.product_support is None:
+        if verdict is None or head is None or not head.documented or head.product_support is None:
             continue
         (takes if head.product_support else denies).append(head.api)
         aclop = aclop or verdict.fallback_aclop or verdict.other_acl_op_path
@@ -238,7 +265,9 @@ def check_binding(aten: str, product: Product, facts: kernels.KernelFacts) -> Bi
     support, dtypes = facts.api_support(api, product.kernel)
     if support is False:
         return None
-    doc = facts.api_entry(api).get("doc") or ()
+    entry = facts.api_entry(api)
+    assert entry is not None  # named_api names only APIs with a doc entry
+    doc: Sequence[str] = entry.get("doc") or ()  # [repository, path, commit, date]
     where = f" ({doc[0]} {doc[1]})" if len(doc) >= 2 else ""
     said = "supported" if support else "the doc does not name the product"
     name = kernels.overload_key(aten)
@@ -275,7 +304,7 @@ def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, 
     if codes & {"custom-op", "extension", "autograd-function", "api-unsupported", "no-kernel", "replacement",
                  "binding"}:
         return "medium"
-    if (statuses and all(s == "everywhere" for s in statuses)) or "host-op" in codes:
+    if (statuses and all(s in ("everywhere", "view") for s in statuses)) or "host-op" in codes:
         return "high"
     return "high" if documented and "kernel" in statuses else "medium"
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opassess.errors import KnowledgeBaseError
+from opassess.messages import N_, Text
 
 from .versions import Version, VersionRange, format_ranges, format_version, in_ranges, parse_version, version_ranges
 
@@ -92,16 +93,21 @@ class ParamRule:
     products: tuple[str, ...] = ()
     auto_fixed: bool = False  # the NPU silently changes the value instead of failing
 
-    def describe(self) -> str:
+    def describe(self) -> Text:
+        """'dilation must be 1' (a Message: said in the reader's language)."""
         if self.rule == "unsupported":
-            return f"{self.param} is not supported (must stay at its default)"
+            return Text(N_("%(param)s is not supported (must stay at its default)"), {"param": self.param})
         if self.rule == "equals":
-            return f"{self.param} must be {self.value!r}"
+            return Text(N_("%(param)s must be %(value)s"), {"param": self.param, "value": repr(self.value)})
         if self.rule == "in":
-            return f"{self.param} may only be set to one of {list(self.value)}"
+            return Text(N_("%(param)s may only be set to one of %(values)s"),
+                           {"param": self.param, "values": list(self.value)})
         if self.rule == "not_in":
-            return f"{self.param} must not be one of {list(self.value)}"
-        return f"{self.param} must be {dict(gt='>', ge='>=', le='<=')[self.rule]} {self.value}"
+            return Text(N_("%(param)s must not be one of %(values)s"),
+                           {"param": self.param, "values": list(self.value)})
+        return Text(N_("%(param)s must be %(relation)s %(value)s"),
+                       {"param": self.param, "relation": dict(gt=">", ge=">=", le="<=")[self.rule],
+                        "value": self.value})
 
     def violated_by(self, value: Any) -> bool:
         """True when this traced attribute value breaks the rule (None = the attribute was not recorded)."""
@@ -151,15 +157,19 @@ class NdimRule:
         too_low = self.min is not None and ndim < self.min
         return too_low or (self.max is not None and ndim > self.max) or ndim in self.not_
 
-    def describe(self) -> str:
-        parts = []
+    def describe(self) -> Text:
+        """'input rank must be >= 2 and <= 5' (a Message: said in the reader's language)."""
+        parts: list[str] = []
         if self.min is not None:
             parts.append(f">= {self.min}")
         if self.max is not None:
             parts.append(f"<= {self.max}")
         if self.not_:
-            parts.append(f"not {list(self.not_)}")
-        return f"{self.param} rank must be {' and '.join(parts)}"
+            parts.append(Text(N_("not %(values)s"), {"values": list(self.not_)}))
+        rule = parts[0] if parts else ""
+        for part in parts[1:]:
+            rule = Text(N_("%(first)s and %(second)s"), {"first": rule, "second": part})
+        return Text(N_("%(param)s rank must be %(rule)s"), {"param": self.param, "rule": rule})
 
 
 @dataclass(frozen=True)
@@ -204,6 +214,10 @@ class Limitation:
                 return None if not excluded else tuple(sorted(ALL_DTYPES - excluded))
             chosen = [d for d in chosen if d not in excluded]
         return tuple(chosen) if chosen is not None else None
+
+    def excludes(self, dtype: str, product: str) -> bool:
+        """The page names `dtype` as unsupported on `product` ("不支持int64"), not merely leaves it out of a list."""
+        return any(dtype in dtypes for dtypes, products in self.dtype_excluded if not products or product in products)
 
     def param_rules_for(self, product: str) -> tuple[ParamRule, ...]:
         return tuple(r for r in self.param_rules if not r.products or product in r.products)
@@ -286,8 +300,8 @@ class CheckFact:
 
 def limitation_from_json(lim_id: str, raw: Mapping[str, Any]) -> Limitation:
     dtype_rules, excluded, extra, casts, params, ndims = [], [], [], [], [], []
-    flags = {"cpu_fallback": None, "cpu_only": False, "inference_only": False, "no_sparse": False,
-             "no_packed_sequence": False}
+    cpu_fallback: str | None = None
+    flags = {"cpu_only": False, "inference_only": False, "no_sparse": False, "no_packed_sequence": False}
     use_instead = []
     for rule in raw["rules"]:
         kind = rule["kind"]
@@ -306,7 +320,7 @@ def limitation_from_json(lim_id: str, raw: Mapping[str, Any]) -> Limitation:
         elif kind == "ndim":
             ndims.append(NdimRule(rule["param"], rule.get("min"), rule.get("max"), tuple(rule.get("not", ()))))
         elif kind == "cpu_fallback":
-            flags["cpu_fallback"] = "always" if "always" in (rule["when"], flags["cpu_fallback"]) else "may"
+            cpu_fallback = "always" if "always" in (rule["when"], cpu_fallback) else "may"
         elif kind in ("cpu_only", "inference_only", "no_sparse", "no_packed_sequence"):
             flags[kind] = True
         elif kind == "use_instead":
@@ -314,7 +328,7 @@ def limitation_from_json(lim_id: str, raw: Mapping[str, Any]) -> Limitation:
         else:
             raise KnowledgeBaseError(f"limitations.json: {lim_id}: unknown rule kind {kind!r}")
     return Limitation(lim_id, tuple(dtype_rules), tuple(excluded), tuple(extra), tuple(casts), tuple(params),
-                      tuple(ndims), flags["cpu_fallback"], flags["cpu_only"], flags["inference_only"],
+                      tuple(ndims), cpu_fallback, flags["cpu_only"], flags["inference_only"],
                       flags["no_sparse"], flags["no_packed_sequence"], tuple(use_instead), tuple(raw["notes"]),
                       tuple(u["tag"] for u in raw["unparsed"]), raw["clauses"])
 

@@ -144,12 +144,45 @@ def _refuse(table: TomlTable, key: str, problem: str) -> KnowledgeBaseError:
     return KnowledgeBaseError(f"{table.default_file}: {table.key(key)}: {problem}")
 
 
+def _aten_names(table: TomlTable, key: str) -> tuple[str, ...]:
+    """The ATen op names listed under `key` (may be absent), each checked for the aten::name[.overload] shape."""
+    names = table.strings(key, ())
+    for op in names:
+        if not _ATEN_NAME.match(op):
+            raise _refuse(table, key, f"{op!r} is not an ATen op name")
+    return names
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The checks every name a rule mentions goes through: the generated facts, and the third-party ops the file
+    declares first."""
+
+    facts: KnownFacts
+    third_party: Mapping[str, ThirdPartyOp]
+
+    def known_op(self, op: str) -> bool:
+        facts = self.facts
+        return (facts.is_documented_api(op) or op in self.third_party or facts.kernel(op) is not None
+                or facts.has_custom_op(op))
+
+    def documented(self, table: TomlTable, key: str, name: str) -> str:
+        if not self.facts.is_documented_api(name):
+            raise _refuse(table, key, f"{name!r} is not a documented API")
+        return name
+
+    def aten_kernel(self, table: TomlTable, key: str, aten: str) -> str:
+        if self.facts.kernel(aten) is None:
+            raise _refuse(table, key, f"{aten!r} has no NPU kernel in the generated facts")
+        return aten
+
+
 def load_rules(path: Path, facts: KnownFacts) -> Rules:
     """Read and validate rules.toml; KnowledgeBaseError naming file and key on the first problem.
 
-    Strategy: one pass per table, each read through `TomlTable` (typed getters, then `finish()` refusing
+    Strategy: one reader per table, each reading through `TomlTable` (typed getters, then `finish()` refusing
     any key nobody read), so a misspelt table or key is one line naming the file and the dotted key. Every
-    name a rule mentions is checked as it is read: against the generated facts (`KnownFacts`: documented
+    name a rule mentions is checked as it is read (`_Names`): against the generated facts (`KnownFacts`: documented
     APIs, ATen kernels, NPU-only ops) or the third-party ops the file itself declares first, so a rule can
     never speak for something the facts do not know. The root table is finished last, refusing any
     unknown top-level table.
@@ -158,7 +191,33 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
     meta = root.table("meta")
     version = meta.string("version")
     meta.finish()
+    names = _Names(facts, _read_third_party(root))
+    calls, calls_evidence = _read_calls(root, names)
+    host_ops, host_evidence = _read_op_set(root, "host_ops")
+    options_only, options_evidence = _read_op_set(root, "options_only", names)
+    families = _read_families(root, names)
+    composites = _read_composites(root, names)
+    everywhere = root.table("everywhere", None)
+    everywhere_ops, everywhere_evidence = _aten_names(everywhere, "ops"), everywhere.string("evidence", "")
+    everywhere.finish()
+    replacements = _read_replacements(root, names)
+    mappings = _read_attr_mappings(root, names)
+    fused_steps = _read_fused_steps(root, names)
+    notes_table = root.table("category_notes", None)
+    notes = {Category(name): notes_table.string(name) for name in notes_table.keys() if name in CATEGORIES}
+    notes_table.finish()
+    root.finish()
 
+    return Rules(
+        version=version, source=str(path), calls=calls, calls_evidence=calls_evidence,
+        host_ops=host_ops, host_evidence=host_evidence, families=families, composites=composites,
+        everywhere=frozenset(everywhere_ops), everywhere_evidence=everywhere_evidence, third_party=names.third_party,
+        replacements=replacements, attr_mappings=mappings, category_notes=notes,
+        options_only=options_only, options_evidence=options_evidence, fused_steps=fused_steps)
+
+
+def _read_third_party(root: TomlTable) -> dict[str, ThirdPartyOp]:
+    """[[third_party]]: the namespaced ops of other libraries the later tables may name."""
     third_party = {}
     for item in root.tables("third_party"):
         op = item.string("op")
@@ -166,85 +225,81 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
             raise _refuse(item, "op", f"{op!r} is not a namespaced op (ns::name)")
         third_party[op] = ThirdPartyOp(op, item.string("schema", ""), item.string("evidence"))
         item.finish()
+    return third_party
 
-    def known_op(op: str) -> bool:
-        return (facts.is_documented_api(op) or op in third_party or facts.kernel(op) is not None
-                or facts.has_custom_op(op))
 
-    def documented(table: TomlTable, key: str, name: str) -> str:
-        if not facts.is_documented_api(name):
-            raise _refuse(table, key, f"{name!r} is not a documented API")
-        return name
-
-    def aten_kernel(table: TomlTable, key: str, aten: str) -> str:
-        if facts.kernel(aten) is None:
-            raise _refuse(table, key, f"{aten!r} has no NPU kernel in the generated facts")
-        return aten
-
-    def aten_names(table: TomlTable, key: str) -> tuple[str, ...]:
-        names = table.strings(key, ())
-        for op in names:
-            if not _ATEN_NAME.match(op):
-                raise _refuse(table, key, f"{op!r} is not an ATen op name")
-        return names
-
-    calls_table = root.table("calls", None)
-    calls_evidence = calls_table.string("calls_evidence", "")
+def _read_calls(root: TomlTable, names: _Names) -> tuple[dict[str, str], str]:
+    """[calls]: module -> the documented function it calls, both documented APIs; and the table's evidence."""
+    table = root.table("calls", None)
+    evidence = table.string("calls_evidence", "")
     calls = {}
-    for module in calls_table.keys():
+    for module in table.keys():
         if module != "calls_evidence":
-            documented(calls_table, module, module)
-            calls[module] = documented(calls_table, module, calls_table.string(module))
-    calls_table.finish()
+            names.documented(table, module, module)
+            calls[module] = names.documented(table, module, table.string(module))
+    table.finish()
+    return calls, evidence
 
-    host = root.table("host_ops", None)
-    host_ops, host_evidence = frozenset(host.strings("ops", ())), host.string("evidence", "")
-    host.finish()
 
-    options = root.table("options_only", None)
-    options_only, options_evidence = frozenset(options.strings("ops", ())), options.string("evidence", "")
-    for name in options_only:
-        documented(options, "ops", name)
-    options.finish()
+def _read_op_set(root: TomlTable, name: str, names: _Names | None = None) -> tuple[frozenset[str], str]:
+    """[host_ops] or [options_only]: a set of ops and its evidence; with `names`, each op a documented API."""
+    table = root.table(name, None)
+    ops, evidence = frozenset(table.strings("ops", ())), table.string("evidence", "")
+    if names is not None:
+        for op in ops:
+            names.documented(table, "ops", op)
+    table.finish()
+    return ops, evidence
 
+
+def _read_families(root: TomlTable, names: _Names) -> tuple[Family, ...]:
+    """[[family]]: ops whose category is known by nature, each known to the facts."""
     families = []
     for item in root.tables("family"):
         nature = Category(item.choice("nature", CATEGORIES))
         ops = item.strings("ops")
         for op in ops:
-            if not known_op(op):
+            if not names.known_op(op):
                 raise _refuse(item, "ops", f"{op!r} is not in the generated facts")
         families.append(Family(nature, ops, item.string("evidence"), item.string("note", "")))
         item.finish()
+    return tuple(families)
 
+
+def _read_composites(root: TomlTable, names: _Names) -> tuple[Composite, ...]:
+    """[[composite]]: an ATen op with an NPU kernel, the documented APIs that reach it, its CPU decomposition."""
     composites = []
     for item in root.tables("composite"):
-        aten = aten_kernel(item, "aten", item.string("aten"))
-        apis = tuple(documented(item, "apis", api) for api in item.strings("apis"))
-        composites.append(Composite(aten, apis, aten_names(item, "cpu_only"), item.string("evidence")))
+        aten = names.aten_kernel(item, "aten", item.string("aten"))
+        apis = tuple(names.documented(item, "apis", api) for api in item.strings("apis"))
+        composites.append(Composite(aten, apis, _aten_names(item, "cpu_only"), item.string("evidence")))
         item.finish()
+    return tuple(composites)
 
-    everywhere = root.table("everywhere", None)
-    everywhere_ops, everywhere_evidence = aten_names(everywhere, "ops"), everywhere.string("evidence", "")
-    everywhere.finish()
 
+def _read_replacements(root: TomlTable, names: _Names) -> tuple[Replacement, ...]:
+    """[[replacement]]: a known op (or declared third-party op) and the NPU-only op standing in for it."""
     replacements = []
     for item in root.tables("replacement"):
         source, npu_op = item.string("source"), item.string("npu_op")
-        if not known_op(source):
+        if not names.known_op(source):
             raise _refuse(item, "source", f"{source!r} is neither in the generated facts nor a declared third-party op")
-        if not facts.has_custom_op(npu_op):
+        if not names.facts.has_custom_op(npu_op):
             raise _refuse(item, "npu_op", f"{npu_op!r} is not an NPU op in npu_custom_ops")
         when = item.choice("when", _WHEN)
         replacements.append(Replacement(source, npu_op, when, item.string("note", ""), item.string("evidence")))
         item.finish()
+    return tuple(replacements)
 
+
+def _read_attr_mappings(root: TomlTable, names: _Names) -> tuple[AttrMapping, ...]:
+    """[[attr_mapping]]: a documented API's parameters onto a CANN operator's attributes ([[...fields]])."""
     mappings = []
     for item in root.tables("attr_mapping"):
-        op = documented(item, "op", item.string("op"))
+        op = names.documented(item, "op", item.string("op"))
         aten = item.string("aten", None)
         if aten:
-            aten_kernel(item, "aten", aten)
+            names.aten_kernel(item, "aten", aten)
         if "fields" not in item:
             raise item.error("fields", "missing")
         fields = []
@@ -254,22 +309,15 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
         mappings.append(AttrMapping(op, item.strings("apis", ()), aten, item.string("cann_op"), tuple(fields),
                                     item.string("evidence")))
         item.finish()
+    return tuple(mappings)
 
+
+def _read_fused_steps(root: TomlTable, names: _Names) -> tuple[FusedStep, ...]:
+    """[[fused_step]]: a documented optimizer step, the setting that fuses it, and the fused ATen kernel."""
     fused_steps = []
     for item in root.tables("fused_step"):
-        step = documented(item, "step", item.string("step"))
-        fused_steps.append(FusedStep(step, item.string("setting"), aten_kernel(item, "aten", item.string("aten")),
+        step = names.documented(item, "step", item.string("step"))
+        fused_steps.append(FusedStep(step, item.string("setting"), names.aten_kernel(item, "aten", item.string("aten")),
                                      item.string("evidence")))
         item.finish()
-
-    notes_table = root.table("category_notes", None)
-    notes = {Category(name): notes_table.string(name) for name in notes_table.keys() if name in CATEGORIES}
-    notes_table.finish()
-    root.finish()
-
-    return Rules(
-        version=version, source=str(path), calls=calls, calls_evidence=calls_evidence,
-        host_ops=host_ops, host_evidence=host_evidence, families=tuple(families), composites=tuple(composites),
-        everywhere=frozenset(everywhere_ops), everywhere_evidence=everywhere_evidence, third_party=third_party,
-        replacements=tuple(replacements), attr_mappings=tuple(mappings), category_notes=notes,
-        options_only=options_only, options_evidence=options_evidence, fused_steps=tuple(fused_steps))
+    return tuple(fused_steps)

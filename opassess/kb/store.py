@@ -393,8 +393,8 @@ def load_kb(path: Path | None = None) -> KnowledgeBase:
         if env and not candidate.is_dir():
             raise KnowledgeBaseError(f"OPASSESS_KB_DIR={env}: folder not found")
         overlay = candidate if candidate.is_dir() else None
-    curated = [directory / name if (directory / name).is_file() else data_path(name)
-               for name in ("rules.toml", "error_codes.toml")]
-    kb = KnowledgeBase(directory, *curated, overlay)
+    rules, codes = (directory / name if (directory / name).is_file() else data_path(name)
+                    for name in ("rules.toml", "error_codes.toml"))
+    kb = KnowledgeBase(directory, rules, codes, overlay)
     _ = kb.provenance, kb.rules  # fail early on a broken table, and validate the curated rules against the facts
     return kb

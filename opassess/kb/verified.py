@@ -86,7 +86,8 @@ def read_junit(path: Path) -> list[VerifiedCase]:
         if not case.get("name", "").startswith(DEVICE_TEST):
             continue
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        if not props.get("opassess_op") or not props.get("opassess_signature"):
+        op, signature = props.get("opassess_op"), props.get("opassess_signature")
+        if not op or not signature:
             continue
         failed = case.find("failure")
         if failed is None:
@@ -102,10 +103,11 @@ def read_junit(path: Path) -> list[VerifiedCase]:
             text = (failed.get("message") or failed.text or "").strip()
             failure = (text.splitlines() or [""])[0][:FAILURE_LIMIT]
         try:
-            latency = float(props["latency_us"]) if props.get("latency_us") not in (None, "") else None
+            latency_text = props.get("latency_us")
+            latency = float(latency_text) if latency_text else None
         except ValueError:
             latency = None
-        cases.append(VerifiedCase(props["opassess_op"], props["opassess_signature"], status,
+        cases.append(VerifiedCase(op, signature, status,
                                   device, latency, failure,
                                   f"{case.get('classname', '')}::{case.get('name', '')}"))
     return cases

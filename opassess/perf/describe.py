@@ -1,9 +1,8 @@
 """`opassess kb show device PRODUCT`: one device profile as text, every figure with where it came from."""
 from __future__ import annotations
 
-from typing import Any
-
 from ..kb.products import UnknownProductError
+from ..kb.store import KnowledgeBase
 from .profile import NoDeviceProfile, device_table, load_profile, variant_profile
 from .records import ESTIMATE
 
@@ -12,7 +11,7 @@ def _tflops(value: float) -> str:
     return f"{value / 1e12:g} TFLOPS"
 
 
-def format_device(kb: Any, name: str) -> str:
+def format_device(kb: KnowledgeBase, name: str) -> str:
     """The profile of a product (name or alias) or of a variant (ATLAS_800_A3_752T_128G_DEVICE)."""
     table = device_table(kb)
     if name in table["variants"]:

@@ -72,9 +72,11 @@ def _inner_axes(node: OpNode) -> tuple[int, ...]:
 
 
 def _attention_axes(node: OpNode) -> tuple[int, ...]:
-    if len(node.input_shapes) < 2 or any(s is None or len(s) < 2 for s in node.input_shapes[:2]):
+    if len(node.input_shapes) < 2:
         return ()
     q, k = node.input_shapes[:2]
+    if q is None or k is None or len(q) < 2 or len(k) < 2:
+        return ()
     return tuple(dict.fromkeys((q[-1], q[-2], k[-2])))
 
 

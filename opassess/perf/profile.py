@@ -36,6 +36,7 @@ from typing import Any
 
 from ..datafile import TomlTable, read_json
 from ..errors import ConfigError, KnowledgeBaseError
+from ..kb.store import KnowledgeBase
 from ..resources import data_path
 
 DEVICES = "devices.json"
@@ -93,7 +94,7 @@ class DeviceProfile:
         """(FLOP/s, dtype used) of `unit` for `dtype`; a dtype the table does not list uses the unit's float32 peak
         (int64 and friends run as 32-bit work at best), else its lowest listed peak."""
         table = self.peaks.get(unit) or {}
-        if dtype in table:
+        if dtype is not None and dtype in table:
             return table[dtype], dtype
         if "float32" in table:
             return table["float32"], "float32"
@@ -108,7 +109,7 @@ def _device_table(path: Path) -> Mapping[str, Any]:
     return read_json(path, "device-profile table", KnowledgeBaseError)
 
 
-def device_table(kb: Any = None) -> Mapping[str, Any]:
+def device_table(kb: KnowledgeBase | None = None) -> Mapping[str, Any]:
     """devices.json of the knowledge base in use (its folder's, else the shipped one)."""
     directory = getattr(kb, "directory", None)
     path = Path(directory) / DEVICES if directory is not None else data_path(f"kb/{DEVICES}")
@@ -167,12 +168,12 @@ def _variant(table: Mapping[str, Any], name: str, product: str) -> DeviceProfile
         notes=tuple(notes))
 
 
-def product_note(product: str, kb: Any = None) -> str | None:
+def product_note(product: str, kb: KnowledgeBase | None = None) -> str | None:
     """The device table's note on `product` (why there is no profile, or how the profile was chosen)."""
     return device_table(kb)["products"].get(product, {}).get("note")
 
 
-def load_profile(product: str, kb: Any = None, overlay: Path | None = None,
+def load_profile(product: str, kb: KnowledgeBase | None = None, overlay: Path | None = None,
                  variant: str | None = None) -> DeviceProfile:
     """The device profile of `product` (a name of products.toml): its default variant, or `variant`, with the
     overlay file applied. NoDeviceProfile when the tables give no figures for the product."""
@@ -185,10 +186,10 @@ def load_profile(product: str, kb: Any = None, overlay: Path | None = None,
     if name is None:
         raise NoDeviceProfile(entry["note"])
     profile = _variant(table, name, product)
-    return apply_overlay(profile, over, overlay) if over is not None else profile
+    return apply_overlay(profile, over, overlay) if over is not None and overlay is not None else profile
 
 
-def variant_profile(name: str, kb: Any = None) -> DeviceProfile:
+def variant_profile(name: str, kb: KnowledgeBase | None = None) -> DeviceProfile:
     """A profile by its variant name (ATLAS_800_A3_752T_128G_DEVICE), for `kb show device`."""
     table = device_table(kb)
     entry = table["variants"].get(name)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..findings.graph import DataFlow, Graph
 from ..findings.patterns import load_patterns
+from ..kb.store import KnowledgeBase
 from ..records import ClassifiedOp, Finding, Inventory
 from .inputs import FUSED_KINDS, backward_work, flag_nodes, node_work, unfused_nodes
 from .model import CallWork, time_call
@@ -81,9 +81,9 @@ def step_time(works: Sequence[CallWork], profile: DeviceProfile) -> StepTime:
 
 
 def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp], findings: Sequence[Finding],
-                         product: str, *, kb: Any = None, compare: Sequence[str] = (), overlay: Path | None = None,
-                         aclop_only: Callable[[str], bool] | None = None, flow: DataFlow | None = None,
-                         graph: Graph | None = None) -> Performance:
+                         product: str, *, kb: KnowledgeBase | None = None, compare: Sequence[str] = (),
+                         overlay: Path | None = None, aclop_only: Callable[[str], bool] | None = None,
+                         flow: DataFlow | None = None, graph: Graph | None = None) -> Performance:
     """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures).
 
     A product the tables give no figures for gets step None and the table's note: a missing profile is data."""

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ci.policy import Policy, evaluate
 from ..ci.snapshot import read_snapshot
@@ -31,13 +31,16 @@ from .state import fingerprint, read_state, report_digest, resumable, write_stat
 from .targets import PORTFOLIO_NAME, STATE_FILE, ModelTarget, Skipped, expand_targets, no_models_message
 from .workers import Executor, LocalWorkers
 
+if TYPE_CHECKING:
+    from ..score.weights import Weights
+
 __all__ = ["DEFAULT_TIMEOUT", "PORTFOLIO_NAME", "STATE_FILE", "Executor", "LocalWorkers", "ModelPlan", "ModelResult",
            "ModelTarget", "OpDemand", "Portfolio", "PortfolioEvent", "PortfolioOptions", "Skipped", "default_jobs",
            "expand_targets", "physical_memory", "plan_portfolio", "scan_portfolio"]
 
 
 def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent], None] | None = None,
-                   weights: Any = None, executor: Executor | None = None) -> Portfolio:
+                   weights: Weights | None = None, executor: Executor | None = None) -> Portfolio:
     """Scan every model of the portfolio (in local worker processes unless another executor is given), write each
     one's reports as it finishes, and plan."""
     from ..output import write_output
@@ -110,12 +113,12 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
 
 
 
-def _assemble(results: Sequence[ModelResult], skipped: Sequence[Skipped], policy: Policy, weights: Any,
+def _assemble(results: Sequence[ModelResult], skipped: Sequence[Skipped], policy: Policy, weights: Weights,
               out_dir: Path | None) -> Portfolio:
-    ok = [r for r in results if r.status == "ok" and r.snapshot is not None]
-    plan, demands, standalone, shared = plan_portfolio([(r.name, r.target, r.snapshot) for r in ok], weights)
-    breaches = tuple((r.name, b) for r in ok for b in evaluate(r.snapshot, policy))
-    shared_band, standalone_band = bands(plan, [r.snapshot for r in ok], weights)
+    ok = [(r.name, r.target, r.snapshot) for r in results if r.status == "ok" and r.snapshot is not None]
+    plan, demands, standalone, shared = plan_portfolio(ok, weights)
+    breaches = tuple((name, b) for name, _, snapshot in ok for b in evaluate(snapshot, policy))
+    shared_band, standalone_band = bands(plan, [snapshot for _, _, snapshot in ok], weights)
     return Portfolio(results=tuple(results), skipped=tuple(skipped), plan=plan, custom_dev=demands,
                      standalone_total=standalone, shared_total=shared, breaches=breaches, out_dir=out_dir,
                      shared_band=shared_band, standalone_band=standalone_band)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..ci.snapshot import OpState, SignatureState, Snapshot
 from ..records import ClassifiedOp, Effort, Operator, OpScore, Signature
 from ..vocabulary import Category
 from .records import ModelPlan, OpDemand
+
+if TYPE_CHECKING:
+    from ..score.weights import Weights
 
 _ZERO = Effort(0.0, 0.0, 0.0)
 
@@ -45,7 +48,7 @@ class _Port:
     signatures: dict[str, SignatureState]
 
 
-def _marginal(snapshot: Snapshot, ported: Mapping[tuple[str, str | None], _Port], weights: Any
+def _marginal(snapshot: Snapshot, ported: Mapping[tuple[str, str | None], _Port], weights: Weights
               ) -> tuple[Effort, list[str], list[str], list[str], dict[tuple[str, str | None], Effort]]:
     """What `snapshot` adds to the ports so far: its effort, its new / extended / shared operator types, and the
     cost per operator key."""
@@ -80,7 +83,7 @@ def _marginal(snapshot: Snapshot, ported: Mapping[tuple[str, str | None], _Port]
     return total, new, extended, shared, costs
 
 
-def plan_portfolio(snapshots: Sequence[tuple[str, str, Snapshot]], weights: Any
+def plan_portfolio(snapshots: Sequence[tuple[str, str, Snapshot]], weights: Weights
                    ) -> tuple[tuple[ModelPlan, ...], tuple[OpDemand, ...], Effort, Effort]:
     """Order (name, target, snapshot) models by marginal effort, cheapest next, paying each operator once.
 
@@ -119,10 +122,10 @@ def plan_portfolio(snapshots: Sequence[tuple[str, str, Snapshot]], weights: Any
             custom_dev=tuple(o.op for o in snapshot.operators if o.category == Category.CUSTOM_DEV),
             costs=tuple((op, cost) for (op, _), cost in costs.items() if cost != _ZERO), model_level=own))
     demands = []
-    for op in sorted({o for p in plan for o in p.custom_dev}):
-        needing = tuple(p.name for p in plan if op in p.custom_dev)
-        sole = tuple(p.name for p in plan if p.custom_dev == (op,))
-        demands.append(OpDemand(op=op, models=needing, sole_blocker_of=sole, effort=paid.get(op, _ZERO)))
+    for name in sorted({o for p in plan for o in p.custom_dev}):
+        needing = tuple(p.name for p in plan if name in p.custom_dev)
+        sole = tuple(p.name for p in plan if p.custom_dev == (name,))
+        demands.append(OpDemand(op=name, models=needing, sole_blocker_of=sole, effort=paid.get(name, _ZERO)))
     demands.sort(key=lambda d: (-len(d.models), -len(d.sole_blocker_of), d.effort.likely, d.op))
     standalone = sum((p.standalone for p in plan), _ZERO)
     return tuple(plan), tuple(demands), standalone, cumulative
@@ -143,7 +146,7 @@ def model_level(snapshot: Snapshot) -> Effort:
     return Effort(min(low, likely), likely, max(likely, high))
 
 
-def bands(plan: Sequence[ModelPlan], snapshots: Sequence[Snapshot], weights: Any
+def bands(plan: Sequence[ModelPlan], snapshots: Sequence[Snapshot], weights: Weights
           ) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
     """(P10, P50, P90) of the shared total (every cost the plan pays, each model's model-level once) and of the
     standalone total (every model's operators and model-level), each simulated like one model's total."""

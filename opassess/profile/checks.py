@@ -2,7 +2,7 @@
 msprof-analyze advisor's shape-affinity rules on measured shapes, its PMU bound rules and the checklist's PMU
 items where the export has those columns, and the advisor's dynamic-shape rule.
 
-Every check is a plain dict: {check, severity, op, kernel, message, fix, evidence}. Kernels are grouped by
+Every check is a plain dict (`Check`): {check, severity, op, kernel, message, fix, evidence}. Kernels are grouped by
 (operator, name, type) so a kernel launched 10,000 times is one check; a PMU ratio is the duration-weighted mean of
 its launches (a ratio is a share of each launch's time).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ..dtypes import FLOAT_DTYPES
 from ..kb import kernels as kernel_facts
@@ -27,8 +27,20 @@ _MATMUL = re.compile(r"matmul|^aclnn(mm|addmm|bmm|baddbmm|matmul)(_|$)", re.I)
 _ATTENTION = re.compile(r"flashattention|fusionattention|fusedinferattention", re.I)
 
 
+class Check(TypedDict):
+    """One check of the profile document's `checks` list."""
+
+    check: str
+    severity: str  # "warning" or "info"
+    op: str | None
+    kernel: str | None
+    message: str
+    fix: str | None
+    evidence: str
+
+
 def _check(check: str, severity: str, op: str | None, kernel: str | None, message: str, fix: str | None,
-           evidence: str) -> dict[str, Any]:
+           evidence: str) -> Check:
     return {"check": check, "severity": severity, "op": op, "kernel": kernel, "message": message, "fix": fix,
             "evidence": evidence}
 
@@ -77,7 +89,7 @@ def ai_cpu_fix(kernels: Sequence[Kernel], atens: Sequence[str], op: Mapping[str,
 
 
 def placement_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]], product: str,
-                     facts: ProfilerFacts) -> list[dict[str, Any]]:
+                     facts: ProfilerFacts) -> list[Check]:
     """AI_CPU kernels, and operators the facts say fall back to the host CPU that left no kernel in the profile."""
     found = []
     by_op = {op["op"]: op for op in operators}
@@ -104,7 +116,11 @@ def placement_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, 
         reason = next((r for r in op.get("reasons") or () if r.get("code") == "cpu-fallback"), None)
         if not host and reason is None:
             continue
-        evidence = ", ".join(e for b in host for e in facts.host_cpu[b]["evidence"]) if host else reason["evidence"]
+        if host:
+            evidence = ", ".join(e for b in host for e in facts.host_cpu[b]["evidence"])
+        else:
+            assert reason is not None  # an op with neither was skipped just above
+            evidence = reason["evidence"]
         fix = (f"use {op['replacement']}" if op.get("replacement")
                else "keep it off the hot path or express it with ops that have NPU kernels; else a custom kernel "
                     "(the facts name no NPU path)")
@@ -115,7 +131,7 @@ def placement_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, 
 
 
 def shape_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]],
-                 facts: ProfilerFacts) -> list[dict[str, Any]]:
+                 facts: ProfilerFacts) -> list[Check]:
     """The advisor's shape-affinity rules on the measured input shapes: a cube (MatMul) kernel's inner axis, a
     FlashAttention kernel's head dim (last axis) and, for 4-D inputs, sequence length (second-to-last axis)."""
     found = []
@@ -156,7 +172,7 @@ def _weighted(kernels: Sequence[Kernel], column: str) -> float | None:
 
 
 def pmu_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]], columns: frozenset[str],
-               facts: ProfilerFacts) -> list[dict[str, Any]]:
+               facts: ProfilerFacts) -> list[Check]:
     """The checklist's vector utilisation, the memory_bound column and the advisor's bound rules, per kernel group,
     only where the export has the PMU columns."""
     found = []
@@ -181,7 +197,9 @@ def pmu_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]],
         rule_id = ("fa-bound" if _ATTENTION.search(f"{name} {ktype or ''}") else "cube-bound" if placement in CUBE
                    else "vector-bound" if placement in VECTOR else None)
         rule = facts.advisor.get(rule_id) if rule_id else None
-        for threshold in (rule or {}).get("thresholds", ()):
+        if rule_id is None or rule is None:
+            continue
+        for threshold in rule.get("thresholds", ()):
             value = _weighted(kernels, threshold["column"])
             if value is not None and value > threshold["above"]:
                 found.append(_check(rule_id, "info", op_name, label,
@@ -190,7 +208,7 @@ def pmu_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]],
     return found
 
 
-def dynamic_shape_check(kernels: Sequence[Kernel], facts: ProfilerFacts) -> list[dict[str, Any]]:
+def dynamic_shape_check(kernels: Sequence[Kernel], facts: ProfilerFacts) -> list[Check]:
     """The advisor's rule: an export whose OP State column names no static-shape kernel."""
     states = [k.op_state.lower() for k in kernels if k.op_state]
     rule = facts.advisor.get("dynamic-shape")
@@ -203,7 +221,7 @@ def dynamic_shape_check(kernels: Sequence[Kernel], facts: ProfilerFacts) -> list
 
 
 def all_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]], columns: frozenset[str],
-               product: str, facts: ProfilerFacts) -> list[dict[str, Any]]:
+               product: str, facts: ProfilerFacts) -> list[Check]:
     """Every check, placement problems first."""
     kernels = [m.kernel for m in matches]
     return [*placement_checks(matches, operators, product, facts), *dynamic_shape_check(kernels, facts),

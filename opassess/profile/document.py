@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .checks import Check
 from .facts import ProfilerFacts
 from .join import Match
 from .read import Kernel, ProfileData
@@ -84,7 +85,7 @@ def operator_rows(matches: Sequence[Match], operators: Sequence[Mapping[str, Any
         rows.append({
             "op": op["op"], "category": op.get("category"), "report_calls": op.get("count"),
             "measured_us": _round(measured), "calls": _round(len(group) / steps),
-            "placement": max(per_placement, key=per_placement.get),
+            "placement": max(per_placement, key=per_placement.__getitem__),
             "placements": {p: _round(us) for p, us in sorted(per_placement.items())},
             "predicted_us": predicted,
             "ratio": _round(measured / predicted) if predicted else None,
@@ -105,7 +106,7 @@ def unmatched_rows(matches: Sequence[Match], steps: int) -> list[dict[str, Any]]
 
 
 def build_profile_document(data: ProfileData, report: Mapping[str, Any], report_path: str,
-                           matches: Sequence[Match], checks: Sequence[Mapping[str, Any]], steps: int,
+                           matches: Sequence[Match], checks: Sequence[Check], steps: int,
                            facts: ProfilerFacts) -> dict[str, Any]:
     """The profile document: per operator measured vs predicted, unmatched kernels, checks, a summary."""
     devices = count_devices(data.kernels)

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
-from .display_records import ParetoBar, ParetoChart, Tick
+from .display_records import OperatorRow, ParetoBar, ParetoChart, Tick
 from .text import days, percent
 
 PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into one "others" bar
@@ -29,20 +28,20 @@ def _nice_step(maximum: float, ticks: int = 4) -> float:
     return 10 * magnitude  # pragma: no cover - the loop always returns
 
 
-def pareto_chart(ops: Sequence[Any], total_likely: float) -> ParetoChart | None:
+def pareto_chart(ops: Sequence[OperatorRow], total_likely: float) -> ParetoChart | None:
     """Inline-SVG geometry of the Pareto chart: effort bars (largest first) and the cumulative-share line. `ops` are
-    operator rows (anything read by key: 'op', 'short', 'likely', 'category', 'estimated').
+    the display's operator rows (their op, short, likely, category and estimated).
 
     Worked example: bars of 10, 6, 4 person-days (total 20) give cumulative shares 50%, 80%, 100%; with a plot
     200 px high starting at y=20, the line passes through y = 20 + 200 * (1 - 0.5) = 120, then 60, then 20.
     """
-    estimated = [op for op in ops if op["estimated"] and op["likely"] > 0]  # zero-cost operators have no bar
+    estimated = [op for op in ops if op.estimated and op.likely > 0]  # zero-cost operators have no bar
     if not estimated or total_likely <= 0:
         return None
-    bars = [(op["short"], op["op"], op["likely"], op["category"]) for op in estimated[:PARETO_BARS]]
+    bars = [(op.short, op.op, op.likely, op.category) for op in estimated[:PARETO_BARS]]
     rest = estimated[PARETO_BARS:]
     if rest:
-        bars.append((f"{len(rest)} others", f"{len(rest)} other operators", sum(op["likely"] for op in rest),
+        bars.append((f"{len(rest)} others", f"{len(rest)} other operators", sum(op.likely for op in rest),
                      "others"))
     width, height = 760.0, 330.0
     left, right, top, bottom = 56.0, 56.0, 16.0, 120.0

@@ -3,15 +3,14 @@
 Numbers are already written (through report/text.py: "4.5", "3.0–6.0", "38%"), bar widths and the Pareto chart's
 SVG geometry already computed, so templates and the terminal reporter only place values. Strings that came from
 the model (op keys, module paths, file names, class names) stay plain strings: the HTML environment autoescapes
-them, the Markdown one escapes them. Records read by attribute (`op.likely_text`, as templates do) or by key
-(`op["likely_text"]`).
+them, the Markdown one escapes them. Records are read by attribute (`op.likely_text`), in Python and templates alike.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..records import Assessment, Capture, ClassifiedOp, Effort
+from ..records import Assessment, Capture, ClassifiedOp, Effort, Estimate
 from ..vocabulary import CATEGORIES, NO_CAPTURE, Category
 from .charts import _num, pareto_chart
 from .display_records import (
@@ -42,6 +41,7 @@ from .plan_view import (
     action_items,
     activity_rows,
     decision_rows,
+    finding_title,
     group_repeats,
     origin_rows,
     shorten_paths,
@@ -123,7 +123,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
-    signatures = signature_rows(operator.signatures, categories)
+    signatures = signature_rows(operator.signatures, categories, _)
     base: dict[str, Any] = {
         "rank": row.rank,
         "op": operator.key,
@@ -277,67 +277,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     said = {r.message: reason_text(r, _) for c in assessment.classified for r in c.reasons}  # reasons, translated
     headline = headline_text(round(est.p10, 2), round(est.p50, 2), round(est.p90, 2), _) if est else ""
     unknown = tuple(op for op in ops if not op.known)
-
-    categories = []
-    for category in CATEGORIES:
-        members = [op for op in ops if op.category == category]
-        effort = est.by_category.get(category, Effort(0.0, 0.0, 0.0)) if est else None
-        part = share(effort.likely, total_likely) if effort else 0.0
-        categories.append(CategoryRow(
-            name=category, types=len(members), occurrences=sum(op.count for op in members),
-            likely_text=days(effort.likely) if effort else "", range_text=days_range(effort) if effort else "",
-            share_text=percent(part) if effort else "", bar_pct=_num(100 * part),
-            ops=tuple(op.op for op in members),
-        ))
-
-    pareto_statement = ""
-    pareto: ParetoSummary | None = None
-    if est is not None and est.pareto_ops:  # no operator, no effort: "0 of 0 types carry 0%" would say nothing
-        share_types = est.pareto_share_of_types
-        share_effort = summary["pareto"]["share_of_effort"]
-        names = tuple(est.pareto_ops)
-        # the sentence names the largest; a flat model can have 160 names here (the JSON has them all)
-        pareto = ParetoSummary(ops=names, count=len(names), share_types_text=percent(share_types),
-                               share_effort_text=percent(share_effort), shown=names[:TOP_OPERATORS],
-                               more=max(0, len(names) - TOP_OPERATORS))
-        pareto_statement = _("%(n)d of %(total)d operator types (%(types)s) carry %(effort)s of the operators' "
-                             "estimated effort") % {"n": len(names), "total": len(ops), "types": percent(share_types),
-                                                    "effort": percent(share_effort)}
-
-    source_only = capture.method == NO_CAPTURE
-    sites = document.get("source_findings") or []
-    scanned = (document.get("source") or {}).get("files") or []
-    # a source-only report counts its sites (it has no operators)
-    counts = {c: sum(1 for s in sites if s["category"] == c) for c in CATEGORIES} if source_only \
-        else summary["categories"]
-    worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
-    cards = (
-        Card(_("Estimated effort"), headline if est else _("not estimated"),
-             _("P50 with its P10-P90 band; sum of the most likely values %(likely)s, of the lows and highs %(range)s")
-             % {"likely": days(total.likely), "range": days_range(total)} if est and total else ""),
-        *((Card(_("Source sites"), str(len(sites)), _("%(n)d files scanned") % {"n": len(scanned)}),)
-          if source_only else (Card(_("Operator types"), str(len(ops)),
-                                    _("%d calls in the forward pass") % summary["occurrences"]),)),
-        Card(_("Custom development"), str(counts[Category.CUSTOM_DEV]),
-             _("%(pc)d param-converted, %(d)d direct") % {"pc": counts[Category.PARAM_CONVERTED],
-                                                          "d": counts[Category.DIRECT]}),
-        Card(_("Unknown to the knowledge base"), str(len(unknown)),
-             ", ".join(op.op for op in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
-             if unknown else _("every operator has a known fact")),
-        Card(_("Highest risk"), worst.stars_text if worst else (_("none") if est is not None else _("not estimated")),
-             worst.op if worst else (_("no operator to port") if est is not None else "")),
-        *slow_card(document, _),
-    )
-
-    # the errors and the device note as the JSON document holds them: scrubbed of the machine's absolute paths
-    written = document["model"].get("capture") or {}
-    errors = [a.get("error") for a in written.get("attempts") or ()]
-    errors = errors if len(errors) == len(capture.attempts) else [a.error for a in capture.attempts]
-    attempts = tuple(Attempt(method=a.method,
-                             status=N_("used") if a.method == capture.method and a.error is None
-                             else (N_("ok") if a.error is None else N_("failed")),
-                             error=shorten_paths(error or ""), seconds_text=f"{a.seconds:.2f} s")
-                     for a, error in zip(capture.attempts, errors, strict=True))
+    categories = _category_rows(ops, est, total_likely)
+    pareto, pareto_statement = _pareto(est, summary, len(ops), _)
     modules: list[ModuleRow] = []
     modules_small = modules_cut = 0
     if est is not None:
@@ -347,12 +288,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     return Display(
         title=_("Ascend NPU migration assessment: %s") % model.class_name,
         tool_version=assessment.tool_version,
-        model=ModelHeader(class_name=model.class_name, source=document["model"]["source"], entry=model.entry,
-                          parameters_text=number(model.parameters, language), dtype=model.dtype,
-                          inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
-                          device_note=written.get("device_note") or capture.device_note or "", attempts=attempts,
-                          step_text=capture_step_text(capture, _), training=capture.step == "train",
-                          stand_ins_text=_stand_ins_text(capture, _)),
+        model=_model_header(assessment, document, language, _),
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,
@@ -362,8 +298,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                       high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),
                       method=est.method, p10_text=days(est.p10), headline_text=headline)
         if est and total else None,
-        cards=cards,
-        categories=tuple(categories),
+        cards=_cards(assessment, document, ops, unknown, headline, _),
+        categories=categories,
         pie=tuple(PieSlice(c.name, c.types) for c in categories if c.types),
         pareto=pareto,
         pareto_statement=pareto_statement,
@@ -377,9 +313,9 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         modules_small=modules_small,
         modules_cut=modules_cut,
         module_rows=MODULE_ROWS,
-        findings=tuple(FindingRow(kind=f.kind, title=f.title, ops=tuple(f.ops),
+        findings=tuple(FindingRow(kind=f.kind, title=finding_title(f, _), ops=tuple(f.ops),
                                   source=shown_source(f.source) if f.source else "",
-                                  npu_api=f.npu_api or "", effect=f.effect, time_text=gain_text(doc["time"], _))
+                                  npu_api=f.npu_api or "", effect=_(f.effect), time_text=gain_text(doc["time"], _))
                        for f, doc in zip(assessment.findings, document["findings"], strict=True)),
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",
@@ -402,3 +338,90 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         serving=serving_section(document, _),
     )
 
+
+def _category_rows(ops: Sequence[OperatorRow], est: Estimate | None, total_likely: float
+                   ) -> tuple[CategoryRow, ...]:
+    """Types, calls and effort per category, every category (an empty one too), easiest first."""
+    categories = []
+    for category in CATEGORIES:
+        members = [op for op in ops if op.category == category]
+        effort = est.by_category.get(category, Effort(0.0, 0.0, 0.0)) if est else None
+        part = share(effort.likely, total_likely) if effort else 0.0
+        categories.append(CategoryRow(
+            name=category, types=len(members), occurrences=sum(op.count for op in members),
+            likely_text=days(effort.likely) if effort else "", range_text=days_range(effort) if effort else "",
+            share_text=percent(part) if effort else "", bar_pct=_num(100 * part),
+            ops=tuple(op.op for op in members),
+        ))
+    return tuple(categories)
+
+
+def _pareto(est: Estimate | None, summary: Mapping[str, Any], types: int, _: Callable[[str], str]
+            ) -> tuple[ParetoSummary | None, str]:
+    """The 20/80 operators and their sentence; none without an estimate or with no operator carrying effort."""
+    if est is None or not est.pareto_ops:  # no operator, no effort: "0 of 0 types carry 0%" would say nothing
+        return None, ""
+    share_types = est.pareto_share_of_types
+    share_effort = summary["pareto"]["share_of_effort"]
+    names = tuple(est.pareto_ops)
+    # the sentence names the largest; a flat model can have 160 names here (the JSON has them all)
+    pareto = ParetoSummary(ops=names, count=len(names), share_types_text=percent(share_types),
+                           share_effort_text=percent(share_effort), shown=names[:TOP_OPERATORS],
+                           more=max(0, len(names) - TOP_OPERATORS))
+    return pareto, _("%(n)d of %(total)d operator types (%(types)s) carry %(effort)s of the operators' estimated "
+                     "effort") % {"n": len(names), "total": types, "types": percent(share_types),
+                                  "effort": percent(share_effort)}
+
+
+def _cards(assessment: Assessment, document: Mapping[str, Any], ops: Sequence[OperatorRow],
+           unknown: Sequence[OperatorRow], headline: str, _: Callable[[str], str]) -> tuple[Card, ...]:
+    """The summary cards: effort, operator types (source sites for a source scan), custom development, unknown
+    operators, the highest risk, and the slowest operator with a time model."""
+    est = assessment.estimate
+    total = est.total if est else None
+    summary = document["summary"]
+    source_only = assessment.capture.method == NO_CAPTURE
+    sites = document.get("source_findings") or []
+    scanned = (document.get("source") or {}).get("files") or []
+    # a source-only report counts its sites (it has no operators)
+    counts = {c: sum(1 for s in sites if s["category"] == c) for c in CATEGORIES} if source_only \
+        else summary["categories"]
+    worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
+    return (
+        Card(_("Estimated effort"), headline if est else _("not estimated"),
+             _("P50 with its P10-P90 band; sum of the most likely values %(likely)s, of the lows and highs %(range)s")
+             % {"likely": days(total.likely), "range": days_range(total)} if est and total else ""),
+        *((Card(_("Source sites"), str(len(sites)), _("%(n)d files scanned") % {"n": len(scanned)}),)
+          if source_only else (Card(_("Operator types"), str(len(ops)),
+                                    _("%d calls in the forward pass") % summary["occurrences"]),)),
+        Card(_("Custom development"), str(counts[Category.CUSTOM_DEV]),
+             _("%(pc)d param-converted, %(d)d direct") % {"pc": counts[Category.PARAM_CONVERTED],
+                                                          "d": counts[Category.DIRECT]}),
+        Card(_("Unknown to the knowledge base"), str(len(unknown)),
+             ", ".join(op.op for op in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+             if unknown else _("every operator has a known fact")),
+        Card(_("Highest risk"), worst.stars_text if worst else (_("none") if est is not None else _("not estimated")),
+             worst.op if worst else (_("no operator to port") if est is not None else "")),
+        *slow_card(document, _),
+    )
+
+
+def _model_header(assessment: Assessment, document: Mapping[str, Any], language: str, _: Callable[[str], str]
+                  ) -> ModelHeader:
+    """The model and its capture: the methods tried (errors and device note as the JSON holds them: scrubbed of the
+    machine's absolute paths), the step captured, the stand-ins used."""
+    model, capture = assessment.model, assessment.capture
+    written = document["model"].get("capture") or {}
+    errors = [a.get("error") for a in written.get("attempts") or ()]
+    errors = errors if len(errors) == len(capture.attempts) else [a.error for a in capture.attempts]
+    attempts = tuple(Attempt(method=a.method,
+                             status=N_("used") if a.method == capture.method and a.error is None
+                             else (N_("ok") if a.error is None else N_("failed")),
+                             error=shorten_paths(error or ""), seconds_text=f"{a.seconds:.2f} s")
+                     for a, error in zip(capture.attempts, errors, strict=True))
+    return ModelHeader(class_name=model.class_name, source=document["model"]["source"], entry=model.entry,
+                       parameters_text=number(model.parameters, language), dtype=model.dtype,
+                       inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
+                       device_note=written.get("device_note") or capture.device_note or "", attempts=attempts,
+                       step_text=capture_step_text(capture, _), training=capture.step == "train",
+                       stand_ins_text=_stand_ins_text(capture, _))

@@ -1,5 +1,5 @@
 """The display's records: frozen dataclasses the templates and the terminal reporter read (report/display.py builds
-them). Records read by attribute (`op.likely_text`, as templates do) or by key (`op["likely_text"]`)."""
+them). Records are read by attribute (`op.likely_text`), in Python and templates alike."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -7,12 +7,7 @@ from typing import Any
 
 
 class Record:
-    """Read access by key as well as by attribute: `cell["heat"] == cell.heat`."""
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
-            raise KeyError(key)
-        return getattr(self, key)
+    """A display record: read by attribute (`cell.heat`), in Python and in the templates alike."""
 
     def context(self) -> dict[str, Any]:
         """The record's fields as a template's top-level names (shallow: nested records stay records)."""
@@ -268,9 +263,6 @@ class ModuleRow(Record):
     range_text: str
     share_text: str
     bar_pct: str
-
-    def __getitem__(self, key: str) -> Any:
-        return self.class_ if key == "class" else super().__getitem__(key)
 
     def __getattr__(self, name: str) -> Any:  # templates write row.class
         if name == "class":

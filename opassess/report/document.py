@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..graphmode.document import graph_mode_doc, verdicts_doc
-from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature
+from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature, SourceEstimate
 from ..score.cost import COST_BASES
+from ..source.records import SourceFinding, SourceScan
 from ..vocabulary import CATEGORIES
 from .i18n import N_
 from .paths import portable, roots_of, scrub
@@ -161,9 +162,9 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
     # no absolute path of this machine: library files from their site-packages, project files from the scanned root
     roots = roots_of(assessment.model.source, assessment.source_scan.root if assessment.source_scan else None)
     model, capture, est = assessment.model, assessment.capture, assessment.estimate
-    classified = [r for r in rows if r.classified is not None]
-    category_counts = {c: sum(1 for r in classified if r.classified.category == c) for c in CATEGORIES}
-    unknown = [r for r in classified if not r.classified.known]
+    classified = [r.classified for r in rows if r.classified is not None]
+    category_counts = {c: sum(1 for op in classified if op.category == c) for c in CATEGORIES}
+    unknown = [op for op in classified if not op.known]
     summary: dict[str, Any] = {
         "operator_types": len(rows),
         "occurrences": sum(r.operator.count for r in rows),
@@ -258,11 +259,12 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
 def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
     """One entry per source finding (file relative to the scanned root): where, what, route, evidence, effort, risk."""
     est = assessment.estimate
-    items = est.source if est is not None else ()
-    if not items and assessment.source_scan is not None:  # scanned but not estimated: the facts without effort
+    estimated = est.source if est is not None else ()
+    items: list[tuple[SourceFinding, SourceEstimate | None]]
+    if not estimated and assessment.source_scan is not None:  # scanned but not estimated: the facts without effort
         items = [(f, None) for f in assessment.source_scan.findings]
     else:
-        items = [(item.finding, item) for item in items]
+        items = [(item.finding, item) for item in estimated]
     out = []
     for finding, item in items:
         doc: dict[str, Any] = {
@@ -287,7 +289,7 @@ def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
     return out
 
 
-def _source_scan_doc(scan: Any) -> dict[str, Any] | None:
+def _source_scan_doc(scan: SourceScan | None) -> dict[str, Any] | None:
     if scan is None:
         return None
     return {"root": portable(scan.root), "files": list(scan.files), "lines": scan.lines,

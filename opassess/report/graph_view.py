@@ -56,7 +56,8 @@ def graph_section(document: Mapping[str, Any], gettext: Callable[[str], str],
     graph = document.get("graph_mode")
     if not graph:
         return None
-    lines, rows = [], {}
+    lines: list[BackendLine] = []
+    rows: dict[tuple[str, str, str, str], tuple[Mapping[str, Any], list[str]]] = {}  # break -> (it, back-ends)
     for name, backend in graph["backends"].items():
         share = backend["capturable_flops_share"]
         flops = gettext("%s of the FLOPs in capturable regions") % percent(share) if share is not None else ""
@@ -71,7 +72,7 @@ def graph_section(document: Mapping[str, Any], gettext: Callable[[str], str],
         lines.append(BackendLine(name, TITLES.get(name, name), backend["ready"], text, name == graph["backend"]))
         for b in backend["breaks"]:
             key = (b["op"], b["kind"], b.get("source") or "", b["reason"])
-            rows.setdefault(key, [b, []])[1].append(name)
+            rows.setdefault(key, (b, []))[1].append(name)
     breaks = tuple(BreakRow(", ".join(names), b["op"], b["kind"], shorten(b.get("source") or ""), b["reason"],
                             b["method"], b.get("fix") or "") for b, names in rows.values())
     notes = tuple(dict.fromkeys(f"{name}: {n}" for name, backend in graph["backends"].items()

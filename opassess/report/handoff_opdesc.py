@@ -80,11 +80,12 @@ def describe(op: Mapping[str, Any]) -> dict[str, Any]:
     """The msOpGen prototype of one operator (one element of the JSON list), with `opassess_inferred`."""
     signatures = list(op.get("signatures") or ())
     positions = _tensor_positions(signatures)
-    columns = []  # distinct dtype combinations, in first-seen order
+    columns: list[tuple[str, ...]] = []  # distinct dtype combinations with every dtype known, in first-seen order
     for sig in signatures:
         combo = tuple(sig["input_dtypes"][i] if i < len(sig["input_dtypes"]) else None for i in positions)
-        if all(combo) and combo not in columns:
-            columns.append(combo)
+        known = tuple(d for d in combo if d)
+        if len(known) == len(combo) and known not in columns:
+            columns.append(known)
     inferred = [{"field": "op", "why": f"UpperCamelCase of the operator key {op['op']!r}"},
                 {"field": "input_desc[].name, output_desc[].name",
                  "why": "the capture records no argument names: x0, x1, ... and y"},

@@ -34,7 +34,9 @@ def portable(source: str, roots: Sequence[str | os.PathLike] = ()) -> str:
     match = _PACKAGES.search(text)
     if match:
         return match.group(1)
-    path, line = _LINE.match(text).groups()
+    parts = _LINE.match(text)
+    assert parts is not None  # _LINE matches any text
+    path, line = parts.groups()
     if not path.startswith("/") and not re.match(r"^[A-Za-z]:/", path):
         return text  # already relative
     line = line or ""

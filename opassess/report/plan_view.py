@@ -32,7 +32,7 @@ _NUMBERED = re.compile(r"^\d+$")
 
 def is_library_source(source: str | None) -> bool:
     """True for a 'file:line' inside an installed package (site-packages / dist-packages)."""
-    return bool(source) and SITE_PACKAGES.search(source) is not None
+    return source is not None and SITE_PACKAGES.search(source) is not None
 
 
 def shown_source(source: str) -> str:
@@ -201,12 +201,18 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Tr
         if finding.kind == "compute" or (finding.kind == "mixed-precision" and set(finding.ops) <= precision):
             continue  # a share of compute is no work; the precision decision's item covers its operators
         # the effect's first clause says what to do; the rest says how it moves the score (in the findings table)
-        advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", finding.effect, maxsplit=1)[0]
+        advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", _(finding.effect), maxsplit=1)[0]
         action = _("adopt %(api)s") % {"api": finding.npu_api} if finding.npu_api else advice
         gain = (time or {}).get("gain_us", 0.0)
-        items.append((ActionItem(kind=finding.kind, subject=finding.title, action=action, days_text="",
+        items.append((ActionItem(kind=finding.kind, subject=finding_title(finding, _), action=action, days_text="",
                                  time_text=_time_text(gain, None, _) if gain >= MIN_GAIN_US else ""), gain, None))
     return _by_time_recovered(items)
+
+
+def finding_title(finding: Finding, _: Translate = str) -> str:
+    """A finding's title in the reader's language (its message through the catalog; a finding built without one
+    reads as written)."""
+    return finding.message.text(_) if finding.message else finding.title
 
 
 def _decides(code: str) -> bool:

@@ -4,9 +4,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ReportError
+
+if TYPE_CHECKING:
+    from .view import View
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,7 @@ class RenderContext:
 
 
 class RenderFunction(Protocol):
-    def __call__(self, view: dict[str, Any], context: RenderContext) -> str: ...
+    def __call__(self, view: View, context: RenderContext) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -73,10 +73,12 @@ def _install_messages(env: jinja2.Environment, flavour: str, language: str) -> N
     """Jinja's i18n extension with the catalog of `language` (newstyle: `_("... %(n)s", n=x)` escapes x)."""
     messages = translations(language)
     if flavour == "markdown":
-        env.install_gettext_callables(lambda s: MarkdownText(messages.gettext(s)),
-                                      lambda s, p, n: MarkdownText(messages.ngettext(s, p, n)), newstyle=True)
+        # jinja2.ext.i18n adds install_gettext_* to the Environment at run time; jinja2's types do not declare them
+        env.install_gettext_callables(  # type: ignore[attr-defined]
+            lambda s: MarkdownText(messages.gettext(s)), lambda s, p, n: MarkdownText(messages.ngettext(s, p, n)),
+            newstyle=True)
     else:
-        env.install_gettext_translations(messages, newstyle=True)
+        env.install_gettext_translations(messages, newstyle=True)  # type: ignore[attr-defined]  # as above
     env.globals["lang"] = language
 
 

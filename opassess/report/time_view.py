@@ -112,7 +112,7 @@ def time_section(document: Mapping[str, Any], _: Callable[[str], str] = str) -> 
         bar_pct=_num(100 * t["us"] / largest), risk_pct=_num(100 * t["at_risk_us"] / largest),
         risk_of_bar_pct=_num(100 * t["at_risk_us"] / t["us"]))
         for op, t in timed[:ROWS])
-    compare = ()
+    compare: tuple[CompareRow, ...] = ()
     if perf.get("compare"):
         compare = tuple(CompareRow(product=c["product"], label=c.get("label") or "", step_text=us_text(c["step_us"]),
                                    at_risk_text=us_text(c["at_risk_us"]), by_unit_text=_by_unit(c["by_unit"]),

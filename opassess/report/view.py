@@ -2,7 +2,7 @@
 
 `build_view` joins the assessment's stages into rows, builds the document (report/document.py, the JSON contract)
 and the display (report/display.py, typed records formatted for people) from them, and hands both to every
-requested format; `view["document"]` and `view["display"]` read them too.
+requested format; `view.document` and `view.display` read them.
 """
 from __future__ import annotations
 
@@ -26,13 +26,6 @@ class View:
     document: dict[str, Any]
     display: Display
     language: str = "en"  # the display's language, which the human formats (terminal, md, html) render in
-
-    def __getitem__(self, key: str) -> Any:
-        if key == "document":
-            return self.document
-        if key == "display":
-            return self.display
-        raise KeyError(key)
 
 
 def build_view(assessment: Assessment, language: str = "en") -> View:

@@ -53,6 +53,7 @@ def judge_node(domain: str, op_type: str, count: int, opset: int, facts: RouteFa
     if elsewhere:
         nearest = min(elsewhere, key=lambda o: (abs(o - opset), -o))
         other = facts.onnx_op(op_type, nearest)
+        assert other is not None  # `nearest` is one of the opsets that list op_type
         return OnnxNode(op_type, count, "", "opset-dependent",
                         f"{other.cite}; listed at opsets {_ranges(elsewhere)}, not {opset}")
     return OnnxNode(op_type, count, "", "no CANN mapping", f"{ONNX_TABLE}: {op_type} not listed at any opset")

@@ -112,6 +112,7 @@ def _fit(category: str, rows: list[Actual], before: tuple[float, float], weights
     else:
         after, method = _fit_range(rows, weights)
         worse, current = _mae(rows, after), _mae(rows, before)
+        assert worse is not None and current is not None  # rows holds at least min_rows >= 2 actuals here
         if worse > current + 1e-9:
             method = (f"kept: the fitted range {after[0]:g}-{after[1]:g} ({method}) would raise the mean absolute "
                       f"error ({worse:.2f} > {current:.2f})")

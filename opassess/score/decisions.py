@@ -1,9 +1,12 @@
 """Decisions and priced changes: operators that share one cause and one fix are one model-level item, priced once.
 
 A *decision* gathers the operators whose limits all come from one model-wide fact: the model's dtype has no kernel
-on the target (910A has no bfloat16: one precision plan), or the torch_npu API page has no support mark for the
-target (one kernel check on the chip). A *priced change* is a parameter limit costed by the edit it needs: a no-op
-argument (interpolate scale_factor=1.0) or a local rewrite (topk sorted=False -> sorted=True), from [changes].
+on the target (910A has no bfloat16: one precision plan), or the kernel docs and the torch_npu API page disagree about
+the target (one kernel check on the chip). A page with no mark for the target is not such a fact: the torch 2.7-2.13
+pages mark no API for Atlas training series (910A: 1 of 3249 rows) and have no column for the inference products, so
+their silence says nothing of one operator; the kernel facts judge it there as everywhere (api-undocumented informs).
+A *priced change* is a parameter limit costed by the edit it needs: a no-op argument (interpolate scale_factor=1.0)
+or a local rewrite (topk sorted=False -> sorted=True), from [changes].
 An operator is covered only when every limit it trips is such a cause; it keeps its category and reasons and costs
 the checks of its decisions plus its priced changes; each decision's own effort is added once.
 Every figure comes from weights.toml ([decisions], [changes]); they are assumptions until calibrated.
@@ -26,7 +29,6 @@ NO_EFFORT = Effort(0.0, 0.0, 0.0)
 PRECISION, KERNEL_CHECK = "precision", "kernel-check"
 _DTYPE = re.compile(r"^input dtype (?P<dtype>\S+) is not supported by (?P<who>.+?) on (?P<product>.+?) "
                     r"\(allowed: (?P<allowed>[^)]*)\)")
-_UNDOCUMENTED = re.compile(r"has no support mark for (?P<product>.+?); judged by its ATen kernels")
 _PARAM = re.compile(r"^(?P<param>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+?): ")
 
 
@@ -88,7 +90,7 @@ def _cause(reason: Reason, model_dtype: str) -> str | None:
     if reason.code == "dtype":
         match = _DTYPE.match(reason.message)
         return PRECISION if match and match["dtype"] == model_dtype else None
-    if reason.code in ("api-undocumented", "kernel-product"):  # the product's support rests on one run on the chip
+    if reason.code == "kernel-product":  # the sources disagree about the product: one run on the chip settles it
         return KERNEL_CHECK
     return None
 
@@ -110,8 +112,9 @@ def _points(values: Iterable[float]) -> str:
 def cover(op: ClassifiedOp, model_dtype: str, weights: Weights) -> Cover | None:
     """The operator's cover when every limit it trips is a decision's cause or a priced change (not an algorithm
     change); None when it has work of its own (custom-dev, unknown, the project's own kernel, another limit).
-    Example (shipped weights): Tensor.mul in bf16 on 910A (dtype + api-undocumented) = precision check
-    0.02-0.05-0.15 + kernel check 0-0.02-0.05 = 0.02-0.07-0.2."""
+    Example (shipped weights): torch.topk(sorted=False) on Ascend 950, whose aclnnTopk doc lists 950 while the API
+    page marks it ✘ (kernel-product + param-limit) = kernel check 0-0.02-0.05 + local rewrite 0.25-0.5-1 =
+    0.25-0.52-1.05."""
     rules = weights.decisions
     if rules is None or not rules.group or op.category == Category.CUSTOM_DEV or not op.known \
             or op.operator.kind in PROJECT_KINDS:
@@ -166,13 +169,13 @@ def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[F
         if name == PRECISION:
             title, cause, plan = _precision(keys, by_key, scores, inventory, findings, rules)
         else:
-            product = next((m["product"] for k in keys for r in by_key[k].reasons if r.code == "api-undocumented"
-                            for m in [_UNDOCUMENTED.search(r.message)] if m), "the target")
-            title = f"{rule.title}: one run on {product} confirms the kernels of {len(keys)} operator type(s)"
-            cause = (f"the torch_npu API page has no support mark for {product} (or the kernel docs overrule it); "
-                     f"the operators are judged by their ATen kernels")
-            plan = (f"run the model once on {product} and compare every listed operator's output with the "
-                    f"reference run",)
+            title = f"{rule.title}: one run on the chip confirms the kernels of {len(keys)} operator type(s)"
+            cause = ("the kernel docs (CANN aclnn) and the torch_npu API page disagree about the target for these "
+                     "operators, or their kernel falls back to the aclop path there: the kernel facts decide, not "
+                     "verified on the chip (an API page with no mark for the target is no such cause: the kernel "
+                     "facts judge those operators as on any product)")
+            plan = ("run the model once on the target and compare every listed operator's output with the "
+                    "reference run",)
         out.append(Decision(name=name, title=title, cause=cause, operators=tuple(sorted(keys)),
                             person_days=once + checks, once=once, basis=basis, plan=plan))
     return tuple(out)

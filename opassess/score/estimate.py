@@ -28,7 +28,7 @@ from .cost import (
     operator_effort,
     origin_shares,
 )
-from .decisions import cover, decide
+from .decisions import Cover, cover, decide
 from .signals import ModelContext, OpSignals, measure_all
 from .weights import RISK_LEVELS, Weights, level
 
@@ -52,19 +52,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     """
     if signals is None:
         signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
-    dispatch_seen = any(node.aten for node in inventory.capture.nodes)
-    bases = {s.classified.operator.key: cost_basis(s.classified, weights.effort, dispatch_seen) for s in scores}
-    covers = {s.classified.operator.key: c for s in scores
-              if bases[s.classified.operator.key] == PER_OPERATOR
-              for c in [cover(s.classified, inventory.model.dtype, weights)] if c is not None}
-    for key, item in covers.items():  # a view only its kernel check covers stays zero-cost
-        lone = item.decisions == ("kernel-check",) and not item.changes
-        zero = lone and weights.effort.zero_cost and dispatch_seen and all(
-            a in weights.effort.zero_cost_aten for a in by_key(scores)[key].operator.aten)
-        bases[key] = ZERO_COST if zero else DECISION if item.decisions else PRICED_CHANGE
-    covers = {key: item for key, item in covers.items() if bases[key] != ZERO_COST}
-    bases.update({key: SOURCE_FINDING for item in source for key in item.operators if key in bases})
-    covers = {key: item for key, item in covers.items() if bases[key] in (DECISION, PRICED_CHANGE)}
+    bases, covers = _bases(scores, inventory, weights, source)
     decisions = decide(scores, inventory, findings, weights, covers)
     decided = {key: item.decisions for key, item in covers.items()}
     lines = activities(activity_units(scores, bases, signals, findings, weights, decided), weights) \
@@ -87,56 +75,91 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
         key=lambda item: (-item[1].likely, item[0].classified.operator.key),
     )
     own = [e for s, e, _ in ranked if bases[s.classified.operator.key] in (PER_OPERATOR, DECISION, PRICED_CHANGE)]
-    model_level = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
-    model_level += [d.once for d in decisions]
+    # the model-level lines drawn on their own (the validation line is drawn as the block when operators share it)
+    # and each decision's one-off effort
+    activity_efforts = [line.person_days for line in lines if not (line.name == VALIDATION and in_block)]
+    activity_efforts += [d.once for d in decisions]
     block = [validation] if in_block else []
     sites = [item.person_days for item in source if item.covered_by is None and item.reached]
     present = sum((item.person_days for item in source if item.covered_by is None and not item.reached), NO_EFFORT)
-    total = sum([*own, *model_level, *block, *sites], NO_EFFORT)
+    total = sum([*own, *activity_efforts, *block, *sites], NO_EFFORT)
     pareto = _pareto(ranked, sum((e for _, e, _ in ranked), NO_EFFORT), weights.estimate.pareto_share)
     ops = tuple(OpEstimate(score=s, person_days=e, risk=r, pareto=s.classified.operator.key in pareto,
                            cost=bases[s.classified.operator.key], origin=main_origin(s.classified.operator),
                            basis=covers[k].basis if k in covers else "",
                            decisions=covers[k].decisions if k in covers else ())
                 for s, e, r in ranked for k in [s.classified.operator.key])
-    p10, p50, p90 = simulate([*own, *model_level, *block], weights, [e for e in sites if e.high > 0])
-    rules = weights.estimate
-    grid = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
-    for op in ops:
-        if op.cost != SOURCE_FINDING:  # a library call a source site carries sits on the grid as that site
-            grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
-    for item in source:
-        if not item.finding.effort_free and item.covered_by is None and not item.finding.built_by and item.reached:
-            grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)
+    p10, p50, p90 = simulate([*own, *activity_efforts, *block], weights, [e for e in sites if e.high > 0])
     return Estimate(
         ops=ops,
         total=total,
         p50=p50,
         p90=p90,
         p10=p10,
-        method=(f"PERT-beta Monte Carlo: {rules.samples} samples, seed {rules.seed}, lambda {rules.pert_lambda:g}; "
-                f"each per-operator range and each model-level activity drawn independently (correlated overruns "
-                f"would widen P90), the validation block drawn once; every sample lies between the sums of the "
-                f"lows and highs, so low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely "
-                f"is the sum of the most likely values and sits below P50 when ranges are skewed to the right; "
-                f"by_module splits each operator's effort evenly across its occurrences' module paths; "
-                + (f"{len(decisions)} decision(s) drawn once each, their operators' checks drawn like operators; "
-                   if decisions else "")
-                + (f"{len(sites)} source site(s) drawn like operators (30 or more with one range: their sum as "
-                   f"one normal); " if sites else "")
-                + f"profile {weights.profile!r}: figures are assumptions until calibrated"),
+        method=_method_text(weights, len(decisions), len(sites)),
         pareto_ops=tuple(pareto),
         pareto_share_of_types=len(pareto) / len(ops) if ops else 0.0,
         by_category=MappingProxyType(_by_category(ops, [item for item in source if item.reached])),
         by_module=MappingProxyType(_by_module(ops)),
-        risk_matrix=tuple(tuple(tuple(cell) for cell in row) for row in grid),
+        risk_matrix=_risk_matrix(ops, source),
         activities=lines,
-        by_origin=MappingProxyType(_by_origin(ops, model_level, sites)),
+        by_origin=MappingProxyType(_by_origin(ops, activity_efforts, sites)),
         profile=weights.profile,
         source=tuple(source),
         decisions=decisions,
         present=present,
     )
+
+
+def _bases(scores: Sequence[OpScore], inventory: Inventory, weights: Weights, source: Sequence[SourceEstimate]
+           ) -> tuple[dict[str, str], dict[str, Cover]]:
+    """Each operator's cost basis, and the decision covers of those costed by a decision or a priced change.
+
+    A per-operator operator a decision covers is costed by the decision (or its priced change); a view only its
+    kernel check covers stays zero-cost; an operator a source site links costs nothing here (source-finding)."""
+    dispatch_seen = any(node.aten for node in inventory.capture.nodes)
+    bases = {s.classified.operator.key: cost_basis(s.classified, weights.effort, dispatch_seen) for s in scores}
+    covers = {s.classified.operator.key: c for s in scores
+              if bases[s.classified.operator.key] == PER_OPERATOR
+              for c in [cover(s.classified, inventory.model.dtype, weights)] if c is not None}
+    for key, item in covers.items():  # a view only its kernel check covers stays zero-cost
+        lone = item.decisions == ("kernel-check",) and not item.changes
+        zero = lone and weights.effort.zero_cost and dispatch_seen and all(
+            a in weights.effort.zero_cost_aten for a in by_key(scores)[key].operator.aten)
+        bases[key] = ZERO_COST if zero else DECISION if item.decisions else PRICED_CHANGE
+    covers = {key: item for key, item in covers.items() if bases[key] != ZERO_COST}
+    bases.update({key: SOURCE_FINDING for item in source for key in item.operators if key in bases})
+    covers = {key: item for key, item in covers.items() if bases[key] in (DECISION, PRICED_CHANGE)}
+    return bases, covers
+
+
+def _risk_matrix(ops: Sequence[OpEstimate], source: Sequence[SourceEstimate]
+                 ) -> tuple[tuple[tuple[str, ...], ...], ...]:
+    """The 5x5 grid of operator keys (and source sites) by likelihood (row) and impact (column), 1-based cells."""
+    grid: list[list[list[str]]] = [[[] for _ in range(RISK_LEVELS)] for _ in range(RISK_LEVELS)]
+    for op in ops:
+        if op.cost != SOURCE_FINDING:  # a library call a source site carries sits on the grid as that site
+            grid[op.risk.likelihood - 1][op.risk.impact - 1].append(op.score.classified.operator.key)
+    for item in source:
+        if not item.finding.effort_free and item.covered_by is None and not item.finding.built_by and item.reached:
+            grid[item.risk.likelihood - 1][item.risk.impact - 1].append(item.key)
+    return tuple(tuple(tuple(cell) for cell in row) for row in grid)
+
+
+def _method_text(weights: Weights, decisions: int, sites: int) -> str:
+    """How the P10/P50/P90 were drawn, for the report's method note."""
+    rules = weights.estimate
+    return (f"PERT-beta Monte Carlo: {rules.samples} samples, seed {rules.seed}, lambda {rules.pert_lambda:g}; "
+            f"each per-operator range and each model-level activity drawn independently (correlated overruns "
+            f"would widen P90), the validation block drawn once; every sample lies between the sums of the "
+            f"lows and highs, so low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely "
+            f"is the sum of the most likely values and sits below P50 when ranges are skewed to the right; "
+            f"by_module splits each operator's effort evenly across its occurrences' module paths; "
+            + (f"{decisions} decision(s) drawn once each, their operators' checks drawn like operators; "
+               if decisions else "")
+            + (f"{sites} source site(s) drawn like operators (30 or more with one range: their sum as "
+               f"one normal); " if sites else "")
+            + f"profile {weights.profile!r}: figures are assumptions until calibrated")
 
 
 def by_key(scores: Sequence[OpScore]) -> dict[str, ClassifiedOp]:

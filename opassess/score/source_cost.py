@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
 from ..records import Effort, Operator, Risk, SourceEstimate
-from .weights import Weights
+from ..source.records import SourceFinding
+from .weights import SourceRules, Weights
 
 LIBRARY_KIND = "library"  # Operator.kind of a kernel-library call or a Triton launch the capture stood in for
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
@@ -26,7 +27,13 @@ def _points(values: tuple[float, float, float]) -> str:
     return "-".join(f"{v:g}" for v in values)
 
 
-def site_effort(finding, weights: Weights) -> tuple[Effort, str]:
+def _source_rules(weights: Weights) -> SourceRules:
+    if weights.source_rules is None:
+        raise ConfigError(f"{weights.source}: no [source] table: source findings cannot be costed")
+    return weights.source_rules
+
+
+def site_effort(finding: SourceFinding, weights: Weights) -> tuple[Effort, str]:
     """Person-days for one finding and how they were reached.
 
     A precision note or a no-op: 0. Otherwise the category's triple; a sized kernel (kind in kernel_kinds) adds
@@ -37,9 +44,7 @@ def site_effort(finding, weights: Weights) -> tuple[Effort, str]:
         return NO_EFFORT, "a note, not work: 0"
     if finding.built_by:
         return NO_EFFORT, f"in the sources of the extension built at {finding.built_by}: priced there, once"
-    rules = weights.source_rules
-    if rules is None:
-        raise ConfigError(f"{weights.source}: no [source] table: source findings cannot be costed")
+    rules = _source_rules(weights)
     category = str(finding.category)
     effort = _triple(rules.effort[category])
     basis = f"{category} site {_points(rules.effort[category])}"
@@ -52,11 +57,11 @@ def site_effort(finding, weights: Weights) -> tuple[Effort, str]:
     return effort, basis
 
 
-def site_risk(finding, weights: Weights) -> Risk:
+def site_risk(finding: SourceFinding, weights: Weights) -> Risk:
     """The finding's cell and stars: likelihood = the category's base (+ low_confidence when the route is matched by
     name only); impact = [source] impact, kernel_impact for a kernel; stars as for operators (the category's stars,
     +1 at raise_at, -1 at lower_at)."""
-    rules, risk = weights.source_rules, weights.risk
+    rules, risk = _source_rules(weights), weights.risk
     category = str(finding.category)
     likelihood = risk.likelihood.base[category]
     signals = [f"{category}: base likelihood {likelihood}"]
@@ -87,7 +92,7 @@ def _same_file(source: str, file: str, root: Path | None) -> bool:
     return _same_site(f"{source.rpartition(':')[0]}:1", file, 1, root)
 
 
-def linked_operators(findings: Sequence, operators: Iterable[Operator], root: str | None = None
+def linked_operators(findings: Sequence[SourceFinding], operators: Iterable[Operator], root: str | None = None
                      ) -> tuple[tuple[str, ...], ...]:
     """Per finding, the keys of the capture operators of kind "library" that are the same thing seen by the capture:
     one whose sources (or project sources) name the finding's file and line (a flash_attn_func call), or, for an
@@ -111,7 +116,7 @@ def linked_operators(findings: Sequence, operators: Iterable[Operator], root: st
     return tuple(out)
 
 
-def site_keys(findings: Sequence) -> tuple[str, ...]:
+def site_keys(findings: Sequence[SourceFinding]) -> tuple[str, ...]:
     """Line-free names: 'train.py: flash_attn.flash_attn_func (library-call)', '... #2' for the second such site
     in the same file (in line order), so an edit above a site does not rename it in a baseline diff."""
     seen: Counter[str] = Counter()
@@ -123,7 +128,7 @@ def site_keys(findings: Sequence) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def covering_operator(finding, operators: Iterable[Operator], root: str | None = None) -> str | None:
+def covering_operator(finding: SourceFinding, operators: Iterable[Operator], root: str | None = None) -> str | None:
     """The captured operator, other than a library stand-in, that is this call: its key is the finding's subject and
     one of its sources is the finding's file:line (F.scaled_dot_product_attention in the model file, traced as an
     operator the knowledge base classifies). None when the capture did not see it that way."""
@@ -133,7 +138,7 @@ def covering_operator(finding, operators: Iterable[Operator], root: str | None =
                 None)
 
 
-def estimate_sources(findings: Sequence, operators: Iterable[Operator], weights: Weights,
+def estimate_sources(findings: Sequence[SourceFinding], operators: Iterable[Operator], weights: Weights,
                      root: str | None = None) -> tuple[SourceEstimate, ...]:
     """Every finding costed, placed on the grid, named and linked to the capture operators that are the same call:
     library stand-ins at its line are counted with the site (`operators`); an ordinary operator that is the call
@@ -147,7 +152,7 @@ def estimate_sources(findings: Sequence, operators: Iterable[Operator], weights:
         effort, basis = (NO_EFFORT, f"captured as operator {covered}: costed there, once") if covered \
             else site_effort(finding, weights)
         if nth > 1 and not covered and effort != NO_EFFORT:
-            fraction = weights.source_rules.repeat
+            fraction = _source_rules(weights).repeat
             effort = _triple((effort.low, effort.likely, effort.high), fraction)
             basis += f" x {fraction:g} (the same edit again, site {nth} of its kind: [source] repeat)"
         out.append(SourceEstimate(finding=finding, person_days=effort, risk=site_risk(finding, weights), basis=basis,
@@ -155,7 +160,7 @@ def estimate_sources(findings: Sequence, operators: Iterable[Operator], weights:
     return tuple(out)
 
 
-def _repeats(findings: Sequence, weights: Weights) -> tuple[int, ...]:
+def _repeats(findings: Sequence[SourceFinding], weights: Weights) -> tuple[int, ...]:
     """Per finding, which occurrence of the same edit it is (1 = first): same subject, kind and category, in scan
     order; sized kernels are each their own work (always 1)."""
     kernel_kinds = weights.source_rules.kernel_kinds if weights.source_rules else ()

@@ -70,7 +70,8 @@ def _with_extension_sizes(sites: list[Site], native_sites: list[Site], texts: di
                           ) -> tuple[list[Site], dict[str, str]]:
     """Each extension site sized as what it builds (package.extension_size over the sources it lists and the headers
     they include), and file -> "file:line" of the extension building it (its kernels are priced there, once)."""
-    out, built = [], {}
+    out: list[Site] = []
+    built: dict[str, str] = {}
     for site in sites:
         if site.kind == "extension":
             files = extension_sources(site, texts)
@@ -101,14 +102,12 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
             named[api] = routes.hccl(api) is not None
         return named[api]
 
-    if isinstance(paths, str | os.PathLike):
-        paths = [paths]
-    paths = [Path(p) for p in paths]
+    given = [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
     facts = facts or load_source_facts()
-    files = collect_files(paths)
+    files = collect_files(given)
     if root is None:
-        root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path(os.path.commonpath(
-            [p.resolve().parent if p.is_file() else p.resolve() for p in paths])) if paths else Path.cwd()
+        root = given[0] if len(given) == 1 and given[0].is_dir() else Path(os.path.commonpath(
+            [p.resolve().parent if p.is_file() else p.resolve() for p in given])) if given else Path.cwd()
     root_path = Path(root).resolve()
     python_sites: list[Site] = []
     native_sites: list[Site] = []
@@ -132,7 +131,8 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
                 skipped.append(SkippedFile(rel, "not parsable as Python: nested too deep"))
                 continue
             except (SyntaxError, ValueError) as exc:
-                line = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+                lineno = getattr(exc, "lineno", None)
+                line = f" at line {lineno}" if lineno else ""
                 reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
                 skipped.append(SkippedFile(rel, f"not parsable as Python{line}: {reason}"))
                 continue

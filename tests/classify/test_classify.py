@@ -401,19 +401,50 @@ def test_python_indexing_is_judged_by_what_it_dispatched(kb, model_file):
     # x[:, 0] and x[..., :2] dispatch only select and slice (views). Python indexing names aten::index as its entry
     # op, but torch translates it before any kernel is chosen: aclnnIndex's exclusion of bf16 on Atlas training
     # series (910A) is no reason when index never ran.
+    # x[None] dispatches aten::unsqueeze, torch_npu's own kernel: a view by its schema (Tensor(a)), so it reads no
+    # data either. Only views ran: direct with the confidence views have (high), on every product.
     path = model_file('''
         import torch
         class M(torch.nn.Module):
             def forward(self, x):
-                return x[:, 0] * 2, x[..., :2]
+                return x[:, 0] * 2, x[..., :2], x[None]
         def build_model():
             return M()
         def example_inputs():
             return (torch.randn(2, 3, 4),)
     ''')
     inventory = scan_inventory(ScanOptions(target=str(path), dtype="bfloat16"))
+    for target in ("910A", "A2"):
+        ops = {c.operator.key: c for c in classify(inventory, kb, target=target)}
+        getitem = ops["Tensor.__getitem__"]
+        assert getitem.category == "direct" and getitem.confidence == "high", (target, getitem.reasons)
+        assert set(getitem.aten_support) == {"aten::select.int", "aten::slice.Tensor", "aten::unsqueeze"}
+    assert ops["Tensor.mul"].category == "direct"  # A2: aclnnMul takes bf16
     ops = {c.operator.key: c for c in classify(inventory, kb, target="910A")}
-    getitem = ops["Tensor.__getitem__"]
-    assert getitem.category == "direct" and set(getitem.aten_support) == {"aten::select.int", "aten::slice.Tensor"}
     assert ops["Tensor.mul"].category == "param-converted"  # aclnnMul excludes bf16 on 910A: the limit is named
     assert any("on Atlas training series" in r.message for r in ops["Tensor.mul"].reasons if r.code == "dtype")
+
+
+def test_item_of_an_int64_tensor_is_a_host_copy_that_runs(kb, model_file):
+    # Tensor.item's API page: `self` only fp32. What ran is aten::_local_scalar_dense, which torch_npu registers as
+    # its own kernel (npu_aten_ops: torch_npu native; no op-plugin row, no CANN kernel) and whose schema returns a
+    # host number: a device-to-host copy no CANN doc limits. int64 runs: direct, confidence low, the page's list said.
+    path = model_file('''
+        import torch
+        class M(torch.nn.Module):
+            def forward(self, x, n):
+                return x * n.sum().item(), x.sum().item()
+        def build_model():
+            return M()
+        def example_inputs():
+            return (torch.randn(2, 3), torch.tensor([1, 2]))
+    ''')
+    inventory = scan_inventory(ScanOptions(target=str(path), methods=("dispatch",)))
+    for target in ("A2", "910A", "950"):
+        item = {c.operator.key: c for c in classify(inventory, kb, target=target)}["Tensor.item"]
+        assert item.category == "direct" and item.confidence == "low", (target, item.reasons)
+        assert item.aten_support == {"aten::_local_scalar_dense": True}
+        (copy,) = [r for r in item.reasons if r.code == "host-copy"]  # the int64 signature only; float32 is listed
+        assert copy.signature is not None and "int64" in copy.message and "(float32)" in copy.message
+        assert "npu_aten_ops: _local_scalar_dense [torch_npu native]" in copy.evidence
+        assert "dtype" not in codes(item)

@@ -84,6 +84,21 @@ def test_kernel_facts_outrank_the_api_page(kb):
     assert check_dtype(BF16, a2, None, [], facts).confidence == "low"
 
 
+def test_a_host_copy_runs_whatever_the_page_lists(kb):
+    facts = kernels.load(kb.directory)
+    a2 = kb.product("A2")
+    # Tensor.item's page: `self` only fp32. Its kernel, aten::_local_scalar_dense, is torch_npu's own device-to-host
+    # copy (npu_aten_ops: torch_npu native, no op-plugin row): no CANN doc limits its dtype, so int64 runs, low.
+    copy = check_dtype("int64", a2, ("float32",), ["aten::_local_scalar_dense"], facts,
+                       host_copies=("aten::_local_scalar_dense",))
+    assert copy.ok and copy.decided_by == "host-copy" and copy.confidence == "low"
+    # The same allow-list with no host copy behind it decides; a page that names int64 as unsupported decides too.
+    assert not check_dtype("int64", a2, ("float32",), [], facts).ok
+    named = check_dtype("int64", a2, ("float32",), [], facts, host_copies=("aten::_local_scalar_dense",),
+                        page_excludes=True)
+    assert not named.ok and named.decided_by == "api-page"
+
+
 def test_bf16_block_is_direct_on_A2(inventory, kb):
     ops = by_key(inventory, kb, "Atlas A2")
     for key in ("torch.nn.Linear", "torch.nn.functional.silu", "Tensor.neg", "torch.matmul", "Tensor.new_ones"):

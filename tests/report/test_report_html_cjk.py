@@ -44,6 +44,14 @@ for (const [id, ch] of [['probe-a', '迁'], ['probe-b', '移'], ['probe-box', '\
 }
 """
 
+# The main column's box and each section heading's (text, left, right), in page pixels.
+MEASURE = """(() => {
+  const main = document.querySelector('main').getBoundingClientRect();
+  const headings = [...document.querySelectorAll('section > h2')].map(h => {
+    const r = h.getBoundingClientRect(); return [h.textContent, r.left, r.right]; });
+  return {main: [main.left, main.right], headings: headings};
+})()"""
+
 
 def _shot(browser: Browser, selector: str) -> bytes:
     """The pixels of one element (PNG bytes)."""
@@ -69,3 +77,8 @@ def test_the_zh_cn_html_report_shows_chinese_glyphs_not_boxes(tmp_path):
         assert a != b, "two different Chinese characters drew alike: boxes, no CJK glyphs"
         assert box not in (a, b)
         assert "迁移评估" in browser.evaluate("document.querySelector('h1').textContent")
+        # every section's heading lies inside the main column, the action items' (once outside <main>) too
+        boxes = browser.evaluate(MEASURE)
+        assert "行动项" in boxes["headings"][-1][0]
+        for text, left, right in boxes["headings"]:
+            assert boxes["main"][0] <= left and right <= boxes["main"][1] + 0.5, (text, left, right, boxes["main"])

@@ -2,11 +2,13 @@
 dates for the locale, and every human format rendered in both languages with identifiers left as they are."""
 from __future__ import annotations
 
+import json
 import re
 from datetime import date
 
 import pytest
 from babel.messages.extract import extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
 from opassess.ci.diff import diff_snapshots
@@ -14,6 +16,8 @@ from opassess.ci.diff_format import render_diff
 from opassess.ci.snapshot import read_snapshot
 from opassess.ci.summary import render_summary
 from opassess.errors import ReportError
+from opassess.findings.catalog import extract_patterns
+from opassess.findings.patterns import load_patterns
 from opassess.report import render
 from opassess.report.i18n import (
     day,
@@ -22,6 +26,7 @@ from opassess.report.i18n import (
     load_catalog,
     number,
     resolve_language,
+    translations,
 )
 from opassess.resources import package_path
 from tests.ci.records import op, report
@@ -63,20 +68,44 @@ def test_a_missing_or_fuzzy_translation_falls_back_to_english(tmp_path):
     assert gettext("zh-CN", "Not in any catalog") == "Not in any catalog" and gettext("en", "Summary") == "Summary"
 
 
-def test_the_zh_cn_catalog_translates_every_message_of_the_code_and_templates():
-    method_map = [("opassess/**.py", "python"), ("templates/**.j2", "jinja2")]
-    options = {"templates/**.j2": {"extensions": "jinja2.ext.i18n"}}
-    extracted = {message for _, _, message, _, _ in extract_from_dir(
+PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%[sd]|\{\w+(?::[^}]*)?\}")  # %(name)s, %d, {name}, {share:.1%}
+
+
+def extracted_messages() -> set[str]:
+    """Every message id `make messages` extracts, with babel.cfg's own mapping (the code, the templates and the
+    patterns.toml extractor)."""
+    with (ROOT / "babel.cfg").open(encoding="utf-8") as handle:
+        method_map, options = parse_mapping_cfg(handle)
+    return {message for _, _, message, _, _ in extract_from_dir(
         str(ROOT), method_map, options_map=options, keywords={"_": None, "gettext": None, "N_": None})}
+
+
+def test_the_zh_cn_catalog_translates_every_message_of_the_code_and_templates():
+    extracted = extracted_messages()
     with PO.open("rb") as handle:
         catalog = read_po(handle)
     translated = {m.id for m in catalog if m.id and m.string and not m.fuzzy}
     assert len(extracted) > 150
     assert sorted(extracted - translated) == []
-    for message in catalog:  # placeholders survive translation: the same %(name)s set on both sides
+    for message in catalog:  # placeholders survive translation: the same %(name)s / {name} set on both sides
         if message.id:
-            assert sorted(re.findall(r"%\(\w+\)[sd]|%[sd]", message.id)) == \
-                sorted(re.findall(r"%\(\w+\)[sd]|%[sd]", message.string)), message.id
+            assert sorted(PLACEHOLDER.findall(message.id)) == sorted(PLACEHOLDER.findall(message.string)), message.id
+
+
+def test_every_pattern_title_and_effect_is_a_catalog_message(tmp_path):
+    # patterns.toml stays the one place a pattern is written: its sentences reach the catalog through babel.cfg's
+    # extractor, so a pattern added without a translation fails the catalog test above
+    book = load_patterns()
+    assert set(book.texts()) <= extracted_messages()
+    assert {p.title for p in book.patterns} | set(book.effects.values()) <= set(book.texts())
+    added = (ROOT / "opassess" / "data" / "patterns.toml").read_text(encoding="utf-8") + (
+        '\n[[pattern]]\nid = "gelu-alone"\nkind = "fusion"\ntitle = "A lone GELU ({count}x)"\nsteps = ["gelu"]\n'
+        'npu_api = ""\n')
+    (tmp_path / "patterns.toml").write_text(added, encoding="utf-8")
+    with (tmp_path / "patterns.toml").open("rb") as handle:
+        found = [message for _, _, message, _ in extract_patterns(handle, (), (), {})]
+    assert "A lone GELU ({count}x)" in found and gettext("zh-CN", "A lone GELU ({count}x)") == "A lone GELU ({count}x)"
+    assert gettext("zh-CN", book.patterns[0].title) != book.patterns[0].title
 
 
 def test_numbers_and_dates_for_the_locale():
@@ -141,3 +170,22 @@ def test_reasons_built_from_message_ids_read_in_chinese_and_stay_english_in_json
     assert re.search(re.escape(aten.replace("_", "\\_")) + r" 在 torch \S+ 下有 NPU 算子实现", text)
     assert "has an NPU kernel for torch" not in text
     assert "has an NPU kernel for torch" in render(assessment, "json", language="zh-CN")
+
+
+@pytest.mark.parametrize("name", ["findings_llm", "attention_sinks", "findings_dynamic"])
+def test_finding_titles_and_effects_read_in_chinese_and_stay_english_in_json(name):
+    assessment = model_assessment(name)
+    findings = [f for f in assessment.findings if f.kind != "compute"]
+    assert findings and all(f.message is not None and f.message.text() == f.title for f in findings)
+    zh = translations("zh-CN").gettext
+    text = render(assessment, "md", language="zh-CN")
+    section = text.split("\n## 性能发现\n")[1].split("\n## ")[0].replace("\\", "")  # the score breakdown quotes too
+    for finding in findings:
+        title = finding.message.text(zh)
+        assert CJK.search(title) and title != finding.title
+        assert CJK.search(zh(finding.effect))
+        cjk_run = max(re.findall(r"[\u4e00-\u9fff]+", title), key=len)  # Markdown escapes the identifiers around it
+        assert cjk_run in section and finding.title.split(" (")[0] not in section  # no English title beside it
+    document = json.loads(render(assessment, "json", language="zh-CN"))
+    assert [f["title"] for f in document["findings"]] == [f.title for f in assessment.findings]
+    assert [f["effect"] for f in document["findings"]] == [f.effect for f in assessment.findings]

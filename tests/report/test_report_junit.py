@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 from opassess.ci.policy import Policy, evaluate
 from opassess.ci.snapshot import read_snapshot
@@ -18,7 +19,7 @@ DOCUMENT = report("examples/net.py", [
 
 
 def render(breaches=()):
-    text = REPORTERS["junit"].render({"document": DOCUMENT}, RenderContext(breaches=tuple(breaches)))
+    text = REPORTERS["junit"].render(SimpleNamespace(document=DOCUMENT), RenderContext(breaches=tuple(breaches)))
     return text, ET.fromstring(text.split("\n", 1)[1])
 
 

@@ -53,7 +53,7 @@ def test_a_new_format_is_one_registration(monkeypatch):
     @register("count", extension=".txt")
     def render_count(view, context: RenderContext) -> str:
         """Number of operator types."""
-        return f"{len(view['document']['operators'])}\n"
+        return f"{len(view.document['operators'])}\n"
 
     try:
         assert render(synthetic_example("resnet_like"), "count") == "8\n"  # 8 operator types in ResNet18

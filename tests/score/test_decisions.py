@@ -87,3 +87,22 @@ def test_change_tiers_from_the_reason():
         "dilation=2: dilation must be 1 on the NPU")}
     assert list(tier.values()) == ["local-rewrite", "no-op", "no-op", "algorithm", "algorithm"]
     assert change_of(Reason("dtype", "input dtype float64 ...", "e"), rules) is None
+
+
+def test_no_mark_on_910A_is_no_kernel_check_the_kernel_facts_judge():
+    """The torch_npu API pages mark no API for Atlas training series (910A): their silence says nothing of one
+    operator, so those operators join the validation block as on Atlas A2; only a disagreement between the kernel
+    docs and the page (kernel-product) is a kernel-check cause (tests/models/bert_shaped.py: torch.matmul, whose
+    aclnn kernel falls back to the aclop path on 910A)."""
+    on_910, on_a2 = (_assess("bert_shaped", product).estimate for product in ("910A", "Atlas A2"))
+    ops = {op.score.classified.operator.key: op for op in on_910.ops}
+    silent = [op for op in on_910.ops if {r.code for r in op.score.classified.reasons} & {"api-undocumented"}
+              and not any(r.code == "kernel-product" for r in op.score.classified.reasons)]
+    assert len(silent) >= 10  # every API of the model: the page's 910A column is empty
+    assert all(op.cost in ("validation-block", "zero-cost") and not op.decisions for op in silent)
+    check = [d for d in on_910.decisions if d.name == "kernel-check"]
+    assert len(check) == 1 and check[0].operators == ("torch.matmul",)
+    assert any(r.code == "kernel-product" for r in ops["torch.matmul"].score.classified.reasons)
+    assert "no mark for the target is no such cause" in check[0].cause
+    # the difference from Atlas A2 is that one check, priced once (0.5 likely) plus its operator's 0.02
+    assert on_910.total.likely - on_a2.total.likely == pytest.approx(0.5, abs=0.05)

@@ -2,10 +2,13 @@
 (written through pandas)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..registry import RenderContext, register
 from ..text import inert, step_text
+
+if TYPE_CHECKING:
+    from ..view import View
 
 SEPARATOR = "; "  # joins list-valued cells (modules, ATen ops, source lines)
 # A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection); model-supplied
@@ -78,11 +81,11 @@ def _source_row(site: dict[str, Any]) -> dict[str, Any]:
 
 
 @register("csv", extension=".csv", description="one row per operator type, for spreadsheets")
-def render_csv(view: dict[str, Any], context: RenderContext) -> str:
+def render_csv(view: View, context: RenderContext) -> str:
     """Operators in report order (largest effort first); list cells joined with '; '."""
     import pandas as pd  # imported here: pandas costs ~0.5 s and only this format needs it
 
-    document = view["document"]
+    document = view.document
     training = document["model"]["capture"].get("step") == "train"
     rows = [{key: _inert(value) for key, value in _row(op, training).items()} for op in document["operators"]]
     rows += [{key: _inert(value) for key, value in _source_row(site).items()} for site in shown_sites(document)]

@@ -40,5 +40,5 @@ def render_html(view: View, context: RenderContext) -> str:
     """The display part of the view through html.j2 (autoescaped), its script allowed by hash."""
     from ..templates import render_template  # jinja2 loads when a template is rendered, not at start-up
 
-    return with_script_hash(render_template(TEMPLATE, "html", view["display"].context(), context.templates_dir,
+    return with_script_hash(render_template(TEMPLATE, "html", view.display.context(), context.templates_dir,
                                             view.language))

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..registry import RenderContext, register
+
+if TYPE_CHECKING:
+    from ..view import View
 
 
 @register("json", extension=".json",
           description="machine-readable report (format_version 1, see assessment.schema.json)")
-def render_json(view: dict[str, Any], context: RenderContext) -> str:
+def render_json(view: View, context: RenderContext) -> str:
     """The JSON document, indented, keys in the documented order, ending with a newline."""
-    return json.dumps(view["document"], indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return json.dumps(view.document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..registry import RenderContext, register
 from ..source_view import NOTE_KINDS
 from ..text import days_detail, inert, step_text
+
+if TYPE_CHECKING:
+    from ..view import View
 
 MODEL_CASE = "(model) estimated effort"  # the test case that carries --max-person-days
 # Characters XML 1.0 cannot hold at all (model-supplied names could contain them).
@@ -76,10 +79,10 @@ def _case(parent: ET.Element, class_name: str, name: str, failures: list[Any], o
 
 @register("junit", extension=".xml", description="JUnit XML: one test case per operator type, failed when it "
                                                  "breaches the CI policy")
-def render_junit(view: dict[str, Any], context: RenderContext) -> str:
+def render_junit(view: View, context: RenderContext) -> str:
     """A <testsuite> with one <testcase> per operator type and one for the model's total; a test case fails when a
     breach in context.breaches names its operator (the total's when it names none)."""
-    document = view["document"]
+    document = view.document
     source = document["model"]["source"]
     class_name = _text(_class_name(source))
     by_op: dict[str | None, list[Any]] = {}

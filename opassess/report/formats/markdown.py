@@ -17,7 +17,7 @@ def render_markdown(view: View, context: RenderContext) -> str:
     """The display part of the view through md.j2; runs of blank lines left by template tags collapse to one."""
     from ..templates import render_template  # jinja2 loads when a template is rendered, not at start-up
 
-    text = render_template(TEMPLATE, "markdown", view["display"].context(), context.templates_dir, view.language)
+    text = render_template(TEMPLATE, "markdown", view.display.context(), context.templates_dir, view.language)
     return _tidy(text)
 
 

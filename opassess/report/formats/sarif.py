@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ...vocabulary import Category
 from ..registry import RenderContext, register
 from ..text import days_detail, inert
+
+if TYPE_CHECKING:
+    from ..view import View
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -45,13 +48,11 @@ SOURCE_RULES = (  # the source scan's sites: a line of GPU code, not an operator
 _RULE_INDEX = {rule["id"]: index for index, rule in enumerate((*RULES, *SOURCE_RULES))}
 
 
-def _effort_range(view: Any, category: str) -> str | None:
-    """The category's '3-5' from the display's weights ranges; none when the view carries only a JSON document."""
-    try:
-        display = view["display"]
-    except KeyError:
-        return None
-    return display.effort_range(category)
+def _effort_range(view: View, category: str) -> str | None:
+    """The category's '3-5' from the display's weights ranges; none when the view carries only a JSON document (the
+    SARIF tests render hand-written documents)."""
+    display = getattr(view, "display", None)
+    return display.effort_range(category) if display is not None else None
 
 
 def _short(rule: dict[str, str], days_range: str | None) -> str:
@@ -174,12 +175,12 @@ def _source_results(document: dict[str, Any], model_source: str, breaches: dict[
 
 @register("sarif", extension=".sarif", description="SARIF 2.1.0: custom-dev and param-converted operators at their "
                                                    "source lines, for code scanning")
-def render_sarif(view: dict[str, Any], context: RenderContext) -> str:
+def render_sarif(view: View, context: RenderContext) -> str:
     """One result per (operator, source line) for every custom-dev or param-converted operator; breached operators
     (context.breaches) at level error."""
     from ..plan_view import project_source  # the display's helpers load with a report, not at start-up
 
-    document = view["document"]
+    document = view.document
     model_source = document["model"]["source"]
     breaches: dict[str, list[str]] = {}
     for breach in context.breaches:
