@@ -58,6 +58,7 @@ class OpNode:
     entry: tuple[str, ...] = ()
     # ATen ops the backward pass dispatched for the autograd nodes this call created (--train only, else empty)
     backward: tuple[AtenCall, ...] = ()
+    backward_flops: int = 0  # the FLOPs of `backward` by their formulas (--train only)
     # When `source` lies in an installed library (site-packages): the innermost frame in the project itself, if any
     project_source: str | None = None
 
@@ -170,6 +171,7 @@ class Operator:
     bytes_moved: int = 0
     entry: tuple[str, ...] = ()  # distinct OpNode.entry ops
     backward_aten: tuple[str, ...] = ()  # distinct qualified ATen ops of the nodes' backward (--train)
+    backward_flops: int = 0  # the FLOPs of the nodes' backward ATen calls (--train; 0 = none or not counted)
     project_sources: tuple[str, ...] = ()  # distinct OpNode.project_source: project frames behind library calls
 
 
@@ -195,7 +197,7 @@ class Reason:
     # The message as a catalog message id and its values (identifiers, versions), so the human formats say it in the
     # reader's language: message == template % dict(params). Empty for a reason not yet built so (read as written).
     template: str = ""
-    params: tuple[tuple[str, str], ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def of(cls, code: str, template: str, params: Mapping[str, Any], evidence: str,
@@ -315,6 +317,9 @@ class Decision:
     once: Effort  # the decision's own effort, counted once in the total (the checks are on the operators' lines)
     basis: str  # "1-2-4 once + 8 operator type(s) x 0.02-0.05-0.15 (a check each)"
     plan: tuple[str, ...] = ()  # what to do: dtype on the target, loss scaling, overflow-prone operators
+    sites: tuple[str, ...] = ()  # the source sites it covers (SourceEstimate.key), each costing its check
+    check: Effort = Effort(0.0, 0.0, 0.0)  # what each covered operator type or site costs ([decisions.*] per_operator)
+    members: tuple[int, int] = (0, 0)  # operator types and source sites that pay a check (the basis's counts)
 
 
 @dataclass(frozen=True)

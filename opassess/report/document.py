@@ -125,6 +125,7 @@ def _operator_doc(row: Row, graph: Any = None, performance: Any = None, roots: t
                        for r in classified.exclusions] if classified else [],
         "backward_aten": list(operator.backward_aten),
         "backward_support": dict(classified.backward_support) if classified else {},
+        "backward_flops": operator.backward_flops,
         "scores": None,
         "person_days": None,
         "risk": None,
@@ -202,7 +203,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                         "person_days": effort_doc(est.present)} if any(not i.reached for i in est.source) else None,
             "decisions": [{"name": d.name, "title": d.title, "cause": d.cause, "operators": list(d.operators),
                            "person_days": effort_doc(d.person_days), "once": effort_doc(d.once), "basis": d.basis,
-                           "plan": list(d.plan)} for d in est.decisions],
+                           "plan": list(d.plan), "sites": list(d.sites)} for d in est.decisions],
         })
         risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
         by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}
