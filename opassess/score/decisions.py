@@ -91,8 +91,9 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _cause(reason: Reason, model_dtype: str, rules: DecisionRules) -> str | None:
-    """The decision a reason is the cause of, or None."""
+def _cause(reason: Reason, model_dtype: str, rules: DecisionRules, replacement: str | None = None) -> str | None:
+    """The decision a reason is the cause of, or None. `replacement`: the operator's route API
+    (ClassifiedOp.replacement, from the whole route where a library-route reason quotes its first clause only)."""
     if reason.code == "dtype":
         match = _DTYPE.match(reason.message)
         return PRECISION if match and match["dtype"] == model_dtype else None
@@ -102,7 +103,7 @@ def _cause(reason: Reason, model_dtype: str, rules: DecisionRules) -> str | None
         match = _PARAM.match(reason.message)
         return LAYOUT if match and match["param"] in rules.rules[LAYOUT].params else None
     if reason.code == "library-route" or reason.code == "replacement" and reason.signature is not None:
-        return ATTENTION if _names_route(reason.message, rules) else None
+        return ATTENTION if _names_route(f"{reason.message} {replacement or ''}", rules) else None
     return None
 
 
@@ -139,7 +140,8 @@ def shared_causes(scores: Sequence[OpScore], source: Sequence[SourceEstimate], w
     for score in scores:
         if score.classified.operator.key in carried:
             continue
-        for found in {_cause(r, "", rules) for r in score.classified.reasons} & {ATTENTION, LAYOUT}:
+        op = score.classified
+        for found in {_cause(r, "", rules, op.replacement) for r in op.reasons} & {ATTENTION, LAYOUT}:
             assert found is not None  # the intersection holds names only
             counts[found] = counts.get(found, 0) + 1
     return frozenset(name for name in (ATTENTION, LAYOUT) if counts.get(name, 0) >= rules.rules[name].min_members)
@@ -196,7 +198,7 @@ def cover(op: ClassifiedOp, model_dtype: str, weights: Weights, shared: frozense
     decisions: dict[str, None] = {}
     changes: dict[str, Change] = {}
     for reason in op.reasons:
-        cause = _cause(reason, model_dtype, rules)
+        cause = _cause(reason, model_dtype, rules, op.replacement)
         if cause in (ATTENTION, LAYOUT) and cause not in shared:  # too few share it: its own price (shared_causes)
             cause = None
         change = change_of(reason, rules)
