@@ -39,7 +39,8 @@ def test_the_training_step_is_the_registered_methods_of_its_step_never_in_a_forw
 
 def test_a_second_registration_of_a_name_is_refused_and_the_first_kept():
     with pytest.raises(TraceError, match=r"capture method 'fx' is registered twice "
-                                         r"\(opassess\.trace\.fx\.FxCapture and tests\.trace\.test_trace_registry\..*\.Impostor\)"):
+                                         r"\(opassess\.trace\.fx\.FxCapture and "
+                                         r"tests\.trace\.test_trace_registry\..*\.Impostor\)"):
         @register_capture("fx", small=0, large=0)
         class Impostor(CaptureMethod):
             pass
