@@ -51,5 +51,6 @@ def build_inventory(info: ModelInfo, capture: Capture) -> Inventory:
             bytes_moved=sum(n.bytes_moved for n in nodes),
             entry=_unique(e for n in nodes for e in n.entry),
             backward_aten=_unique(call.qualified for n in nodes for call in n.backward),
+            backward_flops=sum(n.backward_flops for n in nodes),
         ))
     return Inventory(model=info, capture=capture, operators=tuple(operators))

@@ -5,10 +5,13 @@ same message through the report language's gettext (`message.text(_)`). Template
 (`'{op}: output size depends on the data ({count}x)'`), as patterns.toml's titles always have; a value that is itself
 a Message (a phrase a detail function adds: the attention mask's convention) is translated too, identifiers and
 numbers are placed as they are.
+
+`Text` (below) is the other form, for sentences the code builds into `str` fields: a str that is its English text
+and remembers its %-format message id and values; `say(text, _)` renders either form in the reader's language.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,3 +54,43 @@ class Message:
 
     def __str__(self) -> str:
         return self.text()
+
+
+# ------------------------------------------------------------------ English text that remembers its message id
+# A `Text` is a `str`: its value is the English sentence (`template % params`, the catalog's python-format), so every
+# record field typed `str` (a reason's message, a sub-score's signal, an activity's basis, a decision's title) holds
+# one unchanged, the JSON writes it as it always did, and comparing, hashing and sorting see the English text. It also
+# remembers the message id (`template`, marked N_ for `make messages`) and its values; `say(text, _)` renders it
+# through a gettext `_`, values included (a value may itself be a Text: 'classifier dtype: <the reason>: 0.5').
+# Identifiers, numbers already written and quoted text are plain-string values and stay as they are. Operations on
+# a Text (`+`, `join`, f-strings) give a plain str: build the whole sentence as one Text instead.
+
+Translate = Callable[[str], str]
+
+
+class Text(str):
+    """English text that remembers the message id and values it was built from (see the comment above)."""
+
+    template: str
+    params: tuple[tuple[str, str], ...]
+
+    def __new__(cls, template: str, params: Mapping[str, Any] | None = None) -> Text:
+        values = tuple((key, value if isinstance(value, str) else str(value)) for key, value in (params or {}).items())
+        text = super().__new__(cls, template % dict(values) if values else template)
+        text.template, text.params = template, values
+        return text
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (a portfolio's processes) as what it was built from
+        return (Text, (self.template, dict(self.params)))
+
+
+def say(text: str | Message, _: Translate = str) -> str:
+    """`text` in the reader's language: a Text through the catalog with its values said too (a Message: its own
+    text(_)); other text looked up whole (a title from a data file listed for extraction), else as written."""
+    if isinstance(text, Message):
+        return text.text(_)
+    if isinstance(text, Text):
+        if not text.params:
+            return _(text.template)
+        return _(text.template) % {key: say(value, _) for key, value in text.params}
+    return _(text) if text else text

@@ -1,11 +1,13 @@
-"""What a scan is asked to do: `ScanOptions`, one frozen record the commands fill from their flags and every stage
-reads, with the rules between its fields checked once, where it is made."""
+"""What a scan is asked to do and where its report goes: `ScanOptions`, one frozen record the commands fill from their
+flags and every stage reads, and `OutputOptions`, the report's format, place and comparison; the rules between their
+fields are checked once, where each is made."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .vocabulary import GRAPH_BACKENDS, GRAPH_MODES
 
 DEFAULT_PRODUCT = "Atlas A2"  # the Ascend product assessed against when --target is not given
 DEVICES = ("meta", "cpu")  # where the model is built and run (--device)
@@ -45,7 +47,7 @@ class ScanOptions:
     graph_mode: str = "capture"
     compare: tuple[str, ...] = ()  # products to time the step on besides the target (--compare)
     device_profile: Path | None = None  # an overlay TOML over the target's device profile (--device-profile)
-    graph_backend: str = "inductor"  # the back-end the --fail-on graph-break gate and the graph effort item are for
+    graph_backend: str = GRAPH_BACKENDS[0]  # the back-end the graph-break gate and the graph effort item are for
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
@@ -57,3 +59,29 @@ class ScanOptions:
                              "dispatch recorder)", option="--capture")
         if self.amp is not None and not self.train:
             raise UsageError("needs --train (autocast is assessed on a training step)", option="--amp")
+        if self.graph_mode not in GRAPH_MODES:
+            raise UsageError(f"{self.graph_mode!r}: expected one of {', '.join(GRAPH_MODES)}", option="--graph-mode")
+        if self.graph_backend not in GRAPH_BACKENDS:
+            raise UsageError(f"{self.graph_backend!r}: expected one of {', '.join(GRAPH_BACKENDS)}",
+                             option="--graph-backend")
+        if self.graph_mode == "off" and self.graph_backend != GRAPH_BACKENDS[0]:
+            raise UsageError(f"{self.graph_backend!r} is a back-end of the graph-mode analysis, which is off (drop "
+                             "--graph-backend or --no-graph-mode)", option="--graph-backend")
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """Where a scan's report goes and what it is compared with: the output flags `opassess scan` and `opassess source`
+    share. The CI gates are a `ci.policy.Policy` beside it (the CLI builds both; ci/ sits above this module)."""
+
+    fmt: str | None = None  # -f; None: from -o's suffix, else the terminal summary (several models: md per model)
+    output: str | None = None  # -o: a file, or '-' for stdout; with several models the directory of the reports
+    templates: Path | None = None  # report templates overriding the shipped ones (--templates)
+    quiet: bool = False  # no progress and no "wrote ..." lines (-q)
+    baseline: Path | None = None  # an earlier JSON report to compare with (--baseline)
+    fail_on_new: bool = False  # gate only what changed since the baseline
+    handoff: Path | None = None  # the folder of the custom-dev hand-offs (--handoff)
+
+    def __post_init__(self) -> None:
+        if self.fail_on_new and self.baseline is None:
+            raise UsageError("needs --baseline (the report whatever is new is compared with)", option="--fail-on-new")

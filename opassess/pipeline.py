@@ -31,8 +31,9 @@ def scan_inventory(options: ScanOptions, progress: Progress = _noop) -> Inventor
 
 
 def preflight(options: ScanOptions) -> None:
-    """Check the configuration (weights, knowledge base, --target, --torch-npu, --source) before any model code
-    runs, in the process that will assess the capture."""
+    """Check the configuration (weights, knowledge base, --target, --torch-npu, --source, the route's --opset and
+    --quant) before any model code runs, in the process that will assess the capture: the rules that need the data
+    files, which ScanOptions (below the knowledge base) cannot read."""
     from .kb import format_version, load_kb
     from .score.weights_load import load_weights
 
@@ -52,6 +53,11 @@ def preflight(options: ScanOptions) -> None:
 
         check_opset(options.opset)
         check_onnx_installed()
+    if options.quant:  # a scheme no row of the serving facts names is bad usage, before any model code runs
+        from .kb.routes import load_route_facts
+        from .routes.serving import check_quant
+
+        check_quant(options.quant, load_route_facts())
 
 
 def _device_profiles(options: ScanOptions, kb) -> tuple[str, ...]:

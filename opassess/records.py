@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import Message
+from .messages import N_, Message, Text  # noqa: F401 - N_ re-exported for the stages that build reasons
 from .reasons import EXCLUSION_CODES
 from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
@@ -58,6 +58,7 @@ class OpNode:
     entry: tuple[str, ...] = ()
     # ATen ops the backward pass dispatched for the autograd nodes this call created (--train only, else empty)
     backward: tuple[AtenCall, ...] = ()
+    backward_flops: int = 0  # the FLOPs of `backward` by their formulas (--train only)
     # When `source` lies in an installed library (site-packages): the innermost frame in the project itself, if any
     project_source: str | None = None
 
@@ -170,6 +171,7 @@ class Operator:
     bytes_moved: int = 0
     entry: tuple[str, ...] = ()  # distinct OpNode.entry ops
     backward_aten: tuple[str, ...] = ()  # distinct qualified ATen ops of the nodes' backward (--train)
+    backward_flops: int = 0  # the FLOPs of the nodes' backward ATen calls (--train; 0 = none or not counted)
     project_sources: tuple[str, ...] = ()  # distinct OpNode.project_source: project frames behind library calls
 
 
@@ -200,14 +202,9 @@ class Reason:
     @classmethod
     def of(cls, code: str, template: str, params: Mapping[str, Any], evidence: str,
            signature: int | None = None) -> Reason:
-        """A reason whose message is `template` (a message id, marked N_) filled with `params`."""
-        values = tuple((key, str(value)) for key, value in params.items())
-        return cls(code, template % dict(values), evidence, signature, template, values)
-
-
-def N_(message: str) -> str:  # noqa: N802 - gettext's name for "mark for extraction, translate where shown"
-    """Mark a message id where a record is built (a reason's template); the reports translate it."""
-    return message
+        """A reason whose message is `template` (a message id, marked N_) filled with `params` (a Text)."""
+        message = Text(template, params)
+        return cls(code, message, evidence, signature, template, message.params)
 
 
 @dataclass(frozen=True)
@@ -320,6 +317,9 @@ class Decision:
     once: Effort  # the decision's own effort, counted once in the total (the checks are on the operators' lines)
     basis: str  # "1-2-4 once + 8 operator type(s) x 0.02-0.05-0.15 (a check each)"
     plan: tuple[str, ...] = ()  # what to do: dtype on the target, loss scaling, overflow-prone operators
+    sites: tuple[str, ...] = ()  # the source sites it covers (SourceEstimate.key), each costing its check
+    check: Effort = Effort(0.0, 0.0, 0.0)  # what each covered operator type or site costs ([decisions.*] per_operator)
+    members: tuple[int, int] = (0, 0)  # operator types and source sites that pay a check (the basis's counts)
 
 
 @dataclass(frozen=True)

@@ -66,5 +66,11 @@ OPERATOR_KINDS: tuple[str, ...] = ("module", "function", "method", "custom", "ex
                                    "library")
 # The kinds of a project's own ops: torch.library, autograd.Function, C++ extensions.
 PROJECT_KINDS: tuple[str, ...] = ("custom", "extension")
+# Graph-mode readiness (opassess.graphmode): "capture" finds the breaks in the dispatched calls (the default),
+# "dynamo" also runs torch._dynamo on the model in the worker, "off" skips the analysis (--no-graph-mode).
+GRAPH_MODES: tuple[str, ...] = ("capture", "dynamo", "off")
+# The NPU graph back-ends, each stated once: torch.compile with torch_npu's inductor (the default); aclgraph capture
+# through torchair's npugraph_ex (the npugraphs back-end shares its capture rules); torchair's GE graph (max-autotune).
+GRAPH_BACKENDS: tuple[str, ...] = ("inductor", "npugraph_ex", "ge")
 # How far a verdict can be trusted, weakest first: min(..., key=CONFIDENCES.index) is the weakest of several.
 CONFIDENCES: tuple[str, ...] = ("low", "medium", "high")

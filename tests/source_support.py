@@ -99,7 +99,8 @@ def write_project(root: Path, extra: dict[str, str] | None = None) -> Path:
 # A tree shaped like a kernel library (state-spaces/mamba): its own package `mamba_ssm` (a name the third-party table
 # knows, so its own imports must not be read as that library), a CUDA extension setup.py builds (a .cu of template
 # instantiations compiling the kernel of a .cuh header), Triton kernels with autotune lists, and two kernel variants
-# (v1: the CUDA extension, v2: Triton) of which a model uses one.
+# (v1: the CUDA extension, with mamba's pure-PyTorch reference where it is not built; v2: Triton) of which a model
+# uses one.
 LIBRARY = {
     "setup.py": '''\
         from setuptools import setup
@@ -145,6 +146,8 @@ LIBRARY = {
 
 
         def selective_scan_fn(x):
+            if selective_scan_cuda is None:  # not built here: mamba's pure-PyTorch reference (selective_scan_ref)
+                return torch.cumsum(x, 0)
             return selective_scan_cuda.fwd(x)
         ''',
     "mamba_ssm/ops/triton/__init__.py": "",

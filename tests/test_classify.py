@@ -103,10 +103,11 @@ def test_lstm_with_proj_size(scanned):
 def test_torch_library_custom_op(scanned):
     ops = scanned("custom_op.py")
     # opassess_tests::scale_shift is a custom_op without device_types: its CompositeExplicitAutograd kernel runs on
-    # every backend (issue 11), so it is direct; the trace does not see inside it, so nothing vouches: confidence low.
+    # every backend (issue 11), and the trace runs it under the recorder: its body's mul and add have NPU kernels.
     op = ops["opassess_tests::scale_shift"]
-    assert op.category == "direct" and codes(op) == {"decomposes"} and op.known is False
-    assert op.confidence == "low" and "without device_types" in op.reasons[0].message
+    assert op.category == "direct" and codes(op) == {"decomposes"} and op.known is True
+    assert op.aten_support == {"aten::mul.Tensor": True, "aten::add.Tensor": True}
+    assert "without device_types" in op.reasons[0].message and "all have NPU kernels" in op.reasons[0].message
     # SignSTE's forward dispatches aten::sign (NPU kernel all_version) but its backward is hand-written Python.
     sign = next(c for k, c in ops.items() if k.endswith("SignSTE"))
     assert sign.category == "param-converted" and "autograd-function" in codes(sign)

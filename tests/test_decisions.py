@@ -106,3 +106,86 @@ def test_no_mark_on_910A_is_no_kernel_check_the_kernel_facts_judge():
     assert "no mark for the target is no such cause" in check[0].cause
     # the difference from Atlas A2 is that one check, priced once (0.5 likely) plus its operator's 0.02
     assert on_910.total.likely - on_a2.total.likely == pytest.approx(0.5, abs=0.05)
+
+
+def _ungrouped(tmp_path):
+    """A weights overlay that turns decisions off: every operator and site priced on its own (the 'before')."""
+    path = tmp_path / "ungrouped.toml"
+    path.write_text("[decisions]\ngroup = false\n", encoding="utf-8")
+    return path
+
+
+def _both(name: str, tmp_path):
+    target = str(MODELS / f"{name}.py")
+    return (assess(ScanOptions(target=target, weights=_ungrouped(tmp_path))).estimate,
+            assess(ScanOptions(target=target)).estimate)
+
+
+def test_four_gpu_attention_calls_are_one_attention_decision(tmp_path):
+    """tests/models/attention_libraries.py: flash_attn_func, flash_attn_qkvpacked_func, flash_attn_with_kvcache and
+    xformers memory_efficient_attention, with their two imports: six sites whose routes all lead to the NPU's fused
+    attention, priced one by one before; one wrapper priced once after, each site a check."""
+    before, after = _both("attention_libraries", tmp_path)
+    assert before.decisions == ()
+    sites = [s for s in before.source if s.finding.kind in ("library-import", "library-call")]
+    assert len(sites) == 6 and all(s.person_days.likely == 0.5 for s in sites)  # [source] param-converted each
+    attention = [d for d in after.decisions if d.name == "attention"]
+    assert len(attention) == 1
+    decision = attention[0]
+    assert sorted(decision.sites) == sorted(s.key for s in sites)
+    # the captured library operators are listed under it; they keep their verdict and cost nothing of their own
+    assert set(decision.operators) == {"flash_attn.flash_attn_func", "flash_attn.flash_attn_qkvpacked_func",
+                                       "flash_attn.flash_attn_with_kvcache", "xformers.ops.memory_efficient_attention"}
+    ops = {op.score.classified.operator.key: op for op in after.ops}
+    for key in decision.operators:
+        assert ops[key].score.classified.category == "param-converted" and ops[key].person_days.likely == 0
+        assert any(r.code == "library-route" for r in ops[key].score.classified.reasons)
+    # once 0.5-1-3, plus 6 checks of 0.02-0.05-0.15
+    assert (decision.once.likely, decision.person_days.likely) == (1.0, pytest.approx(1.0 + 6 * 0.05))
+    covered = {s.key: s for s in after.source if s.key in decision.sites}
+    assert all(s.person_days.likely == 0.05 and "priced once, on the decision" in s.basis for s in covered.values())
+    # the total holds the switch once: six sites 3.0 -> 6 checks 0.3 + the decision's 1.0; the four operators are
+    # no longer types at risk of the accuracy line (4 x 0.25): 1.0 less
+    assert before.total.likely - after.total.likely == pytest.approx(3.0 - 0.3 - 1.0 + 1.0, abs=0.01)
+    assert after.p50 < before.p50 - 3.0  # P50 8.2 -> 4.5 person-days
+
+
+def test_channels_last_is_one_layout_decision(tmp_path):
+    """tests/models/channels_last.py: Tensor.to(memory_format=channels_last) trips the API page's limit (an
+    algorithm-tier param limit, priced as a port before) and four source sites name torch.channels_last: one layout
+    decision after, the operator keeping its verdict and reason."""
+    before, after = _both("channels_last", tmp_path)
+    ops_before = {op.score.classified.operator.key: op for op in before.ops}
+    ops = {op.score.classified.operator.key: op for op in after.ops}
+    to_before, to = ops_before["Tensor.to"], ops["Tensor.to"]
+    assert to_before.cost == "per-operator" and to_before.person_days.likely > 2.0
+    layout = [d for d in after.decisions if d.name == "layout"]
+    assert len(layout) == 1
+    decision = layout[0]
+    assert decision.operators == ("Tensor.to",) and len(decision.sites) == 4
+    assert to.score.classified.category == "param-converted" and to.cost == "decision" and to.decisions == ("layout",)
+    assert any(r.code == "param-limit" and r.message.startswith("memory_format=") for r in to.score.classified.reasons)
+    assert decision.person_days.likely == pytest.approx(0.5 + 5 * 0.02)  # once + Tensor.to and four sites
+    sites_before = sum(s.person_days.likely for s in before.source if s.finding.subject == "torch.channels_last")
+    assert sites_before == pytest.approx(0.5 + 3 * 0.1)  # the first site, then the same edit again x 0.2
+    # before: Tensor.to's port + the sites + Tensor.to at risk in the accuracy line (0.25)
+    assert before.total.likely - after.total.likely == pytest.approx(
+        to_before.person_days.likely + sites_before + 0.25 - decision.person_days.likely, abs=0.01)
+    assert decision.title == "memory layout" and "channels_last" in decision.cause and "TransData" in decision.plan[0]
+
+
+def test_a_single_attention_call_keeps_its_own_price():
+    """tests/models/gpu_only.py calls flash_attn_func once: below [decisions.attention] min_members (2) there is no
+    wrapper to share, so its import and call keep their sites' own prices."""
+    est = _assess("gpu_only").estimate
+    assert not [d for d in est.decisions if d.name == "attention"]
+    flash = [s for s in est.source if s.finding.subject.startswith("flash_attn")]
+    assert len(flash) == 2 and all(s.person_days.likely == 0.5 for s in flash)
+
+
+def test_the_attention_decision_reads_in_the_reader_s_language():
+    from opassess.report import render
+
+    text = render(_assess("attention_libraries"), "md", language="zh-CN")
+    assert "注意力实现" in text and "一次性 0.5-1-3 + 6 个源码位置 × 0.02-0.05-0.15（每项一次检查）" in text
+    assert "编写一个注意力封装" in text and "write one attention wrapper" not in text

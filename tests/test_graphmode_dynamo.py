@@ -104,3 +104,21 @@ def test_a_forward_dynamo_builds_no_graph_of_is_not_ready(tmp_path):
         (only,) = backend["breaks"]
         assert only["kind"] == "dynamo" and "no graph" in only["reason"]
     assert "torch.compiler.disable" in graph["backends"]["inductor"]["breaks"][0]["reason"]
+
+
+@pytest.mark.parametrize(("registration", "said"), [
+    ({"op": "aten::mm", "kinds": ["CompositeImplicitAutograd"]}, "not a project's or library's op"),
+    ({"op": "no_namespace", "kinds": []}, "not a project's or library's op"),
+    ({"op": "mylib::op", "kinds": ["CPU"]}, "dispatch keys other than the composite ones: CPU"),
+    ({"op": "mylib::op", "kinds": ["CompositeExplicitAutograd", "CompositeExplicitAutograd"]}, "repeated"),
+    ({"op": "mylib::op", "kinds": "CompositeExplicitAutograd"}, "expected a list"),
+])
+def test_a_registration_the_parent_would_misjudge_by_is_refused(registration, said):
+    # the parent judges a model's own or a library's torch.library op by the registration its worker sent
+    message = _message(None)
+    message["capture"]["registrations"] = [{"op": "ok::op", "kinds": ["CompositeExplicitAutograd"]}, registration]
+    with pytest.raises(BadCapture, match=r"capture\.registrations\[1\]") as refused:
+        decode_capture(message)
+    assert said in str(refused.value)
+    message["capture"]["registrations"] = message["capture"]["registrations"][:1]
+    assert decode_capture(message)[1].registrations[0].kinds == ("CompositeExplicitAutograd",)

@@ -115,3 +115,18 @@ def test_a_fallback_op_carrying_most_of_the_step_is_the_top_risk_and_says_so():
     assert pipeline.value == 1.0 and "at risk" in pipeline.signal
     actions = build_view(assessment).display.actions
     assert actions[0].subject == "torch.i0" and "recovers ~12.00 ms per step (estimate)" in actions[0].time_text
+
+
+def test_a_backward_takes_the_flops_its_calls_counted():
+    # --train: a backward's FLOPs are what its ATen calls counted (the capture's formulas); a backward with none
+    # counted is twice a cube forward (input and weight gradients)
+    from opassess.perf.inputs import backward_work
+    from opassess.records import AtenCall, OpNode
+
+    call = AtenCall("aten::mm", "default", ((4, 8), (8, 2)), ("float32", "float32"), ((4, 2),), ("float32",))
+    node = OpNode("mm", "torch.mm", "function", "", {}, ((4, 8), (8, 2)), ("float32", "float32"), ((4, 2),),
+                  ("float32",), (call,), None, flops=128, backward=(call, call))
+    forward = CallWork(node="mm", op="torch.mm", unit="cube", dtype="float32", flops=128.0, bytes=0.0)
+    assert backward_work(forward, node).flops == 256
+    counted = backward_work(forward, OpNode(**{**node.__dict__, "backward_flops": 300}))
+    assert counted.flops == 300 and counted.launches == 2

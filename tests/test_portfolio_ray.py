@@ -199,14 +199,14 @@ def test_ray_options_are_refused_where_they_do_not_apply(tmp_path):
 
 
 def test_the_dashboard_line_is_written_when_ray_reports_a_dashboard(capsys):
-    from opassess.cli.scan import _portfolio_progress
+    from opassess.cli.progress import portfolio_progress
     from opassess.portfolio import PortfolioEvent
 
-    with _portfolio_progress(quiet=False) as on_event:  # stderr is not a terminal here: no bar, the line still
+    with portfolio_progress(quiet=False) as on_event:  # stderr is not a terminal here: no bar, the line still
         on_event(PortfolioEvent("dashboard", "http://10.0.0.1:8265", 0, 4))
         on_event(PortfolioEvent("start", "good", 0, 4))
     assert capsys.readouterr().err == "opassess: Ray dashboard at http://10.0.0.1:8265\n"
-    with _portfolio_progress(quiet=True) as on_event:
+    with portfolio_progress(quiet=True) as on_event:
         assert on_event is None
 
 

@@ -28,7 +28,8 @@ SCHEMA = ROOT / "opassess" / "report" / "assessment.schema.json"
 
 
 def given_codes() -> dict[str, list[tuple[str, str | None]]]:
-    """code -> [(where, the category the call passes: 'DIRECT', ..., None)] for every `Reason("code", ...)` and
+    """code -> [(where, the category the call passes: 'DIRECT', ..., None)] for every `Reason("code", ...)` (or
+    `Reason.of`) and
     `j.add("code", ..., category)` (or `j.add_message`) written in the classify package."""
     found: dict[str, list[tuple[str, str | None]]] = {}
     for path in sorted(CLASSIFY.glob("*.py")):
@@ -36,7 +37,9 @@ def given_codes() -> dict[str, list[tuple[str, str | None]]]:
             if not isinstance(node, ast.Call) or not node.args:
                 continue
             first = node.args[0]
-            is_reason = isinstance(node.func, ast.Name) and node.func.id == "Reason"
+            is_reason = (isinstance(node.func, ast.Name) and node.func.id == "Reason") or (
+                isinstance(node.func, ast.Attribute) and node.func.attr == "of"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "Reason")
             is_add = isinstance(node.func, ast.Attribute) and node.func.attr in ("add", "add_message")
             if not (is_reason or is_add) or not isinstance(first, ast.Constant) or not isinstance(first.value, str):
                 continue

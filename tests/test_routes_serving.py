@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from opassess.cli import app
@@ -83,3 +84,24 @@ def test_the_cli_route_writes_the_serving_part_and_section(tmp_path):
     assert "## Serving" in md and "ascend_inference_quant_support.tsv:19" in md
     refused = runner.invoke(app, ["scan", str(model), "--quant", "w8a8", "-q"])
     assert refused.exit_code == 2 and "--route vllm-ascend" in refused.output
+
+
+def test_a_scheme_no_row_names_is_bad_usage_naming_the_choices(tmp_path):
+    """--quant w8a9 (a typo) was checked as 'no facts', exit 0; every name the error offers is one a row names."""
+    from opassess.errors import EXIT_USAGE, UsageError
+    from opassess.routes.serving import check_quant, quant_names
+
+    facts = load_route_facts()
+    names = quant_names(facts)
+    assert {"w8a8", "w8a8_dynamic", "w4a16", "mxfp8", "awq"} <= set(names)
+    for name in (*names, "W8A8 static"):  # and a row's scheme text, as the table writes it
+        check_quant(name, facts)
+        assert "no row" not in check_serving("M", name, "A2", "Atlas A2", facts).items[-1].evidence
+    with pytest.raises(UsageError, match="w8a8_dynamic") as info:
+        check_quant("w8a9", facts)
+    assert info.value.option == "--quant" and info.value.exit_code == EXIT_USAGE
+    model = tmp_path / "lm.py"
+    model.write_text(MODEL)
+    result = runner.invoke(app, ["scan", str(model), "--route", "vllm-ascend", "--quant", "bogus", "-q"])
+    assert result.exit_code == 2 and "Invalid value for '--quant'" in result.output, result.output
+    assert "'bogus'" in result.output and "w8a8_dynamic" in result.output and "Traceback" not in result.output

@@ -77,3 +77,45 @@ def test_bad_files_raise_knowledge_base_errors(tmp_path):
     with pytest.raises(KnowledgeBaseError, match="not valid JSON"):
         load_source_facts(broken)
     assert load_source_facts().provenance["generator"] == "tools/kb_source.py"
+
+
+def test_indexed_lookups_answer_as_a_scan_of_the_rows_does(facts):
+    """The lookups read dicts built once per facts file; for every name the tables hold (and some they do not), each
+    answers what reading the rows in table order answers (the definition the indexes replace)."""
+    from fnmatch import fnmatchcase
+
+    def migration(api, kwargs):
+        exact = [r for r in facts.rules if api in r.apis and r.applies(kwargs)]
+        if exact:
+            return exact[0]
+        for rule in facts.rules:
+            if rule.applies(kwargs) and any("*" in p and fnmatchcase(api, p) for p in rule.apis):
+                patched = dict(rule.condition).get("patched")
+                if not patched or any(p.kind == patched for p in facts.patches(api)):
+                    return rule
+        return None
+
+    def library_rows(api):
+        exact = tuple(lib for lib in facts.libraries if api in lib.symbols)
+        root, last = api.split(".")[0], api.rsplit(".", 1)[-1]
+        return exact or tuple(lib for lib in facts.libraries
+                              if any(s.split(".")[0] == root and s.rsplit(".", 1)[-1] == last for s in lib.symbols))
+
+    def covering(module):
+        return tuple(lib for lib in facts.libraries
+                     if any(module == m or module.startswith(m + ".") for m in lib.modules))
+
+    apis = {a for r in facts.rules for a in r.apis} | {s for lib in facts.libraries for s in lib.symbols}
+    apis |= {f"{a}.sub" for a in list(apis)} | {"torch.cuda.memory_stats", "flash_attn.other.flash_attn_func", "x"}
+    modules = {m for lib in facts.libraries for m in lib.modules} | {a.rsplit(".", 1)[0] for a in apis} | {"nope"}
+    for api in sorted(apis):
+        for kwargs in ({}, {"map_location": "cuda"}, {"backend": "cudagraphs"}):
+            assert facts.migration(api, kwargs) == migration(api, kwargs), api
+        assert facts.library_rows(api) == library_rows(api), api
+    for module in sorted(modules):
+        assert facts.libraries_for_module(module) == covering(module), module
+        assert facts.library_for_module(module) == next((lib for lib in covering(module) if lib.library != "torch"),
+                                                        None), module
+    for word in {w for r in facts.rules for w in (*r.literals, *r.imports)} | {"nothing"}:
+        assert facts.migration_for_literal(word) == next((r for r in facts.rules if word in r.literals), None)
+        assert facts.migration_for_import(word) == next((r for r in facts.rules if word in r.imports), None)

@@ -1,7 +1,8 @@
 """Tests for opassess.source.package on a tree shaped like a kernel library (tests/source_support.LIBRARY): the tree's
 own imports are not a third-party library, the extension it builds is linked to its import and priced once as its
 kernels (a .cu of template instantiations counted as kernel source), each autotune list is one site, a file named
-twice is scanned once, and a source-only report's summary counts its sites (issue 23, item 3)."""
+twice is scanned once, a source-only report's summary counts its sites, and the two kernel variants are alternatives:
+with `scan MODEL --source` each model pays for the variant it reaches (issue 23, item 3)."""
 from __future__ import annotations
 
 import json
@@ -135,3 +136,47 @@ def test_scan_with_source_prices_what_the_model_reaches_and_sets_the_rest_apart(
     assert summary["by_category"]["custom-dev"]["likely"] == 0  # the extension is present only: not in the total
     kernel = next(f for f in document["source_findings"] if f["kind"] == "triton-kernel")
     assert kernel["operators"] == ["triton:ssd_kernel"]
+
+
+MODEL_V1 = MODEL_V2.replace("mamba_v2 import MambaV2", "mamba_v1 import MambaV1").replace("MambaV2()", "MambaV1()")
+
+
+def _scan_with_source(tmp_path, monkeypatch, model: str) -> dict:
+    folder = tmp_path / f"model_{abs(hash(model))}"
+    folder.mkdir()
+    (folder / "model.py").write_text(model, encoding="utf-8")
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(app, ["scan", "model.py", "--source", "../lib", "-f", "json", "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_kernel_variants_are_alternatives_each_model_pays_for_the_one_it_reaches(library, tmp_path, monkeypatch):
+    """The library's two kernel variants are not summed for a model: the CUDA variant's model (v1) reaches the
+    extension (priced once, as its kernels) and sets the Triton kernel and its autotune lists apart as present; the
+    Triton variant's model (v2) the other way round. What both reach together is the whole tree, each site once: a
+    source-only scan (no model to say which variant is used) prices the library's port, every variant."""
+    v1, v2 = (_scan_with_source(tmp_path, monkeypatch, model) for model in (MODEL_V1, MODEL_V2))
+
+    def reached(document):
+        return {(f["file"].removeprefix("lib/"), f["kind"], f["line"]) for f in document["source_findings"]
+                if f["reached"]}
+
+    sites = {(f["file"].removeprefix("lib/"), f["kind"], f["line"]) for f in v1["source_findings"]}
+    assert reached(v1) & reached(v2) == set() and reached(v1) | reached(v2) == sites  # alternatives, nothing lost
+    kinds = {kind for _, kind, _ in reached(v1)}
+    assert kinds == {"cpp-extension", "cuda-kernel", "native-binding", "device-string"}  # the CUDA variant
+    ext = next(f for f in v1["source_findings"] if f["kind"] == "cpp-extension")
+    assert ext["person_days"]["likely"] == pytest.approx(2 + 4 + 0.18)  # priced once, as its kernels
+    assert not any(f["kind"] in ("library-import", "library-call") for f in v1["source_findings"])  # own imports: 0
+    assert v1["summary"]["by_category"]["custom-dev"]["likely"] == pytest.approx(6.18, abs=0.01)
+    assert v2["summary"]["by_category"]["custom-dev"]["likely"] == 0
+    # each model's present total is the other variant's reached cost
+    for this, other in ((v1, v2), (v2, v1)):
+        own = sum(f["person_days"]["likely"] for f in other["source_findings"] if f["reached"])
+        assert this["summary"]["present"]["person_days"]["likely"] == pytest.approx(own, abs=0.02)
+    scan = scan_sources(library)
+    alone = estimate((), _empty(), WEIGHTS, source=estimate_sources(scan.findings, (), WEIGHTS, scan.root),
+                     model_level=False)
+    both = sum(f["person_days"]["likely"] for doc in (v1, v2) for f in doc["source_findings"] if f["reached"])
+    assert alone.total.likely == pytest.approx(both, abs=0.02)

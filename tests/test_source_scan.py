@@ -105,3 +105,24 @@ def test_missing_path_is_an_error(tmp_path):
     from opassess.errors import OpassessError
     with pytest.raises(OpassessError):
         scan_sources(tmp_path / "nope")
+
+
+def test_a_python_file_over_the_size_limit_is_listed_not_parsed(tmp_path):
+    """A generated module (here 2 MiB + 26 bytes of torch.cuda calls) is not parsed: its syntax tree would take about
+    220 times its size in memory. It is listed as not scanned with its size, in the report too; the rest is scanned."""
+    from typer.testing import CliRunner
+
+    from opassess.cli import app
+    from opassess.source.scan import PYTHON_LIMIT
+
+    line = "torch.cuda.synchronize()\n"  # a site on every line, were it parsed
+    (tmp_path / "generated.py").write_text("import torch\n" + line * (PYTHON_LIMIT // len(line) + 1))
+    (tmp_path / "train.py").write_text("import torch\n" + line)
+    scan = scan_sources(tmp_path)
+    assert scan.files == ("train.py",) and {f.file for f in scan.findings} == {"train.py"}
+    [skipped] = scan.skipped
+    assert skipped.file == "generated.py"
+    assert skipped.reason == "not parsed: 2.0 MiB, over the 2 MiB a Python source may have (generated code?)"
+    done = CliRunner().invoke(app, ["source", str(tmp_path), "-f", "terminal"], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert "Not scanned: generated.py: not parsed: 2.0 MiB" in done.output

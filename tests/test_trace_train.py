@@ -136,13 +136,15 @@ def test_grad_owners_attribute_nodes_to_the_call_that_created_them():
     owners.claim("exp", [z])  # ExpBackward0 only: the Linear's nodes are owned already
     loss = z.sum()
     owners.claim("sum", [loss])
-    per_node, engine = record_backward(owners, loss.backward)
-    ops = {name: [c.qualified for c in calls] for name, calls in per_node.items()}
+    seen = record_backward(owners, loss.backward)
+    ops = {name: [c.qualified for c in calls] for name, calls in seen.calls.items()}
     assert ops["sum"] == ["aten::expand"]
     assert ops["exp"] == ["aten::detach", "aten::mul.Tensor"]  # grad * exp(x), the saved result
     assert {"aten::mm", "aten::sum.dim_IntList"} <= set(ops["linear"])
+    # the weight's gradient: mm of grad (4, 2)^T and the input (4, 3): 2 x 2 x 4 x 3 FLOPs (the input needs none)
+    assert seen.flops == {"sum": 0, "exp": 0, "linear": 48}
     # the engine's own: seeding the loss gradient, AccumulateGrad writing .grad
-    assert [c.qualified for c in engine] == ["aten::ones_like", "aten::detach", "aten::detach"]
+    assert [c.qualified for c in seen.engine] == ["aten::ones_like", "aten::detach", "aten::detach"]
 
 
 def test_autocast_mode_casts_by_autocast_lists():
@@ -203,3 +205,22 @@ def test_grouped_mm_trains_on_meta_in_float32():
     assert "aten::_grouped_mm" in experts.backward_aten
     grads = [c for n in experts.nodes for c in n.backward if c.op == "aten::_grouped_mm"]
     assert grads and all(d == "float32" for c in grads for d in c.output_dtypes)
+
+
+def test_a_models_own_grouped_matmul_op_is_the_work_of_its_body(tmp_path):
+    # own_grouped_mm.py's torch.library op (every backend): its body's ATen ops are recorded with their FLOPs,
+    # forward and backward (worked out in the model's docstring), not an op of unknown work
+    from opassess.classify import classify
+    from opassess.kb.store import load_kb
+
+    forward = operators(scan_inventory(ScanOptions(target=str(MODELS / "own_grouped_mm.py"))))["own_moe::grouped_mm"]
+    assert forward.flops == 1_048_576 and forward.backward_flops == 0
+    assert {"aten::mm", "aten::cat"} <= set(forward.aten)
+    inventory = trained(MODELS / "own_grouped_mm.py")
+    experts = operators(inventory)["own_moe::grouped_mm"]
+    assert experts.flops == 1_048_576 and experts.backward_flops == 2 * 1_048_576
+    assert {"aten::mm", "aten::stack", "own_moe::grouped_mm"} <= set(experts.backward_aten)
+    verdict = next(c for c in classify(inventory, load_kb(tmp_path)) if c.operator.key == "own_moe::grouped_mm")
+    assert verdict.category == "direct" and all(verdict.aten_support.values()) and all(
+        verdict.backward_support.values())
+    assert any("the ATen ops it runs all have NPU kernels" in r.message for r in verdict.reasons)

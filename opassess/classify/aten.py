@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..kb.evidence import check_binding
+from ..messages import N_
 from ..records import AtenCall
 from .decompose import composite_calls, dispatch_kinds, has_backend_kernel, is_view, returns_to_host, torch_version_text
 
@@ -137,9 +138,10 @@ def kernel_ops(verdicts: dict[str, AtenVerdict]) -> list[str]:
     return list(dict.fromkeys(k for v in verdicts.values() for k in v.kernel_ops))
 
 
-def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, str]:
-    """(message, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
+def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, dict[str, str], str]:
+    """(message id, its values, evidence) for ATen ops torch_npu does not register whose CANN aclnn kernel exists."""
     names = ", ".join(v.op for v in bindings)
     apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
-    return (f"{names} has no torch_npu registration, but CANN has the kernel ({apis}): register it through op-plugin "
-            f"(a binding to write, not a new kernel)", "; ".join(v.evidence for v in bindings))
+    return (N_("%(ops)s has no torch_npu registration, but CANN has the kernel (%(apis)s): register it through "
+               "op-plugin (a binding to write, not a new kernel)"), {"ops": names, "apis": apis},
+            "; ".join(v.evidence for v in bindings))

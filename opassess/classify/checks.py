@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..records import Signature
+from ..records import N_, Signature
 from ..vocabulary import Category
 from .judgement import Judgement
 
@@ -21,11 +21,12 @@ def kernel_checks(kb: KnowledgeBase, sig: Signature | None, j: Judgement, atens:
     for aten in atens:
         for check in kb.checks_for(aten):
             if check.kind == "float64-unsupported" and "float64" in dtypes:
-                j.add("dtype", f"the NPU kernel of {aten} rejects float64 input; cast to float32",
-                      check.evidence(), Category.PARAM_CONVERTED)
+                j.add_message("dtype", N_("the NPU kernel of %(op)s rejects float64 input; cast to float32"),
+                              {"op": aten}, check.evidence(), Category.PARAM_CONVERTED)
             elif check.kind == "float64-cast" and "float64" in dtypes:
-                j.add("dtype-cast", f"the NPU kernel of {aten} computes float64 input in float32",
-                      check.evidence(), Category.PARAM_CONVERTED)
+                j.add_message("dtype-cast", N_("the NPU kernel of %(op)s computes float64 input in float32"),
+                              {"op": aten}, check.evidence(), Category.PARAM_CONVERTED)
             elif check.kind == "int64-cast-int32" and "int64" in dtypes:
-                j.add("dtype-cast", f"the NPU kernel of {aten} casts int64 input to int32 (values beyond 2^31 "
-                      f"overflow)", check.evidence(), Category.PARAM_CONVERTED)
+                j.add_message("dtype-cast", N_("the NPU kernel of %(op)s casts int64 input to int32 (values beyond "
+                                               "2^31 overflow)"), {"op": aten}, check.evidence(),
+                              Category.PARAM_CONVERTED)

@@ -11,7 +11,7 @@ The reduce op is not in the capture's attributes: the source scan's reduce-op si
 from __future__ import annotations
 
 from ..kb.routes import RouteFacts, load_route_facts
-from ..records import ClassifiedOp, Operator, Reason
+from ..records import N_, ClassifiedOp, Operator, Reason
 from ..source.distributed import COLLECTIVES, DIST
 from ..vocabulary import Category
 
@@ -39,25 +39,27 @@ def collective_name(key: str) -> str | None:
 
 def _judge(name: str, dtype: str | None, kernel: str, facts: RouteFacts, index: int | None) -> tuple[Category, Reason]:
     if name in FUNCTIONAL_PLUMBING:
-        return Category.DIRECT, Reason("hccl", f"{name}: waits on or wraps a functional collective's result, which "
-                                       "is judged as its collective", "torch._c10d_functional", index)
+        return Category.DIRECT, Reason.of("hccl", N_("%(name)s: waits on or wraps a functional collective's result, "
+                                                     "which is judged as its collective"), {"name": name},
+                                          "torch._c10d_functional", index)
     fact = facts.hccl(DIST + name)
     gate = facts.hccl_feature("collective dtypes")
     if dtype and gate and dtype in gate.gated_dtypes and kernel != gate.gated_from:
-        return Category.PARAM_CONVERTED, Reason(
-            "hccl", f"{name} on a {dtype} tensor: HCCL runs {', '.join(gate.gated_dtypes)} collectives only from "
-            f"Ascend {gate.gated_from} on; cast around the call", gate.cite, index)
+        return Category.PARAM_CONVERTED, Reason.of(
+            "hccl", N_("%(name)s on a %(dtype)s tensor: HCCL runs %(dtypes)s collectives only from Ascend %(from)s on; "
+                       "cast around the call"), {"name": name, "dtype": dtype, "dtypes": ", ".join(gate.gated_dtypes),
+                                                  "from": gate.gated_from}, gate.cite, index)
     if fact is None:
-        return Category.DIRECT, Reason("hccl", f"{name}: HCCL runs it (no restriction in the facts)",
-                                       "hccl_distributed_support.tsv: no row", index)
+        return Category.DIRECT, Reason.of("hccl", N_("%(name)s: HCCL runs it (no restriction in the facts)"),
+                                          {"name": name}, "hccl_distributed_support.tsv: no row", index)
     if fact.status == "conditional":
         return Category.PARAM_CONVERTED, Reason("hccl", f"{name}: {fact.detail}", fact.cite, index)
     if dtype and fact.dtypes and dtype not in fact.dtypes and not (gate and dtype in gate.gated_dtypes):
-        return Category.PARAM_CONVERTED, Reason(
-            "hccl", f"{name} on a {dtype} tensor: the documented dtypes are {', '.join(fact.dtypes)}", fact.cite,
-            index)
-    return Category.DIRECT, Reason("hccl", f"{name}: HCCL runs it ({fact.status}"
-                                   f"{'; ' + fact.detail if fact.detail else ''})", fact.cite, index)
+        return Category.PARAM_CONVERTED, Reason.of(
+            "hccl", N_("%(name)s on a %(dtype)s tensor: the documented dtypes are %(dtypes)s"),
+            {"name": name, "dtype": dtype, "dtypes": ", ".join(fact.dtypes)}, fact.cite, index)
+    return Category.DIRECT, Reason.of("hccl", N_("%(name)s: HCCL runs it (%(how)s)"), {
+        "name": name, "how": fact.status + ("; " + fact.detail if fact.detail else "")}, fact.cite, index)
 
 
 def classify_collective(op: Operator, kernel: str, facts: RouteFacts | None = None) -> ClassifiedOp | None:

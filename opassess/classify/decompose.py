@@ -22,6 +22,7 @@ from typing import Any
 
 from ..trace.registrations import COMPOSITE_KEYS as COMPOSITE_KEYS  # re-exported
 from ..trace.registrations import dispatch_kinds as dispatch_kinds  # re-exported
+from ..trace.registrations import is_view as is_view  # re-exported
 
 Shape = tuple[int, ...]
 
@@ -190,15 +191,6 @@ def returns_to_host(qualified: str) -> bool:
     op = _overload(qualified)
     returns = op._schema.returns if op is not None else ()
     return bool(returns) and not any("Tensor" in str(r.type) for r in returns)
-
-
-@cache
-def is_view(qualified: str) -> bool:
-    """Every output of the op's schema aliases an input it does not write ('aten::select.int' -> Tensor(a)): a view,
-    which reads no data, so no dtype limit applies to it."""
-    op = _overload(qualified)
-    returns = op._schema.returns if op is not None else ()
-    return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
 
 
 @cache

@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..messages import N_, Text
 from ..records import ClassifiedOp, Operator, Reason
 from ..source.classify import preferred_library
 from ..source.facts import SourceFacts, load_source_facts
@@ -40,42 +41,47 @@ def _triton(op: Operator, facts: SourceFacts):
     lib = preferred_library(facts.library_rows("triton.jit"))
     rule = facts.migration("triton.jit")
     evidence = "; ".join(e for e in (lib.cite if lib else "", rule.cite if rule else "") if e) or "knowledge base: none"
-    reasons = [Reason("stand-in", f"the Triton kernel {name} was launched but not run (no GPU here); the capture "
-                      "records its tensor arguments, not what the kernel does", "trace: stand-in launch")]
-    reasons.append(Reason("triton-kernel", f"{name} is a Triton kernel: it needs triton-ascend "
-                          f"({lib.route.split(';')[0] if lib else 'not in the knowledge base'}) and a check of its "
-                          "body against what triton-ascend lacks (the source scan judges the body); until then it "
-                          "is counted as a kernel to port", evidence))
+    reasons = [Reason.of("stand-in", N_("the Triton kernel %(name)s was launched but not run (no GPU here); the "
+                                        "capture records its tensor arguments, not what the kernel does"),
+                         {"name": name}, Text(N_("trace: stand-in launch")))]
+    reasons.append(Reason.of("triton-kernel", N_("%(name)s is a Triton kernel: it needs triton-ascend (%(route)s) and "
+                                                 "a check of its body against what triton-ascend lacks (the source "
+                                                 "scan judges the body); until then it is counted as a kernel to port"),
+                             {"name": name, "route": lib.route.split(";")[0] if lib else
+                              Text(N_("not in the knowledge base"))}, evidence))
     return Category.CUSTOM_DEV, reasons, "triton-ascend" if lib else None, lib is not None, "low"
 
 
 def _library_call(op: Operator, facts: SourceFacts):
     lib = preferred_library(facts.library_rows(op.key))
     library = op.key.split(".")[0]
-    stand_in = Reason("stand-in", f"{library} is not installed here: {op.key} was recorded by a stand-in with the "
-                      "output shapes the library documents", "trace: stand-in call")
+    stand_in = Reason.of("stand-in", N_("%(library)s is not installed here: %(op)s was recorded by a stand-in with the "
+                                        "output shapes the library documents"), {"library": library, "op": op.key},
+                         Text(N_("trace: stand-in call")))
     if lib is None:
         rows = [row for row in facts.libraries if library in row.modules]
         evidence = "; ".join(row.cite for row in rows) + " (none names it)" if rows else \
             "third_party_kernel_libs.tsv: no row for it"
-        return Category.CUSTOM_DEV, [stand_in, Reason(
-            "not-in-kb", f"{op.key} is not in the third-party kernel table: no known NPU route for this function",
-            evidence)], None, False, "low"
+        return Category.CUSTOM_DEV, [stand_in, Reason.of(
+            "not-in-kb", N_("%(op)s is not in the third-party kernel table: no known NPU route for this function"),
+            {"op": op.key}, evidence)], None, False, "low"
     category = Category.parse(lib.category) if lib.category else Category.PARAM_CONVERTED
     if lib.route_kind == "none" and category == Category.DIRECT:
         category = Category.CUSTOM_DEV
     reasons = [stand_in]
     if category == Category.DIRECT:
         category = Category.PARAM_CONVERTED
-        reasons.append(Reason("library-route", f"{lib.library} has an NPU build ({lib.route.split(';')[0]}): a "
-                              "dependency change to make and validate", lib.cite))
+        reasons.append(Reason.of("library-route", N_("%(library)s has an NPU build (%(route)s): a dependency change "
+                                                     "to make and validate"),
+                                 {"library": lib.library, "route": lib.route.split(";")[0]}, lib.cite))
     else:
-        reasons.append(Reason("library-route", f"{lib.category}: {lib.route.split(';')[0]}", lib.cite))
+        reasons.append(Reason.of("library-route", N_("%(category)s: %(route)s"),
+                                 {"category": lib.category, "route": lib.route.split(";")[0]}, lib.cite))
     passed = {k for sig in op.signatures for k in sig.attrs}
     dropped = lib.dropped_args(passed)
     if dropped:
-        reasons.append(Reason("param-limit", f"the route drops {', '.join(dropped)}, which this model passes "
-                              f"({lib.dropped.split(';')[0]})", lib.cite))
+        reasons.append(Reason.of("param-limit", N_("the route drops %(args)s, which this model passes (%(why)s)"),
+                                 {"args": ", ".join(dropped), "why": lib.dropped.split(";")[0]}, lib.cite))
     routes = _NPU_API.findall(lib.route)
     return category, reasons, routes[0] if routes else None, True, "medium"
 
@@ -96,9 +102,10 @@ def adopt_site_verdicts(classified: tuple[ClassifiedOp, ...], sites) -> tuple[Cl
             out.append(item)
             continue
         finding = site.finding
-        decided = Reason("source-site", f"the same call as the source site {finding.file}:{finding.line} "
-                         f"({finding.kind}): its verdict, {finding.category}, decides and its effort is counted "
-                         "there, once", "; ".join(finding.evidence) or "source scan")
+        decided = Reason.of("source-site", N_("the same call as the source site %(site)s (%(kind)s): its verdict, "
+                                              "%(category)s, decides and its effort is counted there, once"),
+                            {"site": f"{finding.file}:{finding.line}", "kind": finding.kind,
+                             "category": finding.category}, "; ".join(finding.evidence) or "source scan")
         out.append(replace(item, category=str(finding.category),
                            signature_categories=tuple(str(finding.category) for _ in item.signature_categories),
                            reasons=(*item.reasons, decided), confidence=finding.confidence,

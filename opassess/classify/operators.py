@@ -29,22 +29,24 @@ The operator's category is the worst of its signatures.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..kb.evidence import ProductCheck, check_dtype, check_product, kernel_takes_param, remedy, verdict_confidence
-from ..kb.facts import ApiFact, Limitation
+from ..kb.evidence import ProductCheck, check_product, verdict_confidence
+from ..kb.facts import ApiFact
 from ..kb.products import Product
 from ..kb.rules import Composite, FusedStep, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
-from ..records import N_, AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
+from ..messages import N_, Text
+from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .checks import kernel_checks
 from .collective import classify_collective
 from .judgement import Judgement, worst
 from .library import classify_library
+from .limits import SignatureChecks
 from .project import judge_project_op
 from .scope import deprecation, judge_backward, taken_whole
 
@@ -70,7 +72,7 @@ class _Scope:
     shared: list[Reason] = field(default_factory=list)  # reasons that hold for every signature
 
 
-class _Classifier(AtenJudge):
+class _Classifier(AtenJudge, SignatureChecks):
     def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False,
                  registered: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self.kb = kb
@@ -104,9 +106,9 @@ class _Classifier(AtenJudge):
         backward_support = self._backward(op, judgements, scope) if op.backward_aten else {}
         fused = self.kb.rules.fused_step(op.key) if op.kind == "optimizer" else None
         if fused and fused.aten not in op.aten:
-            scope.shared.append(Reason("fused-step", f"optional: {fused.setting} runs this step as one NPU kernel "
-                                       f"({fused.aten}) instead of one kernel per _foreach_ operation",
-                                       fused.evidence))
+            scope.shared.append(Reason.of("fused-step", N_("optional: %(setting)s runs this step as one NPU kernel "
+                                                           "(%(aten)s) instead of one kernel per _foreach_ operation"),
+                                          {"setting": fused.setting, "aten": fused.aten}, fused.evidence))
         if not scope.known:
             _not_in_kb(op, judgements)
         return self._verdict(op, judgements, scope, backward_support, fused)
@@ -135,20 +137,22 @@ class _Classifier(AtenJudge):
                                         ).supported)
         shared: list[Reason] = []
         if composite:
-            traced = (f"; the decomposition traced here ({', '.join(dict.fromkeys(skipped))}) is not judged"
-                      if skipped else "")
-            shared.append(Reason("composite", f"torch_npu runs {composite.aten} whole{traced}",
-                                 f"rules.toml: composite {composite.aten} ({composite.evidence})"))
+            whole_text = N_("torch_npu runs %(op)s whole; the decomposition traced here (%(traced)s) is not judged") \
+                if skipped else N_("torch_npu runs %(op)s whole")
+            shared.append(Reason.of("composite", whole_text, {"op": composite.aten, "traced": ", ".join(
+                dict.fromkeys(skipped))}, f"rules.toml: composite {composite.aten} ({composite.evidence})"))
         if decomposition:
-            shared.append(Reason("taken-whole", f"torch_npu runs {', '.join(whole)} whole (the op called has an NPU "
-                                 f"kernel); {', '.join(decomposition)}, seen in the CPU/meta decomposition, is not "
-                                 f"judged", "; ".join((verdicts.get(a) or removed[a]).evidence for a in whole)))
+            shared.append(Reason.of("taken-whole", N_("torch_npu runs %(ops)s whole (the op called has an NPU kernel); "
+                                                      "%(skipped)s, seen in the CPU/meta decomposition, is not judged"),
+                                    {"ops": ", ".join(whole), "skipped": ", ".join(decomposition)},
+                                    "; ".join((verdicts.get(a) or removed[a]).evidence for a in whole)))
         if not composite:
             for a in dict.fromkeys(a for a in skipped if a not in decomposition):
                 owner = kb.rules.cpu_only_of(a)
                 assert owner is not None  # `skipped` holds only the CPU-only ops of a composite here
-                shared.append(Reason("cpu-only-decomposition", f"{a} is the CPU decomposition of {owner.aten}, "
-                                     f"which the NPU runs whole; not judged", f"rules.toml: composite {owner.aten}"))
+                shared.append(Reason.of("cpu-only-decomposition", N_("%(op)s is the CPU decomposition of %(owner)s, "
+                                                                     "which the NPU runs whole; not judged"),
+                                        {"op": a, "owner": owner.aten}, f"rules.toml: composite {owner.aten}"))
         # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
         known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops)
         required, optional, on_limit = (next((r for r in replacements if r.when == when), None)
@@ -180,8 +184,9 @@ class _Classifier(AtenJudge):
         family = kb.rules.nature(op.key)
         within_limits = all(j.category == Category.DIRECT for j in judgements)
         if family and family.nature == Category.PARAM_CONVERTED and within_limits:
-            shared.append(Reason("nature", "its parameters map onto a CANN operator's attributes; this model's "
-                                 "values are within the documented limits", f"rules.toml: family ({family.evidence})"))
+            shared.append(Reason.of("nature", N_("its parameters map onto a CANN operator's attributes; this model's "
+                                                 "values are within the documented limits"), {},
+                                    f"rules.toml: family ({family.evidence})"))
         category = worst(j.category for j in judgements) if judgements else Category.DIRECT
         statuses = tuple("view" if v.view else v.status for v in verdicts.values())
         confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses,
@@ -191,11 +196,11 @@ class _Classifier(AtenJudge):
             confidence = "low"
         replacement = required or optional or (on_limit if category != Category.DIRECT else None)
         if on_limit and category != Category.DIRECT:
-            shared.append(Reason("replacement", f"if the model cannot stay within the limits: {on_limit.api} "
-                                 f"({on_limit.note})", on_limit.evidence))
+            shared.append(Reason.of("replacement", N_("if the model cannot stay within the limits: %(api)s (%(note)s)"),
+                                    {"api": on_limit.api, "note": on_limit.note}, on_limit.evidence))
         if optional and not required and category == Category.DIRECT:
-            shared.append(Reason("replacement", f"optional: {optional.api} is a fused NPU kernel for this "
-                                 f"({optional.note})", optional.evidence))
+            shared.append(Reason.of("replacement", N_("optional: %(api)s is a fused NPU kernel for this (%(note)s)"),
+                                    {"api": optional.api, "note": optional.note}, optional.evidence))
         reasons = _dedupe(tuple(shared) + tuple(r for j in judgements for r in j.reasons))
         signature_categories = tuple(j.category for j in judgements[: len(op.signatures)])
         return ClassifiedOp(
@@ -228,12 +233,14 @@ class _Classifier(AtenJudge):
         if mark.confidence is not None:
             j.confidences.append(mark.confidence)
         if mark.disagree or mark.kernel is False:
-            said = mark.disagreement(self.product, self.page) if mark.disagree else (
-                f"{', '.join(mark.kernel_apis)} marked not supported on {self.product} in its doc")
-            verdict = (f"the kernel facts decide; not verified on {self.product}" if mark.kernel else
-                       "the API page decides" if mark.page else "the kernel falls back to the aclop path there")
-            j.add("kernel-product", f"{said}: {verdict}", "; ".join((*mark.evidence, api.evidence() if api else "")
-                                                                    ).strip("; "), None, per_signature=False)
+            said = mark.disagreement(self.product, self.page) if mark.disagree else Text(
+                N_("%(apis)s marked not supported on %(product)s in its doc"),
+                {"apis": ", ".join(mark.kernel_apis), "product": self.product})
+            verdict = (Text(N_("the kernel facts decide; not verified on %(product)s"), {"product": self.product})
+                       if mark.kernel else Text(N_("the API page decides")) if mark.page else
+                       Text(N_("the kernel falls back to the aclop path there")))
+            j.add_message("kernel-product", N_("%(said)s: %(verdict)s"), {"said": said, "verdict": verdict},
+                          "; ".join((*mark.evidence, api.evidence() if api else "")).strip("; "), None, False)
         if api is not None and documented:
             j.add_message("api-supported", N_("%(api)s is documented as supported on %(product)s (torch %(version)s)"),
                           {"api": api.api, "product": self.product, "version": api.doc_version}, api.evidence(), None,
@@ -265,21 +272,26 @@ class _Classifier(AtenJudge):
                 j.add_message("decomposes", N_("%(op)s has no NPU kernel of its own but decomposes into ops that do; "
                                                "expect extra kernel launches"), {"op": v.op}, v.evidence, None, False)
         if bindings and (missing or documented or required is None):
-            j.add("binding", *binding_reason(bindings), None if missing or documented else Category.PARAM_CONVERTED)
+            j.add_message("binding", *binding_reason(bindings), None if missing or documented
+                          else Category.PARAM_CONVERTED)
         elif bindings:
             missing += bindings
         if missing:
             names = ", ".join(v.op for v in missing)
             if documented:
                 assert api is not None  # documented: the API page said so
-                j.add("no-kernel", f"{names} not in the NPU kernel list although {api.api} is documented as supported; "
-                      f"trusting the documentation", "; ".join(v.evidence for v in missing), None, False)
+                j.add_message("no-kernel", N_("%(ops)s not in the NPU kernel list although %(api)s is documented as "
+                                              "supported; trusting the documentation"), {"ops": names, "api": api.api},
+                              "; ".join(v.evidence for v in missing), None, False)
             elif required is not None:
-                j.add("replacement", f"{names} has no NPU kernel; use {required.api} ({required.note})",
-                      required.evidence, Category.PARAM_CONVERTED)
+                j.add_message("replacement", N_("%(ops)s has no NPU kernel; use %(api)s (%(note)s)"),
+                              {"ops": names, "api": required.api, "note": required.note}, required.evidence,
+                              Category.PARAM_CONVERTED)
             else:
-                j.add("no-kernel", f"{names} has no NPU kernel for torch {self.version_text} and no decomposition: "
-                      f"it would fall back to the CPU", "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
+                j.add_message("no-kernel", N_("%(ops)s has no NPU kernel for torch %(version)s and no decomposition: "
+                                              "it would fall back to the CPU"), {"ops": names,
+                                                                                 "version": self.version_text},
+                              "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
         if api is None and not verdicts and sig is not None:
             if op.key in kb.rules.host_ops or not op.aten:
                 j.add_message("host-op", N_("%(op)s dispatched no ATen operator (Python-level indexing or metadata)"),
@@ -295,110 +307,17 @@ class _Classifier(AtenJudge):
                           required.evidence, Category.PARAM_CONVERTED)
         elif mark.page is False:
             assert api is not None  # the page spoke: there is one
-            agree = f"; {', '.join(mark.kernel_apis)}'s doc agrees" if mark.kernel is False else ""
-            j.add("api-unsupported", f"{api.api} is marked unsupported (✘) for {self.product} in the torch "
-                  f"{api.doc_version} support list{agree}", "; ".join((api.evidence(), *mark.evidence)),
-                  Category.CUSTOM_DEV)
+            text = N_("%(api)s is marked unsupported (✘) for %(product)s in the torch %(version)s support list; "
+                      "%(apis)s's doc agrees") if mark.kernel is False else \
+                N_("%(api)s is marked unsupported (✘) for %(product)s in the torch %(version)s support list")
+            j.add_message("api-unsupported", text, {"api": api.api, "product": self.product, "version":
+                                                    api.doc_version, "apis": ", ".join(mark.kernel_apis)},
+                          "; ".join((api.evidence(), *mark.evidence)), Category.CUSTOM_DEV)
         else:
-            j.add("kernel-unsupported", f"{', '.join(mark.kernel_apis)} is marked not supported on {self.product} "
-                  f"in its doc and the kernel has no aclop fallback", "; ".join(mark.evidence), Category.CUSTOM_DEV)
-
-    def _limits(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact, dtypes: bool = True,
-                kernel_atens: Sequence[str] = ()) -> None:
-        """The API page's limits for this signature; a parameter the page calls unsupported but a kernel that ran
-        takes is decided by the kernel facts (kb/evidence.kernel_takes_param)."""
-        lim: Limitation | None = api.limitation
-        assert lim is not None  # called only for an API with a limitation
-        evidence = api.evidence()
-        if api.api != op.key:
-            evidence = f"{evidence}; rules.toml: calls {op.key} -> {api.api}"
-        attrs = dict(sig.attrs)
-        allowed = lim.allowed_dtypes(self.page, attrs) if dtypes else None
-        if allowed is not None:  # the first tensor is judged with the kernel facts (_dtypes); float64 elsewhere here
-            first = next((d for d in sig.input_dtypes if d), None)
-            for dtype in dict.fromkeys(d for d in sig.input_dtypes if d == "float64" and d != first):
-                if dtype not in allowed:
-                    j.add("dtype", f"input dtype {dtype} is not supported by {api.api} on {self.product} "
-                          f"(allowed: {', '.join(allowed)}); {remedy(dtype, allowed)}", evidence,
-                          Category.PARAM_CONVERTED)
-        outputs = {d for node in _nodes_of(op, sig) for d in node.output_dtypes if d}
-        for cast in lim.dtype_casts:
-            if dtypes and cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
-                j.add("dtype-cast", f"the NPU returns {cast['to']} where this model expects float64; keep the model "
-                      f"in float32 or compute this step on the CPU", evidence, Category.PARAM_CONVERTED)
-            elif cast.get("from") == "int64" and cast.get("when_param") and attrs.get(cast["when_param"]) is True:
-                j.add("dtype-cast", f"with {cast['when_param']}=True the NPU returns "
-                      f"{cast.get('output', 'the indices')} as {cast['to']} (int64 elsewhere); cast where the model "
-                      f"relies on int64", evidence,
-                      Category.PARAM_CONVERTED)
-        for rule in lim.param_rules_for(self.page):
-            if rule.param not in attrs:
-                continue
-            value = attrs[rule.param]
-            taken = kernel_takes_param(rule.param, kernel_atens, self.target, self.facts) \
-                if rule.rule == "unsupported" else None
-            if taken is not None and rule.violated_by(value):  # the kernel facts speak for the parameter
-                j.confidences.append("medium")
-                j.add("kernel-param", f"{rule.param}={value!r}: the API page says {rule.describe()}; {taken[0]}'s "
-                      f"doc takes {taken[1]}: the kernel facts decide", f"{evidence}; cann_aclnn_dtypes.tsv "
-                      f"{taken[0]}.{taken[1]}", None)
-            elif rule.violated_by(value):
-                j.add("param-limit", f"{rule.param}={value!r}: {rule.describe()} on the NPU"
-                      + (" (silently changed at run time)" if rule.auto_fixed else ""), evidence,
-                      Category.PARAM_CONVERTED)
-        for ndim_rule in lim.ndim_rules:
-            if ndim_rule.param not in ("input", "self") or not sig.input_shapes or sig.input_shapes[0] is None:
-                continue
-            ndim = len(sig.input_shapes[0])
-            if ndim_rule.violated_by(ndim):
-                j.add("shape-limit", f"input rank {ndim}: {ndim_rule.describe()}", evidence, Category.PARAM_CONVERTED)
-        if not dtypes:
-            return
-        if lim.cpu_only or lim.cpu_fallback == "always":
-            j.add_message("cpu-fallback", N_("%(api)s runs on the CPU, not the NPU"), {"api": api.api}, evidence,
+            j.add_message("kernel-unsupported", N_("%(apis)s is marked not supported on %(product)s in its doc and the "
+                                                   "kernel has no aclop fallback"),
+                          {"apis": ", ".join(mark.kernel_apis), "product": self.product}, "; ".join(mark.evidence),
                           Category.CUSTOM_DEV)
-        elif lim.cpu_fallback == "may":
-            j.add_message("cpu-fallback", N_("%(api)s may fall back to the CPU for some inputs (a performance risk)"),
-                          {"api": api.api}, evidence, None, False)
-
-    def _dtypes(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact | None,
-                verdicts: dict[str, AtenVerdict]) -> None:
-        """The data-carrying tensor's dtype: kernel facts for the product, then the API page (kb/evidence.py)."""
-        dtype = next((d for d in sig.input_dtypes if d), None)
-        if dtype is None:
-            return
-        borrower = self.kb.rules.options_only_of(op.key)
-        if borrower is not None:
-            j.add("options-only", f"{op.key} borrows only dtype and device from self: a dtype limit on self does "
-                  f"not apply to the data", f"rules.toml: options_only ({borrower})", None, False)
-            return
-        lim = api.limitation if api is not None else None
-        page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
-        unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
-        hosts = tuple(v.op for v in verdicts.values() if v.host_copy) if verdicts and all(
-            v.host_copy for v in verdicts.values()) else ()
-        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed, hosts,
-                            bool(lim and lim.excludes(dtype, self.page)))
-        if check.decided_by == "none" and verdicts and all(v.view for v in verdicts.values()):
-            return  # only views ran: they read no data, so no dtype fact is missing
-        j.confidences.append(check.confidence)
-        evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
-        if check.decided_by == "host-copy":
-            j.add_message("host-copy", N_("%(dtype)s is not in the API page's list for %(api)s (%(allowed)s), but "
-                                          "%(ops)s is torch_npu's own device-to-host copy, with no CANN kernel whose "
-                                          "doc limits its dtype: it runs; not verified for %(dtype)s on %(product)s"),
-                          {"dtype": dtype, "api": api.api if api else op.key, "allowed": ", ".join(page or ()),
-                           "ops": ", ".join(hosts), "product": self.product},
-                          "; ".join((evidence, *(v.evidence for v in verdicts.values()))), None)
-        elif check.ok and check.disagree:
-            j.add("kernel-dtype", f"{dtype} runs natively: {check.disagreement(self.product)}; the kernel facts "
-                  f"decide", evidence, None)
-        elif not check.ok:
-            who = ", ".join(check.kernel_apis) if check.decided_by == "kernel" else api.api if api else "its API"
-            note = f" ({check.disagreement(self.product)}; the kernel facts decide)" if check.disagree else ""
-            j.add("dtype", f"input dtype {dtype} is not supported by {who} on {self.product} (allowed: "
-                  f"{', '.join(check.allowed) or 'none'}); {remedy(dtype, check.allowed)}{note}", evidence,
-                  Category.PARAM_CONVERTED)
 
 
 def _fused_route(fused) -> str:
@@ -406,19 +325,16 @@ def _fused_route(fused) -> str:
     return f"{fused.step.removesuffix('.step')}({fused.setting})"
 
 
-def _nodes_of(op: Operator, sig: Signature):
-    return [n for n in op.nodes if dict(n.attrs) == dict(sig.attrs) and tuple(n.input_shapes) == tuple(sig.input_shapes)
-            and tuple(n.input_dtypes) == tuple(sig.input_dtypes)]
-
-
 def _not_in_kb(op: Operator, judgements: list[Judgement]) -> None:
     """Step 5: an operator nothing in the knowledge base speaks for is custom-dev (unless a reason says why)."""
     for j in judgements:
         if any(r.code in _SAYS_WHY_UNKNOWN for r in j.reasons):
             continue
-        j.add("not-in-kb", f"{op.key} is not in the knowledge base: no documented API, no NPU kernel for "
-              f"{', '.join(op.aten) or 'its ATen ops'}, no replacement", "knowledge base: no entry",
-              Category.CUSTOM_DEV)
+        text = N_("%(op)s is not in the knowledge base: no documented API, no NPU kernel for %(aten)s, no "
+                  "replacement") if op.aten else N_("%(op)s is not in the knowledge base: no documented API, no NPU "
+                                                    "kernel for its ATen ops, no replacement")
+        j.add_message("not-in-kb", text, {"op": op.key, "aten": ", ".join(op.aten)}, "knowledge base: no entry",
+                      Category.CUSTOM_DEV)
 
 
 def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:

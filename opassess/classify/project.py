@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..kb.rules import Replacement
-from ..records import N_, Operator
+from ..messages import N_, Text
+from ..records import Operator
 from ..vocabulary import Category
 from .aten import AtenVerdict
 from .decompose import dispatch_kinds
@@ -25,41 +26,48 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
     if op.kind == "extension":
         # Compiled code: even when it calls only ATen ops it must be rebuilt against torch_npu, and any
         # device kernels inside it (CUDA) rewritten for the NPU (Ascend C).
-        inner = f" (it dispatched {', '.join(verdicts)})" if verdicts else ""
-        j.add("extension", f"{op.key} is a function of a compiled C++ extension{inner}; it must be rebuilt "
-              f"against torch_npu and its device kernels rewritten in Ascend C", "trace: kind extension; "
-              "no replacement in rules.toml", Category.CUSTOM_DEV)
+        j.add_message("extension", N_("%(op)s is a function of a compiled C++ extension (it dispatched %(ops)s); it "
+                                      "must be rebuilt against torch_npu and its device kernels rewritten in Ascend C")
+                      if verdicts else N_("%(op)s is a function of a compiled C++ extension; it must be rebuilt "
+                                          "against torch_npu and its device kernels rewritten in Ascend C"),
+                      {"op": op.key, "ops": ", ".join(verdicts)},
+                      Text(N_("trace: kind extension; no replacement in rules.toml")), Category.CUSTOM_DEV)
         return
     if "::" in op.key:
         kinds = dispatch_kinds(op.key) or (registered or {}).get(op.key, ())  # the worker saw the library's
         others = [v for v in verdicts.values() if v.op != op.key]
         if kinds and all(v.supported for v in others):
-            how = ("a composite of ATen ops" if "CompositeImplicitAutograd" in kinds else
-                   "for every backend (a torch.library op without device_types)")
-            inner = ("the ATen ops it runs all have NPU kernels" if others else
-                     "the ATen ops its Python body runs were not seen by the trace: check them on the NPU")
-            j.add("decomposes", f"{op.key} is registered {how}; {inner}",
-                  f"PyTorch dispatcher: {' and '.join(kinds)} kernel for {op.key}", Category.DIRECT)
+            how = (Text(N_("a composite of ATen ops")) if "CompositeImplicitAutograd" in kinds else
+                   Text(N_("for every backend (a torch.library op without device_types)")))
+            inner = (Text(N_("the ATen ops it runs all have NPU kernels")) if others else
+                     Text(N_("the ATen ops its Python body runs were not seen by the trace: check them on the NPU")))
+            j.add_message("decomposes", N_("%(op)s is registered %(how)s; %(inner)s"),
+                          {"op": op.key, "how": how, "inner": inner},
+                          Text(N_("PyTorch dispatcher: %(kinds)s kernel for %(op)s"),
+                                  {"kinds": " and ".join(kinds), "op": op.key}), Category.DIRECT)
             return
         j.add_message("custom-op", N_("%(op)s is a project-defined operator with kernels for other devices only; "
                                       "it needs an NPU kernel (Ascend C) or a rewrite in supported ops"),
                       {"op": op.key},
-                      f"trace: kind custom, namespace {op.key.split('::')[0]}; no replacement in rules.toml",
-              Category.CUSTOM_DEV)
+                      Text(N_("trace: kind custom, namespace %(namespace)s; no replacement in rules.toml"),
+                              {"namespace": op.key.split("::")[0]}), Category.CUSTOM_DEV)
         return
     missing = [v for v in verdicts.values() if not v.supported]
     if verdicts and not missing and trained:
-        j.add("autograd-function", f"{op.key} is a custom autograd.Function; its forward dispatches only ATen ops "
-              f"with NPU kernels ({', '.join(verdicts)}); its hand-written backward was traced and is judged as "
-              f"its backward ATen ops",
-              "trace: autograd.Function forward and backward ATen ops; npu_aten_ops", Category.DIRECT)
+        j.add_message("autograd-function", N_("%(op)s is a custom autograd.Function; its forward dispatches only "
+                                              "ATen ops with NPU kernels (%(ops)s); its hand-written backward was "
+                                              "traced and is judged as its backward ATen ops"),
+                      {"op": op.key, "ops": ", ".join(verdicts)},
+                      Text(N_("trace: autograd.Function forward and backward ATen ops; npu_aten_ops")),
+                      Category.DIRECT)
     elif verdicts and not missing:
         j.add_message("autograd-function", N_("%(op)s is a custom autograd.Function; its forward dispatches only "
                                               "ATen ops with NPU kernels (%(ops)s), but its hand-written backward was "
                                               "not traced and must be verified on the NPU"),
                       {"op": op.key, "ops": ", ".join(verdicts)},
-                      "trace: autograd.Function forward ATen ops; npu_aten_ops", Category.PARAM_CONVERTED)
+                      Text(N_("trace: autograd.Function forward ATen ops; npu_aten_ops")), Category.PARAM_CONVERTED)
     else:
-        ops = ", ".join(v.op for v in missing) or "no ATen op seen"
-        j.add("custom-op", f"{op.key} is a custom autograd.Function or extension whose kernels do not run on the "
-              f"NPU ({ops})", "trace: kind custom; npu_aten_ops", Category.CUSTOM_DEV)
+        ops = ", ".join(v.op for v in missing) or Text(N_("no ATen op seen"))
+        j.add_message("custom-op", N_("%(op)s is a custom autograd.Function or extension whose kernels do not run on "
+                                      "the NPU (%(ops)s)"), {"op": op.key, "ops": ops},
+                      Text(N_("trace: kind custom; npu_aten_ops")), Category.CUSTOM_DEV)

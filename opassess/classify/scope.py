@@ -9,7 +9,8 @@ from typing import Any
 from ..kb.rules import Composite, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version
-from ..records import N_, Operator
+from ..messages import N_, Text
+from ..records import Operator
 from ..vocabulary import Category
 from .aten import AtenVerdict
 from .judgement import Judgement
@@ -57,24 +58,28 @@ def judge_backward(judgements: Sequence[Judgement], verdicts: Mapping[str, AtenV
     for j in judgements:
         if missing and len(bindings) == len(missing) and not composite and required is None:
             apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
-            j.add("binding", f"its backward dispatches {', '.join(missing)}, which has no torch_npu registration "
-                  f"but a CANN kernel ({apis}): register it through op-plugin (a binding to write, not a new "
-                  f"kernel)", evidence, Category.PARAM_CONVERTED, per_signature=False)
+            j.add_message("binding", N_("its backward dispatches %(ops)s, which has no torch_npu registration but a "
+                                        "CANN kernel (%(apis)s): register it through op-plugin (a binding to write, "
+                                        "not a new kernel)"), {"ops": ", ".join(missing), "apis": apis}, evidence,
+                          Category.PARAM_CONVERTED, per_signature=False)
         elif not missing:
             j.add_message("backward", N_("its backward dispatches only ops the NPU runs (%(ops)s)"),
-                          {"ops": ", ".join(verdicts)}, "trace: backward ATen ops; npu_aten_ops", None,
+                          {"ops": ", ".join(verdicts)}, Text(N_("trace: backward ATen ops; npu_aten_ops")), None,
                           per_signature=False)
         elif composite:
-            j.add("backward", f"torch_npu runs {composite.aten} whole, its backward included; the backward traced "
-                  f"here ({', '.join(missing)}) is not judged", f"rules.toml: composite {composite.aten}", None,
-                  per_signature=False)
+            j.add_message("backward", N_("torch_npu runs %(op)s whole, its backward included; the backward traced "
+                                         "here (%(ops)s) is not judged"), {"op": composite.aten,
+                                                                           "ops": ", ".join(missing)},
+                          f"rules.toml: composite {composite.aten}", None, per_signature=False)
         elif required is not None:
-            j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, which has no NPU kernel; "
-                  f"{required.api} replaces the operator with its own backward", evidence,
-                  Category.PARAM_CONVERTED, per_signature=False)
+            j.add_message("backward-no-kernel", N_("its backward dispatches %(ops)s, which has no NPU kernel; %(api)s "
+                                                   "replaces the operator with its own backward"),
+                          {"ops": ", ".join(missing), "api": required.api}, evidence, Category.PARAM_CONVERTED,
+                          per_signature=False)
         else:
-            j.add("backward-no-kernel", f"its backward dispatches {', '.join(missing)}, with no NPU kernel for "
-                  f"torch {version_text} and no decomposition: training would fall back to the CPU", evidence,
-                  Category.CUSTOM_DEV, per_signature=False)
+            j.add_message("backward-no-kernel", N_("its backward dispatches %(ops)s, with no NPU kernel for torch "
+                                                   "%(version)s and no decomposition: training would fall back to the "
+                                                   "CPU"), {"ops": ", ".join(missing), "version": version_text},
+                          evidence, Category.CUSTOM_DEV, per_signature=False)
     return {a: v.supported for a, v in verdicts.items()}
 

@@ -13,19 +13,23 @@ from dataclasses import replace
 from typing import Any
 
 from ..kb.verified import signature_key
-from ..records import ClassifiedOp, Reason
+from ..records import N_, ClassifiedOp, Reason
 from ..vocabulary import Category
 
 
 def _reason(entry: Mapping[str, Any], index: int) -> Reason:
     evidence = f"verified.json: {entry.get('results')} {entry.get('case')} ({entry.get('recorded_at')})"
     latency = entry.get("latency_us")
-    timing = f", {latency:.1f} us" if isinstance(latency, (int, float)) else ""
+    values = {"n": index + 1, "device": entry.get("device"), "failure": entry.get("failure") or "no message"}
+    if entry["status"] == "passed" and isinstance(latency, (int, float)):
+        return Reason.of("verified-passed", N_("signature %(n)s ran on %(device)s and matched the CPU reference in the "
+                                               "verification harness, %(us)s us"), {**values, "us": f"{latency:.1f}"},
+                         evidence, index)
     if entry["status"] == "passed":
-        return Reason("verified-passed", f"signature {index + 1} ran on {entry.get('device')} and matched the CPU "
-                                         f"reference in the verification harness{timing}", evidence, index)
-    return Reason("verified-failed", f"signature {index + 1} failed the verification harness on "
-                                     f"{entry.get('device')}: {entry.get('failure') or 'no message'}", evidence, index)
+        return Reason.of("verified-passed", N_("signature %(n)s ran on %(device)s and matched the CPU reference in the "
+                                               "verification harness"), values, evidence, index)
+    return Reason.of("verified-failed", N_("signature %(n)s failed the verification harness on %(device)s: "
+                                           "%(failure)s"), values, evidence, index)
 
 
 def apply_verified(classified: Sequence[ClassifiedOp], verified: Mapping[str, Mapping[str, Mapping[str, Any]]]

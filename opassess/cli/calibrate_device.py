@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from ..options import DEFAULT_PRODUCT
 from ..profile.fit import DeviceFit
 
 
@@ -51,7 +52,7 @@ def calibrate_device(profile_data: Path, report: Path, output: Path | None) -> N
     document = read_report(report)
     measured = assess_profile(profile_data, report, report=document)
     rows, skipped = fit_rows(measured, document)
-    result = fit(rows, load_profile(str(document.get("target") or "Atlas A2")), skipped)
+    result = fit(rows, load_profile(str(document.get("target") or DEFAULT_PRODUCT)), skipped)
     source = str(profile_data)
     typer.echo(format_fit(result, source))
     text = overlay_text(result, source)

@@ -25,6 +25,23 @@ MaxPersonDays = Annotated[float | None, typer.Option(
 MaxRisk = Annotated[int | None, typer.Option(
     "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
 # Options the scan commands share, typed once (`opassess scan` and `opassess source`).
+Target = Annotated[str, typer.Option(
+    "--target", help="Ascend product (or an alias: 910B/A2, 910C/A3, 950PR/950DT, 910A/910, 310P, 310B) assessed "
+                     "against: 'Atlas A2', 'Atlas A3', 'Ascend 950', 'Atlas training series', 'Atlas inference "
+                     "series', 'Atlas 200I/500 A2'.")]
+Weights = Annotated[Path | None, typer.Option(
+    help="A weights file whose keys override the profile's (only the keys it changes are needed; [source] prices "
+         "source sites).")]
+Profile = Annotated[str, typer.Option(
+    help="Shipped weights profile: 'default' (zero-cost views, a validation block for direct operators, model-level "
+         "activities) or 'classic' (direct 1-2, param-converted 3-5, custom-dev 10+ person-days per operator type); "
+         "--weights applies on top.")]
+Baseline = Annotated[Path | None, typer.Option(
+    help="A JSON report of an earlier scan: report operators and source sites added, removed and re-classified and "
+         "the change in effort.")]
+Label = Annotated[str | None, typer.Option(
+    help="A name for the model (or project), written in its JSON report: a --baseline or `opassess diff` matches "
+         "reports by it when both carry one (otherwise by factory and class, never by path).")]
 TorchNpu = Annotated[str | None, typer.Option(
     "--torch-npu", help="torch / torch_npu version assessed against (default: the newest in the knowledge base).")]
 KbFolder = Annotated[Path | None, typer.Option(
@@ -61,15 +78,10 @@ def build_policy(fail_on: list[str] | None, max_person_days: float | None, max_r
                   graph_backend=graph_backend)
 
 
-def graph_mode_value(mode: str, off: bool, backend: str, fail_on: list[str] | None) -> str:
-    """--graph-mode resolved with --no-graph-mode; unknown values, and a graph-break gate with the analysis off, are
-    usage errors."""
-    from ..graphmode import BACKENDS, GRAPH_MODES
-
-    if mode not in GRAPH_MODES:
-        raise typer.BadParameter(f"{mode!r}: expected one of {', '.join(GRAPH_MODES)}", param_hint="'--graph-mode'")
-    if backend not in BACKENDS:
-        raise typer.BadParameter(f"{backend!r}: expected one of {', '.join(BACKENDS)}", param_hint="'--graph-backend'")
+def graph_mode_value(mode: str, off: bool, fail_on: list[str] | None) -> str:
+    """--graph-mode resolved with --no-graph-mode; the two contradicting each other, and a graph-break gate with the
+    analysis off, are usage errors (a value graph mode does not know, or a --graph-back-end for an analysis that is
+    off, ScanOptions refuses)."""
     if off and mode == "dynamo":
         raise typer.BadParameter("contradicts --no-graph-mode (drop one of them)", param_hint="'--graph-mode dynamo'")
     mode = "off" if off else mode
@@ -77,6 +89,34 @@ def graph_mode_value(mode: str, off: bool, backend: str, fail_on: list[str] | No
         raise typer.BadParameter("needs the graph-mode analysis (drop --no-graph-mode / --graph-mode off)",
                                  param_hint="'--fail-on graph-break'")
     return mode
+
+
+def input_shapes(values: list[str] | None) -> tuple[tuple[int, ...], ...]:
+    """--input-shape values parsed; a malformed one is a usage error."""
+    from ..errors import ModelLoadError
+    from ..load import parse_shape
+
+    try:
+        return tuple(parse_shape(s) for s in values or ())
+    except ModelLoadError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--input-shape "), param_hint="'--input-shape'") from exc
+
+
+def check_values(capture: str | None, profile: str) -> None:
+    """--capture and --profile name only what exists (usage errors, exit 2, listing what does)."""
+    from ..score.weights_load import profile_names
+
+    if profile not in profile_names():
+        raise typer.BadParameter(f"{profile!r}: expected one of {', '.join(profile_names())}",
+                                 param_hint="'--profile'")
+    if capture:
+        from ..errors import TraceError
+        from ..trace.methods import check_methods
+
+        try:
+            check_methods(tuple(m.strip() for m in capture.split(",") if m.strip()))
+        except TraceError as exc:
+            raise typer.BadParameter(str(exc), param_hint="'--capture'") from exc
 
 
 CAST_DTYPES = ("float16", "bfloat16", "float32")  # what --dtype accepts (a model is assessed in one of these)

@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,7 @@ from ..report.registry import REPORTERS, format_for_suffix
 from .errors import fail_on_breaches, one_line, reporting_errors
 from .options import (
     CAST_DTYPES,
+    Baseline,
     Debug,
     Exporter,
     FailOn,
@@ -26,42 +27,44 @@ from .options import (
     GraphBackend,
     GraphModeOption,
     KbFolder,
+    Label,
     Lang,
     MaxPersonDays,
     MaxRisk,
     NoGraphMode,
     Opset,
+    Profile,
     Quant,
     Quiet,
     Route,
+    Target,
     Templates,
     TorchNpu,
+    Weights,
     build_policy,
+    check_values,
     dtype_value,
     graph_mode_value,
+    input_shapes,
     report_language,
     route_values,
 )
+from .progress import portfolio_progress, scan_progress
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ..ci.diff import Diff
+    from ..ci.policy import Breach, Policy
+    from ..ci.snapshot import Snapshot
+    from ..options import OutputOptions, ScanOptions
+    from ..pipeline import Progress
+    from ..records import Assessment
+    from ..report import View
 
 DEFAULT_FORMAT = "terminal"
 PORTFOLIO_FORMAT = "md"  # per-model reports of a portfolio, besides JSON
 _SEVERAL = "apply when scanning several models (more than one target, or a directory)"
-
-
-def _progress(quiet: bool):
-    """A progress callback: a rich status line on a terminal's stderr, nothing when stderr is not a terminal."""
-    if quiet or not sys.stderr.isatty():
-        return contextlib.nullcontext(lambda _message: None)
-
-    @contextlib.contextmanager
-    def status():
-        from rich.console import Console
-
-        console = Console(stderr=True)
-        with console.status("opassess: starting") as spinner:
-            yield lambda message: spinner.update(f"opassess: {message}")
-
-    return status()
 
 
 def pick_format(fmt: str | None, output: str | None) -> str:
@@ -112,10 +115,7 @@ def scan(
     capture: Annotated[str | None, typer.Option(
         help="Capture methods to try, in order, comma-separated: fx, dispatch, dispatch-compiling, export (default: "
              "that order; dispatch first above 1e9 parameters).")] = None,
-    product: Annotated[str, typer.Option(
-        "--target", help="Ascend product (or an alias: 910B/A2, 910C/A3, 950PR/950DT, 910A/910, 310P, 310B) "
-                         "assessed against: 'Atlas A2', 'Atlas A3', 'Ascend 950', 'Atlas training series', "
-                         "'Atlas inference series', 'Atlas 200I/500 A2'.")] = DEFAULT_PRODUCT,
+    product: Target = DEFAULT_PRODUCT,
     torch_npu: TorchNpu = None,
     compare: Annotated[str | None, typer.Option(
         "--compare", help="Also estimate the step time on these products, comma-separated (A3,950): one "
@@ -123,12 +123,8 @@ def scan(
     device_profile: Annotated[Path | None, typer.Option(
         "--device-profile", help="A TOML overlay of the target's device profile (efficiencies, peaks, launch costs, "
                                  "host link) for the time model; see docs/cost-and-time.md.")] = None,
-    weights: Annotated[Path | None, typer.Option(
-        help="A weights file whose keys override the profile's (only the keys it changes are needed).")] = None,
-    profile: Annotated[str, typer.Option(
-        help="Shipped weights profile: 'default' (zero-cost views, a validation block for direct operators, "
-             "model-level activities) or 'classic' (direct 1-2, param-converted 3-5, custom-dev 10+ person-days "
-             "per operator type); --weights applies on top.")] = "default",
+    weights: Weights = None,
+    profile: Profile = "default",
     handoff: Annotated[Path | None, typer.Option(
         help="Write hand-offs to this directory: per custom-dev operator a runnable reproduction and a ticket "
              "skeleton, and the list of operators to verify numerically.")] = None,
@@ -149,9 +145,7 @@ def scan(
     graph_mode: GraphModeOption = "capture",
     no_graph_mode: NoGraphMode = False,
     graph_backend: GraphBackend = "inductor",
-    baseline: Annotated[Path | None, typer.Option(
-        help="A JSON report of an earlier scan: report operators added, removed and re-classified and the change "
-             "in effort.")] = None,
+    baseline: Baseline = None,
     fail_on_new: FailOnNew = False,
     jobs: Annotated[int | None, typer.Option(
         min=1, help=f"Models scanned at once, each in its own process (default: the number of cores); these "
@@ -173,9 +167,7 @@ def scan(
                               "RAY_ADDRESS); without it a Ray instance is started on this machine.")] = None,
     quiet: Quiet = False,
     lang: Lang = None,
-    label: Annotated[str | None, typer.Option(
-        help="A name for the model, written in its JSON report: a --baseline or `opassess diff` matches models by "
-             "it when both reports carry one (otherwise by factory and class, never by path).")] = None,
+    label: Label = None,
     debug: Debug = False,
 ) -> None:
     """Scan models: trace each, classify every operator, estimate the porting effort, write reports, apply CI gates.
@@ -183,14 +175,13 @@ def scan(
     Exit codes: 0 ok, 1 an error (bad input, a failed scan, any model of a portfolio failed), 2 bad usage,
     3 a --fail-on / --max-person-days / --max-risk gate was breached.
     """
-    from ..options import ScanOptions
+    from ..options import OutputOptions, ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
         policy = build_policy(fail_on, max_person_days, max_risk, graph_backend)
-        graph_mode = graph_mode_value(graph_mode, no_graph_mode, graph_backend, fail_on)
-        if fail_on_new and baseline is None:
-            raise typer.BadParameter("needs --baseline (the report the new operators are compared with)",
-                                     param_hint="'--fail-on-new'")
+        graph_mode = graph_mode_value(graph_mode, no_graph_mode, fail_on)
+        out = OutputOptions(fmt=fmt, output=output, templates=templates, quiet=quiet, baseline=baseline,
+                            fail_on_new=fail_on_new, handoff=handoff)
         if executor not in ("local", "ray"):
             raise typer.BadParameter("expected local or ray", param_hint="'--executor'")
         if ray_address is not None and executor != "ray":
@@ -198,10 +189,10 @@ def scan(
         if dtype:
             dtype = dtype_value(dtype, "--dtype", CAST_DTYPES)
         input_dtype = dtype_value(input_dtype, "--input-dtype")
-        _check_values(capture, profile)
+        check_values(capture, profile)
         # the rules between the scan's own options (--amp needs --train, ...) are ScanOptions' (opassess/options.py)
         options = ScanOptions(
-            target=targets[0], entry=entry, input_shapes=_shapes(input_shape),
+            target=targets[0], entry=entry, input_shapes=input_shapes(input_shape),
             input_dtype=input_dtype, dtype=dtype, device=device,
             methods=tuple(m.strip() for m in capture.split(",") if m.strip()) if capture else None, product=product,
             torch_npu=torch_npu, weights=weights, kb_dir=kb, label=label, language=report_language(lang),
@@ -220,9 +211,8 @@ def scan(
             if handoff is not None:
                 raise typer.BadParameter("writes one model's hand-offs; scan the models one by one",
                                          param_hint="'--handoff'")
-            _scan_portfolio(targets, options, fmt=fmt, output=output, templates=templates, policy=policy,
-                            jobs=jobs, timeout=timeout, memory_limit=memory_limit, resume=resume, quiet=quiet,
-                            executor=executor, ray_address=ray_address)
+            _scan_portfolio(targets, options, out, policy, jobs=jobs, timeout=timeout, memory_limit=memory_limit,
+                            resume=resume, executor=executor, ray_address=ray_address)
         else:
             given = [name for name, value in (("--jobs", jobs), ("--memory-limit", memory_limit),
                                               ("--resume", resume or None),
@@ -230,40 +220,11 @@ def scan(
                      if value is not None]
             if given:
                 raise typer.BadParameter(_SEVERAL, param_hint=f"'{given[0]}'")
-            _scan_one(options, fmt=fmt, output=output, templates=templates, policy=policy, baseline=baseline,
-                      fail_on_new=fail_on_new, quiet=quiet, handoff=handoff, timeout=timeout, debug=debug)
+            _scan_one(options, out, policy, timeout=timeout, debug=debug)
 
 
-def _shapes(values: list[str] | None) -> tuple[tuple[int, ...], ...]:
-    """--input-shape values parsed; a malformed one is a usage error."""
-    from ..errors import ModelLoadError
-    from ..load import parse_shape
-
-    try:
-        return tuple(parse_shape(s) for s in values or ())
-    except ModelLoadError as exc:
-        raise typer.BadParameter(str(exc).removeprefix("--input-shape "), param_hint="'--input-shape'") from exc
-
-
-def _check_values(capture: str | None, profile: str) -> None:
-    """--capture and --profile name only what exists (usage errors, exit 2, listing what does)."""
-    from ..score.weights_load import profile_names
-
-    if profile not in profile_names():
-        raise typer.BadParameter(f"{profile!r}: expected one of {', '.join(profile_names())}",
-                                 param_hint="'--profile'")
-    if capture:
-        from ..errors import TraceError
-        from ..trace.methods import check_methods
-
-        try:
-            check_methods(tuple(m.strip() for m in capture.split(",") if m.strip()))
-        except TraceError as exc:
-            raise typer.BadParameter(str(exc), param_hint="'--capture'") from exc
-
-
-def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new, quiet, handoff=None,
-              timeout=None, debug=False, run=None) -> None:
+def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeout: float | None = None,
+              debug: bool = False, run: Callable[[ScanOptions, Progress], Assessment] | None = None) -> None:
     """One model, in a worker process (isolation/), or, with `run`, what it assesses in this process (`opassess
     source`, which runs no model code): report, baseline diff, step summary, gates, written here."""
     from ..ci.diff import diff_snapshots
@@ -273,44 +234,50 @@ def _scan_one(options, *, fmt, output, templates, policy, baseline, fail_on_new,
     from ..pipeline import assess
     from ..report import build_view
 
-    chosen = pick_format(fmt, output)
+    chosen = pick_format(out.fmt, out.output)
     if chosen not in REPORTERS:
         raise typer.BadParameter(f"unknown format {chosen!r}; expected one of {_format_names()}",
                                  param_hint="'--format'")
-    before = read_snapshot(baseline) if baseline is not None else None  # a bad baseline fails before the scan
-    shown = output  # as the user wrote it, in the "wrote ..." line
+    before = read_snapshot(out.baseline) if out.baseline is not None else None  # a bad one fails before the scan
+    output = out.output  # as the user wrote it, in the "wrote ..." line
     if output and output != "-":  # so does an -o that names a device, a FIFO or a folder (checked again on writing)
         from ..output import writable_target
 
         writable_target(Path(output))
     # Paths are resolved before any model code runs: a model's os.chdir() cannot move them.
-    output = output if output in (None, "-") else os.path.abspath(output)
-    handoff_dir = None if handoff is None else Path(os.path.abspath(handoff))
-    options = dataclasses.replace(options, **{name: Path(os.path.abspath(value)) for name, value in
-                                              (("weights", options.weights), ("kb_dir", options.kb_dir)) if value})
+    written_to = output if output in (None, "-") else os.path.abspath(output)
+    handoff_dir = None if out.handoff is None else Path(os.path.abspath(out.handoff))
+    options = dataclasses.replace(options, weights=_absolute(options.weights), kb_dir=_absolute(options.kb_dir))
     if run is not None or in_process():  # OPASSESS_IN_PROCESS=1: for a debugger; model output still goes to stderr
-        with _progress(quiet) as progress, contextlib.redirect_stdout(sys.stderr):
+        with scan_progress(out.quiet) as progress, contextlib.redirect_stdout(sys.stderr):
             view = build_view((run or assess)(options, progress), options.language)
     else:
         job = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, debug=debug)
-        with _progress(quiet) as progress:  # the spinner's thread starts after the fork
+        with scan_progress(out.quiet) as progress:  # the spinner's thread starts after the fork
             view = finish_assessment(job, options, progress)
     # the view holds the one JSON document: report, snapshot and gates read it
     after = read_snapshot(view.document)
     diff = diff_snapshots(before, after) if before is not None else None
-    breaches = evaluate(diff if fail_on_new and diff is not None else after, policy)  # --fail-on-new has a baseline
-    _write_report(view, chosen, output=output, templates=templates, breaches=breaches, quiet=quiet, shown=shown)
+    breaches = evaluate(diff if out.fail_on_new and diff is not None else after, policy)  # (it has a baseline)
+    _write_report(view, chosen, out, breaches, written_to)
     if handoff_dir is not None:
         from ..report.handoff import write_handoffs
 
         written = write_handoffs(view.document, handoff_dir)
-        if not quiet:
-            typer.echo(f"opassess: wrote {len(written)} hand-off file(s) to {handoff}", err=True)
-    _finish_ci(after, diff, baseline=baseline, templates=templates, breaches=breaches, language=options.language)
+        if not out.quiet:
+            typer.echo(f"opassess: wrote {len(written)} hand-off file(s) to {out.handoff}", err=True)
+    _finish_ci(after, diff, out, breaches, options.language)
 
 
-def _write_report(view, chosen, *, output, templates, breaches, quiet, shown=None) -> None:
-    """Render the view in the chosen format to -o (the terminal summary to the terminal, at its width)."""
+def _absolute(path: Path | None) -> Path | None:
+    return None if path is None else Path(os.path.abspath(path))
+
+
+def _write_report(view: View, chosen: str, out: OutputOptions, breaches: Sequence[Breach],
+                  output: str | None) -> None:
+    """Render the view in the chosen format to `output` (-o made absolute before the scan: the terminal summary to
+    the terminal, at its width); the "wrote ..." line names -o as the user wrote it."""
+    templates, quiet, shown = out.templates, out.quiet, out.output
     from ..output import write_output
     from ..report import RenderContext, render_view
 
@@ -327,7 +294,8 @@ def _write_report(view, chosen, *, output, templates, breaches, quiet, shown=Non
             typer.echo(f"opassess: wrote {chosen} report to {shown or output}", err=True)
 
 
-def _finish_ci(after, diff, *, baseline, templates, breaches, language) -> None:
+def _finish_ci(after: Snapshot, diff: Diff | None, out: OutputOptions, breaches: Sequence[Breach], language: str
+               ) -> None:
     """The baseline diff's one-line account, the step summary, then the gates."""
     from ..ci.diff_format import new_custom_dev, render_diff
     from ..ci.summary import append_step_summary, render_summary
@@ -335,65 +303,21 @@ def _finish_ci(after, diff, *, baseline, templates, breaches, language) -> None:
 
     diff_markdown = None
     if diff is not None:
-        diff_markdown = render_diff(diff, "md", templates_dir=templates, language=language)  # breaches: below
+        diff_markdown = render_diff(diff, "md", templates_dir=out.templates, language=language)  # breaches: below
         counts = {name: len(diff.of(name)) for name in ("added", "removed", "reclassified")}
-        typer.echo(f"opassess: against {baseline}: {counts['added']} added ({len(new_custom_dev(diff))} custom-dev), "
-                   f"{counts['removed']} removed, {counts['reclassified']} re-classified operator types; effort "
-                   f"{signed_days(diff.effort.likely, zero_sign=True)} person-days", err=True)
+        typer.echo(f"opassess: against {out.baseline}: {counts['added']} added ({len(new_custom_dev(diff))} "
+                   f"custom-dev), {counts['removed']} removed, {counts['reclassified']} re-classified operator types; "
+                   f"effort {signed_days(diff.effort.likely, zero_sign=True)} person-days", err=True)
     append_step_summary(render_summary(after, diff_markdown=diff_markdown, breaches=breaches,
-                                       templates_dir=templates, language=language))
+                                       templates_dir=out.templates, language=language))
     fail_on_breaches([b.message for b in breaches])
 
 
-def _portfolio_progress(quiet: bool):
-    """Progress across models: a rich bar (done, running, failed) on a terminal's stderr, else nothing; the line
-    saying where a cluster's dashboard is either way (unless --quiet)."""
-    if quiet:
-        return contextlib.nullcontext(None)
-
-    def dashboard(event) -> None:
-        if event.kind == "dashboard":
-            typer.echo(f"opassess: Ray dashboard at {event.name}", err=True)
-
-    if not sys.stderr.isatty():
-        return contextlib.nullcontext(dashboard)
-
-    @contextlib.contextmanager
-    def bar():
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        console = Console(stderr=True)
-        with Progress(TextColumn("opassess"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=console, transient=True) as progress:
-            task = progress.add_task("", total=None)
-            running: set[str] = set()
-            failed = 0
-
-            def update(event) -> None:
-                nonlocal failed
-                if event.kind == "dashboard":
-                    console.print(f"opassess: Ray dashboard at {event.name}", highlight=False)
-                    return
-                if event.kind == "start":
-                    running.add(event.name)
-                else:
-                    running.discard(event.name)
-                failed += bool(event.result and event.result.status != "ok")
-                verb = {"start": "scanning", "resumed": "resumed", "done": "finished"}.get(event.kind, event.kind)
-                failure = event.result and event.result.status != "ok"
-                cause = f" (failed: {one_line(event.result.cause)})" if failure else ""
-                progress.update(task, total=event.total, completed=event.done,
-                                description=f"{len(running)} running, {failed} failed; {verb} {event.name}{cause}")
-
-            yield update
-
-    return bar()
-
-
-def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, timeout, memory_limit, resume,
-                    quiet, executor="local", ray_address=None) -> None:
-    """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR."""
+def _scan_portfolio(targets: list[str], options: ScanOptions, out: OutputOptions, policy: Policy, *,
+                    jobs: int | None, timeout: float | None, memory_limit: float | None, resume: bool,
+                    executor: str = "local", ray_address: str | None = None) -> None:
+    """Several models, each in its own worker: per-model reports and the portfolio report in -o DIR (the jobs, the
+    limits, resuming and where they run are what only a portfolio takes)."""
     from ..ci.summary import append_step_summary
     from ..output import write_files
     from ..portfolio import DEFAULT_TIMEOUT, PortfolioOptions, default_jobs, scan_portfolio
@@ -401,10 +325,10 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
     from ..report.document import headline
     from ..report.text import days
 
-    if not output or output == "-":
+    if not out.output or out.output == "-":
         raise typer.BadParameter("with several models, -o names the directory for the per-model and portfolio "
                                  "reports", param_hint="'--output'")
-    per_model = fmt or PORTFOLIO_FORMAT
+    per_model = out.fmt or PORTFOLIO_FORMAT
     if per_model not in REPORTERS or per_model == DEFAULT_FORMAT:
         raise typer.BadParameter(f"unknown per-model format {per_model!r}; expected one of "
                                  f"{_format_names(exclude=(DEFAULT_FORMAT,))}", param_hint="'--format'")
@@ -413,18 +337,18 @@ def _scan_portfolio(targets, options, *, fmt, output, templates, policy, jobs, t
         from ..portfolio.ray_executor import RayExecutor
 
         runner = RayExecutor(ray_address, jobs)  # without Ray installed: one line, exit 2
-    out_dir = Path(output)
+    out_dir = Path(out.output)
     portfolio_options = PortfolioOptions(
         targets=tuple(targets), scan=options, out_dir=out_dir,
         formats=() if per_model == "json" else (per_model,), jobs=jobs or default_jobs(),
         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
         memory_limit=None if memory_limit is None else _gib_bytes(memory_limit), resume=resume, policy=policy)
-    with _portfolio_progress(quiet) as on_event:
+    with portfolio_progress(out.quiet) as on_event:
         portfolio = scan_portfolio(portfolio_options, on_event, executor=runner)
-    files = portfolio_files(portfolio, templates_dir=templates, language=options.language)
+    files = portfolio_files(portfolio, templates_dir=out.templates, language=options.language)
     write_files(files, out_dir)  # portfolio.json, .md and .html
     append_step_summary(files["portfolio.md"])
-    if not quiet:
+    if not out.quiet:
         resumed = sum(1 for r in portfolio.results if r.resumed)
         typer.echo(f"opassess: {len(portfolio.results)} models, {len(portfolio.results) - len(portfolio.failed)} "
                    f"scanned{f' ({resumed} resumed)' if resumed else ''}, {len(portfolio.failed)} failed; "

@@ -9,16 +9,21 @@ import typer
 from ..options import DEFAULT_PRODUCT
 from .errors import reporting_errors
 from .options import (
+    Baseline,
     Debug,
     FailOn,
     FailOnNew,
     KbFolder,
+    Label,
     Lang,
     MaxPersonDays,
     MaxRisk,
+    Profile,
     Quiet,
+    Target,
     Templates,
     TorchNpu,
+    Weights,
     build_policy,
     report_language,
 )
@@ -34,25 +39,20 @@ def source_command(
                                f"{DEFAULT_FORMAT}).")] = None,
     output: Annotated[str | None, typer.Option(
         "--output", "-o", help="Write the report here ('-' for stdout).")] = None,
-    product: Annotated[str, typer.Option(
-        "--target", help="Ascend product assessed against (as for `opassess scan`).")] = DEFAULT_PRODUCT,
+    product: Target = DEFAULT_PRODUCT,
     torch_npu: TorchNpu = None,
-    weights: Annotated[Path | None, typer.Option(
-        help="A weights file whose keys override the profile's; [source] prices the sites.")] = None,
-    profile: Annotated[str, typer.Option(help="Shipped weights profile: 'default' or 'classic'.")] = "default",
+    weights: Weights = None,
+    profile: Profile = "default",
     kb: KbFolder = None,
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
     max_risk: MaxRisk = None,
-    baseline: Annotated[Path | None, typer.Option(
-        help="A JSON report of an earlier source scan: report sites added, removed and re-classified and the change "
-             "in effort.")] = None,
+    baseline: Baseline = None,
     fail_on_new: FailOnNew = False,
     quiet: Quiet = False,
     lang: Lang = None,
-    label: Annotated[str | None, typer.Option(
-        help="A name for the project, written in its JSON report, that baselines match on.")] = None,
+    label: Label = None,
     debug: Debug = False,
 ) -> None:
     """Scan source code for GPU-specific sites (CUDA APIs, NCCL, AMP, kernel libraries, Triton and CUDA kernels,
@@ -60,7 +60,7 @@ def source_command(
 
     Exit codes: 0 ok, 1 an error (a path that does not exist, a bad weights file), 2 bad usage, 3 a gate was breached.
     """
-    from ..options import ScanOptions
+    from ..options import OutputOptions, ScanOptions
     from ..pipeline import assess_sources
 
     with reporting_errors(debug):
@@ -68,12 +68,9 @@ def source_command(
             raise typer.BadParameter("needs a model: graph breaks come from `opassess scan MODEL` (the source scan "
                                      "runs nothing)", param_hint="'--fail-on graph-break'")
         policy = build_policy(fail_on, max_person_days, max_risk)
-        if fail_on_new and baseline is None:
-            raise typer.BadParameter("needs --baseline (the report the new sites are compared with)",
-                                     param_hint="'--fail-on-new'")
+        out = OutputOptions(fmt=fmt, output=output, templates=templates, quiet=quiet, baseline=baseline,
+                            fail_on_new=fail_on_new)
         given = tuple(str(p) for p in paths)
         options = ScanOptions(target=given[0], product=product, torch_npu=torch_npu, weights=weights, kb_dir=kb,
                               label=label, language=report_language(lang), profile=profile, source=given)
-        _scan_one(options, fmt=fmt, output=output, templates=templates, policy=policy, baseline=baseline,
-                  fail_on_new=fail_on_new, quiet=quiet,
-                  run=lambda opts, progress: assess_sources(opts.source, opts, progress))
+        _scan_one(options, out, policy, run=lambda opts, progress: assess_sources(opts.source, opts, progress))

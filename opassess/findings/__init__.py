@@ -22,9 +22,8 @@ give one finding per pattern, with the occurrence count in the title and in `met
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import KnowledgeBaseError
+from ..kb.store import KnowledgeBase
 from ..options import DEFAULT_PRODUCT
 from ..records import Finding, Inventory
 
@@ -37,7 +36,7 @@ from .patterns import PatternBook, load_patterns
 __all__ = ["DataFlow", "Graph", "PatternBook", "find_findings", "load_patterns"]
 
 
-def find_findings(inventory: Inventory, kb: Any, *, dtype: str | None = None, product: str = DEFAULT_PRODUCT,
+def find_findings(inventory: Inventory, kb: KnowledgeBase, *, dtype: str | None = None, product: str = DEFAULT_PRODUCT,
                   torch_version: str | None = None, patterns: PatternBook | None = None,
                   flow: DataFlow | None = None, graph: Graph | None = None) -> tuple[Finding, ...]:
     """Every performance-work finding in the captured graph, family by family: patterns (as listed in

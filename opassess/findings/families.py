@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..records import Finding, Inventory
 from .registry import uses_kinds
 
 if TYPE_CHECKING:
+    from ..kb.store import KnowledgeBase
     from .graph import Graph
 
 
@@ -19,7 +20,7 @@ class Survey:
 
     graph: Graph
     inventory: Inventory
-    kb: Any  # the knowledge base (only the mixed-precision family asks it anything)
+    kb: KnowledgeBase  # only the mixed-precision family asks it anything
     dtype: str | None  # the target dtype; None: no kernel dtype check (float64 is flagged regardless)
     product: str
     torch_version: str | None

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..dtypes import FLOAT_DTYPES
+from ..kb.store import KnowledgeBase
 from ..messages import Message
-from ..records import Finding
+from ..records import Finding, Operator
 from .families import Survey, family
 
 
@@ -20,7 +21,7 @@ def _api_candidates(op: str) -> tuple[str, ...]:
     return (op,)
 
 
-def _allowed_dtypes(kb: Any, op: str, attrs: Mapping[str, Any], product: str,
+def _allowed_dtypes(kb: KnowledgeBase, op: str, attrs: Mapping[str, Any], product: str,
                     torch_version: str | None) -> tuple[str, ...] | None:
     for name in _api_candidates(op):
         fact = kb.api(name, torch_version)
@@ -31,7 +32,7 @@ def _allowed_dtypes(kb: Any, op: str, attrs: Mapping[str, Any], product: str,
     return None
 
 
-def _kernel_takes(survey: Survey, operator: Any, dtype: str) -> bool:
+def _kernel_takes(survey: Survey, operator: Operator, dtype: str) -> bool:
     """The evidence hierarchy (kb/evidence.py): the kernel facts for the product outrank the API page's list; an
     op that borrows only dtype and device from self (Tensor.new_ones) carries no data of self's."""
     from ..kb.evidence import kernel_speaks

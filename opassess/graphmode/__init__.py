@@ -12,6 +12,7 @@ from pathlib import Path
 from ..kb.graph_facts import GraphFacts, load_graph_facts
 from ..kb.store import KnowledgeBase
 from ..records import Capture, ClassifiedOp
+from ..vocabulary import GRAPH_MODES
 from .effort import graph_effort
 from .readiness import CAPTURE_UNSEEN, DYNAMO_UNSEEN, model_readiness
 from .records import (
@@ -31,7 +32,6 @@ from .verdicts import operator_verdicts
 __all__ = ["BACKENDS", "BLOCKING", "BREAK_KINDS", "GRAPH_MODES", "METHODS", "VERDICTS", "BackendReadiness",
            "BackendVerdict", "GraphBreak", "GraphEffort", "GraphFacts", "GraphMode",
            "assess_graph_mode", "load_graph_facts"]
-GRAPH_MODES: tuple[str, ...] = ("capture", "dynamo", "off")  # --graph-mode values
 
 
 def assess_graph_mode(capture: Capture, classified: tuple[ClassifiedOp, ...], kb: KnowledgeBase, torch_version: str, *,

@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 
 from ..messages import Message
 from ..records import DynamoRun, Effort
+from ..vocabulary import GRAPH_BACKENDS
 
-# The NPU graph back-ends, each stated once: torch.compile with torch_npu's inductor; aclgraph capture through
-# torchair's npugraph_ex (the npugraphs back-end shares its capture rules); torchair's GE graph (max-autotune).
-BACKENDS: tuple[str, ...] = ("inductor", "npugraph_ex", "ge")
+BACKENDS = GRAPH_BACKENDS  # the NPU graph back-ends (vocabulary.py states them once)
 # Per back-end, its verdicts from best to worst; the last one (and only it) keeps a model from being ready, except
 # for the inductor, whose eager fallback still runs inside the compiled graph.
 VERDICTS: Mapping[str, tuple[str, ...]] = {

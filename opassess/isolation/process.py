@@ -34,8 +34,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import connection as mp_connection
+from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext
-from typing import Any
 
 from ..errors import OpassessError
 from .reap import die_with_parent, kill_tree, release_helpers, wait_worker
@@ -60,7 +60,7 @@ class Outcome:
     the worker raised, for the caller to re-raise)."""
 
     status: str
-    payload: Any
+    payload: object  # "ok": the capture message (isolation/wire.py decodes it); "error": {type, message}; "failed": why
     seconds: float
     begun: float | None = None  # seconds from the start of the job to the worker's 'begun' (its start-up)
 
@@ -71,7 +71,7 @@ class Channel:
     def __init__(self, fd: int, nonce: str) -> None:
         self._fd, self._nonce = fd, nonce
 
-    def send(self, kind: str, payload: Any = None) -> None:
+    def send(self, kind: str, payload: object = None) -> None:
         data = memoryview(dumps({"nonce": self._nonce, "kind": kind, "payload": payload}))
         while data:
             data = data[os.write(self._fd, data):]
@@ -94,8 +94,8 @@ def _hidden(fd: int) -> int:
     return fd
 
 
-def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, conn: Any, output: Any,
-          watchdog: Any) -> None:
+def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Connection, conn: Connection,
+          output: Connection, watchdog: Connection) -> None:
     """Keeper body: fork the worker into a session of its own, wait for it, report its exit status; kill the
     worker's session and exit when the `opassess` process is gone (the watchdog pipe's end of file) or when the
     keeper is told to stop by a signal."""
@@ -115,7 +115,7 @@ def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, 
     output.close()
     conn.close()
 
-    def orphaned(*_args: Any) -> None:
+    def orphaned(*_args: object) -> None:
         kill_tree(pid)
         os._exit(1)
 
@@ -132,7 +132,7 @@ def _keep(body: Callable[..., None], args: tuple, nonce: str, keeper_conn: Any, 
     keeper_conn.close()
 
 
-def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Any, output: Any, *,
+def _worker(body: Callable[..., None], args: tuple, channel: Channel, conn: Connection, output: Connection, *,
             keeper: int) -> None:
     """Worker body (never returns): own session, fd 1 and 2 to the output pipe, run `body(*args, channel)`."""
     code = 1
@@ -200,13 +200,13 @@ FORGED = "the model wrote to opassess's result channel"
 class _Lines:
     """JSON lines read from one pipe, with a cap on each line."""
 
-    def __init__(self, conn: Any) -> None:
-        self.conn: Any = conn
+    def __init__(self, conn: Connection) -> None:
+        self.conn: Connection | None = conn
         self.buffer = bytearray()
 
-    def read(self, budget: int = 64 * 2**20) -> list[Any]:
+    def read(self, budget: int = 64 * 2**20) -> list[object]:
         """The messages readable now (a line that is not JSON is the string 'malformed'); EOF closes the pipe."""
-        messages: list[Any] = []
+        messages: list[object] = []
         while self.conn is not None and budget > 0:
             try:
                 if not self.conn.poll():
@@ -272,12 +272,12 @@ class Job:
         self.begun: float | None = None
         self.start_up: float | None = None  # seconds from this process's start to the job's (set by a single scan)
         self.ended: int | None = None
-        self.result: tuple[str, Any] | None = None
+        self.result: tuple[str, object] | None = None
         self.violation: str | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._open = True
 
-    def handles(self) -> list[Any]:
+    def handles(self) -> list[Connection | int]:
         """What to wait on (multiprocessing.connection.wait) for this job's next event."""
         ends = (self._keeper_lines.conn, self._lines.conn, self.output if self._open else None)
         return [self.keeper.sentinel, *(end for end in ends if end)]
@@ -311,7 +311,7 @@ class Job:
             if self.violation is None:
                 self._take(message)
 
-    def _take(self, message: Any) -> None:
+    def _take(self, message: object) -> None:
         """One message of the worker's: checked strictly; anything amiss is a violation naming what it was."""
         if message in ("malformed", "oversized"):
             self.violation = f"the worker sent {'an' if message == 'oversized' else 'a'} {message} message: {FORGED}"
@@ -375,7 +375,7 @@ class Job:
             if outcome is not None:
                 return outcome
 
-    def _finish(self, status: str, payload: Any) -> Outcome:
+    def _finish(self, status: str, payload: object) -> Outcome:
         self.stop()
         return Outcome(status, payload, time.monotonic() - self.started, self.begun)
 

@@ -24,6 +24,7 @@ from ..records import (
     Registration,
     StandIn,
 )
+from ..trace.registrations import COMPOSITE_KEYS
 
 if TYPE_CHECKING:
     from ..routes.records import OnnxExport
@@ -50,7 +51,7 @@ _NODE: dict[str, _Kind] = {
     "name": "str", "key": "str", "kind": "str", "module_path": "str", "attrs": "attrs", "input_shapes": "shapes",
     "input_dtypes": "dtypes", "output_shapes": "shapes", "output_dtypes": "dtypes", "aten": [AtenCall],
     "source": "str?", "flops": "int", "bytes_moved": "int", "entry": "strs", "backward": [AtenCall],
-    "project_source": "str?"}
+    "backward_flops": "int", "project_source": "str?"}
 _ATTEMPT: dict[str, _Kind] = {"method": "str", "error": "str?", "seconds": "float"}
 _STAND_IN: dict[str, _Kind] = {"library": "str", "symbols": "strs", "why": "str"}
 _DYNAMO_BREAK: dict[str, _Kind] = {"reason": "str", "source": "str?"}
@@ -191,7 +192,22 @@ def decode_capture(data: object) -> tuple[ModelInfo, Capture, dict[str, float]]:
     if type(seconds) is not dict or not set(seconds) <= {"load", "trace", "dynamo"}:
         raise _fail("seconds", "expected the load, trace and dynamo times")
     times = {_text(k, "seconds"): _float(v, f"seconds.{k}") for k, v in seconds.items()}
-    return _record(ModelInfo, data["info"], "info"), _record(Capture, data["capture"], "capture"), times
+    capture = _record(Capture, data["capture"], "capture")
+    _registrations(capture.registrations)
+    return _record(ModelInfo, data["info"], "info"), capture, times
+
+
+def _registrations(found: tuple[Registration, ...]) -> None:
+    """A registration names a project's or library's op ('ns::name', never aten or prims: the parent asks its own
+    dispatcher about those) and only composite dispatch keys: the parent judges that op by it."""
+    for i, registration in enumerate(found):
+        where = f"capture.registrations[{i}]"
+        namespace, _, name = registration.op.partition("::")
+        if not namespace or not name or namespace in ("aten", "prims"):
+            raise _fail(where, f"{registration.op[:80]!r} is not a project's or library's op ('namespace::name')")
+        odd = sorted(set(registration.kinds) - set(COMPOSITE_KEYS))
+        if odd or len(set(registration.kinds)) != len(registration.kinds):
+            raise _fail(where, f"dispatch keys other than the composite ones: {', '.join(odd)[:200] or 'repeated'}")
 
 
 def dumps(message: object) -> bytes:

@@ -10,7 +10,7 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .. import errors
 from .process import Channel, Outcome, WorkerFailed
@@ -160,5 +160,5 @@ def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
         seconds = worker_seconds(outcome, seconds, start)
         return assess_capture(options, info, capture, seconds, progress or (lambda _text: None), onnx_export=export)
     if outcome.status == "error":
-        raise _error(outcome.payload)
+        raise _error(cast("Mapping[str, str]", outcome.payload))  # Job._take admits only {type, message} strings
     raise WorkerFailed(f"{target}: {outcome.payload}")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import KnowledgeBaseError
+from ..messages import N_, Text
 from ..reasons import EXCLUSION_CODES as EXCLUSION_CODES  # re-exported
 from ..vocabulary import CONFIDENCES
 from . import kernels, products
@@ -56,11 +57,16 @@ class DtypeCheck:
 
     def disagreement(self, product: str) -> str:
         """'the API page lists float16, float32; aclnnAddmm's doc lists bfloat16 on Atlas A2'."""
-        page = ", ".join(self.page_allowed or ())
-        said = "lists" if self.kernel_ok else "excludes"
-        docs = (f"{self.kernel_apis[0]}'s doc {said}" if len(self.kernel_apis) == 1 else
-                f"the docs of {', '.join(self.kernel_apis)} {said.removesuffix('s')}")
-        return f"the API page lists {page}; {docs} {self.dtype} on {product}"
+        values = {"page": ", ".join(self.page_allowed or ()), "apis": ", ".join(self.kernel_apis),
+                  "dtype": self.dtype, "product": product}
+        one = len(self.kernel_apis) == 1
+        if self.kernel_ok:
+            return Text(N_("the API page lists %(page)s; %(apis)s's doc lists %(dtype)s on %(product)s")
+                           if one else N_("the API page lists %(page)s; the docs of %(apis)s list %(dtype)s on "
+                                          "%(product)s"), values)
+        return Text(N_("the API page lists %(page)s; %(apis)s's doc excludes %(dtype)s on %(product)s")
+                       if one else N_("the API page lists %(page)s; the docs of %(apis)s exclude %(dtype)s on "
+                                      "%(product)s"), values)
 
 
 def dtype_kind(dtype: str) -> str:
@@ -93,15 +99,15 @@ def remedy(dtype: str, allowed: Iterable[str]) -> str:
     fp32'; an integer narrowed (int64 -> int32) only where its values fit."""
     allowed = tuple(allowed)
     if dtype == "bfloat16" and "float16" in allowed and "float32" in allowed:
-        return "run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"
+        return Text(N_("run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"))
     target = cast_target(dtype, allowed)
     if target is None:
-        return "no dtype of the same kind is supported: compute it in another op or on the CPU"
+        return Text(N_("no dtype of the same kind is supported: compute it in another op or on the CPU"))
     if _WIDTH.get(target, 64) < _WIDTH.get(dtype, 0):
         bits = _WIDTH[target] - (0 if target.startswith("u") else 1)
-        return (f"cast to {target} only where every value fits (below 2^{bits}: e.g. indices into fewer elements); "
-                f"else compute it in another op or on the CPU")
-    return f"cast to {target}"
+        return Text(N_("cast to %(dtype)s only where every value fits (below 2^%(bits)s: e.g. indices into fewer "
+                          "elements); else compute it in another op or on the CPU"), {"dtype": target, "bits": bits})
+    return Text(N_("cast to %(dtype)s"), {"dtype": target})
 
 
 def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
@@ -200,11 +206,17 @@ class ProductCheck:
 
     def disagreement(self, product: str, page_product: str) -> str:
         """'the API page marks Ascend 950DT ✘; aclnnMm's doc lists Ascend 950: supported'."""
-        page = f"the API page marks {page_product} {'✔' if self.page else '✘'}"
-        said = "supported" if self.kernel else "not supported"
-        docs = (f"{self.kernel_apis[0]}'s doc lists" if len(self.kernel_apis) == 1 else
-                f"the docs of {', '.join(self.kernel_apis)} list")
-        return f"{page}; {docs} {product}: {said}"
+        values = {"page": page_product, "mark": "✔" if self.page else "✘", "apis": ", ".join(self.kernel_apis),
+                  "product": product}
+        if len(self.kernel_apis) == 1:
+            return Text(N_("the API page marks %(page)s %(mark)s; %(apis)s's doc lists %(product)s: supported")
+                           if self.kernel else
+                           N_("the API page marks %(page)s %(mark)s; %(apis)s's doc lists %(product)s: not supported"),
+                           values)
+        return Text(N_("the API page marks %(page)s %(mark)s; the docs of %(apis)s list %(product)s: supported")
+                       if self.kernel else
+                       N_("the API page marks %(page)s %(mark)s; the docs of %(apis)s list %(product)s: not supported"),
+                       values)
 
 
 def check_product(page: bool | None, aten_ops: Iterable[str], product: Product,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opassess.errors import KnowledgeBaseError
+from opassess.messages import N_, Text
 
 from .versions import Version, VersionRange, format_ranges, format_version, in_ranges, parse_version, version_ranges
 
@@ -92,16 +93,21 @@ class ParamRule:
     products: tuple[str, ...] = ()
     auto_fixed: bool = False  # the NPU silently changes the value instead of failing
 
-    def describe(self) -> str:
+    def describe(self) -> Text:
+        """'dilation must be 1' (a Message: said in the reader's language)."""
         if self.rule == "unsupported":
-            return f"{self.param} is not supported (must stay at its default)"
+            return Text(N_("%(param)s is not supported (must stay at its default)"), {"param": self.param})
         if self.rule == "equals":
-            return f"{self.param} must be {self.value!r}"
+            return Text(N_("%(param)s must be %(value)s"), {"param": self.param, "value": repr(self.value)})
         if self.rule == "in":
-            return f"{self.param} may only be set to one of {list(self.value)}"
+            return Text(N_("%(param)s may only be set to one of %(values)s"),
+                           {"param": self.param, "values": list(self.value)})
         if self.rule == "not_in":
-            return f"{self.param} must not be one of {list(self.value)}"
-        return f"{self.param} must be {dict(gt='>', ge='>=', le='<=')[self.rule]} {self.value}"
+            return Text(N_("%(param)s must not be one of %(values)s"),
+                           {"param": self.param, "values": list(self.value)})
+        return Text(N_("%(param)s must be %(relation)s %(value)s"),
+                       {"param": self.param, "relation": dict(gt=">", ge=">=", le="<=")[self.rule],
+                        "value": self.value})
 
     def violated_by(self, value: Any) -> bool:
         """True when this traced attribute value breaks the rule (None = the attribute was not recorded)."""
@@ -151,15 +157,19 @@ class NdimRule:
         too_low = self.min is not None and ndim < self.min
         return too_low or (self.max is not None and ndim > self.max) or ndim in self.not_
 
-    def describe(self) -> str:
-        parts = []
+    def describe(self) -> Text:
+        """'input rank must be >= 2 and <= 5' (a Message: said in the reader's language)."""
+        parts: list[str] = []
         if self.min is not None:
             parts.append(f">= {self.min}")
         if self.max is not None:
             parts.append(f"<= {self.max}")
         if self.not_:
-            parts.append(f"not {list(self.not_)}")
-        return f"{self.param} rank must be {' and '.join(parts)}"
+            parts.append(Text(N_("not %(values)s"), {"values": list(self.not_)}))
+        rule = parts[0] if parts else ""
+        for part in parts[1:]:
+            rule = Text(N_("%(first)s and %(second)s"), {"first": rule, "second": part})
+        return Text(N_("%(param)s rank must be %(rule)s"), {"param": self.param, "rule": rule})
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from functools import cache
 
 from ..dtypes import FLOAT_DTYPES, element_bytes, numel
 from ..findings.compute import node_cost
 from ..findings.graph import Graph
 from ..records import AtenCall, ClassifiedOp, Finding, OpNode
+from ..trace.registrations import is_view
 from ..vocabulary import Category
 from .model import CallWork
 
@@ -103,29 +103,6 @@ def node_work(graph: Graph, node: OpNode, classified: ClassifiedOp | None, flags
                     attention_axes=_attention_axes(node) if attention else (), flags=flags)
 
 
-# Views the schema does not mark as aliasing (they move no memory either)
-NO_COPY_ATEN = frozenset({"aten::_unsafe_view", "aten::_reshape_alias", "aten::lift_fresh", "aten::detach_"})
-
-
-@cache
-def is_view(qualified: str) -> bool:
-    """Whether an ATen overload returns an alias of its input (a view: no memory moved), from its schema's alias
-    annotations ('t(Tensor(a) self) -> Tensor(a)'); in-place ops write, so they count."""
-    op = qualified.split(".")[0]
-    if op in NO_COPY_ATEN:
-        return True
-    namespace, _, rest = qualified.partition("::")
-    name, _, overload = rest.partition(".")
-    try:
-        import torch
-
-        schema = getattr(getattr(getattr(torch.ops, namespace), name), overload or "default")._schema
-    except (AttributeError, RuntimeError, ImportError):
-        return False
-    return bool(schema.returns) and all(r.alias_info is not None and not r.alias_info.is_write
-                                        for r in schema.returns)
-
-
 def call_bytes(calls: Iterable[AtenCall]) -> int:
     """Bytes the calls read and write, views left out: the trace's own count adds a view's input and output (a
     Linear's weight three times over aten::t and aten::mm), the time model counts memory traffic."""
@@ -135,11 +112,12 @@ def call_bytes(calls: Iterable[AtenCall]) -> int:
 
 
 def backward_work(forward: CallWork, node: OpNode) -> CallWork | None:
-    """The backward of a call (--train): cube work twice the forward FLOPs (input and weight gradients), the
-    bytes its backward ATen calls read and write, one launch per backward call."""
+    """The backward of a call (--train): the FLOPs its backward ATen calls count by their formulas, else cube work
+    twice the forward FLOPs (input and weight gradients); the bytes its backward ATen calls read and write, one
+    launch per backward call."""
     if not node.backward:
         return None
-    flops = 2 * forward.flops if forward.unit == "cube" else forward.flops
+    flops = node.backward_flops or (2 * forward.flops if forward.unit == "cube" else forward.flops)
     return replace(forward, node=f"{node.name}.backward", flops=flops, bytes=float(call_bytes(node.backward)),
                    launches=max(1, len(node.backward)), flags=forward.flags - {"host-sync", "transdata"})
 

@@ -50,6 +50,11 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
     notify = on_event or (lambda _event: None)
     if weights is None:  # fail before any scan
         weights = load_weights(options.scan.weights, options.scan.profile)
+    if options.scan.quant:  # as a single scan's preflight: a scheme the serving facts do not name is bad usage
+        from ..kb.routes import load_route_facts
+        from ..routes.serving import check_quant
+
+        check_quant(options.scan.quant, load_route_facts())
     unknown = [fmt for fmt in options.formats if fmt not in REPORTERS]
     if unknown:
         raise ReportError(f"unknown report format {unknown[0]!r}; choose one of {', '.join(sorted(REPORTERS))}")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..datafile import read_json
 from ..errors import ReportError
+from ..options import DEFAULT_PRODUCT
 from .checks import all_checks
 from .document import build_profile_document, count_steps
 from .facts import load_facts
@@ -100,5 +101,5 @@ def assess_profile(profile: Path, report_path: Path, *, steps: int | None = None
     data = read_profile(profile, facts)
     matches = join(data.kernels, report["operators"])
     steps = count_steps(data.kernels, steps)
-    checks = all_checks(matches, report["operators"], data.columns, str(report.get("target") or "Atlas A2"), facts)
+    checks = all_checks(matches, report["operators"], data.columns, str(report.get("target") or DEFAULT_PRODUCT), facts)
     return build_profile_document(data, report, str(report_path), matches, checks, steps, facts)

@@ -123,7 +123,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
     operator, classified, estimate = row.operator, row.classified, row.estimate
     category = classified.category if classified else "unclassified"
     categories = classified.signature_categories if classified else ()
-    signatures = signature_rows(operator.signatures, categories)
+    signatures = signature_rows(operator.signatures, categories, _)
     base: dict[str, Any] = {
         "rank": row.rank,
         "op": operator.key,
@@ -324,7 +324,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         assumptions=note_text(summary["assumptions"], _),
         band_text=note_text(summary["band"], _),
         activities=activity_rows(est, _) if est else (),
-        decisions=decision_rows(est) if est else (),
+        decisions=decision_rows(est, _) if est else (),
         origins=origin_rows(est, _) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),

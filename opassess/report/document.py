@@ -13,7 +13,7 @@ from typing import Any
 from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature, SourceEstimate
 from ..score.cost import COST_BASES
-from ..source.records import SourceFinding
+from ..source.records import SourceFinding, SourceScan
 from ..vocabulary import CATEGORIES
 from .i18n import N_
 from .paths import portable, roots_of, scrub
@@ -125,6 +125,7 @@ def _operator_doc(row: Row, graph: Any = None, performance: Any = None, roots: t
                        for r in classified.exclusions] if classified else [],
         "backward_aten": list(operator.backward_aten),
         "backward_support": dict(classified.backward_support) if classified else {},
+        "backward_flops": operator.backward_flops,
         "scores": None,
         "person_days": None,
         "risk": None,
@@ -202,7 +203,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                         "person_days": effort_doc(est.present)} if any(not i.reached for i in est.source) else None,
             "decisions": [{"name": d.name, "title": d.title, "cause": d.cause, "operators": list(d.operators),
                            "person_days": effort_doc(d.person_days), "once": effort_doc(d.once), "basis": d.basis,
-                           "plan": list(d.plan)} for d in est.decisions],
+                           "plan": list(d.plan), "sites": list(d.sites)} for d in est.decisions],
         })
         risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
         by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}
@@ -289,7 +290,7 @@ def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
     return out
 
 
-def _source_scan_doc(scan: Any) -> dict[str, Any] | None:
+def _source_scan_doc(scan: SourceScan | None) -> dict[str, Any] | None:
     if scan is None:
         return None
     return {"root": portable(scan.root), "files": list(scan.files), "lines": scan.lines,

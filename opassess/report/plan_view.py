@@ -14,6 +14,7 @@ from ..records import Effort, Estimate, Finding
 
 # SITE_PACKAGES: '.../site-packages/' + the package (group 1)
 from ..score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
+from ..score.decisions import basis_text
 from ..score.weights_decisions import CHANGE_TIERS
 from ..vocabulary import Category
 from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
@@ -72,10 +73,13 @@ def activity_rows(estimate: Estimate, _: Translate = str) -> tuple[ActivityRow, 
                              range_text=days_range(a.person_days), basis=a.basis) for a in estimate.activities)
 
 
-def decision_rows(estimate: Estimate) -> tuple[DecisionRow, ...]:
-    """The estimate's decisions, each with its operators and plan."""
-    return tuple(DecisionRow(title=d.title, likely_text=days(d.person_days.likely),
-                             range_text=days_range(d.person_days), basis=d.basis, operators=d.operators, plan=d.plan)
+def decision_rows(estimate: Estimate, _: Translate = str) -> tuple[DecisionRow, ...]:
+    """The estimate's decisions, each with its operators and plan, in the reader's language (a title, plan line or
+    basis the catalog has; the rest as written)."""
+    return tuple(DecisionRow(title=_(d.title), likely_text=days(d.person_days.likely),
+                             range_text=days_range(d.person_days),
+                             basis=basis_text(d.once, d.check, d.members, _) if any(d.members) else d.basis,
+                             operators=d.operators, plan=tuple(_(line) for line in d.plan))
                  for d in estimate.decisions)
 
 
@@ -159,7 +163,7 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Tr
     said = said or {}
     decisions = (document.get("summary") or {}).get("decisions") or []
     items: list[tuple[ActionItem, float, float | None]] = [
-        (ActionItem(kind="decision", subject=d["title"], action="; ".join(d["plan"]),
+        (ActionItem(kind="decision", subject=_(d["title"]), action="; ".join(_(line) for line in d["plan"]),
                     days_text=_("%(days)s person-days") % {"days": days(d['person_days']['likely'])}), 0.0, None)
         for d in decisions]
     decided = {key for d in decisions for key in d["operators"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..messages import Text, say
 from ..records import Reason, Signature
 from .display_records import ReasonRow, SignatureRow
 from .document import jsonable
@@ -17,19 +18,20 @@ def _tensor_text(shape: tuple[int, ...] | None, dtype: str | None) -> str:
     return f"{dtype or '?'}[{dims}]"
 
 
-def _inputs_text(shapes: Iterable, dtypes: Iterable) -> str:
+def _inputs_text(shapes: Iterable, dtypes: Iterable, _: Callable[[str], str] = str) -> str:
     parts = [_tensor_text(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=False) if shape is not None]
-    return ", ".join(parts) if parts else "no tensor inputs"
+    return ", ".join(parts) if parts else _("no tensor inputs")
 
 
 def _attrs_text(attrs: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={jsonable(value)}" for key, value in attrs.items())
 
 
-def signature_rows(signatures: Sequence[Signature], categories: Sequence[str]) -> tuple[SignatureRow, ...]:
+def signature_rows(signatures: Sequence[Signature], categories: Sequence[str],
+                   _: Callable[[str], str] = str) -> tuple[SignatureRow, ...]:
     """'stride=[1, 1]; float32[1,3,224,224]' per signature, with its count and category."""
     return tuple(SignatureRow(text="; ".join(p for p in (_attrs_text(s.attrs),
-                                                         _inputs_text(s.input_shapes, s.input_dtypes)) if p),
+                                                         _inputs_text(s.input_shapes, s.input_dtypes, _)) if p),
                               count=s.count, category=categories[i] if i < len(categories) else "")
                  for i, s in enumerate(signatures))
 
@@ -37,7 +39,9 @@ def signature_rows(signatures: Sequence[Signature], categories: Sequence[str]) -
 def reason_text(reason: Reason, _: Callable[[str], str] = str) -> str:
     """A reason's message in the reader's language: its template through the catalog, filled with its values
     (identifiers as they are); a reason built without a template reads as written."""
-    return _(reason.template) % dict(reason.params) if reason.template else reason.message
+    if reason.template and not isinstance(reason.message, Text):
+        return _(reason.template) % dict(reason.params)
+    return say(reason.message, _)
 
 
 def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...],
@@ -53,17 +57,21 @@ def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...
     for key, indexes in groups.items():
         code, _message, evidence = key
         covered = () if None in indexes else tuple(sorted({i for i in indexes if i is not None}))
-        rows.append(ReasonRow(code, said[key], evidence, covered, _covers_text(covered, signatures)))
+        rows.append(ReasonRow(code, said[key], say(evidence, _), covered, _covers_text(covered, signatures, _)))
     return tuple(rows)
 
 
-def _covers_text(covered: tuple[int, ...], signatures: tuple[SignatureRow, ...]) -> str:
+def _covers_text(covered: tuple[int, ...], signatures: tuple[SignatureRow, ...], _: Callable[[str], str] = str
+                 ) -> str:
+    """'all 3 signatures', 'signatures 1, 2 of 3: <their texts>' (shown after 'for ')."""
     total = len(signatures)
     if not covered or total <= 1:
         return ""
     if len(covered) == total:
-        return f"all {total} signatures"
+        return _("all %(n)s signatures") % {"n": total}
     shown = "; ".join(signatures[i].text for i in covered[:SIGNATURES_PER_REASON] if i < total)
-    more = f"; +{len(covered) - SIGNATURES_PER_REASON} more" if len(covered) > SIGNATURES_PER_REASON else ""
-    return f"signature{'s' if len(covered) > 1 else ''} {', '.join(str(i + 1) for i in covered)} of {total}: " \
-           f"{shown}{more}"
+    more = _("; +%(n)s more") % {"n": len(covered) - SIGNATURES_PER_REASON} \
+        if len(covered) > SIGNATURES_PER_REASON else ""
+    text = _("signatures %(which)s of %(n)s: %(shown)s") if len(covered) > 1 else \
+        _("signature %(which)s of %(n)s: %(shown)s")
+    return text % {"which": ", ".join(str(i + 1) for i in covered), "n": total, "shown": shown + more}

@@ -16,9 +16,13 @@ import os
 import re
 import warnings
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .records import OnnxExport, OnnxFailure
+
+if TYPE_CHECKING:
+    from ..options import ScanOptions
 
 MAX_MESSAGE = 2000  # characters of a failure message sent back
 
@@ -142,7 +146,7 @@ def export_onnx(module, args: tuple, kwargs: dict, opset: int, exporter: str = "
     return OnnxExport(opset, 0, "", (), tuple(failures))
 
 
-def export_model(options: Any, progress=None) -> OnnxExport:
+def export_model(options: ScanOptions, progress: Callable[[str], None] | None = None) -> OnnxExport:
     """Load the model of a scan's options on the CPU and export it (runs model code: the worker's part)."""
     from ..load import LoadRequest, load_model
 
@@ -159,7 +163,7 @@ def export_model(options: Any, progress=None) -> OnnxExport:
     return export_onnx(loaded.module, loaded.args, loaded.kwargs, options.opset, options.exporter)
 
 
-def export_plain(options: Any, progress=None) -> dict[str, Any]:
+def export_plain(options: ScanOptions, progress: Callable[[str], None] | None = None) -> dict[str, object]:
     """The worker's part of `--route onnx`: the export as plain data (for isolation/wire.decode_onnx)."""
     result = export_model(options, progress)
     return {"requested_opset": result.requested_opset, "opset": result.opset, "exporter": result.exporter,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import UsageError
 from ..kb.routes import QUANT_TABLE, QuantScheme, RouteFacts
 from .records import ServingCheck, ServingItem
 
@@ -36,6 +37,21 @@ def _matches(scheme: QuantScheme, quant: str) -> bool:
     W8A8_MXFP8 only shares the prefix)."""
     wanted = _scheme_key(quant) or quant.lower()
     return wanted in _scheme_key(scheme.scheme).split(",") or quant.lower() == scheme.scheme.lower()
+
+
+def quant_names(facts: RouteFacts) -> tuple[str, ...]:
+    """The --quant values the serving facts name: each scheme family ('w8a8', 'awq') and each row's quant_type
+    ('w8a8_dynamic'), sorted."""
+    names = {key for s in facts.quant_schemes for key in _scheme_key(s.scheme).split(",") if key}
+    return tuple(sorted(names | {s.quant_type.lower() for s in facts.quant_schemes if s.quant_type}))
+
+
+def check_quant(quant: str, facts: RouteFacts) -> None:
+    """UsageError (exit 2) naming the choices when no row of the serving facts names `quant`: a typo ('w8a9') would
+    otherwise be checked as 'no facts', exit 0."""
+    if quant and not any(_named(s, quant) or _matches(s, quant) for s in facts.quant_schemes):
+        raise UsageError(f"{quant!r}: no row of {QUANT_TABLE} names this scheme; expected one of "
+                         f"{', '.join(quant_names(facts))}", option="--quant")
 
 
 def _status(cell: str) -> str:

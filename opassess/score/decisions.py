@@ -5,6 +5,9 @@ on the target (910A has no bfloat16: one precision plan), or the kernel docs and
 the target (one kernel check on the chip). A page with no mark for the target is not such a fact: the torch 2.7-2.13
 pages mark no API for Atlas training series (910A: 1 of 3249 rows) and have no column for the inference products, so
 their silence says nothing of one operator; the kernel facts judge it there as everywhere (api-undocumented informs).
+Two more causes gather operators and source sites alike: the attention implementation (GPU attention libraries whose
+routes all lead to the NPU's fused attention: one wrapper, [decisions.attention] routes) and the memory layout
+(channels_last, which the NPU does not take: keep the default format, [decisions.layout] params and subjects).
 A *priced change* is a parameter limit costed by the edit it needs: a no-op argument (interpolate scale_factor=1.0)
 or a local rewrite (topk sorted=False -> sorted=True), from [changes].
 An operator is covered only when every limit it trips is such a cause; it keeps its category and reasons and costs
@@ -17,16 +20,17 @@ import ast
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..reasons import REASONS
-from ..records import ClassifiedOp, Decision, Effort, Finding, Inventory, OpScore, Reason
+from ..records import N_, ClassifiedOp, Decision, Effort, Finding, Inventory, OpScore, Reason, SourceEstimate
 from ..vocabulary import PROJECT_KINDS, Category
 from .weights import Weights
 from .weights_decisions import ALGORITHM, DecisionRules
 
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
-PRECISION, KERNEL_CHECK = "precision", "kernel-check"
+PRECISION, KERNEL_CHECK, ATTENTION, LAYOUT = "precision", "kernel-check", "attention", "layout"
+ORDER = (PRECISION, ATTENTION, LAYOUT, KERNEL_CHECK)  # the order decisions are listed in
 _DTYPE = re.compile(r"^input dtype (?P<dtype>\S+) is not supported by (?P<who>.+?) on (?P<product>.+?) "
                     r"\(allowed: (?P<allowed>[^)]*)\)")
 _PARAM = re.compile(r"^(?P<param>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+?): ")
@@ -85,14 +89,82 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _cause(reason: Reason, model_dtype: str) -> str | None:
+def _cause(reason: Reason, model_dtype: str, rules: DecisionRules) -> str | None:
     """The decision a reason is the cause of, or None."""
     if reason.code == "dtype":
         match = _DTYPE.match(reason.message)
         return PRECISION if match and match["dtype"] == model_dtype else None
     if reason.code == "kernel-product":  # the sources disagree about the product: one run on the chip settles it
         return KERNEL_CHECK
+    if reason.code == "param-limit":
+        match = _PARAM.match(reason.message)
+        return LAYOUT if match and match["param"] in rules.rules[LAYOUT].params else None
+    if reason.code == "library-route" or reason.code == "replacement" and reason.signature is not None:
+        return ATTENTION if _names_route(reason.message, rules) else None
     return None
+
+
+def _names_route(text: str, rules: DecisionRules) -> bool:
+    """Whether a route (a reason's message, a site's npu_route) leads to one of the attention routes."""
+    return any(re.search(rf"\b{re.escape(route)}\b", text) for route in rules.rules[ATTENTION].routes)
+
+
+def site_cause(finding, rules: DecisionRules | None) -> str | None:
+    """The decision a source site belongs to: an attention library's import or call whose route (the third-party
+    table's) names an attention route, or a site naming a layout subject; None for kernels, notes and the rest."""
+    if rules is None or not rules.group or finding.effort_free or finding.size is not None or finding.built_by:
+        return None
+    if finding.subject in rules.rules[LAYOUT].subjects:
+        return LAYOUT
+    if finding.kind in ("library-import", "library-call") and _names_route(finding.npu_route, rules):
+        return ATTENTION
+    return None
+
+
+def shared_causes(scores: Sequence[OpScore], source: Sequence[SourceEstimate], weights: Weights) -> frozenset[str]:
+    """The causes shared widely enough to be decisions of their own: attention when at least min_members attention
+    calls (reached library-call sites, and operators with an attention cause no site carries) share it, layout when
+    at least min_members places (operators, sites) ask for it. Below that, each keeps its own price."""
+    rules = weights.decisions
+    if rules is None or not rules.group:
+        return frozenset()
+    carried = {key for item in source for key in item.operators}
+    counts: dict[str, int] = {}
+    for item in source:
+        name = site_cause(item.finding, rules) if item.reached and item.covered_by is None else None
+        if name is not None and item.finding.kind != "library-import":
+            counts[name] = counts.get(name, 0) + 1
+    for score in scores:
+        if score.classified.operator.key in carried:
+            continue
+        for found in {_cause(r, "", rules) for r in score.classified.reasons} & {ATTENTION, LAYOUT}:
+            assert found is not None  # the intersection holds names only
+            counts[found] = counts.get(found, 0) + 1
+    return frozenset(name for name in (ATTENTION, LAYOUT) if counts.get(name, 0) >= rules.rules[name].min_members)
+
+
+def decide_sites(source: Sequence[SourceEstimate], weights: Weights, shared: frozenset[str]
+                 ) -> tuple[tuple[SourceEstimate, ...], dict[str, list[str]], dict[str, list[str]]]:
+    """Reached sites a decision covers cost only its check (its switch is priced once, on the decision); returns the
+    sites and, per decision, the keys of its sites and the captured operators they carry (which cost nothing of
+    their own: basis source-finding)."""
+    rules = weights.decisions
+    members: dict[str, list[str]] = {}
+    linked: dict[str, list[str]] = {}
+    out = []
+    for item in source:
+        name = site_cause(item.finding, rules) if item.reached and item.covered_by is None else None
+        if name not in shared:
+            out.append(item)
+            continue
+        assert rules is not None  # site_cause found a cause
+        per = rules.rules[name].per_operator
+        members.setdefault(name, []).append(item.key)
+        linked.setdefault(name, []).extend(item.operators)
+        out.append(replace(item, person_days=Effort(*per),
+                           basis=f"{rules.rules[name].title} check {_points(per)} (the switch is priced once, on the "
+                                 f"decision; the site alone: {item.basis})"))
+    return tuple(out), members, linked
 
 
 def _blocking(reason: Reason, weights: Weights) -> bool:
@@ -109,7 +181,7 @@ def _points(values: Iterable[float]) -> str:
     return "-".join(f"{v:g}" for v in values)
 
 
-def cover(op: ClassifiedOp, model_dtype: str, weights: Weights) -> Cover | None:
+def cover(op: ClassifiedOp, model_dtype: str, weights: Weights, shared: frozenset[str] = frozenset()) -> Cover | None:
     """The operator's cover when every limit it trips is a decision's cause or a priced change (not an algorithm
     change); None when it has work of its own (custom-dev, unknown, the project's own kernel, another limit).
     Example (shipped weights): torch.topk(sorted=False) on Ascend 950, whose aclnnTopk doc lists 950 while the API
@@ -122,7 +194,9 @@ def cover(op: ClassifiedOp, model_dtype: str, weights: Weights) -> Cover | None:
     decisions: dict[str, None] = {}
     changes: dict[str, Change] = {}
     for reason in op.reasons:
-        cause = _cause(reason, model_dtype)
+        cause = _cause(reason, model_dtype, rules)
+        if cause in (ATTENTION, LAYOUT) and cause not in shared:  # too few share it: its own price (shared_causes)
+            cause = None
         change = change_of(reason, rules)
         if cause is not None:
             decisions[cause] = None
@@ -145,9 +219,12 @@ def cover(op: ClassifiedOp, model_dtype: str, weights: Weights) -> Cover | None:
 
 
 def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[Finding], weights: Weights,
-           covers: Mapping[str, Cover]) -> tuple[Decision, ...]:
-    """One Decision per cause some covered operator has: its operators, its effort (once, plus each operator's
-    check) and, for precision, the plan (dtype on the target, loss scaling, overflow-prone operators)."""
+           covers: Mapping[str, Cover], sites: Mapping[str, Sequence[str]] | None = None,
+           linked: Mapping[str, Sequence[str]] | None = None) -> tuple[Decision, ...]:
+    """One Decision per cause some covered operator or site (`sites`: decision -> site keys, decide_sites) has: its
+    members, its effort (once, plus each member's check) and, for precision, the plan (dtype on the target, loss
+    scaling, overflow-prone operators). `linked`: decision -> the captured operators its sites carry (listed with its
+    operators; they cost nothing of their own, their site's check is their price)."""
     rules = weights.decisions
     if rules is None:
         return ()
@@ -155,18 +232,25 @@ def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[F
     for key, item in covers.items():
         for name in item.decisions:
             members.setdefault(name, []).append(key)
+    sites = sites or {}
     by_key = {s.classified.operator.key: s.classified for s in scores}
     out = []
-    for name in (PRECISION, KERNEL_CHECK):
-        keys = members.get(name)
-        if not keys:
+    for name in ORDER:
+        keys, places = members.get(name, []), tuple(sites.get(name, ()))
+        if not keys and not places:
             continue
         rule = rules.rules[name]
         once = Effort(*rule.effort)
-        checks = sum((Effort(*rule.per_operator) for _ in keys), NO_EFFORT)
-        basis = (f"{_points(rule.effort)} once + {len(keys)} operator type(s) x {_points(rule.per_operator)} "
-                 f"(a check each)")
-        if name == PRECISION:
+        check = Effort(*rule.per_operator)
+        checks = sum((check for _ in (*keys, *places)), NO_EFFORT)
+        members_ = (len(keys), len(places))
+        basis = basis_text(once, check, members_)
+        plan: tuple[str, ...]
+        if name == ATTENTION:
+            title, cause, plan = rule.title, ATTENTION_CAUSE, ATTENTION_PLAN
+        elif name == LAYOUT:
+            title, cause, plan = rule.title, LAYOUT_CAUSE, LAYOUT_PLAN
+        elif name == PRECISION:
             title, cause, plan = _precision(keys, by_key, scores, inventory, findings, rules)
         else:
             title = f"{rule.title}: one run on the chip confirms the kernels of {len(keys)} operator type(s)"
@@ -176,9 +260,41 @@ def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[F
                      "facts judge those operators as on any product)")
             plan = ("run the model once on the target and compare every listed operator's output with the "
                     "reference run",)
-        out.append(Decision(name=name, title=title, cause=cause, operators=tuple(sorted(keys)),
-                            person_days=once + checks, once=once, basis=basis, plan=plan))
+        listed = tuple(sorted({*keys, *(linked or {}).get(name, ())}))
+        out.append(Decision(name=name, title=title, cause=cause, operators=listed,
+                            person_days=once + checks, once=once, basis=basis, plan=plan, sites=places,
+                            check=check, members=members_))
     return tuple(out)
+
+
+# The attention and layout decisions' texts: fixed sentences (message ids; the reports translate them), their counts
+# in the basis and the lists of operators and sites. Titles come from weights.toml ([decisions.*] title).
+DECISION_TITLES = (N_("attention implementation"), N_("memory layout"))
+ATTENTION_CAUSE = N_("these attention calls (GPU attention libraries, or operators whose route is the NPU's fused "
+                     "attention) all lead to npu_fusion_attention or npu_fused_infer_attention_score: one wrapper "
+                     "serves every one")
+ATTENTION_PLAN: tuple[str, ...] = (
+                  N_("write one attention wrapper on torch_npu.npu_fusion_attention (training and prefill) or "
+                     "npu_fused_infer_attention_score (decode): input_layout, head_num, the mask as a bool atten_mask "
+                     "where True masks out, scale, GQA heads"),
+                  N_("call the wrapper at every listed site and operator; the attention libraries' imports go"),
+                  N_("compare the attention outputs with the reference run once"))
+LAYOUT_CAUSE = N_("the model asks for channels_last, which the NPU does not take (Tensor.to: memory_format "
+                  "contiguous_format only; the migration guide's hand edit: the default format)")
+LAYOUT_PLAN: tuple[str, ...] = (
+               N_("drop memory_format=torch.channels_last at every listed site and operator: the NPU picks its own "
+                  "internal format and converts with TransData"),
+               N_("compare the outputs with the reference run once"))
+
+
+def basis_text(once: Effort, check: Effort, members: tuple[int, int], _=str) -> str:
+    """'0.5-1-3 once + 1 operator type(s) + 6 source site(s) x 0.02-0.05-0.15 (a check each)', in the reader's
+    language with a gettext `_` (the record keeps the English)."""
+    parts = ([_("%(n)d operator type(s)") % {"n": members[0]}] if members[0] else []) + (
+        [_("%(n)d source site(s)") % {"n": members[1]}] if members[1] else [])
+    return _("%(once)s once + %(members)s x %(check)s (a check each)") % {
+        "once": _points((once.low, once.likely, once.high)), "members": " + ".join(parts),
+        "check": _points((check.low, check.likely, check.high))}
 
 
 def _precision(keys: list[str], by_key: Mapping[str, ClassifiedOp], scores: Sequence[OpScore], inventory: Inventory,

@@ -28,7 +28,7 @@ from .cost import (
     operator_effort,
     origin_shares,
 )
-from .decisions import Cover, cover, decide
+from .decisions import Cover, cover, decide, decide_sites, shared_causes
 from .signals import ModelContext, OpSignals, measure_all
 from .weights import RISK_LEVELS, Weights, level
 
@@ -52,9 +52,12 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     """
     if signals is None:
         signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
-    bases, covers = _bases(scores, inventory, weights, source)
-    decisions = decide(scores, inventory, findings, weights, covers)
+    shared = shared_causes(scores, source, weights)
+    bases, covers = _bases(scores, inventory, weights, source, shared)
+    source, site_members, linked = decide_sites(source, weights, shared)
+    decisions = decide(scores, inventory, findings, weights, covers, site_members, linked)
     decided = {key: item.decisions for key, item in covers.items()}
+    decided.update({op: (name,) for name, ops in linked.items() for op in ops})
     lines = activities(activity_units(scores, bases, signals, findings, weights, decided), weights) \
         if model_level else ()
     validation = next((line.person_days for line in lines if line.name == VALIDATION), NO_EFFORT)
@@ -111,8 +114,8 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     )
 
 
-def _bases(scores: Sequence[OpScore], inventory: Inventory, weights: Weights, source: Sequence[SourceEstimate]
-           ) -> tuple[dict[str, str], dict[str, Cover]]:
+def _bases(scores: Sequence[OpScore], inventory: Inventory, weights: Weights, source: Sequence[SourceEstimate],
+           shared: frozenset[str] = frozenset()) -> tuple[dict[str, str], dict[str, Cover]]:
     """Each operator's cost basis, and the decision covers of those costed by a decision or a priced change.
 
     A per-operator operator a decision covers is costed by the decision (or its priced change); a view only its
@@ -121,7 +124,7 @@ def _bases(scores: Sequence[OpScore], inventory: Inventory, weights: Weights, so
     bases = {s.classified.operator.key: cost_basis(s.classified, weights.effort, dispatch_seen) for s in scores}
     covers = {s.classified.operator.key: c for s in scores
               if bases[s.classified.operator.key] == PER_OPERATOR
-              for c in [cover(s.classified, inventory.model.dtype, weights)] if c is not None}
+              for c in [cover(s.classified, inventory.model.dtype, weights, shared)] if c is not None}
     for key, item in covers.items():  # a view only its kernel check covers stays zero-cost
         lone = item.decisions == ("kernel-check",) and not item.changes
         zero = lone and weights.effort.zero_cost and dispatch_seen and all(

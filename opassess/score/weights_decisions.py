@@ -1,6 +1,7 @@
 """[decisions] and [changes] of weights.toml as frozen records: what a model-level decision costs (priced once, plus a
-check per operator it covers), the precision plan's overflow-prone operators and GradScaler settings, and what a
-parameter limit costs by the change it needs (no-op argument, local rewrite). Read by weights_load."""
+check per operator or source site it covers), what each decision recognises as its cause (attention routes, layout
+parameters and subjects), the precision plan's overflow-prone operators and GradScaler settings, and what a parameter
+limit costs by the change it needs (no-op argument, local rewrite). Read by weights_load."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -11,7 +12,7 @@ from typing import Any
 from ..datafile import TomlTable
 
 Triple = tuple[float, float, float]
-DECISION_NAMES = ("precision", "kernel-check")  # the causes opassess.score.decisions recognises
+DECISION_NAMES = ("precision", "kernel-check", "attention", "layout")  # the causes opassess.score.decisions knows
 CHANGE_TIERS = ("no-op", "local-rewrite")  # priced changes; any other limit is an algorithm change (category range)
 ALGORITHM = "algorithm"
 
@@ -24,6 +25,10 @@ class DecisionRule:
     title: str
     effort: Triple
     per_operator: Triple
+    routes: tuple[str, ...] = ()  # attention: the NPU ops a route names (a site's route, a library-route reason)
+    params: tuple[str, ...] = ()  # layout: parameters whose limit is the cause (memory_format)
+    subjects: tuple[str, ...] = ()  # layout: source-site subjects that are the cause (torch.channels_last)
+    min_members: int = 1  # attention, layout: the calls/places that must share the cause before it is one decision
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,13 @@ def read_decisions(decisions: TomlTable, changes: TomlTable, triple) -> Decision
     rules = {}
     for name in DECISION_NAMES:
         t = decisions.table(name)
-        rules[name] = DecisionRule(name, t.string("title"), triple(t, "effort"), triple(t, "per_operator"))
+        rules[name] = DecisionRule(name, t.string("title"), triple(t, "effort"), triple(t, "per_operator"),
+                                   t.strings("routes") if name == "attention" else (),
+                                   t.strings("params") if name == "layout" else (),
+                                   t.strings("subjects") if name == "layout" else (),
+                                   t.integer("min_members") if name in ("attention", "layout") else 1)
+        if rules[name].min_members < 1:
+            raise t.error("min_members", "min_members must be 1 or more")
         if name == "precision":
             large = t.integer("large_reduction")
             precision = PrecisionRules(frozenset(t.strings("overflow_aten")), frozenset(t.strings("reduction_aten")),

@@ -124,8 +124,7 @@ class Classifier:
         guarded = site.get("guarded") == "yes"
         rule = self.facts.migration_for_import(module.split(".")[0])
         named = [row for name in site.all("name") for row in self.facts.library_rows(f"{module}.{name}")]
-        lib = preferred_library(named or [lib for lib in self.facts.libraries
-                                   if any(module == m or module.startswith(m + ".") for m in lib.modules)])
+        lib = preferred_library(named or self.facts.libraries_for_module(module))
         if lib and lib.library == "triton":
             return None  # each @triton.jit kernel is its own finding
         kind = "guarded-import" if guarded else "library-import"

@@ -61,48 +61,56 @@ class _Lazy(dict):
 
 
 class DistributedScanner:
-    """Collects the distributed sites of one file, using a PythonScanner's alias resolution (`qual`, `code`)."""
+    """Collects the distributed sites of one file from its walk (walk.FileNodes), using a PythonScanner's alias
+    resolution (`qual`, `code`)."""
 
-    def __init__(self, tree: ast.Module, scanner, known):
-        self.tree, self.scanner, self.known = tree, scanner, known  # known(api) -> whether the HCCL facts name it
-        self.sites: list[Site] = []
-        self._seen: set[tuple[int, str, str]] = set()
+    def __init__(self, nodes, scanner, known):
+        self.nodes, self.scanner, self.known = nodes, scanner, known  # known(api) -> whether the HCCL facts name it
+        self._sites: dict[tuple[int, str, str], tuple[Site, tuple[int, int], ast.AST]] = {}
+        self._order: tuple[int, int] = (0, 0)  # (pass, walk index) of the node being read
+        self._node: ast.AST | None = None
 
     def add(self, node: ast.AST, kind: str, subject: str, detail=()) -> None:
+        """One site per (line, kind, subject) (one hook site per line: register + its hook): of two nodes claiming
+        one, references before calls, an enclosing node before the nodes inside it, else the later node."""
         line = getattr(node, "lineno", 1)
-        key = (line, kind, "" if kind == "comm-hook" else subject)  # one hook site per line: register + its hook
-        if key in self._seen:
+        key = (line, kind, "" if kind == "comm-hook" else subject)
+        held = self._sites.get(key)
+        if held is not None and not _first(self._order, node, held[1], held[2]):
             return
-        self._seen.add(key)
-        self.sites.append(Site(self.scanner.file, line, self.scanner.code(line), kind, subject, tuple(detail)))
+        self._sites[key] = (Site(self.scanner.file, line, self.scanner.code(line), kind, subject, tuple(detail)),
+                            self._order, node)
 
     def scan(self) -> list[Site]:
-        """One walk of the tree: each node seen once, with the function scope it belongs to; a scope's assignments
-        are read only when a collective in it needs a tensor's dtype."""
-        assignments: dict[int, list[ast.AST]] = {}
-        scopes: dict[int, _Lazy] = {}
-        stack: list[tuple[ast.AST, int]] = [(child, 0) for child in ast.iter_child_nodes(self.tree)]
-        calls: list[tuple[ast.Call, int]] = []
-        while stack:
-            node, scope = stack.pop()
-            if isinstance(node, ast.Call):
-                calls.append((node, scope))
-            elif isinstance(node, ast.Attribute | ast.Name):
+        """The references and constants, then the calls, each read once; a scope's assignments are read only when
+        a collective in it needs a tensor's dtype."""
+        by_scope: dict[int, list[ast.AST]] = {}
+        for node, scope, _, _ in self.nodes.assigns:
+            if not isinstance(node, ast.AugAssign):
+                by_scope.setdefault(scope, []).append(node)
+        aliases = self.scanner.aliases
+        for root, _, index in self.nodes.references:
+            chain = [root]  # a.b.c, a.b, a: each a reference of its own
+            while isinstance(chain[-1], ast.Attribute):
+                chain.append(chain[-1].value)
+            base = chain[-1]
+            if not isinstance(base, ast.Name) or base.id not in aliases:
+                continue  # names nothing imported (self.x.y): none of the chain resolves
+            for offset, node in enumerate(chain):
+                self._order = (0, index + offset)
                 self._reference(node)
-            elif isinstance(node, ast.Constant):
-                if isinstance(node.value, str) and node.value.startswith("NCCL_") and ENV_NAME.fullmatch(node.value):
-                    self.add(node, "env-var", node.value)
-            elif isinstance(node, ast.Assign | ast.AnnAssign):
-                assignments.setdefault(scope, []).append(node)
-            inner = id(node) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) else scope
-            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-        for node, scope in calls:
+        for node, index in self.nodes.nccl:
+            if ENV_NAME.fullmatch(node.value):
+                self._order = (0, index)
+                self.add(node, "env-var", node.value)
+        scopes: dict[int, _Lazy] = {}
+        for node, scope, _, index in self.nodes.calls:
             if scope not in scopes:
-                found = assignments.get(scope, [])
+                found = by_scope.get(scope, [])
                 scopes[scope] = _Lazy(lambda found=found: self._assignments(found))
+            self._order = (1, index)
             self._call(node, scopes[scope])
-        self.sites.sort(key=lambda s: (s.line, s.kind, s.subject))
-        return self.sites
+        return sorted((site for site, _, _ in self._sites.values()), key=lambda s: (s.line, s.kind, s.subject))
 
     # ------------------------------------------------------------------ data flow
 
@@ -186,6 +194,19 @@ class DistributedScanner:
             self.add(node, "dist-api", q)
 
 
-def scan_distributed(tree: ast.Module, scanner, known) -> list[Site]:
-    """The distributed sites of one parsed file (`scanner`: its PythonScanner; `known`: api -> the facts name it)."""
-    return DistributedScanner(tree, scanner, known).scan()
+def _first(order: tuple[int, int], node: ast.AST, held: tuple[int, int], held_node: ast.AST) -> bool:
+    """Whether the node read now comes before the one holding a site, in the order the scan always read them:
+    references before calls; of two in one pass an enclosing node first, else the later one (right to left)."""
+    if node is held_node or order[0] != held[0]:
+        return order[0] < held[0]
+    if any(sub is held_node for sub in ast.walk(node)):
+        return True
+    if any(sub is node for sub in ast.walk(held_node)):
+        return False
+    return order[1] > held[1]
+
+
+def scan_distributed(nodes, scanner, known) -> list[Site]:
+    """The distributed sites of one walked file (`nodes`: walk.FileNodes; `scanner`: its PythonScanner; `known`:
+    api -> the facts name it)."""
+    return DistributedScanner(nodes, scanner, known).scan()

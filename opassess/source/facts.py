@@ -134,6 +134,7 @@ class SourceFacts:
         self.path = path
         self._data = data
         self._relevant: dict[str, bool] = {}
+        self._module_rows: dict[str, tuple[KernelLibrary, ...]] = {}
 
     @property
     def provenance(self) -> dict:
@@ -175,6 +176,62 @@ class SourceFacts:
         return tuple(TritonRule(r["name"], r["row"], r.get("limit", ""), tuple(r.get("citations", ())))
                      for r in self._data["triton"]["rules"])
 
+    # ------------------------------------------------------------------ indexes (built once per facts file)
+
+    @cached_property
+    def _rules_by_api(self) -> dict[str, tuple[MigrationRule, ...]]:
+        found: dict[str, list[MigrationRule]] = {}
+        for rule in self.rules:
+            for api in dict.fromkeys(rule.apis):
+                found.setdefault(api, []).append(rule)
+        return {api: tuple(rules) for api, rules in found.items()}
+
+    @cached_property
+    def _wildcard_rules(self) -> tuple[tuple[MigrationRule, tuple[str, ...]], ...]:
+        """The rows with a wildcard API pattern ('torch.cuda.*'), in table order, with those patterns."""
+        return tuple((rule, patterns) for rule in self.rules
+                     if (patterns := tuple(p for p in rule.apis if "*" in p)))
+
+    def _first_by(self, field: str) -> dict[str, MigrationRule]:
+        found: dict[str, MigrationRule] = {}
+        for rule in self.rules:
+            for value in getattr(rule, field):
+                found.setdefault(value, rule)
+        return found
+
+    @cached_property
+    def _rules_by_literal(self) -> dict[str, MigrationRule]:
+        return self._first_by("literals")
+
+    @cached_property
+    def _rules_by_import(self) -> dict[str, MigrationRule]:
+        return self._first_by("imports")
+
+    @cached_property
+    def _libraries_by_symbol(self) -> dict[str, tuple[KernelLibrary, ...]]:
+        return self._index_libraries(lambda symbol: symbol)
+
+    @cached_property
+    def _libraries_by_ends(self) -> dict[str, tuple[KernelLibrary, ...]]:
+        """'root last' -> rows with a symbol of that module root and last name (flash_attn ... flash_attn_func)."""
+        return self._index_libraries(lambda symbol: f"{symbol.split('.')[0]} {symbol.rsplit('.', 1)[-1]}")
+
+    def _index_libraries(self, key) -> dict[str, tuple[KernelLibrary, ...]]:
+        found: dict[str, dict[int, KernelLibrary]] = {}
+        for index, lib in enumerate(self.libraries):
+            for symbol in lib.symbols:
+                found.setdefault(key(symbol), {})[index] = lib  # each row once, in table order
+        return {name: tuple(rows.values()) for name, rows in found.items()}
+
+    @cached_property
+    def _libraries_by_module(self) -> dict[str, tuple[int, ...]]:
+        """Import name -> the table indexes of the rows listing it."""
+        found: dict[str, dict[int, None]] = {}
+        for index, lib in enumerate(self.libraries):
+            for module in lib.modules:
+                found.setdefault(module, {})[index] = None
+        return {module: tuple(rows) for module, rows in found.items()}
+
     # ------------------------------------------------------------------ lookups
 
     def patches(self, api: str) -> tuple[Patch, ...]:
@@ -184,13 +241,13 @@ class SourceFacts:
     def migration(self, api: str, kwargs: dict[str, str] | None = None) -> MigrationRule | None:
         """The cuda_api_migration row naming `api`: exact names first, then wildcards; conditions checked on kwargs."""
         kwargs = kwargs or {}
-        exact = [r for r in self.rules if api in r.apis and r.applies(kwargs)]
-        if exact:
-            return exact[0]
-        for rule in self.rules:
+        exact = next((r for r in self._rules_by_api.get(api, ()) if r.applies(kwargs)), None)
+        if exact is not None:
+            return exact
+        for rule, patterns in self._wildcard_rules:
             if not rule.applies(kwargs):
                 continue
-            if any("*" in p and fnmatchcase(api, p) for p in rule.apis):
+            if any(fnmatchcase(api, p) for p in patterns):
                 patched = dict(rule.condition).get("patched")
                 if patched and not any(p.kind == patched for p in self.patches(api)):
                     continue
@@ -199,29 +256,33 @@ class SourceFacts:
 
     def migration_for_literal(self, literal: str) -> MigrationRule | None:
         """The row about a string literal ('nccl', 'NCCL', 'cuda') in comparisons or arguments."""
-        return next((r for r in self.rules if literal in r.literals), None)
+        return self._rules_by_literal.get(literal)
 
     def migration_for_import(self, module: str) -> MigrationRule | None:
         """The row about importing `module` (e.g. amp_C)."""
-        return next((r for r in self.rules if module in r.imports), None)
+        return self._rules_by_import.get(module)
 
     def library_rows(self, api: str) -> tuple[KernelLibrary, ...]:
         """Library rows listing `api`; a symbol re-exported from a submodule matches by module root and last name."""
-        exact = tuple(lib for lib in self.libraries if api in lib.symbols)
+        exact = self._libraries_by_symbol.get(api)
         if exact:
             return exact
-        root, last = api.split(".")[0], api.rsplit(".", 1)[-1]
-        return tuple(lib for lib in self.libraries
-                     if any(s.split(".")[0] == root and s.rsplit(".", 1)[-1] == last for s in lib.symbols))
+        return self._libraries_by_ends.get(f"{api.split('.')[0]} {api.rsplit('.', 1)[-1]}", ())
+
+    def libraries_for_module(self, module: str) -> tuple[KernelLibrary, ...]:
+        """Every library row whose import names cover `module` (flash_attn.bert_padding -> flash_attn), in table
+        order."""
+        rows = self._module_rows.get(module)
+        if rows is None:
+            parts = module.split(".")
+            indexes = {i for end in range(1, len(parts) + 1)
+                       for i in self._libraries_by_module.get(".".join(parts[:end]), ())}
+            rows = self._module_rows[module] = tuple(self.libraries[i] for i in sorted(indexes))
+        return rows
 
     def library_for_module(self, module: str) -> KernelLibrary | None:
         """The first library row whose import names cover `module` (flash_attn.bert_padding -> flash_attn)."""
-        for lib in self.libraries:
-            if lib.library == "torch":
-                continue
-            if any(module == m or module.startswith(m + ".") for m in lib.modules):
-                return lib
-        return None
+        return next((lib for lib in self.libraries_for_module(module) if lib.library != "torch"), None)
 
     def triton_api(self, name: str) -> TritonApi | None:
         """The triton-ascend limits of a Triton API ('triton.language.dot', 'tl.dot' or 'triton.Config')."""

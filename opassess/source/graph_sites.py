@@ -29,30 +29,35 @@ def _literal(node: ast.AST | None) -> str:
     return "?"
 
 
-def scan_graph(tree: ast.Module, scanner: Any) -> list[Site]:
-    """The graph-mode sites of a file, with a PythonScanner's alias resolution (`qual`, `code`)."""
-    sites: list[Site] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and scanner.qual(node.func) == COMPILE:
-            detail = [(k.arg, _literal(k.value)) for k in node.keywords if k.arg in ("backend", "mode", "fullgraph")]
-            sites.append(Site(scanner.file, node.lineno, scanner.code(node.lineno), "graph-compile", COMPILE,
-                              tuple(detail)))
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            for deco in node.decorator_list:
-                if scanner.qual(deco) == COMPILE:  # a bare @torch.compile (the called form is a Call above)
-                    sites.append(Site(scanner.file, deco.lineno, scanner.code(deco.lineno), "graph-compile", COMPILE,
-                                      (("use", "decorator"),)))
-        elif isinstance(node, ast.Assign | ast.AugAssign):
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                q = scanner.qual(target) if isinstance(target, ast.Attribute) else None
-                if q and q.startswith(DYNAMO):
-                    sites.append(Site(scanner.file, node.lineno, scanner.code(node.lineno), "graph-setting", q,
-                                      (("value", _literal(node.value)),)))
-        elif isinstance(node, ast.Call):
-            q = scanner.qual(node.func)
+def scan_graph(nodes: Any, scanner: Any) -> list[Site]:
+    """The graph-mode sites of a file from its walk (`nodes`: walk.FileNodes), with a PythonScanner's alias resolution
+    (`qual`, `code`), in breadth-first order (outer nodes first)."""
+    found: list[tuple[tuple[int, int], Site]] = []  # ((depth, walk index), site)
+
+    def add(order: tuple[int, int], node: ast.AST, kind: str, subject: str, detail=(), line: int = 0) -> None:
+        line = line or node.lineno
+        found.append((order, Site(scanner.file, line, scanner.code(line), kind, subject, tuple(detail))))
+
+    for node, _, flags, index in nodes.calls:
+        q = scanner.qual(node.func)
+        if q == COMPILE:
+            add((flags >> 2, index), node, "graph-compile", COMPILE,
+                [(k.arg, _literal(k.value)) for k in node.keywords if k.arg in ("backend", "mode", "fullgraph")])
+        elif q and q.startswith(DYNAMO):
+            add((flags >> 2, index), node, "graph-setting", q)
+    for node, flags, index in nodes.functions:
+        for deco in node.decorator_list:
+            if scanner.qual(deco) == COMPILE:  # a bare @torch.compile (the called form is a Call above)
+                add((flags >> 2, index), node, "graph-compile", COMPILE, (("use", "decorator"),), deco.lineno)
+    for node, _, flags, index in nodes.assigns:
+        if isinstance(node, ast.AnnAssign):
+            continue
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            q = scanner.qual(target) if isinstance(target, ast.Attribute) else None
             if q and q.startswith(DYNAMO):
-                sites.append(Site(scanner.file, node.lineno, scanner.code(node.lineno), "graph-setting", q))
-    return sites
+                add((flags >> 2, index), node, "graph-setting", q, (("value", _literal(node.value)),))
+    found.sort(key=lambda item: item[0])
+    return [site for _, site in found]
 
 
 def classify_graph(site: Site, facts: Any, source_facts: Any) -> SourceFinding:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..datafile import read_bytes
 from ..errors import OpassessError
-from .scan import SKIP_DIRS
+from .scan import PYTHON_LIMIT, SKIP_DIRS
 
 MAX_FILES = 500  # a model file's import closure larger than this is a whole code base: --source DIR says so
 
@@ -69,7 +69,7 @@ def project_files(model_file: str | Path) -> list[Path]:
     while queue and len(order) < MAX_FILES:
         file = queue.pop(0)
         try:
-            tree = ast.parse(read_bytes(file, "source file", limit=16 * 1024 * 1024), filename=str(file))
+            tree = ast.parse(read_bytes(file, "source file", limit=PYTHON_LIMIT), filename=str(file))
         except (OpassessError, SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for path in _imported(tree, file, project):

@@ -60,17 +60,30 @@ def _relative(path: Path, root: Path) -> str:
 
 
 SOURCE_LIMIT = 16 * 1024 * 1024  # bytes: a larger source file is generated, not written by hand; it is skipped
+# bytes of one Python file the scan parses: its syntax tree takes about 220 times its size in memory (a 9.5 MB
+# generated file: 2.1 GB, and a minute), while the largest hand-written modules seen are about 1.4 MB (torch's
+# common_methods_invocations.py); a larger file is listed as not scanned, with its size
+PYTHON_LIMIT = 2 * 1024 * 1024
 
 
 def _read(path: Path) -> str:
     return read_text(path, "source file", SourceScanError, SOURCE_LIMIT, errors="replace")
 
 
+def _size(path: Path) -> int:
+    """The file's size in bytes (0 when it cannot be read: reading it says why)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _with_extension_sizes(sites: list[Site], native_sites: list[Site], texts: dict[str, str]
                           ) -> tuple[list[Site], dict[str, str]]:
     """Each extension site sized as what it builds (package.extension_size over the sources it lists and the headers
     they include), and file -> "file:line" of the extension building it (its kernels are priced there, once)."""
-    out, built = [], {}
+    out: list[Site] = []
+    built: dict[str, str] = {}
     for site in sites:
         if site.kind == "extension":
             files = extension_sources(site, texts)
@@ -101,14 +114,12 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
             named[api] = routes.hccl(api) is not None
         return named[api]
 
-    if isinstance(paths, str | os.PathLike):
-        paths = [paths]
-    paths = [Path(p) for p in paths]
+    given = [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
     facts = facts or load_source_facts()
-    files = collect_files(paths)
+    files = collect_files(given)
     if root is None:
-        root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path(os.path.commonpath(
-            [p.resolve().parent if p.is_file() else p.resolve() for p in paths])) if paths else Path.cwd()
+        root = given[0] if len(given) == 1 and given[0].is_dir() else Path(os.path.commonpath(
+            [p.resolve().parent if p.is_file() else p.resolve() for p in given])) if given else Path.cwd()
     root_path = Path(root).resolve()
     python_sites: list[Site] = []
     native_sites: list[Site] = []
@@ -119,6 +130,10 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
     total = 0
     for path in files:
         rel = _relative(path, root_path)
+        if path.suffix in PYTHON_SUFFIXES and (size := _size(path)) > PYTHON_LIMIT:
+            skipped.append(SkippedFile(rel, f"not parsed: {size / 2**20:.1f} MiB, over the {PYTHON_LIMIT // 2**20} MiB "
+                                            "a Python source may have (generated code?)"))
+            continue
         try:
             text = _read(path)
         except SourceScanError as exc:
@@ -132,7 +147,8 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
                 skipped.append(SkippedFile(rel, "not parsable as Python: nested too deep"))
                 continue
             except (SyntaxError, ValueError) as exc:
-                line = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+                lineno = getattr(exc, "lineno", None)
+                line = f" at line {lineno}" if lineno else ""
                 reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
                 skipped.append(SkippedFile(rel, f"not parsable as Python{line}: {reason}"))
                 continue

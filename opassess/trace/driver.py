@@ -9,11 +9,11 @@ from ..errors import InternalError, TraceError
 from ..load import LoadedModel, describe_error, on_device
 from ..records import Capture, CaptureAttempt
 from .blame import is_internal, is_meta_problem, meta_failure
-from .methods import capture_order, check_methods, method_named
+from .methods import capture_methods
 from .nodes import NodeFailure
 from .registrations import registrations
-from .registry import CaptureMethod, Skipped, no_progress
-from .train import TrainCapture, TrainCompilingCapture, TrainOptions
+from .registry import Skipped, no_progress
+from .train import TrainOptions
 
 # The CPU fallback allocates real weights: it is refused when they would take more than this share of the
 # machine's memory (activations and the interpreter need the rest).
@@ -42,15 +42,11 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 progress: Callable[[str], None] | None = None, train: TrainOptions | None = None) -> Capture:
     """Capture the model's operators by the first method in `methods` that works (meta device first, then CPU).
 
-    methods=None picks the order by model size (capture_order). With `train`, the one method is the training step
-    (trace/train): forward, backward and optimizer step."""
-    if train is not None:
-        # the same ladder as the forward: plain, then with is_compiling() true (meta only), before the CPU
-        capturers: list[CaptureMethod] = [TrainCapture(train), TrainCompilingCapture(train)]
-    else:
-        methods = methods or capture_order(loaded.info.parameters)
-        check_methods(methods)
-        capturers = [method_named(method) for method in methods]
+    methods=None picks the order by model size (capture_order). With `train`, the methods are the training step's
+    (trace/train: forward, backward and optimizer step), the same ladder as the forward: plain, then with
+    is_compiling() true (meta only), before the CPU. What differs between the steps is said by each method's
+    attributes (eager, reported_as, step, note), not here."""
+    capturers = capture_methods(loaded.info.parameters, methods, train)
     attempts: list[CaptureAttempt] = []
     device_note = None
     current = loaded

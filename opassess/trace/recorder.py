@@ -27,12 +27,24 @@ class AtenRecorder:
         self.bytes = 0
         self.last: tuple = ((), 0, 0)
 
+        bodies = Bodies()
+
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
+                decomposed = bodies.decompose(self, func, args, kwargs)
+                if decomposed is not NotImplemented:
+                    return decomposed
+                mark = (len(recorder.sink), recorder.flops, recorder.bytes) if recorder.sink is not None else None
+                out = bodies.run(self, func, args, kwargs) if mark is not None else NotImplemented
+                if out is NotImplemented and mark is not None:  # no body, or it failed: its calls are not the op's
+                    del recorder.sink[mark[0]:]
+                    recorder.flops, recorder.bytes = mark[1], mark[2]
                 stand_in = stand_ins.get(func._overloadpacket)
                 try:
-                    out = stand_in(func, args, kwargs) if stand_in is not None else call_out(func, *args, **kwargs)
+                    if out is NotImplemented:
+                        out = stand_in(func, args, kwargs) if stand_in is not None else call_out(func, *args, **kwargs)
+                        mark = None
                 except Exception as exc:
                     if any(t.device.type == "meta" for t in tensors_in((args, kwargs))):
                         mark_meta_failure(exc, _op_name(func)[0])
@@ -40,12 +52,9 @@ class AtenRecorder:
                 if recorder.sink is not None:
                     ins, outs = tensors_in((args, kwargs)), tensors_in(out)
                     recorder.sink.append(aten_call(func, ins, outs))
-                    formula = _flop_formula(func._overloadpacket, flop_registry)
-                    if formula is not None:
-                        with contextlib.suppress(Exception):
-                            recorder.flops += int(formula(*_shapes_of(args), out_shape=_shapes_of(out),
-                                                          **_shapes_of(kwargs)))
-                    recorder.bytes += _nbytes(ins) + _nbytes(outs)
+                    if mark is None:  # a body's ATen calls carry the op's FLOPs and bytes
+                        recorder.flops += call_flops(func, args, kwargs, out, flop_registry)
+                        recorder.bytes += _nbytes(ins) + _nbytes(outs)
                 elif recorder.loose is not None:
                     recorder.loose.append(aten_call(func, tensors_in((args, kwargs)), tensors_in(out)))
                 return out
@@ -70,6 +79,72 @@ class AtenRecorder:
             yield self.sink
         finally:
             self.stop()
+
+
+def call_flops(func: Any, args: tuple, kwargs: dict, out: Any, registry: dict) -> int:
+    """The FLOPs of one dispatched call by its formula (torch's, else opassess's); 0 without one."""
+    formula = _flop_formula(func._overloadpacket, registry)
+    if formula is None:
+        return 0
+    try:
+        return int(formula(*_shapes_of(args), out_shape=_shapes_of(out), **_shapes_of(kwargs)))
+    except Exception:  # noqa: BLE001 - a formula that does not fit this call counts nothing
+        return 0
+
+
+class Bodies:
+    """The Python bodies of a project's or a library's own ops (torch.library ops registered for every backend,
+    CompositeExplicitAutograd), run under a dispatch mode so the ATen ops they run are recorded with their FLOPs:
+    a model's own grouped matmul op is the mm calls of its body, not an op of unknown work. A dispatch mode never
+    sees inside such a kernel otherwise. Inside a body autograd is below, so a CompositeImplicitAutograd op
+    (matmul) reaches the mode undecomposed: it is decomposed there, as it would be outside."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    def run(self, mode: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+        """The op's result with its body's ATen calls dispatched through `mode`; NotImplemented when it has no
+        body of its own or the body refused the call (on meta, a body that reads values): the caller runs it."""
+        key = _body_key(func)
+        if key is None:
+            return NotImplemented
+        self.depth += 1
+        try:
+            with mode:
+                return func._op_dk(key, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - the op itself (its fake kernel) still runs: the caller calls it
+            return NotImplemented
+        finally:
+            self.depth -= 1
+
+    def decompose(self, mode: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+        """Inside a body: a CompositeImplicitAutograd op's decomposition run through `mode`; else NotImplemented."""
+        if not self.depth or not _implicit(func):
+            return NotImplemented
+        with mode:
+            return func.decompose(*args, **kwargs)
+
+
+@functools.cache
+def _body_key(func: Any) -> Any:
+    """The dispatch key of a non-ATen op's own composite kernel (CompositeExplicitAutograd), or None."""
+    import torch
+
+    if func.namespace in ("aten", "prims"):
+        return None
+    try:
+        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeExplicitAutograd"):
+            return torch._C.DispatchKey.CompositeExplicitAutograd
+    except RuntimeError:
+        pass
+    return None
+
+
+@functools.cache
+def _implicit(func: Any) -> bool:
+    import torch
+
+    return torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
 
 
 def _flop_formula(packet: Any, registry: dict) -> Callable | None:

@@ -11,6 +11,7 @@ from ..errors import TraceError
 if TYPE_CHECKING:
     from ..load import LoadedModel
     from ..records import OpNode
+    from .train.options import TrainOptions
 
 Progress = Callable[[str], None]
 Graph = tuple[list["OpNode"], list[tuple[str, str]]]  # operator nodes and (producer, consumer) edges by node name
@@ -27,7 +28,8 @@ class Skipped(Exception):
 
 class CaptureMethod:
     """One way to capture a model's operators. Set by register_capture: its name and its rank (1 first) in the
-    default order for small and for large models."""
+    default order for small and for large models among the methods of its step (a forward pass, or a training step:
+    --train tries the training step's methods, never the forward ones, and a forward order never holds those)."""
 
     name: ClassVar[str]
     rank_small: ClassVar[int]
@@ -38,6 +40,9 @@ class CaptureMethod:
     reported_as: ClassVar[str | None] = None  # the method name a report gives its capture (None: its own name)
     step: ClassVar[str] = "forward"  # what ran: one forward pass, or "train" (a training step)
     note: str | None = None  # a note on the step, set by the capture (the training step's defaults)
+
+    def __init__(self, train: TrainOptions | None = None) -> None:
+        """`train`: how a training step runs (--amp), for the methods of step "train"; a forward method has none."""
 
     def capture(self, loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
         """The model's operator nodes and edges; raises on failure, Skipped when not attempted."""

@@ -1,6 +1,6 @@
 """One fixture model per reason code (ruff's fixture-per-rule habit): tests/classify/fixtures/<code>.py names the
 reason it must produce (REASON), on which operator (OPERATOR) and with which scan options (OPTIONS), and says why
-in its docstring (VERIFIED: a recorded NPU verification result; IN_PROCESS: classified where the model was loaded).
+in its docstring (VERIFIED: a recorded NPU verification result).
 Each is scanned in a worker, as `opassess scan` scans a model, and the operator's reasons must carry the code;
 every registered code (opassess/reasons.py) must have its fixture."""
 from __future__ import annotations
@@ -15,9 +15,7 @@ import pytest
 from opassess.isolation.scan import finish_assessment, start_assessment
 from opassess.kb.verified import record_verified, signature_key
 from opassess.options import ScanOptions
-from opassess.pipeline import assess
 from opassess.reasons import REASONS
-from opassess.report import build_view
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NEEDS_TOOLCHAIN = {"extension"}  # built with torch.utils.cpp_extension: a C++ compiler and ninja
@@ -71,10 +69,7 @@ def test_the_fixture_gives_its_reason(code, tmp_path):
     if "VERIFIED" in fixture:
         options["kb_dir"] = _verified_overlay(tmp_path, fixture["OPERATOR"], fixture["VERIFIED"])
     scan = ScanOptions(target=str(path), **options)
-    if fixture.get("IN_PROCESS"):  # see the fixture: what only the process that loaded the model can judge
-        document = build_view(assess(scan)).document
-    else:
-        document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
     operators = {op["op"]: op for op in document["operators"]}
     assert fixture["OPERATOR"] in operators, sorted(operators)
     codes = {r["code"] for r in operators[fixture["OPERATOR"]]["reasons"]}

@@ -62,4 +62,7 @@ def test_a_library_op_is_judged_as_the_worker_registered_it(tmp_path):
     # the model file, so without the capture's registrations it would call both ops "kernels for other devices only"
     assert op["category"] == "direct", op["reasons"]
     assert any("registered for every backend" in r["message"] for r in op["reasons"])
-    assert op["backward_support"] == {"i22lib::scaled_mm_backward": True}
+    # its backward op is registered for every backend too: recorded with its body's ATen ops
+    assert op["backward_support"] == {"aten::t": True, "aten::mm": True, "aten::mul.Tensor": True,
+                                      "i22lib::scaled_mm_backward": True}
+    assert op["flops"] == 2 * 2 * 8 * 4 and op["backward_flops"] == 2 * 8 * 2 * 4  # x (2, 8) @ w (8, 4); x^T @ grad

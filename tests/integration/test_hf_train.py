@@ -68,3 +68,30 @@ def test_transformers_expert_fallback_counts_its_flops(tmp_path):
     if experts is None:  # a transformers version that takes torch._grouped_mm here: it carries the FLOPs
         experts = next(o for o in inventory.operators if o.key == "torch._grouped_mm")
     assert experts.flops == 1_048_576 + 524_288
+
+
+def test_a_models_own_expert_loop_counts_its_flops_forward_and_backward(tmp_path):
+    # Granite-MoE with the experts' eager implementation: the model's own code loops over the experts hit (one
+    # F.linear pair per expert). On meta its nonzero() has no meta kernel, so the tiny model runs on the CPU; the
+    # experts show as the F.linear calls they run. Hand-derived (16 tokens x top-2 = 32 rows over the experts hit,
+    # hidden 64, intermediate 128): gate/up 2 x 32 x 64 x 256 = 1,048,576 plus down 2 x 32 x 128 x 64 = 524,288;
+    # their backward (--train), the input and the weight gradient of each: twice that.
+    path = tmp_path / "granite_moe_eager.py"
+    path.write_text(
+        "import torch, transformers\n"
+        "def build_model():\n"
+        "    config = transformers.GraniteMoeConfig(vocab_size=128, hidden_size=64, intermediate_size=128,\n"
+        "        num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,\n"
+        "        num_local_experts=4, num_experts_per_tok=2)\n"
+        "    config._attn_implementation = 'sdpa'\n"
+        "    config._experts_implementation = 'eager'\n"
+        "    return transformers.AutoModelForCausalLM.from_config(config)\n"
+        "def example_inputs():\n"
+        "    return {'input_ids': torch.randint(0, 128, (1, 16)), 'use_cache': False}\n")
+    inventory = scan_inventory(ScanOptions(target=str(path), train=True))
+    experts = [n for n in inventory.capture.nodes if n.module_path.endswith("block_sparse_moe.experts")
+               and n.key == "torch.nn.functional.linear"]
+    assert sum(n.flops for n in experts) == 1_048_576 + 524_288
+    assert sum(n.backward_flops for n in experts) == 2 * (1_048_576 + 524_288)
+    linear = next(o for o in inventory.operators if o.key == "torch.nn.functional.linear")
+    assert linear.backward_flops > 0 and "aten::mm" in linear.backward_aten

@@ -3,17 +3,21 @@ from __future__ import annotations
 
 import functools
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...vocabulary import Category
-from ..i18n import N_
 from ..registry import RenderContext, register
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod, OverflowMethod
+    from rich.table import Table
 
-    from ..display_records import Display
+    from ..display_records import ActionItem, Display
+    from ..graph_view import GraphSection
+    from ..route_view import OnnxSection, ServingSection
+    from ..source_view import SourceSection
+    from ..time_view import TimeSection
     from ..view import View
 
 Gettext = Callable[[str], str]  # the reader's language: translations(language).gettext
@@ -46,6 +50,12 @@ def _inert_text() -> type:
             return super().append(inert(text) if isinstance(text, str) else text, style)
 
     return InertText
+
+
+def _add_columns(table: Table, columns: Sequence[tuple[str, JustifyMethod]],
+                 overflow: OverflowMethod = "ellipsis") -> None:
+    for name, justify in columns:
+        table.add_column(name, justify=justify, overflow=overflow)
 
 
 @register("terminal", extension=".txt", description="rich summary for the terminal (the default)")
@@ -143,9 +153,8 @@ def _print_categories(console: Console, d: Display, _: Gettext) -> None:
     if d.source_only:
         return
     categories = Table(title=_("Categories"), title_justify="left", show_edge=False, pad_edge=False)
-    for name, justify in ((_("Category"), "left"), (_("Types"), "right"), (_("Calls"), "right"),
-                          (_("Person-days"), "right"), (_("Range"), "right"), (_("Share"), "right")):
-        categories.add_column(name, justify=justify)
+    _add_columns(categories, ((_("Category"), "left"), (_("Types"), "right"), (_("Calls"), "right"),
+                              (_("Person-days"), "right"), (_("Range"), "right"), (_("Share"), "right")))
     for c in d.categories:
         categories.add_row(Text(c.name, style=CATEGORY_STYLE.get(c.name, "")), str(c.types),
                            str(c.occurrences), c.likely_text, c.range_text, c.share_text)
@@ -163,12 +172,12 @@ def _print_top_operators(console: Console, d: Display, _: Gettext) -> None:
     training = d.model.training
     title = _("Top operators by effort") if d.estimated else _("Operators (not estimated)")
     top = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    columns = [("#", "right"), (_("Operator"), "left"), (_("Category"), "left"), (_("Calls"), "right"),
-               (_("Person-days"), "right"), (_("Range"), "right"), (_("Risk"), "left")]
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("#", "right"), (_("Operator"), "left"), (_("Category"), "left"), (_("Calls"), "right"),
+        (_("Person-days"), "right"), (_("Range"), "right"), (_("Risk"), "left")]
     if training:  # which part of the training step each operator belongs to
         columns.insert(2, ("Step", "left"))
-    for name, justify in columns:
-        top.add_column(name, justify=justify, overflow="fold")
+    _add_columns(top, columns, overflow="fold")
     for op in d.top_operators:
         category = Text(op.category, style=CATEGORY_STYLE.get(op.category, ""))
         if not op.known:
@@ -237,9 +246,8 @@ def _print_activities(console: Console, d: Display, _: Gettext) -> None:
     if not d.activities:
         return
     lines = Table(title=_("Model-level activities"), title_justify="left", show_edge=False, pad_edge=False)
-    for name, justify in ((N_("Activity"), "left"), (N_("Person-days"), "right"), (N_("Range"), "right"),
-                          (N_("Basis"), "left")):
-        lines.add_column(_(name), justify=justify, overflow="fold")
+    _add_columns(lines, ((_("Activity"), "left"), (_("Person-days"), "right"), (_("Range"), "right"),
+                         (_("Basis"), "left")), overflow="fold")
     for a in d.activities:
         lines.add_row(Text(a.title), a.likely_text, a.range_text, Text(a.basis))
     console.print(lines)
@@ -259,9 +267,8 @@ def _print_decisions(console: Console, d: Display, _: Gettext) -> None:
         return
     table = Table(title=_("Decisions (priced once, plus a check per operator)"), title_justify="left",
                   show_edge=False, pad_edge=False)
-    for name, justify in ((N_("Decision"), "left"), (N_("Person-days"), "right"), (N_("Range"), "right"),
-                          (N_("Basis"), "left")):
-        table.add_column(_(name), justify=justify, overflow="fold")
+    _add_columns(table, ((_("Decision"), "left"), (_("Person-days"), "right"), (_("Range"), "right"),
+                         (_("Basis"), "left")), overflow="fold")
     for item in d.decisions:
         table.add_row(Text(item.title), item.likely_text, item.range_text, Text(item.basis))
     console.print(table)
@@ -280,9 +287,8 @@ def _print_origins(console: Console, d: Display, _: Gettext) -> None:
     if len(d.origins) <= 1:
         return
     origins = Table(title=_("Effort by origin"), title_justify="left", show_edge=False, pad_edge=False)
-    for name, justify in ((N_("Origin"), "left"), (N_("Person-days"), "right"), (N_("Share"), "right"),
-                          (N_("Who"), "left")):
-        origins.add_column(_(name), justify=justify, overflow="fold")
+    _add_columns(origins, ((_("Origin"), "left"), (_("Person-days"), "right"), (_("Share"), "right"),
+                           (_("Who"), "left")), overflow="fold")
     for o in d.origins:
         origins.add_row(Text(o.origin), o.likely_text, o.share_text, Text(o.who))
     console.print(origins)
@@ -304,7 +310,7 @@ def _print_next_report(console: Console, d: Display, _: Gettext) -> None:
     console.print()
 
 
-def _print_graph(console: Any, section: Any, _: Any) -> None:
+def _print_graph(console: Console, section: GraphSection, _: Gettext) -> None:
     """Graph mode: one line per back-end (ready, or its first blockers with file:line), then the effort item."""
     Text = _inert_text()  # noqa: N806
     console.print(Text(_("Graph mode (%s):") % section.method_text, style="bold"))
@@ -318,7 +324,7 @@ def _print_graph(console: Any, section: Any, _: Any) -> None:
     console.print()
 
 
-def _print_time(console: Any, section: Any, _: Any) -> None:
+def _print_time(console: Console, section: TimeSection, _: Gettext) -> None:
     """The time model: the step (an estimate), the compared products, the operators carrying most time at risk."""
     from rich.table import Table
     from rich.text import Text
@@ -329,25 +335,24 @@ def _print_time(console: Any, section: Any, _: Any) -> None:
     console.print(Text(_("Every time here is an %s.") % section.estimate, style="dim"))
     if section.compare:
         table = Table(show_edge=False, pad_edge=False)
-        for name, justify in ((_("Product"), "left"), (_("Step"), "right"), (_("At risk"), "right"),
-                              (_("By unit"), "left")):
-            table.add_column(name, justify=justify, overflow="fold")
+        _add_columns(table, ((_("Product"), "left"), (_("Step"), "right"), (_("At risk"), "right"),
+                             (_("By unit"), "left")), overflow="fold")
         for c in section.compare:
             table.add_row(c.product, c.step_text, c.at_risk_text, c.by_unit_text or c.note)
         console.print(table)
     if section.rows:
         table = Table(title=_("Operators by time at risk (estimate)"), title_justify="left", show_edge=False,
                       pad_edge=False)
-        for name, justify in ((_("Operator"), "left"), (_("Time"), "right"), (_("At risk"), "right"),
-                              (_("Unit"), "left"), (_("Penalties"), "left")):
-            table.add_column(name, justify=justify, overflow="fold")
+        _add_columns(table, ((_("Operator"), "left"), (_("Time"), "right"), (_("At risk"), "right"),
+                             (_("Unit"), "left"), (_("Penalties"), "left")), overflow="fold")
         for r in section.rows[:TERMINAL_TIME_ROWS]:
             table.add_row(Text(r.op), r.us_text, r.at_risk_text, r.unit, r.penalties_text)
         console.print(table)
     console.print()
 
 
-def _print_routes(console: Any, onnx: Any, serving: Any, _: Any) -> None:
+def _print_routes(console: Console, onnx: OnnxSection | None, serving: ServingSection | None, _: Gettext
+                   ) -> None:
     """The ONNX -> ATC section (gaps first, every row) and the serving check's lines."""
     from rich.table import Table
     from rich.text import Text
@@ -355,9 +360,8 @@ def _print_routes(console: Any, onnx: Any, serving: Any, _: Any) -> None:
     if onnx:
         table = Table(title=_("ONNX -> ATC: %s") % onnx.summary, title_justify="left", show_edge=False,
                       pad_edge=False)
-        for name, justify in ((_("ONNX op"), "left"), (_("Nodes"), "right"), (_("CANN op"), "left"),
-                              (_("Verdict"), "left")):
-            table.add_column(name, justify=justify, overflow="fold")
+        _add_columns(table, ((_("ONNX op"), "left"), (_("Nodes"), "right"), (_("CANN op"), "left"),
+                             (_("Verdict"), "left")), overflow="fold")
         for row in onnx.rows:
             style = "" if row.verdict == "supported" else "yellow"
             table.add_row(Text(row.op_type), str(row.count), Text(row.cann_op), Text(row.verdict, style))
@@ -373,14 +377,14 @@ def _print_routes(console: Any, onnx: Any, serving: Any, _: Any) -> None:
                       pad_edge=False)
         for name in (_("Checked"), _("Status"), _("Detail")):
             table.add_column(name, overflow="fold")
-        for row in serving.rows:
-            table.add_row(Text(row.subject), Text(row.status, "" if row.status == "supported" else "yellow"),
-                          Text(row.detail))
+        for check in serving.rows:
+            table.add_row(Text(check.subject), Text(check.status, "" if check.status == "supported" else "yellow"),
+                          Text(check.detail))
         console.print(table)
         console.print()
 
 
-def _print_source(console: Any, section: Any, _: Any) -> None:
+def _print_source(console: Console, section: SourceSection, _: Gettext) -> None:
     """The source scan's sites: work (category, route, person-days, stars), then the notes, then skipped files."""
     from rich.table import Table
     from rich.text import Text
@@ -388,9 +392,9 @@ def _print_source(console: Any, section: Any, _: Any) -> None:
     if section.work:
         table = Table(title=_("Source findings: %s") % section.summary, title_justify="left", show_edge=False,
                       pad_edge=False)
-        for name, justify in ((_("Site"), "left"), (_("Found"), "left"), (_("Category"), "left"),
-                              (_("NPU route"), "left"), (_("Person-days"), "right"), (_("Risk"), "left")):
-            table.add_column(name, justify=justify, overflow="fold")
+        _add_columns(table, ((_("Site"), "left"), (_("Found"), "left"), (_("Category"), "left"),
+                             (_("NPU route"), "left"), (_("Person-days"), "right"), (_("Risk"), "left")),
+                     overflow="fold")
         for row in section.largest:
             found = Text(f"{row.subject} ({row.kind})")
             if row.size_text:
@@ -411,13 +415,13 @@ def _print_source(console: Any, section: Any, _: Any) -> None:
     for row in section.notes[:TERMINAL_SITES]:
         console.print(Text(_("Note (no work): %(site)s %(subject)s: %(route)s")
                            % {"site": row.location, "subject": row.subject, "route": row.route}, style="dim"))
-    for row in section.skipped[:TERMINAL_SITES]:
-        console.print(Text(_("Not scanned: %(file)s: %(reason)s") % {"file": row.file, "reason": row.reason},
+    for skipped in section.skipped[:TERMINAL_SITES]:
+        console.print(Text(_("Not scanned: %(file)s: %(reason)s") % {"file": skipped.file, "reason": skipped.reason},
                            style="yellow"))
     console.print()
 
 
-def _print_actions(console: Any, actions: Any, width: int, _: Any = str) -> None:
+def _print_actions(console: Console, actions: Sequence[ActionItem], width: int, _: Gettext = str) -> None:
     """The action items, last: one per operator that needs work or finding, wrapped by hand (names break at '.'
     and '::', never mid-word) so they read at 80 columns."""
     from ..plan_view import wrap

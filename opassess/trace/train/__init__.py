@@ -8,7 +8,8 @@ engine's own calls (seeding the loss gradient, writing .grad) form the node `Ten
 (fp16), gradient clipping and the optimizer step are nodes of kind "optimizer" with their ATen ops (step.py says
 what runs when the model file does not say). GradScaler.step is not called: it reads found_inf's value, which the
 meta device does not have; its work is the recorded unscale_ followed by the optimizer's step.
-Not a registered capture method: it is chosen by --train and never tried in the forward orders.
+Registered as the capture methods of the step "train" (train, then train-compiling): --train tries them, and the
+forward orders never hold them.
 """
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ from ..dispatch import ForwardStep, capture_dispatch
 from ..nodes import NodeBuild
 from ..patches import compiling
 from ..recorder import AtenRecorder
-from ..registry import CaptureMethod, Graph, Progress, Skipped, no_progress
+from ..registry import CaptureMethod, Graph, Progress, Skipped, no_progress, register_capture
 from ..values import dtype_name, tensors_in
 from .autocast import autocast_mode
 from .backward import GradOwners, record_backward
-from .step import TrainOptions, TrainPlan, foreach_on_meta, optimizer_attrs, optimizer_key, plan_step
+from .options import TrainOptions
+from .step import TrainPlan, foreach_on_meta, optimizer_attrs, optimizer_key, plan_step
 
 __all__ = ["COMPILING", "TrainCapture", "TrainCompilingCapture", "TrainOptions"]
 
@@ -64,18 +66,18 @@ _ONE_SAMPLE = "Expected more than 1 value per channel when training"
 COMPILING = "train-compiling"
 
 
+@register_capture("train", small=1, large=1)
 class TrainCapture(CaptureMethod):
     """One training step: forward + loss, backward, clipping and the optimizer step; a batch of 1 that train-mode
     BatchNorm refuses is doubled (and the note says so)."""
 
-    name = "train"
     eager = True
     reported_as = "dispatch"  # the training step's forward is the dispatch capture: the method the report names
     step = "train"
     compiling = False
 
-    def __init__(self, options: TrainOptions) -> None:
-        self.options = options
+    def __init__(self, train: TrainOptions | None = None) -> None:
+        self.options = train or TrainOptions()
         self.note: str | None = None
 
     def capture(self, loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
@@ -121,10 +123,11 @@ class TrainCapture(CaptureMethod):
         scaler = torch.amp.GradScaler(loaded.device) if plan.amp == "fp16" else None
         optimizer = plan.build_optimizer(model)
         scaled = steps.record("torch.amp.GradScaler.scale", {}, lambda: scaler.scale(loss)) if scaler else loss
-        per_node, engine = record_backward(forward.owners, scaled.backward)
-        nodes = [dataclasses.replace(n, backward=tuple(per_node.get(n.name, ()))) for n in nodes]
-        extra = [NodeBuild("backward", "Tensor.backward", "method", "", {}, ((), ()), ((), ()), tuple(engine),
-                           None, 0, 0).freeze()] if engine else []
+        backward = record_backward(forward.owners, scaled.backward)
+        nodes = [dataclasses.replace(n, backward=tuple(backward.calls.get(n.name, ())),
+                                     backward_flops=backward.flops.get(n.name, 0)) for n in nodes]
+        extra = [NodeBuild("backward", "Tensor.backward", "method", "", {}, ((), ()), ((), ()),
+                           tuple(backward.engine), None, 0, 0).freeze()] if backward.engine else []
         if scaler:
             steps.record("torch.amp.GradScaler.unscale_", {}, lambda: scaler.unscale_(optimizer))
         if plan.max_grad_norm is not None:
@@ -157,11 +160,11 @@ def _doubled(loaded: LoadedModel) -> LoadedModel | None:
     return dataclasses.replace(loaded, args=double(loaded.args), kwargs=double(loaded.kwargs))
 
 
+@register_capture(COMPILING, small=2, large=2)
 class TrainCompilingCapture(TrainCapture):
     """The training step with torch.compiler.is_compiling() true, tried on meta after the plain step failed on a
     value: the same rung as the forward's dispatch-compiling (Hugging Face's mask helpers skip their value reads)."""
 
-    name = COMPILING
     eager = False
     reported_as = "dispatch-compiling"
     compiling = True

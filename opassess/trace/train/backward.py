@@ -9,10 +9,11 @@ Calls made outside any owned node (seeding the loss gradient, AccumulateGrad wri
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...records import AtenCall
-from ..recorder import aten_call, meta_stand_ins
+from ..recorder import Bodies, aten_call, call_flops, meta_stand_ins
 from ..values import tensors_in
 
 
@@ -35,26 +36,48 @@ class GradOwners:
             stack.extend(next_node for next_node, _ in node.next_functions)
 
 
-def record_backward(owners: GradOwners, run: Any) -> tuple[dict[str, list[AtenCall]], list[AtenCall]]:
-    """Run `run()` (the backward call) and return the ATen calls per owning operator node, and the engine's own."""
+@dataclass
+class Backward:
+    """What backward() dispatched: the ATen calls and their FLOPs per owning operator node, and the engine's own."""
+
+    calls: dict[str, list[AtenCall]] = field(default_factory=dict)
+    flops: dict[str, int] = field(default_factory=dict)
+    engine: list[AtenCall] = field(default_factory=list)
+
+
+def record_backward(owners: GradOwners, run: Any) -> Backward:
+    """Run `run()` (the backward call) and return the ATen calls and FLOPs per owning operator node (a project's
+    or library's own op run as its body's ATen calls, as in the forward: trace/recorder.Bodies), and the engine's
+    own calls."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry
 
-    per_node: dict[str, list[AtenCall]] = {}
-    engine: list[AtenCall] = []
+    seen = Backward()
     stand_ins = meta_stand_ins()  # the forward's meta stand-ins: a backward calls the same ops (_grouped_mm)
+    bodies = Bodies()
 
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            stand_in = stand_ins.get(func._overloadpacket)
-            out = stand_in(func, args, kwargs) if stand_in is not None else func(*args, **kwargs)
+            decomposed = bodies.decompose(self, func, args, kwargs)
+            if decomposed is not NotImplemented:
+                return decomposed
             node = torch._C._current_autograd_node()
             owner = owners.owner.get(id(node)) if node is not None else None
-            call = aten_call(func, tensors_in((args, kwargs)), tensors_in(out))
-            (per_node.setdefault(owner, []) if owner is not None else engine).append(call)
+            calls = seen.calls.setdefault(owner, []) if owner is not None else seen.engine
+            key = owner or ""  # "": the engine's own calls (seeding the gradient, AccumulateGrad)
+            mark = (len(calls), seen.flops.get(key, 0))
+            out = bodies.run(self, func, args, kwargs)
+            if out is NotImplemented:  # no body, or it failed: its calls are not the op's
+                del calls[mark[0]:]
+                stand_in = stand_ins.get(func._overloadpacket)
+                out = stand_in(func, args, kwargs) if stand_in is not None else func(*args, **kwargs)
+                seen.flops[key] = mark[1] + call_flops(func, args, kwargs, out, flop_registry)
+            calls.append(aten_call(func, tensors_in((args, kwargs)), tensors_in(out)))
             return out
 
     with Mode():
         run()
-    return per_node, engine
+    seen.flops.pop("", None)
+    return seen

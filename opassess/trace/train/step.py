@@ -8,17 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import TraceError
+from .options import TrainOptions
 
 # Gradient clipping is part of the default step, as in Hugging Face's Trainer (max_grad_norm=1.0) and most LLM
 # recipes; a model file sets `max_grad_norm = None` to leave it out, or another number.
 DEFAULT_MAX_GRAD_NORM = 1.0
-
-
-@dataclass(frozen=True)
-class TrainOptions:
-    """How to run the training step: mixed precision (None, "bf16" or "fp16")."""
-
-    amp: str | None = None
 
 
 @dataclass(frozen=True)
