@@ -11,7 +11,7 @@ and remembers its %-format message id and values; `say(text, _)` renders either 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,10 +72,11 @@ class Text(str):
     """English text that remembers the message id and values it was built from (see the comment above)."""
 
     template: str
-    params: tuple[tuple[str, str], ...]
+    params: tuple[tuple[str, str | Message], ...]
 
     def __new__(cls, template: str, params: Mapping[str, Any] | None = None) -> Text:
-        values = tuple((key, value if isinstance(value, str) else str(value)) for key, value in (params or {}).items())
+        values = tuple((key, value if isinstance(value, (str, Message)) else str(value))
+                       for key, value in (params or {}).items())
         text = super().__new__(cls, template % dict(values) if values else template)
         text.template, text.params = template, values
         return text
@@ -94,3 +95,13 @@ def say(text: str | Message, _: Translate = str) -> str:
             return _(text.template)
         return _(text.template) % {key: say(value, _) for key, value in text.params}
     return _(text) if text else text
+
+
+def joined(items: Iterable[str], separator: str = "; ") -> str:
+    """`separator.join(items)`, each item still said in the reader's language: a Text whose template holds only the
+    placeholders and the separator (no words: it reads the same in every catalog) when any item is a Text."""
+    items = list(items)
+    if not any(isinstance(item, Text) for item in items):
+        return separator.join(items)
+    template = separator.replace("%", "%%").join(f"%(_{index})s" for index in range(len(items)))
+    return Text(template, {f"_{index}": item for index, item in enumerate(items)})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .dtypes import FLOAT_DTYPES
 from .errors import UsageError
 from .vocabulary import GRAPH_BACKENDS, GRAPH_MODES
 
@@ -59,6 +60,10 @@ class ScanOptions:
                              "dispatch recorder)", option="--capture")
         if self.amp is not None and not self.train:
             raise UsageError("needs --train (autocast is assessed on a training step)", option="--amp")
+        if self.dtype and self.input_shapes and self.input_dtype in FLOAT_DTYPES - {"float32", self.dtype}:
+            # --dtype casts every floating input, so the tensors would run as --dtype while the report said otherwise
+            raise UsageError(f"{self.input_dtype} contradicts --dtype {self.dtype}, which casts the floating inputs "
+                             "built from --input-shape (drop one of them)", option="--input-dtype")
         if self.graph_mode not in GRAPH_MODES:
             raise UsageError(f"{self.graph_mode!r}: expected one of {', '.join(GRAPH_MODES)}", option="--graph-mode")
         if self.graph_backend not in GRAPH_BACKENDS:

@@ -197,7 +197,7 @@ class Reason:
     # The message as a catalog message id and its values (identifiers, versions), so the human formats say it in the
     # reader's language: message == template % dict(params). Empty for a reason not yet built so (read as written).
     template: str = ""
-    params: tuple[tuple[str, str], ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def of(cls, code: str, template: str, params: Mapping[str, Any], evidence: str,

@@ -189,3 +189,20 @@ def test_the_attention_decision_reads_in_the_reader_s_language():
     text = render(_assess("attention_libraries"), "md", language="zh-CN")
     assert "注意力实现" in text and "一次性 0.5-1-3 + 6 个源码位置 × 0.02-0.05-0.15（每项一次检查）" in text
     assert "编写一个注意力封装" in text and "write one attention wrapper" not in text
+
+
+def test_without_the_source_scan_the_attention_operators_are_the_decision_s_members(tmp_path):
+    """Without the project's source scan (project_scan=False) the four stand-in operators carry the routes
+    themselves (library-route; xformers' route reaches npu_fusion_attention only past its first clause, so the
+    operator's replacement is read too): priced one by one before, one decision with four checks after."""
+    target = str(MODELS / "attention_libraries.py")
+    before, after = (assess(ScanOptions(target=target, project_scan=False, weights=weights)).estimate
+                     for weights in (_ungrouped(tmp_path), None))
+    keys = {"flash_attn.flash_attn_func", "flash_attn.flash_attn_qkvpacked_func",
+            "flash_attn.flash_attn_with_kvcache", "xformers.ops.memory_efficient_attention"}
+    priced = {op.score.classified.operator.key: op for op in before.ops if op.cost == "per-operator"}
+    assert keys <= set(priced) and all(priced[k].person_days.likely > 3.0 for k in keys)
+    (decision,) = after.decisions
+    assert decision.name == "attention" and set(decision.operators) == keys and decision.sites == ()
+    assert decision.person_days.likely == pytest.approx(1.0 + 4 * 0.05)
+    assert after.p50 < before.p50 - 10.0  # four ports of 3.2-3.4 days -> one wrapper

@@ -18,6 +18,8 @@ from opassess.options import DEFAULT_PRODUCT, OutputOptions, ScanOptions
     ({"train": True, "methods": ("fx",)}, "--capture", "does not apply with --train"),
     ({"graph_mode": "off", "graph_backend": "ge"}, "--graph-backend", "which is off"),
     ({"graph_mode": "eager"}, "--graph-mode", "expected one of capture, dynamo, off"),
+    ({"dtype": "float16", "input_shapes": ((1, 4),), "input_dtype": "bfloat16"}, "--input-dtype",
+     "contradicts --dtype float16"),
     ({"graph_backend": "xla"}, "--graph-backend", "expected one of inductor, npugraph_ex, ge"),
 ])
 def test_a_broken_rule_is_a_usage_error_naming_the_option(fields, option, message):
@@ -43,12 +45,22 @@ def test_the_rules_hold_for_every_caller_not_only_the_cli():
     (["--graph-backend", "ge", "--no-graph-mode"], "'--graph-backend'", "which is off"),
     (["--graph-backend", "npugraph_ex", "--graph-mode", "off"], "'--graph-backend'", "which is off"),
     (["--fail-on-new"], "'--fail-on-new'", "needs --baseline"),
+    # the inputs were cast to --dtype while the report named them --input-dtype
+    (["--input-shape", "1,3,32,32", "--input-dtype", "bf16", "--dtype", "fp16"], "'--input-dtype'",
+     "contradicts --dtype float16"),
 ])
 def test_the_cli_reports_a_broken_rule_as_bad_usage(args, option, message):
     result = CliRunner().invoke(app, ["scan", str(EXAMPLES / "resnet_like.py"), *args])
     assert result.exit_code == 2
     assert f"Invalid value for {option}" in result.output and message in result.output
     assert "Traceback" not in result.output
+
+
+def test_input_dtypes_the_cast_keeps_are_accepted():
+    shaped = {"dtype": "float16", "input_shapes": ((1, 4),)}
+    for input_dtype in ("float32", "float16", "int64", "bool"):  # the default, the same, and ones the cast leaves
+        assert ScanOptions(target="m.py", input_dtype=input_dtype, **shaped).input_dtype == input_dtype
+    assert ScanOptions(target="m.py", dtype="float16", input_dtype="bfloat16").input_shapes == ()  # (manifest's)
 
 
 def test_output_options_check_their_own_rule():

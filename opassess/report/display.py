@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..messages import say
 from ..records import Assessment, Capture, ClassifiedOp, Effort, Estimate
 from ..vocabulary import CATEGORIES, NO_CAPTURE, Category
 from .charts import _num, pareto_chart
@@ -164,7 +165,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
         functional_text=_score(score.functional),
         performance_text=_score(score.performance),
         ecosystem_text=_score(score.ecosystem),
-        subscores=tuple(SubscoreRow(s.dimension, s.criterion, _score(s.value), _score(s.weight), s.signal)
+        subscores=tuple(SubscoreRow(s.dimension, s.criterion, _score(s.value), _score(s.weight), say(s.signal, _))
                         for s in score.subscores),
         likely=round(float(effort.likely), 2),
         likely_text=days(effort.likely),
@@ -175,7 +176,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
         likelihood=risk.likelihood,
         impact=risk.impact,
         risk_text=f"L{risk.likelihood} \u00d7 I{risk.impact}",
-        risk_signals=tuple(risk.signals),
+        risk_signals=tuple(say(signal, _) for signal in risk.signals),
         heat=heat(risk.likelihood, risk.impact),
         pareto=estimate.pareto,
     )
@@ -261,7 +262,7 @@ def rule_ranges(ranges: Mapping[str, tuple[float, float]] | None) -> tuple[RuleR
     if not ranges:
         return ()
     return tuple(RuleRange(c, f"{bound(ranges[c][0])}+" if c == Category.CUSTOM_DEV else bounds_range(*ranges[c]))
-                 for c in CATEGORIES if c in ranges)
+                 for c in Category if c in ranges)
 
 
 def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping[str, Any],
@@ -275,6 +276,9 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     ops = tuple(_operator_row(r, total_likely, capture.step == "train", _) for r in rows)
     summary = document["summary"]
     said = {r.message: reason_text(r, _) for c in assessment.classified for r in c.reasons}  # reasons, translated
+    if est is not None:  # the decisions' titles and plans, the operators' cost notes: the action items quote them
+        said.update({text: say(text, _) for d in est.decisions for text in (d.title, *d.plan)})
+        said.update({e.basis: say(e.basis, _) for e in est.ops if e.basis})
     headline = headline_text(round(est.p10, 2), round(est.p50, 2), round(est.p90, 2), _) if est else ""
     unknown = tuple(op for op in ops if not op.known)
     categories = _category_rows(ops, est, total_likely)
@@ -296,7 +300,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         estimated=est is not None,
         totals=Totals(likely_text=days(total.likely), range_text=days_range(total), low_text=days(total.low),
                       high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),
-                      method=est.method, p10_text=days(est.p10), headline_text=headline)
+                      method=say(est.method, _), p10_text=days(est.p10), headline_text=headline)
         if est and total else None,
         cards=_cards(assessment, document, ops, unknown, headline, _),
         categories=categories,
@@ -344,7 +348,7 @@ def _category_rows(ops: Sequence[OperatorRow], est: Estimate | None, total_likel
                    ) -> tuple[CategoryRow, ...]:
     """Types, calls and effort per category, every category (an empty one too), easiest first."""
     categories = []
-    for category in CATEGORIES:
+    for category in Category:
         members = [op for op in ops if op.category == category]
         effort = est.by_category.get(category, Effort(0.0, 0.0, 0.0)) if est else None
         part = share(effort.likely, total_likely) if effort else 0.0

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..vocabulary import Category
+
 
 class Record:
     """A display record: read by attribute (`cell.heat`), in Python and in the templates alike."""
@@ -61,7 +63,7 @@ class Card(Record):
 
 @dataclass(frozen=True)
 class CategoryRow(Record):
-    name: str
+    name: Category
     types: int
     occurrences: int
     likely_text: str
@@ -285,7 +287,7 @@ class FindingRow(Record):
 class RuleRange(Record):
     """A category's person-day range as the weights state it, for rule texts: '3-5', or '10+' for the open top."""
 
-    category: str
+    category: Category
     text: str
 
 

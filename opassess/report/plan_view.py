@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..messages import say
 from ..reasons import REASONS
 from ..records import Effort, Estimate, Finding
 
@@ -70,16 +71,16 @@ def project_source(source: str | None, fallback: str) -> str | None:
 
 def activity_rows(estimate: Estimate, _: Translate = str) -> tuple[ActivityRow, ...]:
     return tuple(ActivityRow(title=_(a.title), likely_text=days(a.person_days.likely),
-                             range_text=days_range(a.person_days), basis=a.basis) for a in estimate.activities)
+                             range_text=days_range(a.person_days), basis=say(a.basis, _)) for a in estimate.activities)
 
 
 def decision_rows(estimate: Estimate, _: Translate = str) -> tuple[DecisionRow, ...]:
-    """The estimate's decisions, each with its operators and plan, in the reader's language (a title, plan line or
-    basis the catalog has; the rest as written)."""
-    return tuple(DecisionRow(title=_(d.title), likely_text=days(d.person_days.likely),
+    """The estimate's decisions, each with its operators and plan, in the reader's language (a Text through the
+    catalog; a plain title, plan line or basis the catalog has; the rest as written)."""
+    return tuple(DecisionRow(title=say(d.title, _), likely_text=days(d.person_days.likely),
                              range_text=days_range(d.person_days),
-                             basis=basis_text(d.once, d.check, d.members, _) if any(d.members) else d.basis,
-                             operators=d.operators, plan=tuple(_(line) for line in d.plan))
+                             basis=basis_text(d.once, d.check, d.members, _) if any(d.members) else say(d.basis, _),
+                             operators=d.operators, plan=tuple(say(line, _) for line in d.plan))
                  for d in estimate.decisions)
 
 
@@ -163,7 +164,8 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Tr
     said = said or {}
     decisions = (document.get("summary") or {}).get("decisions") or []
     items: list[tuple[ActionItem, float, float | None]] = [
-        (ActionItem(kind="decision", subject=_(d["title"]), action="; ".join(_(line) for line in d["plan"]),
+        (ActionItem(kind="decision", subject=said.get(d["title"]) or _(d["title"]),
+                    action="; ".join(said.get(line) or _(line) for line in d["plan"]),
                     days_text=_("%(days)s person-days") % {"days": days(d['person_days']['likely'])}), 0.0, None)
         for d in decisions]
     decided = {key for d in decisions for key in d["operators"]}
@@ -180,7 +182,7 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Tr
         days_text = _("%(days)s person-days") % {"days": days(op['person_days']['likely'])} \
             if op.get("person_days") else ""
         if op.get("cost") == PRICED_CHANGE or op["op"] in decided:
-            action = note or _("change one argument")
+            action = said.get(note, note) or _("change one argument")
         elif op.get("replacement"):
             action = _("use %(api)s") % {"api": op["replacement"]}
         elif category == Category.CUSTOM_DEV:

@@ -20,6 +20,8 @@ Translate = Callable[[str], str]
 # weights.toml's [activities.*] titles and the shipped profiles' (shown translated; the JSON keeps them)
 ACTIVITY_TITLES = (N_("environment bring-up"), N_("validation of direct operators"), N_("accuracy alignment"),
                    N_("performance tuning"))
+# weights.toml's [decisions.*] titles (placed into the decisions' titles and cost notes, said translated)
+DECISION_TITLES = (N_("precision plan"), N_("kernel check on the target"))
 
 
 def evidence_text(target: str, _: Translate) -> str:

@@ -9,6 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from ..messages import N_, Text, joined
 from ..records import Activity, ClassifiedOp, Effort, Finding, Operator, OpScore
 from ..vocabulary import PROJECT_KINDS as _OWN_KINDS  # the project's own kernels: never zero-cost, never in the block
 from ..vocabulary import Category
@@ -126,12 +127,14 @@ def activities(units: Mapping[str, int], weights: Weights) -> tuple[Activity, ..
         extra = min(rule.max_extra, raw)
         if rule.high <= 0 and extra <= 0:
             continue
-        basis = ", ".join(f"{count} {ACTIVITY_UNITS[unit]} x {per:g}" for unit, per, count in terms)
+        basis = joined((Text(N_("%(n)s %(unit)s x %(per)s"), {"n": count, "unit": Text(ACTIVITY_UNITS[unit]),
+                                                              "per": f"{per:g}"}) for unit, per, count in terms), ", ")
         if raw > extra:
-            basis += f" (capped at {rule.max_extra:g})"
+            basis = Text(N_("%(basis)s (capped at %(cap)s)"), {"basis": basis, "cap": f"{rule.max_extra:g}"})
+        once = Text(N_("%(low)s-%(high)s once per model"), {"low": f"{rule.low:g}", "high": f"{rule.high:g}"})
         lines.append(Activity(rule.name, rule.title,
                               Effort(rule.low + extra, rule.likely + extra, rule.high + extra),
-                              f"{rule.low:g}-{rule.high:g} once per model" + (f" + {basis}" if basis else "")))
+                              Text(N_("%(once)s + %(basis)s"), {"once": once, "basis": basis}) if basis else once))
     return tuple(lines)
 
 

@@ -22,8 +22,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ..messages import N_, Text, joined
 from ..reasons import REASONS
-from ..records import N_, ClassifiedOp, Decision, Effort, Finding, Inventory, OpScore, Reason, SourceEstimate
+from ..records import ClassifiedOp, Decision, Effort, Finding, Inventory, OpScore, Reason, SourceEstimate
 from ..vocabulary import PROJECT_KINDS, Category
 from .weights import Weights
 from .weights_decisions import ALGORITHM, DecisionRules
@@ -65,10 +66,11 @@ def change_of(reason: Reason, rules: DecisionRules) -> Change | None:
     param, text = match["param"], match["value"]
     setting = f"{param}={text}"
     if param in rules.no_op_values and _is_one_of(text, rules.no_op_values[param]):
-        return Change(setting, "no-op", f"drop {param}={text}: it leaves the result unchanged")
+        return Change(setting, "no-op", Text(N_("drop %(setting)s: it leaves the result unchanged"),
+                                             {"setting": setting}))
     if param in rules.local_rewrites:
         return Change(setting, "local-rewrite", rules.local_rewrites[param])
-    return Change(setting, ALGORITHM, "a real algorithm change: the operator's category range")
+    return Change(setting, ALGORITHM, Text(N_("a real algorithm change: the operator's category range")))
 
 
 def _is_one_of(text: str, values: tuple) -> bool:
@@ -89,8 +91,9 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _cause(reason: Reason, model_dtype: str, rules: DecisionRules) -> str | None:
-    """The decision a reason is the cause of, or None."""
+def _cause(reason: Reason, model_dtype: str, rules: DecisionRules, replacement: str | None = None) -> str | None:
+    """The decision a reason is the cause of, or None. `replacement`: the operator's route API
+    (ClassifiedOp.replacement, from the whole route where a library-route reason quotes its first clause only)."""
     if reason.code == "dtype":
         match = _DTYPE.match(reason.message)
         return PRECISION if match and match["dtype"] == model_dtype else None
@@ -100,7 +103,7 @@ def _cause(reason: Reason, model_dtype: str, rules: DecisionRules) -> str | None
         match = _PARAM.match(reason.message)
         return LAYOUT if match and match["param"] in rules.rules[LAYOUT].params else None
     if reason.code == "library-route" or reason.code == "replacement" and reason.signature is not None:
-        return ATTENTION if _names_route(reason.message, rules) else None
+        return ATTENTION if _names_route(f"{reason.message} {replacement or ''}", rules) else None
     return None
 
 
@@ -137,7 +140,8 @@ def shared_causes(scores: Sequence[OpScore], source: Sequence[SourceEstimate], w
     for score in scores:
         if score.classified.operator.key in carried:
             continue
-        for found in {_cause(r, "", rules) for r in score.classified.reasons} & {ATTENTION, LAYOUT}:
+        op = score.classified
+        for found in {_cause(r, "", rules, op.replacement) for r in op.reasons} & {ATTENTION, LAYOUT}:
             assert found is not None  # the intersection holds names only
             counts[found] = counts.get(found, 0) + 1
     return frozenset(name for name in (ATTENTION, LAYOUT) if counts.get(name, 0) >= rules.rules[name].min_members)
@@ -194,7 +198,7 @@ def cover(op: ClassifiedOp, model_dtype: str, weights: Weights, shared: frozense
     decisions: dict[str, None] = {}
     changes: dict[str, Change] = {}
     for reason in op.reasons:
-        cause = _cause(reason, model_dtype, rules)
+        cause = _cause(reason, model_dtype, rules, op.replacement)
         if cause in (ATTENTION, LAYOUT) and cause not in shared:  # too few share it: its own price (shared_causes)
             cause = None
         change = change_of(reason, rules)
@@ -210,12 +214,15 @@ def cover(op: ClassifiedOp, model_dtype: str, weights: Weights, shared: frozense
     for name in decisions:
         per = rules.rules[name].per_operator
         effort = effort + Effort(*per)
-        parts.append(f"{rules.rules[name].title} check {_points(per)}")
+        parts.append(Text(N_("%(decision)s check %(points)s"), {"decision": Text(rules.rules[name].title),
+                                                                 "points": _points(per)}))
     for change in changes.values():
         tier = rules.changes[change.tier]
         effort = effort + Effort(*tier)
-        parts.append(f"{change.setting}: {change.tier} {_points(tier)} ({change.edit})")
-    return Cover(tuple(decisions), tuple(changes.values()), effort, " + ".join(parts))
+        parts.append(Text(N_("%(setting)s: %(tier)s %(points)s (%(edit)s)"),
+                          {"setting": change.setting, "tier": change.tier, "points": _points(tier),
+                           "edit": change.edit}))
+    return Cover(tuple(decisions), tuple(changes.values()), effort, joined(parts, " + "))
 
 
 def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[Finding], weights: Weights,
@@ -253,13 +260,14 @@ def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[F
         elif name == PRECISION:
             title, cause, plan = _precision(keys, by_key, scores, inventory, findings, rules)
         else:
-            title = f"{rule.title}: one run on the chip confirms the kernels of {len(keys)} operator type(s)"
-            cause = ("the kernel docs (CANN aclnn) and the torch_npu API page disagree about the target for these "
-                     "operators, or their kernel falls back to the aclop path there: the kernel facts decide, not "
-                     "verified on the chip (an API page with no mark for the target is no such cause: the kernel "
-                     "facts judge those operators as on any product)")
-            plan = ("run the model once on the target and compare every listed operator's output with the "
-                    "reference run",)
+            title = Text(N_("%(title)s: one run on the chip confirms the kernels of %(n)s operator type(s)"),
+                         {"title": Text(rule.title), "n": len(keys)})
+            cause = Text(N_("the kernel docs (CANN aclnn) and the torch_npu API page disagree about the target for "
+                            "these operators, or their kernel falls back to the aclop path there: the kernel facts "
+                            "decide, not verified on the chip (an API page with no mark for the target is no such "
+                            "cause: the kernel facts judge those operators as on any product)"))
+            plan = (Text(N_("run the model once on the target and compare every listed operator's output with the "
+                            "reference run")),)
         listed = tuple(sorted({*keys, *(linked or {}).get(name, ())}))
         out.append(Decision(name=name, title=title, cause=cause, operators=listed,
                             person_days=once + checks, once=once, basis=basis, plan=plan, sites=places,
@@ -304,23 +312,28 @@ def _precision(keys: list[str], by_key: Mapping[str, ClassifiedOp], scores: Sequ
     dtype = inventory.model.dtype
     matches = [m for k in keys for r in by_key[k].reasons if r.code == "dtype"
                for m in [_DTYPE.match(r.message)] if m and m["dtype"] == dtype]
-    product = matches[0]["product"] if matches else "the target"
+    product = matches[0]["product"] if matches else Text(N_("the target"))
     allowed = [set(a.strip() for a in m["allowed"].split(",")) for m in matches]
     target = "float16" if allowed and all("float16" in a for a in allowed) else "float32"
     p = rules.precision
     prone = overflow_prone(scores, findings, p)
-    title = (f"precision plan: run in {target}" + (" with loss scaling" if target == "float16" else "")
-             + f" on {product} ({dtype} has no kernel for {len(keys)} operator type(s))")
-    cause = f"{product} has no {dtype} kernel for these operators (kernel facts)"
-    plan = [f"run the model in {target} on {product}"
-            + (" (torch_npu.npu.amp autocast to float16)" if target == "float16" else "")]
+    values = {"target": target, "product": product, "dtype": dtype, "n": len(keys)}
+    title = Text(N_("precision plan: run in %(target)s with loss scaling on %(product)s (%(dtype)s has no kernel for "
+                    "%(n)s operator type(s))") if target == "float16" else
+                 N_("precision plan: run in %(target)s on %(product)s (%(dtype)s has no kernel for %(n)s operator "
+                    "type(s))"), values)
+    cause = Text(N_("%(product)s has no %(dtype)s kernel for these operators (kernel facts)"), values)
+    plan: list[str] = [Text(N_("run the model in %(target)s on %(product)s (torch_npu.npu.amp autocast to float16)")
+                            if target == "float16" else N_("run the model in %(target)s on %(product)s"), values)]
     if target == "float16":
-        step = "this capture is a training step" if inventory.capture.step == "train" else "when training"
-        plan.append(f"loss scaling {step}: torch_npu.npu.amp.GradScaler(init_scale={p.init_scale}, "
-                    f"growth_interval={p.growth_interval}) (the seed's practice: 2**10, 2000)")
-        plan.append("keep in float32 (overflow-prone in float16, max 65504): "
-                    + (", ".join(prone) if prone else "none found in this capture"))
-    plan.append("compare the outputs with the reference run once the switch is made")
+        step = Text(N_("this capture is a training step")) if inventory.capture.step == "train" else \
+            Text(N_("when training"))
+        plan.append(Text(N_("loss scaling %(step)s: %(scaler)s (the seed's practice: 2**10, 2000)"), {
+            "step": step, "scaler": f"torch_npu.npu.amp.GradScaler(init_scale={p.init_scale}, "
+                                    f"growth_interval={p.growth_interval})"}))
+        plan.append(Text(N_("keep in float32 (overflow-prone in float16, max 65504): %(ops)s"),
+                         {"ops": ", ".join(prone) if prone else Text(N_("none found in this capture"))}))
+    plan.append(Text(N_("compare the outputs with the reference run once the switch is made")))
     return title, cause, tuple(plan)
 
 

@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ..messages import N_, Text, joined
 from ..records import ClassifiedOp, Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk, SourceEstimate
 from ..vocabulary import CATEGORIES
 from .cost import (
@@ -152,17 +153,22 @@ def _risk_matrix(ops: Sequence[OpEstimate], source: Sequence[SourceEstimate]
 def _method_text(weights: Weights, decisions: int, sites: int) -> str:
     """How the P10/P50/P90 were drawn, for the report's method note."""
     rules = weights.estimate
-    return (f"PERT-beta Monte Carlo: {rules.samples} samples, seed {rules.seed}, lambda {rules.pert_lambda:g}; "
-            f"each per-operator range and each model-level activity drawn independently (correlated overruns "
-            f"would widen P90), the validation block drawn once; every sample lies between the sums of the "
-            f"lows and highs, so low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely "
-            f"is the sum of the most likely values and sits below P50 when ranges are skewed to the right; "
-            f"by_module splits each operator's effort evenly across its occurrences' module paths; "
-            + (f"{decisions} decision(s) drawn once each, their operators' checks drawn like operators; "
-               if decisions else "")
-            + (f"{sites} source site(s) drawn like operators (30 or more with one range: their sum as "
-               f"one normal); " if sites else "")
-            + f"profile {weights.profile!r}: figures are assumptions until calibrated")
+    parts = [Text(N_("PERT-beta Monte Carlo: %(samples)s samples, seed %(seed)s, lambda %(lam)s; each per-operator "
+                     "range and each model-level activity drawn independently (correlated overruns would widen P90), "
+                     "the validation block drawn once; every sample lies between the sums of the lows and highs, so "
+                     "low <= P10 <= P50 <= P90 <= high holds by construction (no clamping); likely is the sum of the "
+                     "most likely values and sits below P50 when ranges are skewed to the right; by_module splits "
+                     "each operator's effort evenly across its occurrences' module paths"),
+                  {"samples": rules.samples, "seed": rules.seed, "lam": f"{rules.pert_lambda:g}"})]
+    if decisions:
+        parts.append(Text(N_("%(n)s decision(s) drawn once each, their operators' checks drawn like operators"),
+                          {"n": decisions}))
+    if sites:
+        parts.append(Text(N_("%(n)s source site(s) drawn like operators (30 or more with one range: their sum as one "
+                             "normal)"), {"n": sites}))
+    parts.append(Text(N_("profile %(profile)s: figures are assumptions until calibrated"),
+                      {"profile": repr(weights.profile)}))
+    return joined(parts)
 
 
 def by_key(scores: Sequence[OpScore]) -> dict[str, ClassifiedOp]:
@@ -193,39 +199,45 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
     likelihood = rules.likelihood.base[op.category]
     dynamic = [*signals.data_dependent,
                *dict.fromkeys("dynamic-shape finding" for f in signals.findings if f.kind == "dynamic-shape")]
-    signals_seen = [f"{op.category}: base likelihood {likelihood}"]
+    signals_seen: list[str] = [Text(N_("%(category)s: base likelihood %(n)s"),
+                                    {"category": op.category, "n": likelihood})]
     steps = [
-        (not op.known, rules.likelihood.unknown, "not in the knowledge base"),
+        (not op.known, rules.likelihood.unknown, Text(N_("not in the knowledge base"))),
         (values.get("dtype_support", 0.0) >= rules.likelihood.dtype_threshold, rules.likelihood.dtype_limit,
-         f"dtype limit (dtype_support {values.get('dtype_support', 0.0):.2g})"),
-        (bool(dynamic), rules.likelihood.dynamic_shapes, f"dynamic shapes ({', '.join(dynamic)})"),
+         Text(N_("dtype limit (dtype_support %(value)s)"), {"value": f"{values.get('dtype_support', 0.0):.2g}"})),
+        (bool(dynamic), rules.likelihood.dynamic_shapes,
+         Text(N_("dynamic shapes (%(ops)s)"), {"ops": ", ".join(dynamic)})),
         ((bool(signals.missing_kernels) and not op.replacement) or bool(signals.ai_cpu_reasons),
          rules.likelihood.ai_cpu,
-         f"runs on AI CPU or the host ({', '.join(signals.missing_kernels) or 'classifier'})"),
+         Text(N_("runs on AI CPU or the host (%(ops)s)"), {"ops": ", ".join(signals.missing_kernels) or "classifier"})),
         (values.get("version_compat", 0.0) >= rules.likelihood.version_threshold, rules.likelihood.version_gap,
-         f"kernel version gap (version_compat {values.get('version_compat', 0.0):.2g})"),
+         Text(N_("kernel version gap (version_compat %(value)s)"),
+              {"value": f"{values.get('version_compat', 0.0):.2g}"})),
     ]
     for hit, step, text in steps:
         if hit and step:
             likelihood += step
-            signals_seen.append(f"+{step} {text}")
+            signals_seen.append(Text(N_("+%(step)s %(signal)s"), {"step": step, "signal": text}))
     likelihood = level(likelihood)
 
     share = signals.compute_share if signals.time_share is None else signals.time_share
     reached = sum(1 for threshold in rules.impact.share_levels if share >= threshold)
     impact = 1 + reached
     if signals.time_share is not None:  # the time model's share of the step (opassess/perf)
-        signals_seen.append(f"carries {share:.1%} of the {signals.time_measure} (an estimate): impact {impact}")
+        signals_seen.append(Text(N_("carries %(share)s of the %(measure)s (an estimate): impact %(impact)s"),
+                                 {"share": f"{share:.1%}", "measure": signals.time_measure, "impact": impact}))
     else:
-        signals_seen.append(f"{share:.1%} of compute ({signals.compute_measure}): impact {impact}")
+        signals_seen.append(Text(N_("%(share)s of compute (%(measure)s): impact %(impact)s"),
+                                 {"share": f"{share:.1%}", "measure": signals.compute_measure, "impact": impact}))
     if signals.occurrences >= rules.impact.many_occurrences and rules.impact.occurrence_bump:
         impact += rules.impact.occurrence_bump
-        signals_seen.append(f"+{rules.impact.occurrence_bump} {signals.occurrences} occurrences")
+        signals_seen.append(Text(N_("+%(step)s %(n)s occurrences"),
+                                 {"step": rules.impact.occurrence_bump, "n": signals.occurrences}))
     if signals.on_main_path and rules.impact.main_path_bump:
         impact += rules.impact.main_path_bump
-        signals_seen.append(f"+{rules.impact.main_path_bump} on the main path")
+        signals_seen.append(Text(N_("+%(step)s on the main path"), {"step": rules.impact.main_path_bump}))
     elif signals.on_main_path is None:
-        signals_seen.append("main path not measured (the capture has no edges)")
+        signals_seen.append(Text(N_("main path not measured (the capture has no edges)")))
     impact = level(impact)
 
     return rules.cell(op.category, likelihood, impact, signals_seen)

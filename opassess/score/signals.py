@@ -9,6 +9,7 @@ from typing import Any
 
 from ..dtypes import node_bytes
 from ..findings.graph import DataFlow
+from ..messages import N_, Text
 from ..records import ClassifiedOp, Finding, Inventory, Reason
 from .weights import Weights
 
@@ -62,8 +63,8 @@ class ModelContext:
         step = getattr(performance, "step", None)
         timed = {}
         if step is not None and step.step_us > 0:
-            timed = {"time_measure": f"estimated step time on {step.product}", "step_us": step.step_us,
-                     "times": {o.op: o.us for o in step.operators},
+            timed = {"time_measure": Text(N_("estimated step time on %(product)s"), {"product": step.product}),
+                     "step_us": step.step_us, "times": {o.op: o.us for o in step.operators},
                      "at_risk": {o.op: o.at_risk_us for o in step.operators}}
         return cls(**timed,
             measure="roofline" if traced else "size proxy",

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from ..messages import N_, Text
 from ..records import Risk
 from .weights_decisions import DecisionRules
 
@@ -146,10 +147,10 @@ class EffortRules:
 
 # What an activity's per-unit days count (opassess/score/cost.py counts them) -> how a cost basis names the unit.
 ACTIVITY_UNITS: Mapping[str, str] = MappingProxyType({
-    "direct_type": "direct operator type(s)",
-    "dtype_at_risk": "dtype(s) at risk",
-    "type_at_risk": "operator type(s) at risk",
-    "finding": "performance finding(s)",
+    "direct_type": N_("direct operator type(s)"),
+    "dtype_at_risk": N_("dtype(s) at risk"),
+    "type_at_risk": N_("operator type(s) at risk"),
+    "finding": N_("performance finding(s)"),
 })
 
 
@@ -216,10 +217,12 @@ class RiskRules:
         product = likelihood * impact
         if product >= self.stars.raise_at:
             stars += 1
-            signals.append(f"stars +1: likelihood x impact {product} >= {self.stars.raise_at}")
+            signals.append(Text(N_("stars +1: likelihood x impact %(product)s >= %(at)s"),
+                                {"product": product, "at": self.stars.raise_at}))
         elif product <= self.stars.lower_at:
             stars -= 1
-            signals.append(f"stars -1: likelihood x impact {product} <= {self.stars.lower_at}")
+            signals.append(Text(N_("stars -1: likelihood x impact %(product)s <= %(at)s"),
+                                {"product": product, "at": self.stars.lower_at}))
         return Risk(likelihood=likelihood, impact=impact, stars=level(stars), signals=tuple(signals))
 
 
