@@ -7,7 +7,7 @@ from typing import Any
 
 from .messages import N_, Message, Text  # noqa: F401 - N_ re-exported for the stages that build reasons
 from .reasons import EXCLUSION_CODES
-from .vocabulary import CATEGORIES, Category  # noqa: F401 - re-exported: the vocabulary is stated once
+from .vocabulary import CATEGORIES, TRAIN_STEP, Category  # noqa: F401 - re-exported: the vocabulary is stated once
 
 # Shapes are tuples of ints (a scalar is ()); a non-tensor argument has shape None.
 Shape = tuple[int, ...] | None
@@ -125,6 +125,11 @@ class Capture:
     stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
     dynamo: DynamoRun | None = None  # torch._dynamo's report on the forward (--graph-mode dynamo), else None
     registrations: tuple[Registration, ...] = ()  # the composite keys of the non-ATen ops seen (forward, backward)
+
+    @property
+    def training(self) -> bool:
+        """Whether the capture is a training step (--train): forward, backward and the optimizer step."""
+        return self.step == TRAIN_STEP
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ def category_rank(text: str | None) -> int:
 
 
 # What a capture ran: one forward pass (the default), or a whole training step (--train).
-CAPTURE_STEPS: tuple[str, ...] = ("forward", "train")
+FORWARD_STEP, TRAIN_STEP = "forward", "train"
+CAPTURE_STEPS: tuple[str, ...] = (FORWARD_STEP, TRAIN_STEP)
 NO_CAPTURE = "none"  # Capture.method of `opassess source`: a source scan alone, no model loaded or captured
 # Operator kinds as the trace names them; "optimizer" only in a training step.
 # "library": a call of a GPU-only kernel library or a Triton launch, recorded by a stand-in (opassess/standins).

@@ -224,3 +224,23 @@ def test_a_models_own_grouped_matmul_op_is_the_work_of_its_body(tmp_path):
     assert verdict.category == "direct" and all(verdict.aten_support.values()) and all(
         verdict.backward_support.values())
     assert any("the ATen ops it runs all have NPU kernels" in r.message for r in verdict.reasons)
+
+
+def test_torchs_own_autograd_functions_are_not_the_projects():
+    # dtensor_mlp.py on meta, in a worker (it initialises a process group): DTensor's Redistribute and _ToTorchTensor
+    # are torch's autograd Functions, judged by the ATen ops they run (direct, no "custom autograd.Function" to
+    # verify); the model's own ClampSTE stays a project op whose traced backward is judged
+    from opassess.isolation.scan import finish_assessment, start_assessment
+
+    scan = ScanOptions(target=str(MODELS / "dtensor_mlp.py"), train=True)
+    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    assert (document["model"]["capture"]["device"], document["model"]["capture"]["step"]) == ("meta", "train")
+    ops = {o["op"]: o for o in document["operators"]}
+    torch_own = [key for key in ops if key.startswith("torch.distributed.tensor.")]
+    assert {"torch.distributed.tensor._redistribute.Redistribute", "torch.distributed.tensor._api._ToTorchTensor"} \
+        <= set(torch_own)
+    for key in torch_own:
+        assert ops[key]["kind"] == "function" and ops[key]["category"] == "direct", ops[key]["reasons"]
+        assert not {"autograd-function", "custom-op"} & {r["code"] for r in ops[key]["reasons"]}
+    ste = ops["dtensor_mlp.ClampSTE"]
+    assert ste["kind"] == "custom" and "autograd-function" in {r["code"] for r in ste["reasons"]}

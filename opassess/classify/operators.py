@@ -352,7 +352,7 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
     """Classify every operator of the inventory against `target` and the torch version (defaults: the KB's)."""
     product = kb.product(kb.default_product if target is None else target)
     classifier = _Classifier(kb, product, kb.resolve_version(torch_version),
-                             trained=inventory.capture.step == "train",
+                             trained=inventory.capture.training,
                              registered={r.op: r.kinds for r in inventory.capture.registrations})
     return tuple(classifier.classify(op) for op in inventory.operators)
 

@@ -42,7 +42,7 @@ def assess_graph_mode(capture: Capture, classified: tuple[ClassifiedOp, ...], kb
     shapes the capture saw."""
     facts = load_graph_facts(Path(kb.directory))
     version = kb.resolve_version(torch_version)
-    train = capture.step == "train"
+    train = capture.training
     verdicts = {c.operator.key: operator_verdicts(c, facts, kb, version, train) for c in classified
                 if c.operator.kind != "library"}
     dynamo = capture.dynamo

@@ -93,7 +93,7 @@ def model_readiness(capture: Capture, verdicts: Mapping[str, tuple[BackendVerdic
     shared = {node.name: node_breaks(node) for node in capture.nodes}
     python = dynamo_breaks(capture, {b.source for found in shared.values() for b in found if b.source})
     total = sum(node.flops for node in capture.nodes)
-    train = capture.step == "train"
+    train = capture.training
     out = []
     for index, backend in enumerate(BACKENDS):
         breaks: list[GraphBreak] = []

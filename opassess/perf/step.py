@@ -87,7 +87,7 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
     """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures).
 
     A product the tables give no figures for gets step None and the table's note: a missing profile is data."""
-    method = METHOD.format(step="training step" if inventory.capture.step == "train" else "forward pass")
+    method = METHOD.format(step="training step" if inventory.capture.training else "forward pass")
     works: list[CallWork] | None = None
 
     def on(name: str, over: Path | None) -> StepTime | None:

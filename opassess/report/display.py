@@ -273,7 +273,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     model, capture, est = assessment.model, assessment.capture, assessment.estimate
     total = est.total if est else None
     total_likely = total.likely if total else 0.0
-    ops = tuple(_operator_row(r, total_likely, capture.step == "train", _) for r in rows)
+    ops = tuple(_operator_row(r, total_likely, capture.training, _) for r in rows)
     summary = document["summary"]
     said = {r.message: reason_text(r, _) for c in assessment.classified for r in c.reasons}  # reasons, translated
     if est is not None:  # the decisions' titles and plans, the operators' cost notes: the action items quote them
@@ -428,5 +428,5 @@ def _model_header(assessment: Assessment, document: Mapping[str, Any], language:
                        parameters_text=number(model.parameters, language), dtype=model.dtype,
                        inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
                        device_note=written.get("device_note") or capture.device_note or "", attempts=attempts,
-                       step_text=capture_step_text(capture, _), training=capture.step == "train",
+                       step_text=capture_step_text(capture, _), training=capture.training,
                        stand_ins_text=_stand_ins_text(capture, _))

@@ -39,7 +39,7 @@ def evidence_text(target: str, _: Translate) -> str:
 
 def capture_step_text(capture: Capture, _: Translate) -> str:
     """'forward pass only (...)', or 'training step (forward, backward, optimizer): <what it ran>'."""
-    if capture.step != "train":
+    if not capture.training:
         return _("forward pass only (eval mode; --train captures a training step)")
     text = _("training step (forward, backward, optimizer)")
     return text + (f": {capture.step_note}" if capture.step_note else "")

@@ -166,8 +166,10 @@ def decide_sites(source: Sequence[SourceEstimate], weights: Weights, shared: fro
         members.setdefault(name, []).append(item.key)
         linked.setdefault(name, []).extend(item.operators)
         out.append(replace(item, person_days=Effort(*per),
-                           basis=f"{rules.rules[name].title} check {_points(per)} (the switch is priced once, on the "
-                                 f"decision; the site alone: {item.basis})"))
+                           basis=Text(N_("%(decision)s check %(points)s (the switch is priced once, on the decision; "
+                                         "the site alone: %(basis)s)"),
+                                      {"decision": Text(rules.rules[name].title), "points": _points(per),
+                                       "basis": item.basis})))
     return tuple(out), members, linked
 
 
@@ -326,7 +328,7 @@ def _precision(keys: list[str], by_key: Mapping[str, ClassifiedOp], scores: Sequ
     plan: list[str] = [Text(N_("run the model in %(target)s on %(product)s (torch_npu.npu.amp autocast to float16)")
                             if target == "float16" else N_("run the model in %(target)s on %(product)s"), values)]
     if target == "float16":
-        step = Text(N_("this capture is a training step")) if inventory.capture.step == "train" else \
+        step = Text(N_("this capture is a training step")) if inventory.capture.training else \
             Text(N_("when training"))
         plan.append(Text(N_("loss scaling %(step)s: %(scaler)s (the seed's practice: 2**10, 2000)"), {
             "step": step, "scaler": f"torch_npu.npu.amp.GradScaler(init_scale={p.init_scale}, "

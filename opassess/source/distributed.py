@@ -84,10 +84,10 @@ class DistributedScanner:
     def scan(self) -> list[Site]:
         """The references and constants, then the calls, each read once; a scope's assignments are read only when
         a collective in it needs a tensor's dtype."""
-        by_scope: dict[int, list[ast.AST]] = {}
-        for node, scope, _, _ in self.nodes.assigns:
-            if not isinstance(node, ast.AugAssign):
-                by_scope.setdefault(scope, []).append(node)
+        by_scope: dict[int, list[ast.Assign | ast.AnnAssign]] = {}
+        for assign, scope, _, _ in self.nodes.assigns:
+            if not isinstance(assign, ast.AugAssign):
+                by_scope.setdefault(scope, []).append(assign)
         aliases = self.scanner.aliases
         for root, _, index in self.nodes.references:
             chain = [root]  # a.b.c, a.b, a: each a reference of its own
@@ -114,7 +114,7 @@ class DistributedScanner:
 
     # ------------------------------------------------------------------ data flow
 
-    def _assignments(self, nodes: list[ast.AST]) -> dict[str, list[tuple[int, str]]]:
+    def _assignments(self, nodes: list[ast.Assign | ast.AnnAssign]) -> dict[str, list[tuple[int, str]]]:
         """Name -> [(line, dtype)] for each of a scope's assignments whose value shows a dtype, in line order."""
         found: dict[str, list[tuple[int, str]]] = {}
         for node in sorted(nodes, key=lambda n: n.lineno):

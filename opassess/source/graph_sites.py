@@ -34,7 +34,8 @@ def scan_graph(nodes: Any, scanner: Any) -> list[Site]:
     (`qual`, `code`), in breadth-first order (outer nodes first)."""
     found: list[tuple[tuple[int, int], Site]] = []  # ((depth, walk index), site)
 
-    def add(order: tuple[int, int], node: ast.AST, kind: str, subject: str, detail=(), line: int = 0) -> None:
+    def add(order: tuple[int, int], node: ast.expr | ast.stmt, kind: str, subject: str, detail=(),
+            line: int = 0) -> None:
         line = line or node.lineno
         found.append((order, Site(scanner.file, line, scanner.code(line), kind, subject, tuple(detail))))
 

@@ -243,7 +243,7 @@ class _Recording:
         if self.inside:
             return call_out(original, *args, **kwargs)
         call = autograd_call(cls)
-        return self.record_call(call.key, "custom", call_attrs(cls.forward, (None,) + args, kwargs, skip_first=True),
+        return self.record_call(call.key, call.kind, call_attrs(cls.forward, (None,) + args, kwargs, skip_first=True),
                                 args, kwargs, lambda: call_out(original, *args, **kwargs))
 
     def on_extension(self, call, *args, **kwargs):

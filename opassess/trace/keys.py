@@ -90,7 +90,7 @@ def function_key(fn: Any) -> tuple[str, str]:
     import torch.nn.functional as F
 
     if isinstance(fn, AutogradFunctionCall):
-        return fn.key, "custom"
+        return fn.key, fn.kind
     if isinstance(fn, ExtensionCall):
         return fn.key, "extension"
     if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..errors import TraceError
+from ..vocabulary import FORWARD_STEP, TRAIN_STEP
 from . import dispatch, export, fx  # noqa: F401 - importing a capture module registers its methods
 from .registry import CaptureMethod, registered
 from .train import TrainOptions  # the training step's methods register themselves as well
@@ -13,7 +14,7 @@ from .train import TrainOptions  # the training step's methods register themselv
 LARGE_MODEL_PARAMETERS = 1_000_000_000
 
 
-def capture_order(parameters: int, step: str = "forward") -> tuple[str, ...]:
+def capture_order(parameters: int, step: str = FORWARD_STEP) -> tuple[str, ...]:
     """The default order of the capture methods of `step` ("forward", or "train": a training step) for a model of
     this size (each method's registered rank)."""
     methods = {name: cls for name, cls in registered().items() if cls.step == step}
@@ -47,7 +48,7 @@ def capture_methods(parameters: int, methods: tuple[str, ...] | None = None, tra
     """The capture methods to try, in order: with `train`, the training step's (train, then train-compiling), each
     running that step; else `methods` (checked) or the default forward order for a model of this size."""
     if train is not None:
-        return [method_named(name, train) for name in capture_order(parameters, "train")]
+        return [method_named(name, train) for name in capture_order(parameters, TRAIN_STEP)]
     methods = methods or capture_order(parameters)
     check_methods(methods)
     return [method_named(name) for name in methods]

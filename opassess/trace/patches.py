@@ -20,11 +20,15 @@ from .blame import call_out
 
 
 class AutogradFunctionCall:
-    """A callable standing for `SomeFunction.apply` so that the Function appears as one operator."""
+    """A callable standing for `SomeFunction.apply` so that the Function appears as one operator: the project's own
+    (kind "custom", its hand-written backward to port), or torch's own (kind "function": DTensor's Redistribute,
+    torch.distributed.nn's collectives, checkpointing), judged by the ATen ops it runs like any torch function."""
 
     def __init__(self, cls: type) -> None:
         self.cls: Any = cls  # an autograd.Function subclass
         self.key = f"{display_module(cls.__module__)}.{cls.__qualname__}"
+        module = cls.__module__ or ""
+        self.kind = "function" if module == "torch" or module.startswith("torch.") else "custom"
         self.__name__ = cls.__name__
         self.__qualname__ = cls.__qualname__
         self.__module__ = __name__

@@ -21,6 +21,7 @@ from typing import Any
 from ...errors import TraceError
 from ...load import LoadedModel
 from ...records import OpNode
+from ...vocabulary import TRAIN_STEP
 from ..dispatch import ForwardStep, capture_dispatch
 from ..nodes import NodeBuild
 from ..patches import compiling
@@ -73,7 +74,7 @@ class TrainCapture(CaptureMethod):
 
     eager = True
     reported_as = "dispatch"  # the training step's forward is the dispatch capture: the method the report names
-    step = "train"
+    step = TRAIN_STEP
     compiling = False
 
     def __init__(self, train: TrainOptions | None = None) -> None:
