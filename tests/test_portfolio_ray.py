@@ -223,3 +223,32 @@ def test_a_process_already_connected_to_ray_is_told_why_the_executor_will_not_re
     options = PortfolioOptions(targets=(), scan=ScanOptions(target=""), out_dir=tmp_path / "out")
     with pytest.raises(OpassessError, match="already initialised in this process"):
         executor.run(models, options, lambda *_: None, lambda _: None, 0, len(models))
+
+
+def test_each_node_scans_its_models_in_one_warm_scanner(tmp_path, ray_head, monkeypatch):
+    """Four models on the one-node head (2 CPUs): one node scanner process, and one forkserver it started warm, scanned
+    them all (two at a time), neither being this process; each model in a worker of its own, its report as usual."""
+    from opassess.pipeline import ScanOptions
+    from opassess.portfolio import PortfolioOptions, expand_targets
+    from opassess.portfolio.ray_executor import RayExecutor
+
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    for width in (8, 16, 24, 32):
+        (zoo / f"mlp{width}.py").write_text(textwrap.dedent(GOOD).replace("width()", str(width)).replace(
+            "from helpers import width  # beside the model file: its folder travels with it\n", ""))
+    monkeypatch.chdir(tmp_path)
+    models, _ = expand_targets(["zoo"])
+    options = PortfolioOptions(targets=(), scan=ScanOptions(target=""), out_dir=tmp_path / "out", timeout=120)
+    reports: dict[str, object] = {}
+    executor = RayExecutor(address=ray_head)
+    executor.run(models, options, lambda model, result, texts: reports.setdefault(model.name, (result.status, texts)),
+                 lambda _: None, 0, len(models))
+    assert sorted(reports) == ["mlp16", "mlp24", "mlp32", "mlp8"]
+    for name, (status, texts) in reports.items():
+        assert status == "ok", texts
+        document = json.loads(texts["json"])
+        assert document["model"]["source"] == f"zoo/{name}.py" and document["summary"]["operator_types"] > 0
+    [(scanner, forkserver)] = set(executor.processes.values())  # the same two processes for every model
+    assert len(executor.processes) == 4 and os.getpid() not in (scanner, forkserver)
+    assert forkserver not in (0, scanner)

@@ -11,6 +11,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 from ci_records import op, report
+from report_language import english_sentences
 from report_support import ROOT, model_assessment, synthetic_example
 
 from opassess.ci.diff import diff_snapshots
@@ -189,3 +190,18 @@ def test_finding_titles_and_effects_read_in_chinese_and_stay_english_in_json(nam
     document = json.loads(render(assessment, "json", language="zh-CN"))
     assert [f["title"] for f in document["findings"]] == [f.title for f in assessment.findings]
     assert [f["effect"] for f in document["findings"]] == [f.effect for f in assessment.findings]
+
+
+def test_graph_mode_reasons_fixes_and_notes_read_in_chinese_and_stay_english_in_json():
+    assessment = model_assessment("graph_breaks")
+    breaks = [b for backend in assessment.graph_mode.backends for b in backend.breaks]
+    assert breaks and all(b.message is not None and b.message.text() == b.reason for b in breaks)
+    text = render(assessment, "md", language="zh-CN")
+    section = text.split("\n## 图模式\n")[1].split("\n## ")[0]
+    assert "仅凭捕获看不到 Python 层面的断图" in section and "主机同步：" in section
+    assert english_sentences(section) == []
+    actions = text.split("\n## 行动项\n")[1]
+    assert "将该值保留在设备上" in actions and "keep the value on the device" not in actions
+    document = json.loads(render(assessment, "json", language="zh-CN"))
+    reasons = [b["reason"] for backend in document["graph_mode"]["backends"].values() for b in backend["breaks"]]
+    assert reasons == [b.reason for b in breaks] and any("reads a device value on the host" in r for r in reasons)

@@ -218,3 +218,13 @@ def test_module_rows_past_the_cap_are_the_smallest_not_the_last_in_tree_order():
 def test_the_header_says_which_evidence_decided(view):
     assert view.display.evidence_order == ("Verdicts from: kernel facts (CANN aclnn docs) for Atlas A2, then "
                                                  "the torch_npu API page, then the dispatcher.")
+
+
+def test_the_view_and_its_records_are_read_by_attribute_only(view):
+    """No string keys: `view.display.model.class_name`, never `view["display"]["model"]["class_name"]`, so a
+    renamed field is an AttributeError (and a mypy error) at its reader, not a KeyError in one format."""
+    for value, key in ((view, "display"), (view.display, "model"), (view.display.model, "class_name"),
+                       (view.display.operators[0], "op"), (view.display.categories[0], "name")):
+        with pytest.raises(TypeError, match="not subscriptable"):
+            value[key]
+    assert view.display.modules[0].class_ == getattr(view.display.modules[0], "class")  # templates write row.class
