@@ -9,8 +9,9 @@ would (`opassess scan DIR -o OUT`), so its figure includes everything: for Ray, 
     python benchmarks/bench_portfolio.py --models 8          # fewer
     python benchmarks/bench_portfolio.py --ray-address HOST:PORT   # join a running cluster instead
 
-Prints one table (executor, seconds, models scanned, ratio to local) and whether the reports were the same apart
-from timing fields.
+Prints one table (executor, seconds, models scanned, ratio to local; target for Ray: <= 1.3x, issue 29), the load
+average (the machine may be shared) and whether the reports were the same apart from timing fields. --repeat N runs
+each executor N times, alternately, and keeps the best.
 """
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def run(folder: Path, out: Path, extra: list[str]) -> tuple[float, int, str]:
 def scrubbed(out: Path) -> dict:
     def strip(value):
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "seconds"}
+            # the resume state's sha256 digests are of reports that hold their timings
+            return {k: strip(v) for k, v in value.items() if k not in ("seconds", "sha256")}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
@@ -83,25 +85,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=40)
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of starting one")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each executor (the best is shown)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="opassess-bench-") as tmp:
         folder = Path(tmp) / "zoo"
         folder.mkdir()
         generate(folder, args.models)
         ray_flags = ["--executor", "ray"] + (["--ray-address", args.ray_address] if args.ray_address else [])
-        rows = []
-        for name, extra in (("local", []), ("ray", ray_flags)):
-            seconds, code, stderr = run(folder, Path(tmp) / name, extra)
-            if code != 0:
-                sys.exit(f"{name}: exit {code}\n{stderr}")
-            scanned = len(json.loads((Path(tmp) / name / "portfolio.json").read_text())["models"])
-            rows.append((name, seconds, scanned))
-        same = scrubbed(Path(tmp) / "local") == scrubbed(Path(tmp) / "ray")
+        best: dict[str, tuple[float, int]] = {}
+        loads = []
+        for attempt in range(args.repeat):
+            for name, extra in (("local", []), ("ray", ray_flags)):
+                out = Path(tmp) / f"{name}-{attempt}"
+                loads.append(os.getloadavg()[0])
+                seconds, code, stderr = run(folder, out, extra)
+                if code != 0:
+                    sys.exit(f"{name}: exit {code}\n{stderr}")
+                scanned = len(json.loads((out / "portfolio.json").read_text())["models"])
+                if name not in best or seconds < best[name][0]:
+                    best[name] = (seconds, scanned)
+        rows = [(name, seconds, scanned) for name, (seconds, scanned) in best.items()]
+        same = scrubbed(Path(tmp) / "local-0") == scrubbed(Path(tmp) / "ray-0")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"{args.models} models, {cores} cores{', Ray at ' + args.ray_address if args.ray_address else ''}")
+    print(f"{args.models} models, {cores} cores{', Ray at ' + args.ray_address if args.ray_address else ''}, "
+          f"load average {min(loads):.2f}-{max(loads):.2f}, best of {args.repeat}")
     print(f"{'executor':<10}{'seconds':>10}{'models':>8}{'vs local':>10}")
     for name, seconds, scanned in rows:
         print(f"{name:<10}{seconds:>10.1f}{scanned:>8}{seconds / rows[0][1]:>9.2f}x")
+    print("target: ray <= 1.3x local (Ray's start included)")
     print(f"reports the same apart from timing fields: {'yes' if same else 'NO'}")
 
 

@@ -224,8 +224,8 @@ def test_the_type_gate_fails_on_a_type_error(tmp_path):
 
 # The checks of the registries and documents that take a moment, run here too: this file runs on every change, and a
 # code left unregistered, a schema enum or docs page left behind, or a broken link is as much a shape fault.
-from test_docs import test_every_relative_link_resolves, test_no_path_outside_the_repository  # noqa: E402,F401
-from test_reasons import (  # noqa: E402,F401
+from tests.test_docs import test_every_relative_link_resolves, test_no_path_outside_the_repository  # noqa: E402,F401
+from tests.test_reasons import (  # noqa: E402,F401
     test_a_code_decides_no_harder_category_than_registered,
     test_docs_reasons_page_is_current,
     test_every_code_the_classifier_gives_is_registered_and_every_registered_code_is_given,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .errors import reporting_errors
+from .options import Debug
 
 if TYPE_CHECKING:
     from ..score.calibrate import Calibration
@@ -119,7 +120,7 @@ def calibrate_command(
              "efficiencies and launch costs to it (needs --report).")] = None,
     report: Annotated[Path | None, typer.Option(
         "--report", "-r", help="With --profile-data: the scan's JSON report.")] = None,
-    debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False,
+    debug: Debug = False,
 ) -> None:
     """Calibrate opassess to your team and hardware: effort ranges from recorded actuals (ACTUALS), the knowledge
     base from verification results (--verified), or the time model from a profile (--profile-data)."""

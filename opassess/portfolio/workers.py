@@ -12,6 +12,7 @@ where they run, so an executor on other machines can take its place.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -164,11 +165,28 @@ class LocalWorkers:
                 job.stop()
 
 
-def capture_in_worker(options: ScanOptions, setup: WorkerSetup, timeout: float) -> Outcome:
-    """Capture one model in a fresh worker process of this one and wait for it (what a Ray task runs on its node):
-    the worker's outcome, its crash or its timeout included, for the driver to check and assess."""
-    job = Job(_context(preload_for([options.target])), capture_body, (options, setup),
-              name=f"opassess-{Path(options.target).stem}", timeout=timeout)
+def warm_context(preload: Sequence[str]):
+    """The worker context with its forkserver started now: it imports `preload` (torch, the capture methods, the
+    WARM libraries the models import) in the background, before the first model asks for a worker (a Ray node's
+    scanner starts it as it starts)."""
+    context = _context(preload)
+    if context.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    return context
+
+
+def capture_in_worker(options: ScanOptions, setup: WorkerSetup, timeout: float, context=None,
+                      starting: Any = None) -> Outcome:
+    """Capture one model in a fresh worker process of this one and wait for it (what a Ray node runs): the worker's
+    outcome, its crash or its timeout included, for the driver to check and assess. `context`: the worker context
+    (default: one preloading what the model file imports); `starting`: a lock held while the worker is started (a
+    node's scanner starts workers from several threads)."""
+    context = context or _context(preload_for([options.target]))
+    with starting or contextlib.nullcontext():
+        job = Job(context, capture_body, (options, setup), name=f"opassess-{Path(options.target).stem}",
+                  timeout=timeout)
     try:
         return job.wait()
     finally:

@@ -8,6 +8,7 @@ records; classify.py decides what each one means on the NPU.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from functools import cached_property
 
 from .distributed import scan_distributed
@@ -50,11 +51,11 @@ class PythonScanner:
         triton = any(q == "triton" or q.startswith("triton.") for q in self.aliases.values())
         # an autotune list ([triton.Config(...), ...] or a comprehension of them) is one site: config call -> list
         self.config_lists: dict[int, ast.AST] = {}
-        for node in nodes.sequences if triton else ():
-            configs = [e for e in node.elts if isinstance(e, ast.Call) and self.qual(e.func) == "triton.Config"] \
-                if isinstance(node, ast.List | ast.Tuple) else [node.elt] if isinstance(
-                    node.elt, ast.Call) and self.qual(node.elt.func) == "triton.Config" else []
-            self.config_lists.update((id(call), node) for call in configs)
+        for sequence in nodes.sequences if triton else ():
+            configs = [e for e in sequence.elts if isinstance(e, ast.Call) and self.qual(e.func) == "triton.Config"] \
+                if isinstance(sequence, ast.List | ast.Tuple) else [sequence.elt] if isinstance(
+                    sequence.elt, ast.Call) and self.qual(sequence.elt.func) == "triton.Config" else []
+            self.config_lists.update((id(call), sequence) for call in configs)
         self.lists_seen: set[int] = set()
         functions = sorted(nodes.functions, key=lambda item: (item[1] >> 2, item[2])) if triton else ()
         self.kernels = {n.name: n for n, _, _ in functions
@@ -70,9 +71,11 @@ class PythonScanner:
 
     def scan(self) -> list[Site]:
         """The sites of the file's nodes, in the order the walk met them."""
-        handlers = {ast.Import: self._on_import, ast.ImportFrom: self._on_import, ast.Call: self._on_call,
-                    ast.Attribute: self._on_attribute, ast.Name: self._on_name, ast.Assign: self._on_assign,
-                    ast.AugAssign: self._on_assign, ast.Compare: self._on_compare}
+        # dispatch on the node's exact class; each handler takes that class
+        handlers: dict[type[ast.AST], Callable[..., None]] = {
+            ast.Import: self._on_import, ast.ImportFrom: self._on_import, ast.Call: self._on_call,
+            ast.Attribute: self._on_attribute, ast.Name: self._on_name, ast.Assign: self._on_assign,
+            ast.AugAssign: self._on_assign, ast.Compare: self._on_compare}
         for node, role in self.nodes.events:
             handlers[type(node)](node, role)
         return self.sites
@@ -156,7 +159,7 @@ class PythonScanner:
         if q in self.kernels or q.startswith(TL):
             return
         device = [v for k, v in kwargs.items() if k in DEVICE_KWARGS and _is_cuda(v)]
-        device += [p for p in positional if _is_cuda(p)]
+        device += [p for p in positional if p is not None and _is_cuda(p)]
         backend = kwargs.get("backend") or (positional[0] if positional else None)
         if backend is not None and "nccl" in backend.split(":"):
             self.add(node, "backend", q, [("literal", backend), *detail])

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 PLAIN, DECORATOR, CHAIN, VALUE = 0, 1, 2, 3  # VALUE: a CHAIN node that is the value of an Attribute
 HIDDEN, GUARDED, DEPTH = 1, 2, 4  # flag bits (a return annotation, inside `try: ... except ImportError`); depth * 4
 IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError", "Exception", "BaseException")
 # fields never holding a node the scanners read (expression contexts, operators)
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops"})
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
-def _fields(cls: type) -> tuple[str, ...]:
+def _fields(cls: type[ast.AST]) -> tuple[str, ...]:
     """The fields of a node class that may hold nodes, last first (the order they go onto the walk's stack)."""
     fields = _CHILD_FIELDS.get(cls)
     if fields is None:
@@ -67,6 +68,17 @@ class FileNodes:
     nccl: list[tuple[ast.Constant, int]] = field(default_factory=list)
 
 
+class Resolver(Protocol):
+    """What the distributed and graph-mode scanners read of a file's PythonScanner (python.py)."""
+
+    file: str
+    aliases: dict[str, str]  # local name -> the module or object it imports
+
+    def qual(self, node: ast.AST) -> str | None: ...  # `np.cuda.x` -> 'cupy.cuda.x' through the aliases
+
+    def code(self, line: int) -> str: ...  # the source line, stripped and capped
+
+
 def walk_file(tree: ast.Module, references: bool = False) -> FileNodes:
     """Walk `tree` once; `references`: keep every Attribute, Name and 'NCCL_*' constant too (the distributed scan)."""
     out = FileNodes()
@@ -84,18 +96,25 @@ def walk_file(tree: ast.Module, references: bool = False) -> FileNodes:
         node, role, flags, scope = pop()
         index += 1
         cls = type(node)
+        # Each branch below knows `node`'s class from `cls`; the TYPE_CHECKING asserts tell mypy, at no run-time cost.
         if cls is Name:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.Name)
             if references and role != VALUE:
                 refs.append((node, scope, index))
             if role < CHAIN and not flags & HIDDEN:
                 events.append((node, role))
             continue
         if cls is Constant:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.Constant)
             if references and type(node.value) is str and node.value.startswith("NCCL_"):
                 nccl.append((node, index))
             continue
         inner = flags + DEPTH
         if cls is Attribute:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.Attribute)
             if references and role != VALUE:  # the outermost node of a chain: a.b.c, not a.b or a
                 refs.append((node, scope, index))
             if not flags & HIDDEN and (role < CHAIN or node.attr == "is_cuda"):
@@ -103,6 +122,8 @@ def walk_file(tree: ast.Module, references: bool = False) -> FileNodes:
             push((node.value, VALUE, inner, scope))
             continue
         if cls is Call:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.Call)
             calls.append((node, scope, flags, index))
             if not flags & HIDDEN:
                 events.append((node, role))
@@ -114,19 +135,25 @@ def walk_file(tree: ast.Module, references: bool = False) -> FileNodes:
             push((func, CHAIN if type(func) is Attribute or type(func) is Name else PLAIN, inner, scope))
             continue
         if cls is Assign or cls is AugAssign or cls is AnnAssign:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
             assigns.append((node, scope, flags, index))
             if node.value is not None:
                 push((node.value, PLAIN, inner, scope))
             if cls is AnnAssign:  # read as any expression: its target is an ordinary use
+                if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                    assert isinstance(node, ast.AnnAssign)
                 push((node.annotation, PLAIN, inner, scope))
                 push((node.target, PLAIN, inner, scope))
                 continue
             events.append((node, role))
-            for target in reversed(node.targets) if cls is Assign else (node.target,):
+            for target in reversed(node.targets) if isinstance(node, Assign) else (node.target,):
                 # a target the assignment speaks for (a Name target is not a use of what the name held)
                 push((target, CHAIN if type(target) is Attribute or type(target) is Name else PLAIN, inner, scope))
             continue
         if cls in functions:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             out.functions.append((node, flags, index))
             body = id(node)
             if node.returns is not None:
@@ -138,21 +165,28 @@ def walk_file(tree: ast.Module, references: bool = False) -> FileNodes:
                 push((deco, DECORATOR, inner, body))
             continue
         if cls is ast.Import or cls is ast.ImportFrom:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.Import | ast.ImportFrom)
             out.imports.append((node, bool(flags & GUARDED), flags, index))
             events.append((node, role))
             continue
         if cls is ast.Compare:
             events.append((node, role))
         elif cls in sequences:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.List | ast.Tuple | ast.ListComp)
             out.sequences.append(node)
         elif cls is ast.Lambda:
             scope = id(node)
-        elif cls is ast.Try and any(catches_import_error(h) for h in node.handlers):
-            for name in _fields(cls):  # finalbody, orelse, handlers, body: the body is guarded
-                child_flags = inner | GUARDED if name == "body" else inner
-                for child in reversed(getattr(node, name)):
-                    push((child, PLAIN, child_flags, scope))
-            continue
+        elif cls is ast.Try:
+            if TYPE_CHECKING:  # `cls` decided it: no check at run time
+                assert isinstance(node, ast.Try)
+            if any(catches_import_error(h) for h in node.handlers):
+                for name in _fields(cls):  # finalbody, orelse, handlers, body: the body is guarded
+                    child_flags = inner | GUARDED if name == "body" else inner
+                    for child in reversed(getattr(node, name)):
+                        push((child, PLAIN, child_flags, scope))
+                continue
         for name in _CHILD_FIELDS.get(cls) or _fields(cls):
             value = getattr(node, name)
             if type(value) is list:
