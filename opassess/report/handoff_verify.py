@@ -41,7 +41,43 @@ def verification_harness(op: Mapping[str, Any], document: Mapping[str, Any]) -> 
     """The text of test_<op>.py."""
     return _HARNESS.format(op=op["op"], kind=op["kind"], target=document["target"],
                            model=document["model"]["source"], category=op.get("category"),
-                           signatures=json.dumps(harness_signatures(op), indent=1))
+                           signatures=json.dumps(harness_signatures(op), indent=1), loading=MODEL_LOADING)
+
+
+# The model's import and the operator's lookup, which the reproduction script (handoff.py) carries too: every
+# generated file stands alone, so the text is spliced into both templates ({loading}) rather than imported.
+MODEL_LOADING = '''def load_model_module():
+    """Import the model file (or module) once, so that project-defined operators are registered."""
+    path = Path(MODEL_SOURCE.split(":")[0])
+    if path.suffix == ".py" and path.exists():
+        loaded = sys.modules.get(path.stem)
+        if loaded is not None and Path(getattr(loaded, "__file__", None) or "").resolve() == path.resolve():
+            return loaded  # imported already (the harness builds every case from it)
+        sys.path.insert(0, str(path.parent.resolve()))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(MODEL_SOURCE.split(":")[0])
+
+
+def resolve(model):
+    """The callable behind the operator key: torch.ops for 'ns::name', else a dotted path or a model attribute."""
+    if "::" in OPERATOR:
+        namespace, name = OPERATOR.split("::", 1)
+        return getattr(getattr(torch.ops, namespace), name)
+    head, _, rest = OPERATOR.partition(".")
+    if head == "Tensor":
+        return lambda first, *args, **kwargs: getattr(first, rest)(*args, **kwargs)
+    if head == model.__name__.rpartition(".")[2] and hasattr(model, rest.split(".")[0]):
+        target = model
+        for part in rest.split("."):
+            target = getattr(target, part)
+        return getattr(target, "apply", target)
+    module_name, _, attribute = OPERATOR.rpartition(".")
+    return getattr(importlib.import_module(module_name), attribute)
+'''
 
 
 _HARNESS = '''"""Verification harness for {op} ({kind}, {category} on {target}): written by `opassess scan --handoff`.
@@ -95,37 +131,7 @@ def tolerances():
     return {{"rtol": float(rtol), "atol": float(atol)}}
 
 
-def load_model_module():
-    """Import the model file (or module), so that project-defined operators are registered."""
-    path = Path(MODEL_SOURCE.split(":")[0])
-    if path.suffix == ".py" and path.exists():
-        if path.stem in sys.modules:
-            return sys.modules[path.stem]
-        sys.path.insert(0, str(path.parent.resolve()))
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
-        return module
-    return importlib.import_module(MODEL_SOURCE.split(":")[0])
-
-
-def resolve(model):
-    """The callable behind the operator key: torch.ops for 'ns::name', else a dotted path or a model attribute."""
-    if "::" in OPERATOR:
-        namespace, name = OPERATOR.split("::", 1)
-        return getattr(getattr(torch.ops, namespace), name)
-    head, _, rest = OPERATOR.partition(".")
-    if head == "Tensor":
-        return lambda first, *args, **kwargs: getattr(first, rest)(*args, **kwargs)
-    if head == model.__name__.rpartition(".")[2] and hasattr(model, rest.split(".")[0]):
-        target = model
-        for part in rest.split("."):
-            target = getattr(target, part)
-        return getattr(target, "apply", target)
-    module_name, _, attribute = OPERATOR.rpartition(".")
-    return getattr(importlib.import_module(module_name), attribute)
-
+{loading}
 
 def schema_arguments(call, inputs, attrs):
     """For a torch.ops operator: the arguments in schema order (tensors from the inputs, the rest from the captured
