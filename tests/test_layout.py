@@ -1,6 +1,6 @@
 """The package's shape: imports run one way (the layers below), no import cycle between its modules, no module over
-450 lines, and the files pyproject.toml's [tool.mypy] lists type-check clean (make test runs mypy too; the
-layout test runs it so that a type error is found wherever the package's shape is checked).
+450 lines, and the whole package type-checks clean with mypy (pyproject.toml's [tool.mypy]; make test runs mypy
+too; the layout test runs it so that a type error is found wherever the package's shape is checked).
 
 Imports under `if TYPE_CHECKING:` count too: they never run, but a type one module names from another is still a
 dependency a reader follows, and a circle of them (the findings graph and its registry once were one) is a knot in
@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import opassess
@@ -203,6 +204,13 @@ def test_no_private_name_is_imported_from_another_package():
                 found += [f"{name}: from {target} import {alias.name}" for alias in node.names
                           if alias.name.startswith("_") and alias.name != "__version__"]
     assert not found, "\n".join(found)
+
+
+def test_mypy_checks_the_whole_package():
+    config = tomllib.loads((ROOT.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert config["files"] == ["opassess"] and "exclude" not in config, "[tool.mypy] must check all of opassess"
+    loosened = [o for o in config.get("overrides", ()) for m in o["module"] if m.split(".")[0] == "opassess"]
+    assert not loosened, f"per-module mypy overrides on the package: {loosened}"
 
 
 def test_mypy_is_clean_on_the_checked_files():
