@@ -130,3 +130,19 @@ def test_a_backward_takes_the_flops_its_calls_counted():
     assert backward_work(forward, node).flops == 256
     counted = backward_work(forward, OpNode(**{**node.__dict__, "backward_flops": 300}))
     assert counted.flops == 300 and counted.launches == 2
+
+
+def test_a_binding_still_to_write_runs_on_the_cpu_until_it_is_written():
+    # lgamma.py: aten::lgamma has no torch_npu registration but CANN documents aclnnLgamma (reason binding,
+    # param-converted). As the model stands torch_npu falls back to the CPU: the call is timed so, its roofline is
+    # the NPU time once the binding is written, and the penalty names the binding it waits for.
+    perf = run("lgamma.py")
+    (call,) = [c for c in perf.step.calls if c.op == "torch.lgamma"]
+    assert call.unit == "cpu-fallback" and call.bound == "host" and call.us > call.roofline_us > 0
+    (penalty,) = call.penalties
+    assert penalty.code == "cpu-fallback" and penalty.us == pytest.approx(call.us - call.roofline_us)
+    assert penalty.why.startswith("no torch_npu registration for aten::lgamma yet (CANN has the kernel): until its "
+                                  "op-plugin binding is written, it runs on the CPU")
+    # a param-converted operator whose kernel exists is timed on the NPU: float64.py's Linear (a cast to make)
+    linear = [c for c in run("float64.py").step.calls if c.op == "torch.nn.Linear"]
+    assert linear and all(c.unit == "cube" and "cpu-fallback" not in {p.code for p in c.penalties} for c in linear)
