@@ -11,7 +11,7 @@ and remembers its %-format message id and values; `say(text, _)` renders either 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +36,19 @@ class Message:
     def of(cls, template: str, **values: Any) -> Message:
         return cls(template, tuple(values.items()))
 
+    @classmethod
+    def join(cls, parts: Sequence[Any], separator: str) -> Message:
+        """Phrases (Messages or identifiers) as one Message, joined by `separator` (itself a message id: ' or ')."""
+        names = [f"p{i}" for i in range(len(parts))]
+        return cls.of("{separator}".join("{" + name + "}" for name in names), separator=cls(separator),
+                      **dict(zip(names, parts, strict=True)))
+
     def text(self, _: Callable[[str], str] = _as_written) -> str:
         """The sentence in the language of `_` (English by default): its template translated, then filled."""
         if not self.template:
             return ""
+        if not self.values:  # a phrase without placeholders (it may hold braces: a quoted fact)
+            return _(self.template)
         return _(self.template).format(**{key: value.text(_) if isinstance(value, Message) else value
                                           for key, value in self.values})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import ROOT
+from tests.support import ROOT
 
 
 def test_benchmark_runs_at_reduced_size():

@@ -43,13 +43,6 @@ INTERLEAVED_ROUTE = N_("interleaved rotary layout (view to (..., d/2, 2) and swa
                        "takes the interleaved layout as is")
 
 
-def _joined(parts: list, separator: str) -> Message:
-    """Phrases (Messages or identifiers) as one Message, joined by `separator` (a message id: ' or ', translated)."""
-    names = [f"p{i}" for i in range(len(parts))]
-    return Message.of("{separator}".join("{" + n + "}" for n in names) if parts else "",
-                      separator=Message(separator), **dict(zip(names, parts, strict=True)))
-
-
 def _keys(graph: Graph, name: str) -> set[str]:
     node = graph.node[name]
     return {node.key, *node.entry, *(c.op for c in node.aten)}
@@ -206,7 +199,7 @@ def variant_findings(survey: Survey) -> list[Finding]:
             routes.append(Message(N_("npu_fusion_attention(sink=...) in training")))
         if _schema_has(kb, "npu_fused_infer_attention_score_v2", "learnable_sink"):
             routes.append(Message(N_("npu_fused_infer_attention_score_v2(learnable_sink=...) in inference")))
-        add(Message.of(SINKS, count=len(sinks), routes=_joined(routes, "; ") if routes else Message(NO_SINK_OP)),
+        add(Message.of(SINKS, count=len(sinks), routes=Message.join(routes, "; ") if routes else Message(NO_SINK_OP)),
             [n for chain in sinks for n in chain], "torch_npu.npu_fusion_attention" if routes else None,
             occurrences=len(sinks))
     bands = _bands(graph)
@@ -219,15 +212,15 @@ def variant_findings(survey: Survey) -> list[Finding]:
     decode = _decode(graph)
     if decode:
         apis = [a for a in ("npu_fused_infer_attention_score", "npu_incre_flash_attention") if _custom(kb, a)]
-        add(Message.of(DECODE_ROUTE if apis else DECODE, count=len(decode), apis=_joined(apis, N_(" or "))),
+        add(Message.of(DECODE_ROUTE if apis else DECODE, count=len(decode), apis=Message.join(apis, N_(" or "))),
             decode, f"torch_npu.{apis[0]}" if apis else None, occurrences=len(decode))
     latent = _latent(graph)
     if latent:
         apis = [a for a in ("npu_mla_prolog", "atb::npu_multi_head_latent_attention") if _custom(kb, a)]
         train = _schema_has(kb, "npu_fusion_attention_v2", "query_rope", "key_rope")
-        routes = ([Message.of(N_("{apis} in inference"), apis=_joined(apis, N_(" and ")))] if apis else []) + \
+        routes = ([Message.of(N_("{apis} in inference"), apis=Message.join(apis, N_(" and ")))] if apis else []) + \
             ([Message(N_("npu_fusion_attention_v2(query_rope=..., key_rope=...) in training"))] if train else [])
-        add(Message.of(LATENT_ROUTE if routes else LATENT, count=len(latent), routes=_joined(routes, "; ")),
+        add(Message.of(LATENT_ROUTE if routes else LATENT, count=len(latent), routes=Message.join(routes, "; ")),
             [n for chain in latent for n in chain],
             f"torch_npu.{apis[0].removeprefix('atb::')}" if apis else None, occurrences=len(latent))
     interleaved = _interleaved(graph)

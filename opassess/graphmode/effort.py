@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..messages import N_, Message
 from ..records import Effort
 from .records import BREAK_KINDS, BackendReadiness, GraphEffort
 
@@ -17,12 +18,15 @@ def graph_effort(readiness: BackendReadiness, rates: Mapping[str, tuple[float, f
     units: dict[str, set] = {kind: set() for kind in BREAK_KINDS}
     for item in readiness.breaks:
         units[item.kind].add((item.source or item.op) if item.kind in _UNIT_BY_SOURCE else item.op)
-    parts, total = [], Effort(0.0, 0.0, 0.0)
+    parts: list[Message] = []
+    total = Effort(0.0, 0.0, 0.0)
     for kind in BREAK_KINDS:
         count = len(units[kind])
         if not count or kind not in rates:
             continue
         low, likely, high = rates[kind]
         total = total + Effort(count * low, count * likely, count * high)
-        parts.append(f"{count} {kind} x [{low:g}-{likely:g}-{high:g}]")
-    return GraphEffort(readiness.backend, total, " + ".join(parts))
+        parts.append(Message.of(N_("{count} {kind} x [{low:g}-{likely:g}-{high:g}]"), count=count, kind=kind, low=low,
+                                likely=likely, high=high))
+    basis = Message.join(parts, " + ")
+    return GraphEffort(readiness.backend, total, basis.text(), basis)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..messages import Message
 from ..records import DynamoRun, Effort
 from ..vocabulary import GRAPH_BACKENDS
 
@@ -36,6 +37,7 @@ class BackendVerdict:
     reason: str
     evidence: tuple[str, ...]  # "torchair_ge_converter_status.tsv:6 (aten::_adaptive_avg_pool3d: not_implemented)"
     aten: tuple[str, ...] = ()  # the ATen ops that decided it
+    message: Message | None = None  # the reason as a catalog message (reason == message.text())
 
     @property
     def blocking(self) -> bool:
@@ -52,6 +54,9 @@ class GraphBreak:
     kind: str  # one of BREAK_KINDS
     method: str = "capture"  # one of METHODS: which analysis found it
     fix: str | None = None  # the cheap fix, when there is one ("move .item() out of forward")
+    # reason and fix as catalog messages (reason == message.text()), for the reports in the reader's language
+    message: Message | None = None
+    fix_message: Message | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class BackendReadiness:
     capturable_flops_share: float | None  # FLOPs in nodes the back-end takes / all FLOPs; None: no FLOPs known
     split_points: tuple[str, ...]  # the ops a piecewise capture splits at (vLLM's splitting ops), first seen first
     notes: tuple[str, ...] = ()  # facts that hold beyond the breaks: no backward capture, the re-capture limit
+    note_messages: tuple[Message, ...] = ()  # the notes as catalog messages (notes[i] == note_messages[i].text())
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,7 @@ class GraphEffort:
     backend: str
     person_days: Effort
     basis: str  # "2 host-sync x [0.1-0.25-1] + 1 operator x [0.5-2-5]"; "" when nothing is to do
+    basis_message: Message | None = None  # the basis as a catalog message (basis == basis_message.text())
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..graphmode.records import GraphBreak, GraphMode
 from .display_records import ActionItem, Record
+from .i18n import N_
 from .text import days, percent
 
 FIRST_BLOCKERS = 2  # breaks a back-end's line names; the table lists every one
 # How the reports name each back-end (the JSON keys stay the short names).
-TITLES = {"inductor": "inductor (torch.compile, torch_npu's inductor)",
-          "npugraph_ex": "npugraph_ex (aclgraph capture; npugraphs alike)",
-          "ge": "GE (torchair max-autotune graph)"}
+TITLES = {"inductor": N_("inductor (torch.compile, torch_npu's inductor)"),
+          "npugraph_ex": N_("npugraph_ex (aclgraph capture; npugraphs alike)"),
+          "ge": N_("GE (torchair max-autotune graph)")}
+Translate = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -46,59 +49,88 @@ class GraphSection(Record):
     effort_text: str  # "npugraph_ex: 1.5 person-days (0.35-3), apart from the eager migration: ..."
 
 
-def _where(item: Mapping[str, Any], shorten: Callable[[str], str]) -> str:
-    return f" at {shorten(item['source'])}" if item.get("source") else ""
+def _where(item: Mapping[str, Any], shorten: Callable[[str], str], gettext: Translate) -> str:
+    return gettext(" at %(source)s") % {"source": shorten(item["source"])} if item.get("source") else ""
 
 
-def graph_section(document: Mapping[str, Any], gettext: Callable[[str], str],
-                  shorten: Callable[[str], str] = str) -> GraphSection | None:
-    """The section, or None when the analysis was switched off (--no-graph-mode)."""
+def _said(item: GraphBreak | None, doc: Mapping[str, Any], gettext: Translate) -> tuple[str, str]:
+    """A break's reason and fix in the reader's language, from its record's messages (the document's English text
+    when there is no record)."""
+    reason = item.message.text(gettext) if item is not None and item.message else doc["reason"]
+    fix = item.fix_message.text(gettext) if item is not None and item.fix_message else doc.get("fix") or ""
+    return reason, fix
+
+
+def _breaks(record: GraphMode | None, name: str, count: int) -> tuple[GraphBreak | None, ...]:
+    """One back-end's break records, in the document's order (None for each when there is no record)."""
+    found = next((b.breaks for b in record.backends if b.backend == name), ()) if record is not None else ()
+    return found if len(found) == count else (None,) * count
+
+
+def _notes(record: GraphMode | None, name: str, written: list[str], gettext: Translate) -> list[str]:
+    said = next((b.note_messages for b in record.backends if b.backend == name), ()) if record is not None else ()
+    return [m.text(gettext) for m in said] if len(said) == len(written) else list(written)
+
+
+def graph_section(document: Mapping[str, Any], gettext: Translate, shorten: Callable[[str], str] = str,
+                  record: GraphMode | None = None) -> GraphSection | None:
+    """The section, or None when the analysis was switched off (--no-graph-mode). `record`, the assessment's
+    GraphMode, gives the reasons, fixes and notes as catalog messages (else they read as the document has them)."""
     graph = document.get("graph_mode")
     if not graph:
         return None
     lines: list[BackendLine] = []
-    rows: dict[tuple[str, str, str, str], tuple[Mapping[str, Any], list[str]]] = {}  # break -> (it, back-ends)
+    # break -> (it, back-ends, (reason, fix) said)
+    rows: dict[tuple[str, str, str, str], tuple[Mapping[str, Any], list[str], tuple[str, str]]] = {}
+    notes: list[str] = []
     for name, backend in graph["backends"].items():
         share = backend["capturable_flops_share"]
         flops = gettext("%s of the FLOPs in capturable regions") % percent(share) if share is not None else ""
         if backend["ready"]:
             text = gettext("ready") + (f", {flops}" if flops else "")
         else:
-            shown = "; ".join(f"{b['op']}{_where(b, shorten)} ({b['kind']})"
+            shown = "; ".join(f"{b['op']}{_where(b, shorten, gettext)} ({b['kind']})"
                               for b in backend["breaks"][:FIRST_BLOCKERS])
             more = len(backend["breaks"]) - FIRST_BLOCKERS
             text = (gettext("not ready, %(n)d break(s): %(shown)s") % {"n": len(backend["breaks"]), "shown": shown}
                     + (gettext(" and %d more") % more if more > 0 else "") + (f"; {flops}" if flops else ""))
-        lines.append(BackendLine(name, TITLES.get(name, name), backend["ready"], text, name == graph["backend"]))
-        for b in backend["breaks"]:
+        lines.append(BackendLine(name, gettext(TITLES[name]) if name in TITLES else name, backend["ready"], text,
+                                 name == graph["backend"]))
+        for b, item in zip(backend["breaks"], _breaks(record, name, len(backend["breaks"])), strict=True):
             key = (b["op"], b["kind"], b.get("source") or "", b["reason"])
-            rows.setdefault(key, (b, []))[1].append(name)
-    breaks = tuple(BreakRow(", ".join(names), b["op"], b["kind"], shorten(b.get("source") or ""), b["reason"],
-                            b["method"], b.get("fix") or "") for b, names in rows.values())
-    notes = tuple(dict.fromkeys(f"{name}: {n}" for name, backend in graph["backends"].items()
-                                for n in backend["notes"]))
+            rows.setdefault(key, (b, [], _said(item, b, gettext)))[1].append(name)
+        notes += [f"{name}: {n}" for n in _notes(record, name, backend["notes"], gettext)]
+    breaks = tuple(BreakRow(", ".join(names), b["op"], b["kind"], shorten(b.get("source") or ""), reason,
+                            b["method"], fix) for b, names, (reason, fix) in rows.values())
     method = (gettext("Breaks found by torch._dynamo run on the model and in the captured ATen calls")
               if graph["method"] == "dynamo" else gettext("Breaks found in the captured ATen calls"))
     effort = graph.get("effort")
     effort_text = ""
     if effort is not None and effort["basis"]:
         pd = effort["person_days"]
+        said_basis = record.effort.basis_message.text(gettext) if record is not None and record.effort is not None \
+            and record.effort.basis_message else effort["basis"]
         effort_text = (gettext("%(backend)s: %(likely)s person-days (%(low)s-%(high)s) to make it work, apart from "
                                "the eager migration and not in its total") % {
             "backend": effort["backend"], "likely": days(pd["likely"]), "low": days(pd["low"]),
-            "high": days(pd["high"])}) + (f": {effort['basis']}" if effort["basis"] else "")
-    return GraphSection(method, graph["unseen"], tuple(lines), breaks, notes, effort_text)
+            "high": days(pd["high"])}) + f": {said_basis}"
+    return GraphSection(method, gettext(graph["unseen"]), tuple(lines), breaks, tuple(dict.fromkeys(notes)),
+                        effort_text)
 
 
-def graph_actions(document: Mapping[str, Any], shorten: Callable[[str], str] = str) -> tuple[ActionItem, ...]:
-    """The cheap fixes of the chosen back-end's breaks, one item per operator and fix."""
+def graph_actions(document: Mapping[str, Any], shorten: Callable[[str], str] = str, gettext: Translate = str,
+                  record: GraphMode | None = None) -> tuple[ActionItem, ...]:
+    """The cheap fixes of the chosen back-end's breaks, one item per operator and fix (said in the reader's language
+    when `record` gives them as messages)."""
     graph = document.get("graph_mode")
     if not graph:
         return ()
+    breaks = graph["backends"][graph["backend"]]["breaks"]
     items: dict[tuple[str, str], list[str]] = {}
-    for b in graph["backends"][graph["backend"]]["breaks"]:
+    for b, item in zip(breaks, _breaks(record, graph["backend"], len(breaks)), strict=True):
         if b.get("fix"):
-            items.setdefault((b["op"], b["fix"]), []).append(shorten(b["source"]) if b.get("source") else "")
+            fix = _said(item, b, gettext)[1]
+            items.setdefault((b["op"], fix), []).append(shorten(b["source"]) if b.get("source") else "")
     return tuple(ActionItem(kind="graph-break", subject=op,
                             action=f"{fix} ({', '.join(s for s in sources if s)})" if any(sources) else fix,
                             days_text="") for (op, fix), sources in items.items())

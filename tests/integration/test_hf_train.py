@@ -9,11 +9,10 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from conftest import ROOT  # noqa: E402
-
 from opassess.classify import classify  # noqa: E402
 from opassess.kb.store import load_kb  # noqa: E402
 from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
+from tests.support import ROOT  # noqa: E402
 
 BENCHMARKS = ROOT / "benchmarks"
 

@@ -320,7 +320,7 @@ def _print_graph(console: Console, section: GraphSection, _: Gettext) -> None:
         console.print(text)
     if section.effort_text:
         console.print(Text(f"  {section.effort_text}", style="dim"))
-    console.print(Text(f"  {section.unseen}.", style="dim"))
+    console.print(Text("  " + _("%(sentence)s.") % {"sentence": section.unseen}, style="dim"))
     console.print()
 
 
