@@ -179,32 +179,6 @@ SIGNATURES = json.loads(r"""{signatures}""")
 
 {loading}
 
-PLACEHOLDERS = {{"float": 1.0, "int": 1, "bool": False, "SymInt": 1}}
-
-
-def schema_arguments(call, inputs, attrs):
-    """For a torch.ops operator: the arguments in schema order, tensors from the captured inputs, the rest from the
-    captured attributes; a scalar the capture did not record gets its default or a placeholder (said on stderr)."""
-    schema = getattr(getattr(call, "default", call), "_schema", None)
-    if schema is None:
-        return inputs, attrs
-    tensors, args = iter(inputs), []
-    for argument in schema.arguments:
-        kind = str(argument.type)
-        if kind.startswith("Tensor"):
-            args.append(next(tensors, None))
-        elif argument.name in attrs:
-            args.append(attrs[argument.name])
-        elif argument.has_default_value():
-            args.append(argument.default_value)
-        else:
-            value = PLACEHOLDERS.get(kind.rstrip("?"))
-            print(f"note: argument {{argument.name}} ({{kind}}) was not captured; using {{value!r}}: set the "
-                  f"model's value", file=sys.stderr)
-            args.append(value)
-    return args, {{}}
-
-
 def make_input(shape, dtype, device):
     if shape is None:
         return None

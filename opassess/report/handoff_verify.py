@@ -44,8 +44,9 @@ def verification_harness(op: Mapping[str, Any], document: Mapping[str, Any]) -> 
                            signatures=json.dumps(harness_signatures(op), indent=1), loading=MODEL_LOADING)
 
 
-# The model's import and the operator's lookup, which the reproduction script (handoff.py) carries too: every
-# generated file stands alone, so the text is spliced into both templates ({loading}) rather than imported.
+# The model's import, the operator's lookup and its arguments in schema order, which the reproduction script
+# (handoff.py) carries too: every generated file stands alone, so the text is spliced into both templates ({loading})
+# rather than imported.
 MODEL_LOADING = '''def load_model_module():
     """Import the model file (or module) once, so that project-defined operators are registered."""
     path = Path(MODEL_SOURCE.split(":")[0])
@@ -77,6 +78,32 @@ def resolve(model):
         return getattr(target, "apply", target)
     module_name, _, attribute = OPERATOR.rpartition(".")
     return getattr(importlib.import_module(module_name), attribute)
+
+
+PLACEHOLDERS = {"float": 1.0, "int": 1, "bool": False, "SymInt": 1}
+
+
+def schema_arguments(call, inputs, attrs):
+    """For a torch.ops operator: the arguments in schema order, tensors from the captured inputs, the rest from the
+    captured attributes; a scalar the capture did not record gets its default or a placeholder (said on stderr)."""
+    schema = getattr(getattr(call, "default", call), "_schema", None)
+    if schema is None:
+        return inputs, attrs
+    tensors, args = iter(inputs), []
+    for argument in schema.arguments:
+        kind = str(argument.type)
+        if kind.startswith("Tensor"):
+            args.append(next(tensors, None))
+        elif argument.name in attrs:
+            args.append(attrs[argument.name])
+        elif argument.has_default_value():
+            args.append(argument.default_value)
+        else:
+            value = PLACEHOLDERS.get(kind.rstrip("?"))
+            print(f"note: argument {argument.name} ({kind}) was not captured; using {value!r}: set the "
+                  f"model's value", file=sys.stderr)
+            args.append(value)
+    return args, {}
 '''
 
 
@@ -119,7 +146,6 @@ SIGNATURES = json.loads(r"""{signatures}""")
 DEVICE = os.environ.get("OPASSESS_VERIFY_DEVICE", "npu")
 REPEATS = 5
 SEED = 1234
-PLACEHOLDERS = {{"float": 1.0, "int": 1, "bool": False, "SymInt": 1}}
 # JUnit properties are what opassess reads back; pytest's default xunit2 family still writes them, with a warning.
 pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible:pytest.PytestWarning")
 
@@ -132,26 +158,6 @@ def tolerances():
 
 
 {loading}
-
-def schema_arguments(call, inputs, attrs):
-    """For a torch.ops operator: the arguments in schema order (tensors from the inputs, the rest from the captured
-    attributes, else the default or a placeholder)."""
-    schema = getattr(getattr(call, "default", call), "_schema", None)
-    if schema is None:
-        return inputs, attrs
-    tensors, args = iter(inputs), []
-    for argument in schema.arguments:
-        kind = str(argument.type)
-        if kind.startswith("Tensor"):
-            args.append(next(tensors, None))
-        elif argument.name in attrs:
-            args.append(attrs[argument.name])
-        elif argument.has_default_value():
-            args.append(argument.default_value)
-        else:
-            args.append(PLACEHOLDERS.get(kind.rstrip("?")))
-    return args, {{}}
-
 
 def make_input(shape, dtype):
     if shape is None:

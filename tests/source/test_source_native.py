@@ -1,7 +1,7 @@
 """opassess.source.native: __global__ kernels sized by brace matching, bindings, GPU library calls."""
 from __future__ import annotations
 
-from opassess.source.native import blank_comments_and_strings, file_summary, library_of, scan_native
+from opassess.source.native import blank_comments_and_strings, library_of, scan_native
 
 SOURCE = """\
 #include <cublas_v2.h>
@@ -40,8 +40,6 @@ def test_kernels_bindings_and_library_calls():
     assert binding.get("module") == "myops"
     assert runtime.all("call") == ("cublasSgemm x1", "cudaMalloc x2", "ncclAllReduce x1")
     assert runtime.all("launch") == ("add_kernel",)
-    size = file_summary(sites, SOURCE)
-    assert (size.lines, size.kernels, size.apis) == (17, 1, ("cublasSgemm", "cudaMalloc", "ncclAllReduce"))
 
 
 def test_launch_bounds_are_skipped_when_naming_a_kernel():
