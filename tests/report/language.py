@@ -1,12 +1,12 @@
 """The completeness check of a translated report: the English sentences left in it, outside identifiers and code.
 
 `english_sentences(text)` strips what is meant to stay as written (fenced and inline code, HTML tags, scripts and
-styles, URLs, text quoted verbatim in Chinese quotation marks “...” / 「...」 (a message another program wrote, torch's
-error: data, not the report's sentence), identifiers: anything with `.`, `::`, `_`, `/`, `@`, `=`, a digit or an inner capital, and the names
-in KEPT), then returns every run of two or more English words left (a label of one word, 'Model', is not caught:
-it cannot be told from a class name, 'Linear'); numbers and identifiers break a run, so one
-message gives the same sentences whatever its parameters. A Chinese report should have none; the test keeps an
-allowance of the sentences not yet moved through the catalog, each named, which may only shrink.
+styles, URLs, text quoted verbatim in Chinese quotation marks “...” / 「...」 (a message another program wrote,
+torch's error: data, not the report's sentence), identifiers: anything with `.`, `::`, `_`, `/`, `@`, `=`, a digit
+or an inner capital, and the names in KEPT), then returns every run of two or more English words left (a label of
+one word, 'Model', is not caught: it cannot be told from a class name, 'Linear'); numbers and identifiers break a
+run, so one message gives the same sentences whatever its parameters. A Chinese report should have none; the test
+keeps an allowance of the sentences not yet moved through the catalog, each named, which may only shrink.
 """
 from __future__ import annotations
 
