@@ -1,27 +1,13 @@
-"""Shared test helpers: paths of the bundled and purpose-built model files, and a writer for throwaway ones."""
+"""Fixtures and hooks for the whole suite (the shared paths and model texts are in tests/support.py; each folder's
+helpers are in its own modules)."""
 from __future__ import annotations
 
-import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-MODELS = ROOT / "tests" / "models"
-
-
-# Building tests/models/cpp_extension.py (torch.utils.cpp_extension) needs a C++ compiler and ninja; the build is
-# slow the first time (torch caches it per machine under ~/.cache/torch_extensions, so it runs once per machine).
-_no_cpp_toolchain = pytest.mark.skipif(
-    not ((shutil.which("c++") or shutil.which("g++")) and shutil.which("ninja")),
-    reason="building a C++ extension needs a C++ compiler and ninja")
-
-
-def needs_cpp_toolchain(test):
-    """Skip `test` without a C++ toolchain; mark it slow (`make test-fast` leaves it out)."""
-    return pytest.mark.slow(_no_cpp_toolchain(test))
+from opassess.kb.store import KnowledgeBase, load_kb
 
 
 def pytest_collection_modifyitems(items):
@@ -49,14 +35,7 @@ def _no_ci_step_summary(monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
-# A two-layer model file (indented: textwrap.dedent it) for the CLI tests of inputs and outputs.
-TINY = """
-    import torch
-    from torch import nn
-
-    def build_model():
-        return nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-
-    def example_inputs():
-        return (torch.randn(2, 4),)
-"""
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory) -> KnowledgeBase:
+    """The shipped knowledge base alone: an empty overlay folder, whatever the user has imported."""
+    return load_kb(tmp_path_factory.mktemp("no-overlay"))

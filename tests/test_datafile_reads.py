@@ -8,13 +8,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import TINY
 from typer.testing import CliRunner
 
 from opassess import datafile
 from opassess.cli import app
 from opassess.datafile import read_bytes, read_json, read_toml
 from opassess.errors import ConfigError, ReportError
+from tests.support import TINY
 
 runner = CliRunner()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import ROOT
+from tests.support import ROOT
 
 README_MAX_LINES = 250
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

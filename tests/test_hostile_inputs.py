@@ -17,7 +17,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TINY
 from typer.testing import CliRunner
 
 from opassess import output as write_module
@@ -26,6 +25,7 @@ from opassess.errors import ReportError
 from opassess.output import append_text, write_output
 from opassess.report.formats.html import SCRIPT_HASH_PLACEHOLDER, script_hash, with_script_hash
 from opassess.report.text import inert
+from tests.support import ROOT, TINY
 
 runner = CliRunner()
 

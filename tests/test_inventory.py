@@ -1,9 +1,8 @@
 """Inventory: operators grouped as users write them, with counts derived by hand from the model source."""
 from __future__ import annotations
 
-from conftest import EXAMPLES
-
 from opassess.pipeline import ScanOptions, scan_inventory
+from tests.support import EXAMPLES
 
 
 def test_resnet_inventory_matches_hand_counts():

@@ -1,6 +1,6 @@
 """The package's shape: imports run one way (the layers below), no import cycle between its modules, no module over
-450 lines, and the files pyproject.toml's [tool.mypy] lists type-check clean (make test runs mypy too; the
-layout test runs it so that a type error is found wherever the package's shape is checked).
+450 lines, and the whole package type-checks clean with mypy (pyproject.toml's [tool.mypy]; make test runs mypy
+too; the layout test runs it so that a type error is found wherever the package's shape is checked).
 
 Imports under `if TYPE_CHECKING:` count too: they never run, but a type one module names from another is still a
 dependency a reader follows, and a circle of them (the findings graph and its registry once were one) is a knot in
@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import opassess
@@ -205,6 +206,13 @@ def test_no_private_name_is_imported_from_another_package():
     assert not found, "\n".join(found)
 
 
+def test_mypy_checks_the_whole_package():
+    config = tomllib.loads((ROOT.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert config["files"] == ["opassess"] and "exclude" not in config, "[tool.mypy] must check all of opassess"
+    loosened = [o for o in config.get("overrides", ()) for m in o["module"] if m.split(".")[0] == "opassess"]
+    assert not loosened, f"per-module mypy overrides on the package: {loosened}"
+
+
 def test_mypy_is_clean_on_the_checked_files():
     result = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT.parent, capture_output=True,
                             text=True, timeout=600)
@@ -224,8 +232,8 @@ def test_the_type_gate_fails_on_a_type_error(tmp_path):
 
 # The checks of the registries and documents that take a moment, run here too: this file runs on every change, and a
 # code left unregistered, a schema enum or docs page left behind, or a broken link is as much a shape fault.
-from test_docs import test_every_relative_link_resolves, test_no_path_outside_the_repository  # noqa: E402,F401
-from test_reasons import (  # noqa: E402,F401
+from tests.test_docs import test_every_relative_link_resolves, test_no_path_outside_the_repository  # noqa: E402,F401
+from tests.test_reasons import (  # noqa: E402,F401
     test_a_code_decides_no_harder_category_than_registered,
     test_docs_reasons_page_is_current,
     test_every_code_the_classifier_gives_is_registered_and_every_registered_code_is_given,

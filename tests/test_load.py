@@ -5,10 +5,10 @@ import sys
 
 import pytest
 import torch
-from conftest import EXAMPLES
 
 from opassess.errors import ModelLoadError
 from opassess.load import LoadRequest, load_model, parse_shape
+from tests.support import EXAMPLES
 
 
 def test_model_file_is_built_on_meta_with_its_example_inputs():

@@ -3,12 +3,12 @@ broken rule as bad usage (exit 2) naming the option, as typer reports a bad valu
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLES
 from typer.testing import CliRunner
 
 from opassess.cli import app
 from opassess.errors import EXIT_USAGE, UsageError
 from opassess.options import DEFAULT_PRODUCT, OutputOptions, ScanOptions
+from tests.support import EXAMPLES
 
 
 @pytest.mark.parametrize("fields, option, message", [
@@ -75,7 +75,7 @@ def test_the_default_product_is_stated_once():
     string "Atlas A2" is a constant in one module only (docstrings and comments aside)."""
     import ast
 
-    from conftest import ROOT
+    from tests.support import ROOT
 
     stated = sorted({str(p.relative_to(ROOT)) for p in (ROOT / "opassess").rglob("*.py")
                      for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))

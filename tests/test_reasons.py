@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT
 from typer.testing import CliRunner
 
 import opassess.classify
@@ -19,6 +18,7 @@ from opassess.records import ClassifiedOp, Operator, Reason
 from opassess.report.handoff import CHECK_REASONS
 from opassess.score.weights_load import load_weights
 from opassess.vocabulary import Category
+from tests.support import EXAMPLES, ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 from reason_docs import OUT, reasons_markdown  # noqa: E402

@@ -10,7 +10,7 @@ import sys
 import textwrap
 import time
 
-from conftest import ROOT, TINY
+from tests.support import ROOT, TINY
 
 HEAD = ["start", "worker", "load", "trace", "transfer", "classify"]
 

@@ -7,7 +7,6 @@ import os
 import textwrap
 
 import pytest
-from conftest import TINY
 from typer.testing import CliRunner
 
 from opassess import output as write_module
@@ -15,6 +14,7 @@ from opassess.cli import app
 from opassess.cli.errors import MESSAGE_LIMIT, one_line
 from opassess.errors import ReportError
 from opassess.output import append_text, write_output
+from tests.support import TINY
 
 runner = CliRunner()
 

@@ -9,10 +9,7 @@ category tag and its clause index under the limitation's id (a sha256 prefix of 
 """
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
 import hashlib
-import os
 import re
 import sys
 from collections import Counter, defaultdict
@@ -24,7 +21,7 @@ import kb_routes  # noqa: E402
 import kb_source  # noqa: E402
 from kb_kernels import build_aclnn  # noqa: E402
 from limitations import parse_limitation  # noqa: E402
-from tables import read_tsv, sha256, write_json  # noqa: E402
+from tables import missing, provenance_rows, read_tsv, run, sources, timestamp, write_json  # noqa: E402
 
 GENERATOR_VERSION = "1.0"
 KB_FORMAT = 1
@@ -335,19 +332,8 @@ def build_onnx(rows: list[dict[str, str]]) -> tuple[dict, dict]:
 
 
 def parse_readme_provenance(readme: Path) -> list[dict[str, str]]:
-    repos = []
-    in_table = False
-    for line in readme.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## Provenance"):
-            in_table = True
-            continue
-        if in_table and line.startswith("## "):
-            break
-        if in_table and line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if len(cells) >= 3 and re.fullmatch(r"[0-9a-f]{40}", cells[1]):
-                repos.append({"repository": cells[0], "commit": cells[1], "read": cells[2]})
-    return repos
+    return [{"repository": cells[0], "commit": cells[1], "read": cells[2]}
+            for cells in provenance_rows(readme, "## Provenance")]
 
 
 def newest_kernel_version(readme: Path) -> str | None:
@@ -355,20 +341,12 @@ def newest_kernel_version(readme: Path) -> str | None:
     return m.group(1) if m else None
 
 
-def generation_date() -> str:
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    moment = _dt.datetime.fromtimestamp(int(epoch), _dt.UTC) if epoch else _dt.datetime.now(_dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # ------------------------------------------------------------------ main
 
 
 def build(facts: Path, out: Path) -> dict:
     """Read every table under `facts`, write the KB files under `out`, return the provenance record."""
-    missing = [name for name in TABLES.values() if not (facts / name).is_file()]
-    if missing or not (facts / "README.md").is_file():
-        raise SystemExit(f"build_kb: {facts} lacks {', '.join(missing) or 'README.md'}")
+    missing(facts, (*TABLES.values(), "README.md"), "build_kb")
     rows = {key: read_tsv(facts / name) for key, name in TABLES.items()}
     kernels, k_counts = build_kernels(rows["kernels"])
     custom, c_counts = build_custom_ops(rows["custom_ops"])
@@ -393,13 +371,12 @@ def build(facts: Path, out: Path) -> dict:
         "format": KB_FORMAT,
         "generator": "tools/build_kb.py",
         "generator_version": GENERATOR_VERSION,
-        "generated_at": generation_date(),
+        "generated_at": timestamp(),
         "kind": "shipped",
         "products": [p for p, _ in PRODUCT_COLUMNS],
         "kernel_newest_version": newest_kernel_version(facts / "README.md"),
         "upstream": parse_readme_provenance(facts / "README.md"),
-        "sources": {name: {"table": fname, "sha256": sha256(facts / fname), "rows": len(rows[name])}
-                    for name, fname in TABLES.items()},
+        "sources": sources(facts, TABLES, {key: len(table) for key, table in rows.items()}),
         "counts": {**k_counts, **c_counts, **a_counts, **ch_counts, **m_counts, **o_counts},
         "files": sizes,
     }
@@ -434,13 +411,7 @@ def summary(provenance: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--facts", type=Path, required=True, help="folder with the Ascend fact tables and README.md")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (opassess/data/kb)")
-    args = parser.parse_args(argv)
-    provenance = build(args.facts, args.out)
-    print(summary(provenance))
-    return 0
+    return run(__doc__, lambda facts, out: summary(build(facts, out)), argv)
 
 
 if __name__ == "__main__":

@@ -25,21 +25,17 @@ Derived and missing values, said as such:
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import re
 import tomllib
 from pathlib import Path
 
-from kb_source import generation_date
-from tables import sha256, write_json
+from tables import missing, numbered_rows, run, sources, write_stamped
 
 GENERATOR_VERSION = "1.0"
 FORMAT = 1
 TABLE = "ascend_hw_figures.tsv"
 OUTPUT = "devices.json"
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "opassess" / "data" / "kb" / OUTPUT
 PRODUCTS = ROOT / "opassess" / "data" / "products.toml"
 
 TERA = 1e12  # the peak column is TFLOPS (the source tool writes `x * 1e12`)
@@ -60,11 +56,10 @@ PRODUCT_NOTES = {
 
 def profile_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
     """The table's rows with their line numbers: line 1 is the `#` source line, line 2 the header."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if not lines or not lines[0].startswith("#"):
+    comments, rows = numbered_rows(path)
+    if not comments:
         raise SystemExit(f"kb_devices: {path}: expected a '#' source line first")
-    reader = csv.DictReader(lines[1:], delimiter="\t", quoting=csv.QUOTE_NONE)
-    return [(index + 3, {k: (v or "").strip() for k, v in row.items()}) for index, row in enumerate(reader)]
+    return rows
 
 
 def cite(line: int, column: str) -> str:
@@ -176,10 +171,8 @@ def build_products(variants: dict[str, dict]) -> dict[str, dict]:
 
 def build(facts: Path, out: Path) -> dict:
     """Read the table under `facts`, write `out`/devices.json, return its provenance part."""
-    path = facts / TABLE
-    if not path.is_file():
-        raise SystemExit(f"kb_devices: {facts} lacks {TABLE}")
-    rows = profile_rows(path)
+    missing(facts, (TABLE,), "kb_devices")
+    rows = profile_rows(facts / TABLE)
     variants = build_variants(rows)
     add_launch(variants, rows)
     add_per_device(variants)
@@ -187,7 +180,7 @@ def build(facts: Path, out: Path) -> dict:
         "format": FORMAT,
         "generator": "tools/kb_devices.py",
         "generator_version": GENERATOR_VERSION,
-        "sources": {"hw_figures": {"table": TABLE, "sha256": sha256(path), "rows": len(rows)}},
+        "sources": sources(facts, {"hw_figures": TABLE}, {"hw_figures": len(rows)}),
         "conventions": {"peak": "FLOP/s = TFLOPS column x 1e12 (dense)",
                         "hbm_bandwidth": "B/s = hbm_tb_per_s column x 1024^4 (as the source tool writes it)",
                         "hbm_bytes": "bytes = hbm_gib column x 1024^3",
@@ -196,21 +189,12 @@ def build(facts: Path, out: Path) -> dict:
         "variants": variants,
         "products": build_products(variants),
     }
-    target = out / OUTPUT
-    content["generated_at"] = generation_date(content, target if target.is_file() else SHIPPED)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(target, content)
-    return {key: content[key] for key in ("generator", "generated_at", "sources")}
+    return write_stamped(content, out, OUTPUT, ("generator", "generated_at", "sources"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--facts", type=Path, required=True, help="folder with the Ascend fact tables")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (opassess/data/kb)")
-    args = parser.parse_args(argv)
-    built = build(args.facts, args.out)
-    print(f"device profiles: {built['sources']['hw_figures']['rows']} rows of {TABLE}")
-    return 0
+    return run(__doc__, lambda facts, out: f"device profiles: {build(facts, out)['sources']['hw_figures']['rows']} "
+               f"rows of {TABLE}", argv, facts_help="folder with the Ascend fact tables")
 
 
 if __name__ == "__main__":

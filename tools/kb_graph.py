@@ -16,17 +16,14 @@ Every entry carries its TSV line number (`row`, header = line 1 after the `#` so
 """
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
-from kb_source import generation_date
-from tables import sha256, write_json
+from tables import missing, numbered_rows, run, sources, sources_summary, write_stamped
 
 GENERATOR_VERSION = "1.0"
 FORMAT = 1
 OUTPUT = "graph_mode.json"
-SHIPPED = Path(__file__).resolve().parent.parent / "opassess" / "data" / "kb" / OUTPUT
 
 TABLES = {
     "ge_converters": "torchair_ge_converter_status.tsv",
@@ -42,25 +39,6 @@ GE_STATUSES = {"implemented", "implemented_with_restrictions", "not_implemented"
 DTYPE_TAGS = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "float64", "I8": "int8",
               "I16": "int16", "I32": "int32", "I64": "int64", "U8": "uint8", "BOOL": "bool"}
 _SHA = re.compile(r"@\s*([0-9a-f]{40})")
-
-
-def read_table(path: Path) -> tuple[str | None, list[tuple[int, dict[str, str]]]]:
-    """(the `#` source line or None, [(line number, row)]): rows keyed by the header, cells stripped."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    source = None
-    if lines and lines[0].startswith("#"):
-        source = lines[0].lstrip("# ").strip()
-        first = 1
-    else:
-        first = 0
-    header = lines[first].split("\t")
-    rows = []
-    for number, line in enumerate(lines[first + 1:], start=first + 2):
-        if not line.strip():
-            continue
-        cells = line.split("\t")
-        rows.append((number, {h: (cells[i].strip() if i < len(cells) else "") for i, h in enumerate(header)}))
-    return source, rows
 
 
 def aten_key(name: str) -> str | None:
@@ -231,39 +209,27 @@ def upstream(sources: dict[str, str | None], readme: Path) -> dict[str, dict]:
 
 def build(facts: Path, out: Path) -> dict:
     """Read the five tables under `facts`, write `out`/graph_mode.json, return its provenance part."""
-    missing = [name for name in TABLES.values() if not (facts / name).is_file()]
-    if missing or not (facts / "README.md").is_file():
-        raise SystemExit(f"kb_graph: {facts} lacks {', '.join(missing) or 'README.md'}")
-    read = {key: read_table(facts / name) for key, name in TABLES.items()}
-    rows = {key: table[1] for key, table in read.items()}
+    missing(facts, (*TABLES.values(), "README.md"), "kb_graph")
+    read = {key: numbered_rows(facts / name) for key, name in TABLES.items()}
+    rows = {key: table for key, (_, table) in read.items()}
     content = {
         "format": FORMAT,
         "generator": "tools/kb_graph.py",
         "generator_version": GENERATOR_VERSION,
-        "upstream": upstream({key: table[0] for key, table in read.items()}, facts / "README.md"),
-        "sources": {key: {"table": name, "sha256": sha256(facts / name), "rows": len(rows[key])}
-                    for key, name in TABLES.items()},
+        "upstream": upstream({key: next(iter(comments), None) for key, (comments, _) in read.items()},
+                             facts / "README.md"),
+        "sources": sources(facts, TABLES, {key: len(table) for key, table in rows.items()}),
         "ge_converters": build_ge_converters(rows["ge_converters"]),
         "ge_apis": build_ge_apis(rows["ge_apis"]),
         "inductor_fallback": build_inductor_fallback(rows["inductor_fallback"]),
         "verified": build_verified(rows["verified"]),
         "capture": build_capture(rows["capture"], TABLES["capture"]),
     }
-    target = out / OUTPUT
-    content["generated_at"] = generation_date(content, target if target.is_file() else SHIPPED)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(target, content)
-    return {key: content[key] for key in ("generator", "generated_at", "sources", "upstream")}
+    return write_stamped(content, out, OUTPUT, ("generator", "generated_at", "sources", "upstream"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--facts", type=Path, required=True, help="folder with the Ascend fact tables and README.md")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (opassess/data/kb)")
-    args = parser.parse_args(argv)
-    provenance = build(args.facts, args.out)
-    print("graph-mode facts: " + ", ".join(f"{s['table']} {s['rows']} rows" for s in provenance["sources"].values()))
-    return 0
+    return run(__doc__, lambda facts, out: f"graph-mode facts: {sources_summary(build(facts, out)['sources'])}", argv)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,10 @@ the same run) holds the generation date.
 """
 from __future__ import annotations
 
-import argparse
-import re
 import time
 from pathlib import Path
 
-from tables import read_tsv, sha256, write_json
+from tables import missing, provenance_rows, read_tsv, run, sources, write_json
 
 GENERATOR_VERSION = "1.0"
 FORMAT = 1
@@ -135,25 +133,13 @@ def build_aten(rows: list[dict[str, str]]) -> tuple[dict, dict]:
 
 def readme_upstream(readme: Path) -> list[dict[str, str]]:
     """The repositories and commits of the README's "Kernel-level facts" > "Provenance" table."""
-    text = readme.read_text(encoding="utf-8")
-    start = text.find("## Kernel-level facts")
-    section = text[start:text.find("\n## ", start + 1)] if start >= 0 else ""
-    table = section[section.find("### Provenance"):]
-    repos = []
-    for line in table.splitlines()[1:]:
-        if line.startswith("### "):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("|") and len(cells) >= 4 and re.fullmatch(r"[0-9a-f]{40}", cells[1]):
-            repos.append({"repository": cells[0], "commit": cells[1], "commit_date": cells[2], "read": cells[3]})
-    return repos
+    return [{"repository": cells[0], "commit": cells[1], "commit_date": cells[2], "read": cells[3]}
+            for cells in provenance_rows(readme, "### Provenance", within="## Kernel-level facts") if len(cells) >= 4]
 
 
 def compile_tables(facts: Path) -> dict:
     """Read both tables under `facts` and return the aclnn.json document."""
-    missing = [name for name in (*TABLES.values(), "README.md") if not (facts / name).is_file()]
-    if missing:
-        raise SystemExit(f"kb_kernels: {facts} lacks {', '.join(missing)}")
+    missing(facts, (*TABLES.values(), "README.md"), "kb_kernels")
     rows = {key: read_tsv(facts / name) for key, name in TABLES.items()}
     apis, api_counts = build_apis(rows["aclnn"])
     aten, aten_counts = build_aten(rows["aten"])
@@ -164,8 +150,7 @@ def compile_tables(facts: Path) -> dict:
         "generator_version": GENERATOR_VERSION,
         "doc_dates": [dates[0], dates[-1]] if dates else [],
         "upstream": readme_upstream(facts / "README.md"),
-        "sources": {key: {"table": name, "sha256": sha256(facts / name), "rows": len(rows[key])}
-                    for key, name in TABLES.items()},
+        "sources": sources(facts, TABLES, {key: len(table) for key, table in rows.items()}),
         "counts": {**api_counts, **aten_counts, "aclnn_apis_called": len(called),
                    "aclnn_apis_called_with_doc": len(called & apis.keys())},
     }
@@ -184,18 +169,16 @@ def build_aclnn(facts: Path, out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--facts", type=Path, required=True, help="folder with the Ascend fact tables and README.md")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (opassess/data/kb)")
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    document = compile_tables(args.facts)
-    size = write_aclnn(document, args.out)
-    counts = document["provenance"]["counts"]
-    print(f"{OUTPUT}: {size} bytes, {counts['aten_overloads']} ATen overloads, {counts['aclnn_apis']} aclnn APIs "
-          f"({counts['aclnn_apis_called_with_doc']}/{counts['aclnn_apis_called']} called APIs documented), "
-          f"{time.perf_counter() - started:.2f} s")
-    return 0
+    def build(facts: Path, out: Path) -> str:
+        started = time.perf_counter()
+        document = compile_tables(facts)
+        size = write_aclnn(document, out)
+        counts = document["provenance"]["counts"]
+        return (f"{OUTPUT}: {size} bytes, {counts['aten_overloads']} ATen overloads, {counts['aclnn_apis']} aclnn APIs "
+                f"({counts['aclnn_apis_called_with_doc']}/{counts['aclnn_apis_called']} called APIs documented), "
+                f"{time.perf_counter() - started:.2f} s")
+
+    return run(__doc__, build, argv)
 
 
 if __name__ == "__main__":

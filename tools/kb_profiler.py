@@ -18,17 +18,14 @@ Every entry carries the table and row line it comes from (header = line 2 for th
 """
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
-from kb_source import generation_date
-from tables import sha256, write_json
+from tables import missing, numbered_rows, run, sha256, sources_summary, write_stamped
 
 GENERATOR_VERSION = "1.0"
 FORMAT = 1
 OUTPUT = "profiler.json"
-SHIPPED = Path(__file__).resolve().parent.parent / "opassess" / "data" / "kb" / OUTPUT
 
 TABLES = {
     "columns": "profiler_csv_columns.tsv",
@@ -50,21 +47,6 @@ ROLES = {
 KERNEL_ONLY_ROLES = {"step": "Step Id"}  # kernel_details.csv columns op_summary does not have
 # op_summary spelling -> the spelling seen in the kernel_details.csv header samples (checked present there).
 SAMPLE_SPELLINGS = {"Block Num": "Block Dim", "Mix Block Num": "Mix Block Dim"}
-
-
-def commented_rows(path: Path) -> tuple[str, list[tuple[int, dict[str, str]]]]:
-    """The `#` source line and (line number, row) pairs of a table whose first line is a comment."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    comment = lines[0].lstrip("#").strip() if lines and lines[0].startswith("#") else ""
-    body = lines[1:] if comment else lines
-    header = body[0].split("\t")
-    first = 3 if comment else 2
-    rows = []
-    for number, line in enumerate(body[1:], first):
-        if line.strip():
-            cells = line.split("\t")
-            rows.append((number, dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))))
-    return comment, rows
 
 
 def _expand(column: str) -> list[str]:
@@ -192,36 +174,24 @@ def build_fallbacks(rows: list[tuple[int, dict[str, str]]], table: str) -> dict:
 
 def build(facts: Path, out: Path) -> dict:
     """Read the three tables under `facts`, write `out`/profiler.json, return its provenance part."""
-    missing = [name for name in TABLES.values() if not (facts / name).is_file()]
-    if missing:
-        raise SystemExit(f"kb_profiler: {facts} lacks {', '.join(missing)}")
-    read = {key: commented_rows(facts / name) for key, name in TABLES.items()}
-    check_rows = read["checks"][1]
+    missing(facts, TABLES.values(), "kb_profiler")
+    read = {key: numbered_rows(facts / name) for key, name in TABLES.items()}
     content = {
         "format": FORMAT,
         "generator": "tools/kb_profiler.py",
         "generator_version": GENERATOR_VERSION,
         "sources": {key: {"table": name, "sha256": sha256(facts / name), "rows": len(read[key][1]),
-                          "upstream": read[key][0]} for key, name in TABLES.items()},
+                          "upstream": " ".join(read[key][0][:1])} for key, name in TABLES.items()},
         "columns": build_columns(read["columns"][1], TABLES["columns"]),
         "advisor": build_advisor(read["advisor"][1], TABLES["advisor"]),
-        "fallbacks": build_fallbacks(check_rows, TABLES["checks"]),
+        "fallbacks": build_fallbacks(read["checks"][1], TABLES["checks"]),
     }
-    target = out / OUTPUT
-    content["generated_at"] = generation_date(content, target if target.is_file() else SHIPPED)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(target, content)
-    return {key: content[key] for key in ("generator", "generated_at", "sources")}
+    return write_stamped(content, out, OUTPUT, ("generator", "generated_at", "sources"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--facts", type=Path, required=True, help="folder with the Ascend fact tables")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (opassess/data/kb)")
-    args = parser.parse_args(argv)
-    built = build(args.facts, args.out)
-    print("profiler facts: " + ", ".join(f"{s['table']} {s['rows']} rows" for s in built["sources"].values()))
-    return 0
+    return run(__doc__, lambda facts, out: f"profiler facts: {sources_summary(build(facts, out)['sources'])}", argv,
+               facts_help="folder with the Ascend fact tables")
 
 
 if __name__ == "__main__":

@@ -16,18 +16,14 @@ English status texts are shipped. `generated_at` is kept across identical rebuil
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import re
 from pathlib import Path
 
-from kb_source import generation_date
-from tables import sha256, write_json
+from tables import missing, numbered_rows, run, sources, sources_summary, write_stamped
 
 GENERATOR_VERSION = "1.0"
 FORMAT = 1
 OUTPUT = "route_facts.json"
-SHIPPED = Path(__file__).resolve().parent.parent / "opassess" / "data" / "kb" / OUTPUT
 
 TABLES = {
     "hccl": "hccl_distributed_support.tsv",
@@ -69,16 +65,6 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp64": "flo
                             "bfloat16")}}
 GENERATIONS = {"Ascend 950": "950"}  # "only on Ascend 950+" -> the products.toml kernel column of that generation
 QUANT_PRODUCTS = {"A2": "A2", "A3": "A3", "A5": "950"}  # table column -> products.toml kernel column
-
-
-def numbered_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """The `#` source lines and the rows (cells stripped) with their line numbers in the file."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    comments = [line.lstrip("# ").strip() for line in lines if line.startswith("#")]
-    start = len(comments)
-    reader = csv.DictReader(lines[start:], delimiter="\t", quoting=csv.QUOTE_NONE)
-    return comments, [(start + index + 2, {k: (v or "").strip() for k, v in row.items() if k})
-                      for index, row in enumerate(reader)]
 
 
 def dtype_list(text: str) -> list[str]:
@@ -179,39 +165,24 @@ def build_quant(rows) -> list[dict]:
 
 def build(facts: Path, out: Path) -> dict:
     """Read the three tables under `facts`, write `out`/route_facts.json, return its provenance part."""
-    missing = [name for name in TABLES.values() if not (facts / name).is_file()]
-    if missing:
-        raise SystemExit(f"kb_routes: {facts} lacks {', '.join(missing)}")
+    missing(facts, TABLES.values(), "kb_routes")
     read = {key: numbered_rows(facts / name) for key, name in TABLES.items()}
     content = {
         "format": FORMAT,
         "generator": "tools/kb_routes.py",
         "generator_version": GENERATOR_VERSION,
         "upstream": {key: comments for key, (comments, _) in read.items() if comments},
-        "sources": {key: {"table": name, "sha256": sha256(facts / name), "rows": len(read[key][1])}
-                    for key, name in TABLES.items()},
+        "sources": sources(facts, TABLES, {key: len(rows) for key, (_, rows) in read.items()}),
         "hccl": build_hccl(read["hccl"][1]),
         "onnx": build_onnx(read["onnx"][1]),
         "quant": build_quant(read["quant"][1]),
     }
-    target = out / OUTPUT
-    content["generated_at"] = generation_date(content, target if target.is_file() else SHIPPED)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(target, content)
-    return {key: content[key] for key in ("generator", "generated_at", "sources", "upstream")}
-
-
-def summary(facts: dict) -> str:
-    return ", ".join(f"{s['table']} {s['rows']} rows" for s in facts["sources"].values())
+    return write_stamped(content, out, OUTPUT, ("generator", "generated_at", "sources", "upstream"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--facts", type=Path, required=True, help="folder with the Ascend fact tables")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (opassess/data/kb)")
-    args = parser.parse_args(argv)
-    print(f"route facts: {summary(build(args.facts, args.out))}")
-    return 0
+    return run(__doc__, lambda facts, out: f"route facts: {sources_summary(build(facts, out)['sources'])}", argv,
+               facts_help="folder with the Ascend fact tables")
 
 
 if __name__ == "__main__":

@@ -14,19 +14,14 @@ shipped (so rebuilding is idempotent and leaves git clean); SOURCE_DATE_EPOCH ov
 """
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import json
-import os
 import re
 from pathlib import Path
 
-from tables import read_tsv, sha256, write_json
+from tables import missing, numbered_rows, provenance_rows, run, sources, sources_summary, write_stamped
 
 GENERATOR_VERSION = "1.0"
 FORMAT = 1
 OUTPUT = "source_facts.json"
-SHIPPED = Path(__file__).resolve().parent.parent / "opassess" / "data" / "kb" / OUTPUT
 
 TABLES = {
     "patches": "transfer_to_npu_patches.tsv",
@@ -53,11 +48,6 @@ SYMBOL_ALIASES = {"bnb": "bitsandbytes"}
 _CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.(?:[A-Za-z_*<][A-Za-z0-9_*<>]*))+")
 _IDENT = re.compile(r"^[A-Za-z_*<][A-Za-z0-9_*<>]*$")
-
-
-def numbered_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
-    """Rows of a TSV table, cells stripped, with their line number in the file (the header is line 1)."""
-    return [(index + 2, {k: (v or "").strip() for k, v in row.items()}) for index, row in enumerate(read_tsv(path))]
 
 
 def english(text: str) -> str:
@@ -275,69 +265,30 @@ def build_triton(rows) -> dict:
 
 def parse_upstream(readme: Path) -> list[dict[str, str]]:
     """The provenance table under the README's 'Migration-route facts' section."""
-    text = readme.read_text(encoding="utf-8")
-    start = text.find("## Migration-route facts")
-    if start < 0:
-        raise ValueError(f"{readme}: no 'Migration-route facts' section")
-    section = text[text.find("### Provenance", start):]
-    repos = []
-    for line in section.splitlines()[1:]:
-        if line.startswith("#"):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 3 and re.fullmatch(r"[0-9a-f]{40}", cells[1]):
-            repos.append({"repository": cells[0], "commit": cells[1], "commit_date": english(cells[2])})
-    return repos
-
-
-def generation_date(content: dict, previous: Path) -> str:
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        return _dt.datetime.fromtimestamp(int(epoch), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if previous.is_file():
-        shipped = json.loads(previous.read_text(encoding="utf-8"))
-        stamp = shipped.pop("generated_at", None)
-        if stamp and shipped == content:
-            return stamp
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [{"repository": cells[0], "commit": cells[1], "commit_date": english(cells[2])}
+            for cells in provenance_rows(readme, "### Provenance", within="## Migration-route facts")]
 
 
 def build(facts: Path, out: Path) -> dict:
     """Read the four tables under `facts`, write `out`/source_facts.json, return its provenance part."""
-    missing = [name for name in TABLES.values() if not (facts / name).is_file()]
-    if missing or not (facts / "README.md").is_file():
-        raise SystemExit(f"kb_source: {facts} lacks {', '.join(missing) or 'README.md'}")
-    rows = {key: numbered_rows(facts / name) for key, name in TABLES.items()}
+    missing(facts, (*TABLES.values(), "README.md"), "kb_source")
+    rows = {key: numbered_rows(facts / name)[1] for key, name in TABLES.items()}
     content = {
         "format": FORMAT,
         "generator": "tools/kb_source.py",
         "generator_version": GENERATOR_VERSION,
         "upstream": parse_upstream(facts / "README.md"),
-        "sources": {key: {"table": name, "sha256": sha256(facts / name), "rows": len(rows[key])}
-                    for key, name in TABLES.items()},
+        "sources": sources(facts, TABLES, {key: len(table) for key, table in rows.items()}),
         "patches": build_patches(rows["patches"]),
         "migration": build_migration(rows["migration"]),
         "libraries": build_libraries(rows["libraries"]),
         "triton": build_triton(rows["triton"]),
     }
-    target = out / OUTPUT
-    content["generated_at"] = generation_date(content, target if target.is_file() else SHIPPED)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(target, content)
-    return {key: content[key] for key in ("generator", "generated_at", "sources", "upstream")}
-
-
-def summary(facts: dict) -> str:
-    return ", ".join(f"{s['table']} {s['rows']} rows" for s in facts["sources"].values())
+    return write_stamped(content, out, OUTPUT, ("generator", "generated_at", "sources", "upstream"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--facts", type=Path, required=True, help="folder with the Ascend fact tables and README.md")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (opassess/data/kb)")
-    args = parser.parse_args(argv)
-    print(f"source facts: {summary(build(args.facts, args.out))}")
-    return 0
+    return run(__doc__, lambda facts, out: f"source facts: {sources_summary(build(facts, out)['sources'])}", argv)
 
 
 if __name__ == "__main__":

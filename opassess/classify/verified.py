@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from ..kb.verified import signature_key
 from ..records import N_, ClassifiedOp, Reason
 from ..vocabulary import Category
 
 
-def _reason(entry: Mapping[str, Any], index: int) -> Reason:
+def _reason(entry: Mapping[str, object], index: int) -> Reason:
     evidence = f"verified.json: {entry.get('results')} {entry.get('case')} ({entry.get('recorded_at')})"
     latency = entry.get("latency_us")
     values = {"n": index + 1, "device": entry.get("device"), "failure": entry.get("failure") or "no message"}
@@ -32,7 +31,7 @@ def _reason(entry: Mapping[str, Any], index: int) -> Reason:
                                            "%(failure)s"), values, evidence, index)
 
 
-def apply_verified(classified: Sequence[ClassifiedOp], verified: Mapping[str, Mapping[str, Mapping[str, Any]]]
+def apply_verified(classified: Sequence[ClassifiedOp], verified: Mapping[str, Mapping[str, Mapping[str, object]]]
                    ) -> tuple[ClassifiedOp, ...]:
     """The classified operators with the verified results applied (unchanged when there are none)."""
     if not verified:

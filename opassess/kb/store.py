@@ -149,7 +149,7 @@ class KnowledgeBase:
         return out
 
     @cached_property
-    def verified(self) -> Mapping[str, Mapping[str, Any]]:
+    def verified(self) -> Mapping[str, Mapping[str, Mapping[str, object]]]:
         """Results of the verification harness on the user's hardware (the overlay's verified.json, written by
         `opassess calibrate --verified`; kb/verified.py): op -> signature key -> entry; {} without one."""
         if self.overlay is None or not self.overlay.is_dir():

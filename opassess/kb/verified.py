@@ -65,7 +65,7 @@ class VerifiedCase:
     failure: str | None
     case: str  # classname::name
 
-    def entry(self, results: str, recorded_at: str) -> dict[str, Any]:
+    def entry(self, results: str, recorded_at: str) -> dict[str, object]:
         return {"status": self.status, "device": self.device, "latency_us": self.latency_us,
                 "failure": self.failure, "case": self.case, "results": results, "recorded_at": recorded_at}
 
@@ -113,8 +113,9 @@ def read_junit(path: Path) -> list[VerifiedCase]:
     return cases
 
 
-def load_verified(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """The entries of one verified.json (op -> signature key -> entry), validated; {} when the file is missing."""
+def load_verified(path: Path) -> dict[str, dict[str, dict[str, object]]]:
+    """The entries of one verified.json (op -> signature key -> entry), validated; {} when the file is missing. Only
+    an entry's status is checked (the file is the user's): readers narrow its other fields."""
     if not path.exists():
         return {}
     data = read_json(path, "verified overlay", KnowledgeBaseError)
@@ -135,8 +136,8 @@ def load_verified(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return data["entries"]
 
 
-def merge_results(entries: Mapping[str, Mapping[str, Any]], cases: list[VerifiedCase], results: str,
-                  now: str | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+def merge_results(entries: Mapping[str, Mapping[str, object]], cases: list[VerifiedCase], results: str,
+                  now: str | None = None) -> tuple[dict[str, dict[str, object]], dict[str, int]]:
     """The overlay's entries with `cases` recorded on top (a newer result replaces an older one), and counts of
     passed, failed, skipped and not-run cases (skipped and not-run ones change nothing: the device was not there, or
     the harness broke before it ran)."""
@@ -150,7 +151,7 @@ def merge_results(entries: Mapping[str, Mapping[str, Any]], cases: list[Verified
     return merged, counts
 
 
-def overlay_text(entries: Mapping[str, Any]) -> str:
+def overlay_text(entries: Mapping[str, object]) -> str:
     return json.dumps({"format": FORMAT, "kind": "verified", "entries": entries}, indent=1, sort_keys=True) + "\n"
 
 

@@ -55,6 +55,25 @@ def _unit(node: OpNode, roles: frozenset[str], classified: ClassifiedOp | None) 
     return "vector"
 
 
+def runs_on_host(classified: ClassifiedOp | None) -> tuple[bool, str | None]:
+    """(the call runs on the host as the model stands, the port it waits for). The time model times the model as it
+    is, the NPU time of the ported call as its roofline, the difference at risk: a custom-dev operator falls back to
+    the CPU until its kernel is written; a param-converted one whose ATen op has a CANN kernel but no torch_npu
+    registration (reason binding: lgamma -> aclnnLgamma) falls back too until the op-plugin binding is written
+    (`pending` names it); any other param-converted operator has its NPU kernel and runs on it (its conversion, a
+    cast or a parameter change, is the work)."""
+    if classified is None or classified.category == Category.DIRECT:
+        return False, None
+    if classified.category == Category.CUSTOM_DEV:
+        return True, None
+    binding = next((r for r in classified.reasons if r.code == "binding"), None)
+    if binding is None:
+        return False, None
+    missing = ", ".join(a for a, runs in classified.aten_support.items() if not runs)
+    return True, f"no torch_npu registration for {missing} yet (CANN has the kernel): until its op-plugin binding " \
+                 f"is written"
+
+
 def _operand(node: OpNode) -> Sequence[int] | None:
     """The contracted operand of a matmul-like call (baddbmm/addmm take their input first)."""
     shapes = [s for s in node.input_shapes if s]
@@ -91,14 +110,15 @@ def node_work(graph: Graph, node: OpNode, classified: ClassifiedOp | None, flags
         unit = "vector"
     if unit == "vector" and not flops and node.output_shapes:
         flops = numel(node.output_shapes[0])  # elementwise: one op per output element
-    fallback = classified is not None and classified.category == Category.CUSTOM_DEV
+    fallback, pending = runs_on_host(classified)
     if fallback and unit == "none":
         unit = "vector"
     matmul = unit == "cube" and bool(roles & MATMUL_ROLES or {c.op for c in node.aten} & {
         "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul", "aten::linear"})
     attention = unit == "cube" and bool(roles & ATTENTION_ROLES)
     return CallWork(node=node.name, op=node.key, unit=unit, dtype=compute_dtype(node.input_dtypes),
-                    flops=float(flops), bytes=float(nbytes), fallback=fallback, matmul=matmul and not attention,
+                    flops=float(flops), bytes=float(nbytes), fallback=fallback, pending=pending,
+                    matmul=matmul and not attention,
                     inner_axes=_inner_axes(node) if matmul and not attention else (),
                     attention_axes=_attention_axes(node) if attention else (), flags=flags)
 

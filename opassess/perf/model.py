@@ -39,6 +39,7 @@ class CallWork:
     bytes: float  # read + written
     launches: int = 1
     fallback: bool = False  # no NPU kernel: runs on the host (torch_npu's CPU fallback or the project's CPU code)
+    pending: str | None = None  # with fallback: the port it waits for when the kernel exists (a binding to write)
     matmul: bool = False  # a cube matmul (not a convolution): HF32 is off by default for it
     inner_axes: tuple[int, ...] = ()  # cube: contracted sizes checked against the 256 alignment
     attention_axes: tuple[int, ...] = ()  # attention: head dim and sequence lengths checked against 128
@@ -77,8 +78,9 @@ def time_call(work: CallWork, profile: DeviceProfile) -> CallTime:
         transfer = work.bytes / host.link * US  # inputs to the host and outputs back: each byte crosses once
         cpu = max(work.flops / host.cpu_flops, work.bytes / host.cpu_bandwidth) * US
         total = transfer + cpu + host.sync_us
+        why = f"{work.pending}, it runs on the CPU" if work.pending else "no NPU kernel"
         penalties.append(Penalty("cpu-fallback", max(0.0, total - base),
-                                 f"no NPU kernel: {transfer:.1f} us over the host link, {cpu:.1f} us on the CPU, "
+                                 f"{why}: {transfer:.1f} us over the host link, {cpu:.1f} us on the CPU, "
                                  f"{host.sync_us:g} us host sync (host figures assumed) instead of {base:.1f} us on "
                                  f"the NPU"))
         bound = "host"

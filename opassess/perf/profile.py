@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from ..datafile import TomlTable, read_json
 from ..errors import ConfigError, KnowledgeBaseError
@@ -104,12 +104,45 @@ class DeviceProfile:
         return table[name], name
 
 
+class DeviceProduct(TypedDict):
+    """devices.json `products`: one product of products.toml, with the variants the tables give figures for."""
+
+    note: str | None  # why there is no profile, or how the default was chosen
+    variant: str | None  # the default variant; None: no published figures
+    variants: list[str]
+
+
+class DeviceVariant(TypedDict):
+    """devices.json `variants`: one device's figures (tools/kb_devices.py writes them from the fact tables)."""
+
+    product: str
+    label: str
+    source: str  # where the figures come from (repository, file, commit)
+    peaks: dict[str, dict[str, float]]  # unit -> dtype -> FLOP/s
+    hbm_bandwidth: float  # B/s
+    hbm_bytes: float
+    compute_eff: float
+    memory_eff: float
+    launch_us: dict[str, float]  # unit -> us per launch
+    cite: dict[str, str]  # figure -> "table:row:column"
+    modes: NotRequired[dict[str, str]]  # "cube.float32" -> "HF32": the mode a peak is measured in
+    assumptions: NotRequired[list[str]]
+    derived: NotRequired[str | None]
+
+
+class DeviceTable(TypedDict):
+    """devices.json (generated; a knowledge-base folder may carry its own)."""
+
+    products: dict[str, DeviceProduct]
+    variants: dict[str, DeviceVariant]
+
+
 @cache
-def _device_table(path: Path) -> Mapping[str, Any]:
+def _device_table(path: Path) -> DeviceTable:
     return read_json(path, "device-profile table", KnowledgeBaseError)
 
 
-def device_table(kb: KnowledgeBase | None = None) -> Mapping[str, Any]:
+def device_table(kb: KnowledgeBase | None = None) -> DeviceTable:
     """devices.json of the knowledge base in use (its folder's, else the shipped one)."""
     directory = getattr(kb, "directory", None)
     path = Path(directory) / DEVICES if directory is not None else data_path(f"kb/{DEVICES}")
@@ -139,7 +172,7 @@ def assumptions() -> tuple[HostLink, Penalties]:
     return _assumptions(data_path(ASSUMPTIONS))
 
 
-def _variant(table: Mapping[str, Any], name: str, product: str) -> DeviceProfile:
+def _variant(table: DeviceTable, name: str, product: str) -> DeviceProfile:
     entry = table["variants"].get(name)
     if entry is None:
         raise KnowledgeBaseError(f"{DEVICES}: no device variant {name!r}")
@@ -155,7 +188,8 @@ def _variant(table: Mapping[str, Any], name: str, product: str) -> DeviceProfile
     notes = [*entry.get("assumptions", ())]
     if entry.get("derived"):
         notes.append(f"derived: {entry['derived']}")
-    note = table["products"].get(product, {}).get("note")
+    known = table["products"].get(product)
+    note = known.get("note") if known is not None else None
     if note:
         notes.append(note)
     launch = {**entry["launch_us"], "aicpu": entry["launch_us"]["vector"]}
@@ -170,7 +204,8 @@ def _variant(table: Mapping[str, Any], name: str, product: str) -> DeviceProfile
 
 def product_note(product: str, kb: KnowledgeBase | None = None) -> str | None:
     """The device table's note on `product` (why there is no profile, or how the profile was chosen)."""
-    return device_table(kb)["products"].get(product, {}).get("note")
+    known = device_table(kb)["products"].get(product)
+    return known.get("note") if known is not None else None
 
 
 def load_profile(product: str, kb: KnowledgeBase | None = None, overlay: Path | None = None,

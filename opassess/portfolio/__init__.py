@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..ci.policy import Policy, evaluate
 from ..ci.snapshot import read_snapshot
@@ -72,7 +72,7 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
     digests: dict[str, dict[str, str]] = {m.target: {} for m in models}
     fingerprints = {m.target: fingerprint(replace(options, scan=m.scan_options(options.scan)), m.target)
                     for m in models}
-    state: dict[str, Any] = read_state(out_dir) if options.resume else {}
+    state: dict[str, object] = read_state(out_dir) if options.resume else {}
     results: dict[str, ModelResult] = {}
     done = 0
     for model in models:

@@ -11,7 +11,6 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 from ..ci.snapshot import read_snapshot
 from ..datafile import read_bytes, read_json
@@ -50,7 +49,7 @@ def report_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _unchanged(out_dir: Path, reports: list[str], digests: Any) -> bool:
+def _unchanged(out_dir: Path, reports: list[str], digests: object) -> bool:
     """Every report reused is the one written: its bytes still have the sha256 the state recorded."""
     if not isinstance(digests, dict) or set(digests) != set(reports):
         return False
@@ -66,7 +65,8 @@ def _unchanged(out_dir: Path, reports: list[str], digests: Any) -> bool:
     return True
 
 
-def read_state(out_dir: Path) -> dict[str, Any]:
+def read_state(out_dir: Path) -> dict[str, object]:
+    """The finished models of the state file (target -> entry, each checked by `resumable`), {} without one."""
     path = out_dir / STATE_FILE
     if not path.exists():
         return {}
@@ -81,14 +81,14 @@ def read_state(out_dir: Path) -> dict[str, Any]:
     return models
 
 
-def write_state(out_dir: Path, models: Mapping[str, Any]) -> None:
+def write_state(out_dir: Path, models: Mapping[str, object]) -> None:
     from ..output import write_output
 
     write_output(json.dumps({"state_version": STATE_VERSION, "models": models}, indent=2, sort_keys=True) + "\n",
                  out_dir / STATE_FILE)
 
 
-def resumable(entry: Any, fingerprint: str, out_dir: Path) -> ModelResult | None:
+def resumable(entry: object, fingerprint: str, out_dir: Path) -> ModelResult | None:
     """A finished result from the state file, when it is 'ok', scanned the same way, and its JSON report reads."""
     if not isinstance(entry, dict) or entry.get("status") != "ok" or entry.get("fingerprint") != fingerprint:
         return None

@@ -176,7 +176,8 @@ def pmu_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]],
     """The checklist's vector utilisation, the memory_bound column and the advisor's bound rules, per kernel group,
     only where the export has the PMU columns."""
     found = []
-    memory = facts.pmu.get("memory_bound", {})
+    memory = facts.pmu.get("memory_bound")
+    memory_above = memory.get("above") if memory is not None else None
     for (op_name, name, ktype), group in _groups(matches, operators).items():
         kernels = [m.kernel for m in group]
         placement = kernels[0].placement or ""
@@ -187,10 +188,10 @@ def pmu_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]],
             if value is not None and value < item.below:
                 found.append(_check(f"checklist:{item.name}", "warning", op_name, label,
                                     f"{column} = {value:.2f} (below {item.below:.2f})", item.advice, item.source))
-        bound = _weighted(kernels, "memory_bound") if "above" in memory else None
-        if bound is not None and bound > memory["above"]:
+        bound = _weighted(kernels, "memory_bound") if memory_above is not None else None
+        if memory is not None and memory_above is not None and bound is not None and bound > memory_above:
             found.append(_check("memory-bound", "info", op_name, label,
-                                f"memory_bound = {bound:.2f} > {memory['above']:g}: {memory['means']} "
+                                f"memory_bound = {bound:.2f} > {memory_above:g}: {memory['means']} "
                                 f"({memory['formula']})",
                                 "reduce data movement (fuse with neighbours, keep data on chip, lower precision)",
                                 memory["row"]))

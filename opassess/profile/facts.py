@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ..datafile import TomlTable, read_json
 from ..errors import ConfigError, KnowledgeBaseError
@@ -14,6 +14,48 @@ from ..resources import data_path
 
 FILE = "profiler.json"
 CHECKLIST = "profile_checklist.toml"
+
+
+class PmuColumn(TypedDict):
+    """profiler.json columns.pmu: one PMU column of a profiler export."""
+
+    groups: list[str]  # the export's column groups ("MemoryAccess", ...)
+    row: str  # profiler_csv_columns.tsv:N
+    above: NotRequired[float]  # memory_bound only: the advisor's threshold, with what it means and its formula
+    means: NotRequired[str]
+    formula: NotRequired[str]
+
+
+class Threshold(TypedDict):
+    column: str
+    above: float
+
+
+class AdvisorRule(TypedDict):
+    """profiler.json advisor: one msprof-analyze advisor rule that applies to an export."""
+
+    id: str  # "cube-bound", "fa-shape-affinity", "dynamic-shape", ...
+    rule: str
+    condition: str
+    inputs: str
+    static: bool
+    row: str
+    path: str  # the rule file in the advisor's sources
+    thresholds: NotRequired[list[Threshold]]  # the bound rules
+    modulus: NotRequired[int]  # the shape-affinity rules: an axis should be a multiple of it
+    axes: NotRequired[list[str]]
+
+
+class AiCpuFallback(TypedDict):
+    """profiler.json fallbacks.ai_cpu: a kernel type op-plugin runs on the AI CPU for some input dtypes."""
+
+    dtypes: list[str]
+    cast_to: str
+    evidence: list[str]
+
+
+class HostCpuFallback(TypedDict):
+    evidence: list[str]
 
 
 @dataclass(frozen=True)
@@ -36,11 +78,11 @@ class ProfilerFacts:
     roles: Mapping[str, tuple[str, ...]]
     role_rows: Mapping[str, tuple[str, ...]]
     level0_na: tuple[str, ...]
-    pmu: Mapping[str, Mapping[str, Any]]
+    pmu: Mapping[str, PmuColumn]
     placements: Mapping[str, str]
-    advisor: Mapping[str, Mapping[str, Any]]
-    ai_cpu: Mapping[str, Mapping[str, Any]]
-    host_cpu: Mapping[str, Mapping[str, Any]]
+    advisor: Mapping[str, AdvisorRule]
+    ai_cpu: Mapping[str, AiCpuFallback]
+    host_cpu: Mapping[str, HostCpuFallback]
     checklist: tuple[Checklist, ...]
     provenance: Mapping[str, Any]
 

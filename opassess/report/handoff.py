@@ -27,7 +27,7 @@ from typing import Any
 from ..output import write_files
 from ..vocabulary import Category
 from .handoff_opdesc import op_desc_json, op_plugin_yaml
-from .handoff_verify import verification_harness, wants_harness
+from .handoff_verify import MODEL_LOADING, verification_harness, wants_harness
 from .plan_view import shown_source
 from .text import days_detail, percent, share
 
@@ -153,7 +153,7 @@ def reproduction(op: Mapping[str, Any], document: Mapping[str, Any]) -> str:
                   for sig in op.get("signatures") or ()]
     return _REPRO.format(
         op=op["op"], kind=op["kind"], target=document["target"], model=document["model"]["source"],
-        signatures=json.dumps(signatures, indent=1),
+        signatures=json.dumps(signatures, indent=1), loading=MODEL_LOADING,
     )
 
 
@@ -177,61 +177,7 @@ MODEL_SOURCE = {model!r}
 SIGNATURES = json.loads(r"""{signatures}""")
 
 
-def load_model_module():
-    """Import the model file (or module), so that project-defined operators are registered."""
-    path = Path(MODEL_SOURCE.split(":")[0])
-    if path.suffix == ".py" and path.exists():
-        sys.path.insert(0, str(path.parent.resolve()))
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
-        return module
-    return importlib.import_module(MODEL_SOURCE.split(":")[0])
-
-
-def resolve(model):
-    """The callable behind the operator key: torch.ops for 'ns::name', else a dotted path or a model attribute."""
-    if "::" in OPERATOR:
-        namespace, name = OPERATOR.split("::", 1)
-        return getattr(getattr(torch.ops, namespace), name)
-    head, _, rest = OPERATOR.partition(".")
-    if head == "Tensor":
-        return lambda first, *args, **kwargs: getattr(first, rest)(*args, **kwargs)
-    if hasattr(model, rest.split(".")[0]) and head == model.__name__:
-        target = model
-        for part in rest.split("."):
-            target = getattr(target, part)
-        return getattr(target, "apply", target)
-    module_name, _, attribute = OPERATOR.rpartition(".")
-    return getattr(importlib.import_module(module_name), attribute)
-
-
-PLACEHOLDERS = {{"float": 1.0, "int": 1, "bool": False, "SymInt": 1}}
-
-
-def schema_arguments(call, inputs, attrs):
-    """For a torch.ops operator: the arguments in schema order, tensors from the captured inputs, the rest from the
-    captured attributes; a scalar the capture did not record gets its default or a placeholder (said on stderr)."""
-    schema = getattr(getattr(call, "default", call), "_schema", None)
-    if schema is None:
-        return inputs, attrs
-    tensors, args = iter(inputs), []
-    for argument in schema.arguments:
-        kind = str(argument.type)
-        if kind.startswith("Tensor"):
-            args.append(next(tensors, None))
-        elif argument.name in attrs:
-            args.append(attrs[argument.name])
-        elif argument.has_default_value():
-            args.append(argument.default_value)
-        else:
-            value = PLACEHOLDERS.get(kind.rstrip("?"))
-            print(f"note: argument {{argument.name}} ({{kind}}) was not captured; using {{value!r}}: set the "
-                  f"model's value", file=sys.stderr)
-            args.append(value)
-    return args, {{}}
-
+{loading}
 
 def make_input(shape, dtype, device):
     if shape is None:

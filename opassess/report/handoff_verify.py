@@ -41,7 +41,70 @@ def verification_harness(op: Mapping[str, Any], document: Mapping[str, Any]) -> 
     """The text of test_<op>.py."""
     return _HARNESS.format(op=op["op"], kind=op["kind"], target=document["target"],
                            model=document["model"]["source"], category=op.get("category"),
-                           signatures=json.dumps(harness_signatures(op), indent=1))
+                           signatures=json.dumps(harness_signatures(op), indent=1), loading=MODEL_LOADING)
+
+
+# The model's import, the operator's lookup and its arguments in schema order, which the reproduction script
+# (handoff.py) carries too: every generated file stands alone, so the text is spliced into both templates ({loading})
+# rather than imported.
+MODEL_LOADING = '''def load_model_module():
+    """Import the model file (or module) once, so that project-defined operators are registered."""
+    path = Path(MODEL_SOURCE.split(":")[0])
+    if path.suffix == ".py" and path.exists():
+        loaded = sys.modules.get(path.stem)
+        if loaded is not None and Path(getattr(loaded, "__file__", None) or "").resolve() == path.resolve():
+            return loaded  # imported already (the harness builds every case from it)
+        sys.path.insert(0, str(path.parent.resolve()))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(MODEL_SOURCE.split(":")[0])
+
+
+def resolve(model):
+    """The callable behind the operator key: torch.ops for 'ns::name', else a dotted path or a model attribute."""
+    if "::" in OPERATOR:
+        namespace, name = OPERATOR.split("::", 1)
+        return getattr(getattr(torch.ops, namespace), name)
+    head, _, rest = OPERATOR.partition(".")
+    if head == "Tensor":
+        return lambda first, *args, **kwargs: getattr(first, rest)(*args, **kwargs)
+    if head == model.__name__.rpartition(".")[2] and hasattr(model, rest.split(".")[0]):
+        target = model
+        for part in rest.split("."):
+            target = getattr(target, part)
+        return getattr(target, "apply", target)
+    module_name, _, attribute = OPERATOR.rpartition(".")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+PLACEHOLDERS = {"float": 1.0, "int": 1, "bool": False, "SymInt": 1}
+
+
+def schema_arguments(call, inputs, attrs):
+    """For a torch.ops operator: the arguments in schema order, tensors from the captured inputs, the rest from the
+    captured attributes; a scalar the capture did not record gets its default or a placeholder (said on stderr)."""
+    schema = getattr(getattr(call, "default", call), "_schema", None)
+    if schema is None:
+        return inputs, attrs
+    tensors, args = iter(inputs), []
+    for argument in schema.arguments:
+        kind = str(argument.type)
+        if kind.startswith("Tensor"):
+            args.append(next(tensors, None))
+        elif argument.name in attrs:
+            args.append(attrs[argument.name])
+        elif argument.has_default_value():
+            args.append(argument.default_value)
+        else:
+            value = PLACEHOLDERS.get(kind.rstrip("?"))
+            print(f"note: argument {argument.name} ({kind}) was not captured; using {value!r}: set the "
+                  f"model's value", file=sys.stderr)
+            args.append(value)
+    return args, {}
+'''
 
 
 _HARNESS = '''"""Verification harness for {op} ({kind}, {category} on {target}): written by `opassess scan --handoff`.
@@ -83,7 +146,6 @@ SIGNATURES = json.loads(r"""{signatures}""")
 DEVICE = os.environ.get("OPASSESS_VERIFY_DEVICE", "npu")
 REPEATS = 5
 SEED = 1234
-PLACEHOLDERS = {{"float": 1.0, "int": 1, "bool": False, "SymInt": 1}}
 # JUnit properties are what opassess reads back; pytest's default xunit2 family still writes them, with a warning.
 pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible:pytest.PytestWarning")
 
@@ -95,57 +157,7 @@ def tolerances():
     return {{"rtol": float(rtol), "atol": float(atol)}}
 
 
-def load_model_module():
-    """Import the model file (or module), so that project-defined operators are registered."""
-    path = Path(MODEL_SOURCE.split(":")[0])
-    if path.suffix == ".py" and path.exists():
-        if path.stem in sys.modules:
-            return sys.modules[path.stem]
-        sys.path.insert(0, str(path.parent.resolve()))
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
-        return module
-    return importlib.import_module(MODEL_SOURCE.split(":")[0])
-
-
-def resolve(model):
-    """The callable behind the operator key: torch.ops for 'ns::name', else a dotted path or a model attribute."""
-    if "::" in OPERATOR:
-        namespace, name = OPERATOR.split("::", 1)
-        return getattr(getattr(torch.ops, namespace), name)
-    head, _, rest = OPERATOR.partition(".")
-    if head == "Tensor":
-        return lambda first, *args, **kwargs: getattr(first, rest)(*args, **kwargs)
-    if head == model.__name__.rpartition(".")[2] and hasattr(model, rest.split(".")[0]):
-        target = model
-        for part in rest.split("."):
-            target = getattr(target, part)
-        return getattr(target, "apply", target)
-    module_name, _, attribute = OPERATOR.rpartition(".")
-    return getattr(importlib.import_module(module_name), attribute)
-
-
-def schema_arguments(call, inputs, attrs):
-    """For a torch.ops operator: the arguments in schema order (tensors from the inputs, the rest from the captured
-    attributes, else the default or a placeholder)."""
-    schema = getattr(getattr(call, "default", call), "_schema", None)
-    if schema is None:
-        return inputs, attrs
-    tensors, args = iter(inputs), []
-    for argument in schema.arguments:
-        kind = str(argument.type)
-        if kind.startswith("Tensor"):
-            args.append(next(tensors, None))
-        elif argument.name in attrs:
-            args.append(attrs[argument.name])
-        elif argument.has_default_value():
-            args.append(argument.default_value)
-        else:
-            args.append(PLACEHOLDERS.get(kind.rstrip("?")))
-    return args, {{}}
-
+{loading}
 
 def make_input(shape, dtype):
     if shape is None:

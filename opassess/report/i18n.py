@@ -12,12 +12,10 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Mapping
-from datetime import date, datetime
 from functools import cache
 from pathlib import Path
 
 from babel import Locale
-from babel.dates import format_date
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
@@ -99,9 +97,3 @@ def number(value: float, language: str, decimals: int = 0) -> str:
     """A number written for the locale: 1234567 -> '1,234,567' (en and zh-CN), with `decimals` fixed digits."""
     pattern = "#,##0" + ("." + "0" * decimals if decimals else "")
     return format_decimal(value, format=pattern, locale=Locale.parse(locale_name(language)))
-
-
-def day(value: date | datetime, language: str) -> str:
-    """A date written for the locale: 2026-12-01 -> 'Dec 1, 2026' (en), '2026年12月1日' (zh-CN)."""
-    return format_date(value, format="medium" if language == DEFAULT else "long",
-                       locale=Locale.parse(locale_name(language)))

@@ -57,10 +57,6 @@ class OnnxRoute:
     def exported(self) -> bool:
         return bool(self.exporter)
 
-    def verdict_counts(self) -> dict[str, int]:
-        """Node types per verdict, every verdict present."""
-        return {v: sum(1 for n in self.nodes if n.verdict == v) for v in VERDICTS}
-
 
 @dataclass(frozen=True)
 class ServingItem:

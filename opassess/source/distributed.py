@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from .records import Site
+from .walk import FileNodes, Resolver
 
 DIST = "torch.distributed."
 # Collectives of torch.distributed whose HCCL behaviour the facts describe (name -> index of the tensor argument).
@@ -64,7 +66,7 @@ class DistributedScanner:
     """Collects the distributed sites of one file from its walk (walk.FileNodes), using a PythonScanner's alias
     resolution (`qual`, `code`)."""
 
-    def __init__(self, nodes, scanner, known):
+    def __init__(self, nodes: FileNodes, scanner: Resolver, known: Callable[[str], bool]) -> None:
         self.nodes, self.scanner, self.known = nodes, scanner, known  # known(api) -> whether the HCCL facts name it
         self._sites: dict[tuple[int, str, str], tuple[Site, tuple[int, int], ast.AST]] = {}
         self._order: tuple[int, int] = (0, 0)  # (pass, walk index) of the node being read
@@ -90,26 +92,29 @@ class DistributedScanner:
                 by_scope.setdefault(scope, []).append(assign)
         aliases = self.scanner.aliases
         for root, _, index in self.nodes.references:
-            chain = [root]  # a.b.c, a.b, a: each a reference of its own
-            while isinstance(chain[-1], ast.Attribute):
-                chain.append(chain[-1].value)
-            base = chain[-1]
-            if not isinstance(base, ast.Name) or base.id not in aliases:
+            chain: list[ast.Attribute | ast.Name] = []  # a.b.c, a.b, a: each a reference of its own
+            link: ast.expr = root
+            while isinstance(link, ast.Attribute):
+                chain.append(link)
+                link = link.value
+            if not isinstance(link, ast.Name) or link.id not in aliases:
                 continue  # names nothing imported (self.x.y): none of the chain resolves
+            chain.append(link)
             for offset, node in enumerate(chain):
                 self._order = (0, index + offset)
                 self._reference(node)
-        for node, index in self.nodes.nccl:
-            if ENV_NAME.fullmatch(node.value):
+        for constant, index in self.nodes.nccl:
+            name = constant.value  # a str: the walk files only strings starting 'NCCL_'
+            if isinstance(name, str) and ENV_NAME.fullmatch(name):
                 self._order = (0, index)
-                self.add(node, "env-var", node.value)
+                self.add(constant, "env-var", name)
         scopes: dict[int, _Lazy] = {}
-        for node, scope, _, index in self.nodes.calls:
+        for call, scope, _, index in self.nodes.calls:
             if scope not in scopes:
                 found = by_scope.get(scope, [])
                 scopes[scope] = _Lazy(lambda found=found: self._assignments(found))
             self._order = (1, index)
-            self._call(node, scopes[scope])
+            self._call(call, scopes[scope])
         return sorted((site for site, _, _ in self._sites.values()), key=lambda s: (s.line, s.kind, s.subject))
 
     # ------------------------------------------------------------------ data flow
@@ -173,8 +178,9 @@ class DistributedScanner:
             detail.append(("dtype", dtype))
         op = keywords.get("op") or next((a for a in node.args if (self.scanner.qual(a) or "").startswith(REDUCE_OP)),
                                         None)
-        if op is not None and (self.scanner.qual(op) or "").startswith(REDUCE_OP):
-            detail.append(("op", self.scanner.qual(op)[len(REDUCE_OP):]))
+        reduce = self.scanner.qual(op) if op is not None else None
+        if reduce is not None and reduce.startswith(REDUCE_OP):
+            detail.append(("op", reduce[len(REDUCE_OP):]))
         if q.endswith(".recv") and "src" not in keywords and len(node.args) < 2:
             detail.append(("source", "any"))
         # named as the capture names the function (its module is distributed_c10d), so a captured call of it at this
@@ -206,7 +212,7 @@ def _first(order: tuple[int, int], node: ast.AST, held: tuple[int, int], held_no
     return order[1] > held[1]
 
 
-def scan_distributed(nodes, scanner, known) -> list[Site]:
+def scan_distributed(nodes: FileNodes, scanner: Resolver, known: Callable[[str], bool]) -> list[Site]:
     """The distributed sites of one walked file (`nodes`: walk.FileNodes; `scanner`: its PythonScanner; `known`:
     api -> the facts name it)."""
     return DistributedScanner(nodes, scanner, known).scan()

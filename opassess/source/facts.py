@@ -12,7 +12,6 @@ from functools import cache, cached_property
 from pathlib import Path
 
 from ..errors import KnowledgeBaseError
-from ..kb.store import KnowledgeBase
 from ..resources import data_path
 
 FACTS_FILE = "kb/source_facts.json"
@@ -293,12 +292,6 @@ class SourceFacts:
     def triton_rule(self, word: str) -> TritonRule | None:
         """The first porting rule whose name contains `word` (e.g. 'coreDim', 'unified buffer')."""
         return next((r for r in self.triton_rules if word in r.name), None)
-
-    @cached_property
-    def npu_op_names(self) -> tuple[str, ...]:
-        """torch_npu's own ops (npu_rotary_mul, ...) from the shipped kb/custom_ops.json, for name matching."""
-        shipped = KnowledgeBase(data_path("kb"), data_path("rules.toml"), data_path("error_codes.toml"))
-        return tuple(sorted(name for name in shipped.custom_op_names() if name.startswith("npu_")))
 
     def is_relevant(self, api: str) -> bool:
         """Whether a qualified name is a GPU-specific construct the facts speak about (memoised per name)."""

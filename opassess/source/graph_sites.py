@@ -12,9 +12,12 @@ import ast
 from dataclasses import replace
 from typing import Any
 
+from ..kb.graph_facts import GraphFacts
 from ..messages import N_, Text
 from ..vocabulary import Category
+from .facts import SourceFacts
 from .records import Site, SourceFinding
+from .walk import FileNodes, Resolver
 
 COMPILE = "torch.compile"
 DYNAMO = "torch._dynamo."
@@ -30,7 +33,7 @@ def _literal(node: ast.AST | None) -> str:
     return "?"
 
 
-def scan_graph(nodes: Any, scanner: Any) -> list[Site]:
+def scan_graph(nodes: FileNodes, scanner: Resolver) -> list[Site]:
     """The graph-mode sites of a file from its walk (`nodes`: walk.FileNodes), with a PythonScanner's alias resolution
     (`qual`, `code`), in breadth-first order (outer nodes first)."""
     found: list[tuple[tuple[int, int], Site]] = []  # ((depth, walk index), site)
@@ -40,29 +43,29 @@ def scan_graph(nodes: Any, scanner: Any) -> list[Site]:
         line = line or node.lineno
         found.append((order, Site(scanner.file, line, scanner.code(line), kind, subject, tuple(detail))))
 
-    for node, _, flags, index in nodes.calls:
-        q = scanner.qual(node.func)
+    for call, _, flags, index in nodes.calls:
+        q = scanner.qual(call.func)
         if q == COMPILE:
-            add((flags >> 2, index), node, "graph-compile", COMPILE,
-                [(k.arg, _literal(k.value)) for k in node.keywords if k.arg in ("backend", "mode", "fullgraph")])
+            add((flags >> 2, index), call, "graph-compile", COMPILE,
+                [(k.arg, _literal(k.value)) for k in call.keywords if k.arg in ("backend", "mode", "fullgraph")])
         elif q and q.startswith(DYNAMO):
-            add((flags >> 2, index), node, "graph-setting", q)
-    for node, flags, index in nodes.functions:
-        for deco in node.decorator_list:
+            add((flags >> 2, index), call, "graph-setting", q)
+    for function, flags, index in nodes.functions:
+        for deco in function.decorator_list:
             if scanner.qual(deco) == COMPILE:  # a bare @torch.compile (the called form is a Call above)
-                add((flags >> 2, index), node, "graph-compile", COMPILE, (("use", "decorator"),), deco.lineno)
-    for node, _, flags, index in nodes.assigns:
-        if isinstance(node, ast.AnnAssign):
+                add((flags >> 2, index), function, "graph-compile", COMPILE, (("use", "decorator"),), deco.lineno)
+    for assign, _, flags, index in nodes.assigns:
+        if isinstance(assign, ast.AnnAssign):
             continue
-        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+        for target in assign.targets if isinstance(assign, ast.Assign) else [assign.target]:
             q = scanner.qual(target) if isinstance(target, ast.Attribute) else None
             if q and q.startswith(DYNAMO):
-                add((flags >> 2, index), node, "graph-setting", q, (("value", _literal(node.value)),))
+                add((flags >> 2, index), assign, "graph-setting", q, (("value", _literal(assign.value)),))
     found.sort(key=lambda item: item[0])
     return [site for _, site in found]
 
 
-def classify_graph(site: Site, facts: Any, source_facts: Any) -> SourceFinding:
+def classify_graph(site: Site, facts: GraphFacts, source_facts: SourceFacts) -> SourceFinding:
     """The finding of one graph-mode site: its NPU route and the fact rows behind it (`facts`: GraphFacts;
     `source_facts`: the migration rows, which name torch.compile(backend='cudagraphs'))."""
     fallback = facts.data["sources"]["inductor_fallback"]["table"]

@@ -111,10 +111,3 @@ def _kernel_name(clean: str, start: int) -> tuple[str | None, int]:
         if close < 0:
             return None, start
         index = close + 1
-
-
-def file_summary(sites: list[Site], text: str) -> KernelSize:
-    """Size of a whole native file: its lines, its __global__ kernels and the GPU APIs it calls."""
-    kernels = [s for s in sites if s.kind == "cuda-kernel"]
-    apis = {a for s in sites if s.kind == "native-runtime" and s.size for a in s.size.apis}
-    return KernelSize(lines=len(text.splitlines()), kernels=len(kernels), apis=tuple(sorted(apis)))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 PLAIN, DECORATOR, CHAIN, VALUE = 0, 1, 2, 3  # VALUE: a CHAIN node that is the value of an Attribute
 HIDDEN, GUARDED, DEPTH = 1, 2, 4  # flag bits (a return annotation, inside `try: ... except ImportError`); depth * 4
@@ -66,6 +66,17 @@ class FileNodes:
     sequences: list[ast.List | ast.Tuple | ast.ListComp] = field(default_factory=list)
     references: list[tuple[ast.Attribute | ast.Name, int, int]] = field(default_factory=list)
     nccl: list[tuple[ast.Constant, int]] = field(default_factory=list)
+
+
+class Resolver(Protocol):
+    """What the distributed and graph-mode scanners read of a file's PythonScanner (python.py)."""
+
+    file: str
+    aliases: dict[str, str]  # local name -> the module or object it imports
+
+    def qual(self, node: ast.AST) -> str | None: ...  # `np.cuda.x` -> 'cupy.cuda.x' through the aliases
+
+    def code(self, line: int) -> str: ...  # the source line, stripped and capped
 
 
 def walk_file(tree: ast.Module, references: bool = False) -> FileNodes:

@@ -2,15 +2,13 @@
 reason on Atlas A2 where the kernel facts take bf16 (issue 11); on 910A the bf16 Linear is flagged."""
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 pytest.importorskip("transformers")
 
 from opassess.classify import classify  # noqa: E402
-from opassess.kb.store import load_kb  # noqa: E402
 from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
+from tests.integration.support import causal_lm_file  # noqa: E402
 
 TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64)
@@ -23,25 +21,9 @@ CONFIGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return load_kb(tmp_path_factory.mktemp("no-overlay"))
-
 
 def model_file(tmp_path, config: str, extra: dict) -> str:
-    path = tmp_path / f"{config.lower()}.py"
-    path.write_text(textwrap.dedent(f"""
-        import torch, transformers
-
-        def build_model():
-            config = transformers.{config}(**{dict(TINY, **extra)!r})
-            config._attn_implementation = "sdpa" if "Gemma2" not in "{config}" else "eager"
-            return transformers.AutoModelForCausalLM.from_config(config)
-
-        def example_inputs():
-            return {{"input_ids": torch.randint(0, 128, (1, 16)), "use_cache": False}}
-    """))
-    return str(path)
+    return causal_lm_file(tmp_path, config, dict(TINY, **extra), "eager" if "Gemma2" in config else "sdpa")
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))

@@ -6,15 +6,13 @@ non-direct verdict there is a documented parameter limit (topk sorted=False). On
 is excluded by many kernels' docs: every non-direct verdict names the limit that applies on that chip."""
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 pytest.importorskip("transformers")
 
 from opassess.classify import classify  # noqa: E402
-from opassess.kb.store import load_kb  # noqa: E402
 from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
+from tests.integration.support import causal_lm_file  # noqa: E402
 
 TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64)
@@ -28,26 +26,10 @@ CONFIGS = {
 LIMITS = {"dtype", "dtype-cast", "param-limit", "shape-limit", "binding", "replacement", "cpu-fallback"}
 
 
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return load_kb(tmp_path_factory.mktemp("no-overlay"))
-
 
 def model_file(tmp_path, config: str, extra: dict) -> str:
-    path = tmp_path / f"{config.lower()}.py"
     attention = "eager" if config == "GptOssConfig" else "sdpa"  # gpt-oss has no SDPA path in transformers
-    path.write_text(textwrap.dedent(f"""
-        import torch, transformers
-
-        def build_model():
-            config = transformers.{config}(**{dict(TINY, **extra)!r})
-            config._attn_implementation = "{attention}"
-            return transformers.AutoModelForCausalLM.from_config(config)
-
-        def example_inputs():
-            return {{"input_ids": torch.randint(0, 128, (1, 16)), "use_cache": False}}
-    """))
-    return str(path)
+    return causal_lm_file(tmp_path, config, dict(TINY, **extra), attention)
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))

@@ -4,14 +4,13 @@ multi-head latent attention (kv_a_proj_with_mqa -> split -> RMSNorm -> kv_b_proj
 model puts at risk on Atlas A2."""
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 pytest.importorskip("transformers")
 
 from opassess.pipeline import ScanOptions, assess  # noqa: E402
 from opassess.report.time_doc import finding_time_doc  # noqa: E402
+from tests.integration.support import causal_lm_file  # noqa: E402
 
 TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64)
@@ -26,20 +25,8 @@ CONFIGS = {
 
 
 def model_file(tmp_path, config: str, extra: dict) -> str:
-    path = tmp_path / f"{config.lower()}.py"
     attention = "eager" if config == "GptOssConfig" else "sdpa"  # gpt-oss has no SDPA path in transformers
-    path.write_text(textwrap.dedent(f"""
-        import torch, transformers
-
-        def build_model():
-            config = transformers.{config}(**{dict(TINY, **extra)!r})
-            config._attn_implementation = "{attention}"
-            return transformers.AutoModelForCausalLM.from_config(config)
-
-        def example_inputs():
-            return {{"input_ids": torch.randint(0, 128, (1, 16)), "use_cache": False}}
-    """))
-    return str(path)
+    return causal_lm_file(tmp_path, config, dict(TINY, **extra), attention)
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))

@@ -1,10 +1,9 @@
-"""The completeness check (tests/report_language.py) on heavier real models: a bf16 LLM from a tiny Hugging Face
+"""The completeness check (tests/report/language.py) on heavier real models: a bf16 LLM from a tiny Hugging Face
 config and a torchvision detection model, their terminal, Markdown and HTML reports in zh-CN. English sentences
 beyond the listed allowance fail, and so does an allowance entry no rendering shows any more (it only shrinks)."""
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,11 +11,9 @@ import pytest
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the checker
-from report_language import english_sentences  # noqa: E402
-
 from opassess.pipeline import ScanOptions, assess  # noqa: E402
 from opassess.report import render  # noqa: E402
+from tests.report.language import english_sentences  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models"
 SCANS = {

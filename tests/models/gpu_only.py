@@ -1,5 +1,5 @@
 """A GPU-only model as teams write it: flash_attn imported unconditionally, a Triton kernel launched in forward,
-.cuda() in build_model. Expected on a CPU-only machine (tests/test_standins.py): it scans, with
+.cuda() in build_model. Expected on a CPU-only machine (tests/standins/test_standins.py): it scans, with
 flash_attn.flash_attn_func (param-converted: npu_fusion_attention) and triton:scale_kernel (custom-dev) as
 library operators; q/k/v (2, 16, 4, 8) give an attention output (2, 16, 4, 8)."""
 import torch

@@ -8,7 +8,7 @@ forward(x), x float32 (8, 64) = 512 elements = 2048 bytes per tensor:
 No op here has a flop formula, so the roofline compute units are the bytes moved: 20480 in all;
 shares i0 0.2, sigmoid 0.2, Tensor.mul 0.3, Tensor.add 0.3.
 Dataflow: i0 -> sigmoid -> mul -> add, i0 -> mul: every node is on the longest path (4 nodes).
-Used by tests/test_score.py and tests/test_estimate.py (the worked numbers are there).
+Used by tests/score/test_score.py and tests/score/test_estimate.py (the worked numbers are there).
 """
 from __future__ import annotations
 
