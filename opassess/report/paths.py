@@ -72,9 +72,10 @@ _LEAVES = frozenset({int, float, bool, type(None)})  # values scrub returns as t
 def scrub(value, roots: Sequence[str | os.PathLike] = ()):
     """`value` (a document: dicts, lists, strings) with every absolute path inside its strings made portable, e.g. an
     error '... (at /venv/lib/python3.11/site-packages/t/x.py:3)' -> '... (at site-packages/t/x.py:3)'."""
-    if isinstance(value, str):
-        return _ABSOLUTE.sub(lambda m: portable(m.group(1), roots), value) if "/" in value or "\\" in value \
+    if isinstance(value, str):  # an unchanged string is kept as it is (a messages.Text keeps its message id)
+        scrubbed = _ABSOLUTE.sub(lambda m: portable(m.group(1), roots), value) if "/" in value or "\\" in value \
             else value
+        return value if scrubbed == value else scrubbed
     if isinstance(value, dict):  # a document of 14,000 source sites holds 400,000 values: numbers are passed over
         return {key: item if type(item) in _LEAVES else scrub(item, roots) for key, item in value.items()}
     if isinstance(value, list):
