@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from opassess.kb.store import KnowledgeBase, load_kb
+
 
 def pytest_collection_modifyitems(items):
     """tests/integration (real torchvision / transformers models) is slow: `make test-fast` leaves it out."""
@@ -31,3 +33,9 @@ def model_file(tmp_path):
 def _no_ci_step_summary(monkeypatch):
     """Tests run under GitHub Actions must not append to the job's real step summary."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory) -> KnowledgeBase:
+    """The shipped knowledge base alone: an empty overlay folder, whatever the user has imported."""
+    return load_kb(tmp_path_factory.mktemp("no-overlay"))

@@ -36,3 +36,18 @@ def test_graph_mode_benchmark_runs_at_reduced_size():
     assert list(rows) == ["off", "capture", "dynamo"] and not any("error:" in " ".join(r) for r in rows.values())
     assert float(rows["off"][4]) == 0.0 and float(rows["dynamo"][4]) > 0  # only --graph-mode dynamo runs dynamo
     assert "inductor ready" in " ".join(rows["capture"])
+
+
+def test_source_benchmark_runs_at_reduced_size():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_source.py"), "--lines", "2000", "--files",
+                           "4", "--repeat", "1"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("2") and "findings, 0 skipped" in lines[0]  # ~2,000 lines in 4 files, all scanned
+    rows = {line[:44].strip(): line[44:].split() for line in lines[1:-1]}
+    assert list(rows) == ["ast.parse of every file, one process", "opassess source TREE (terminal summary)",
+                          "opassess source TREE -o report.json", "ast.parse of every file, in process",
+                          "scan_sources(TREE), in process"]
+    assert all(float(row[0]) > 0 for row in rows.values())
+    ratio, times, of = rows["scan_sources(TREE), in process"][2:]  # "2.44 x ast.parse"
+    assert float(ratio) > 0 and (times, of) == ("x", "ast.parse")

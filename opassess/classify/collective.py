@@ -7,6 +7,8 @@ collectives (`_c10d_functional::all_reduce`, ... as ops of that namespace; their
     param-converted;
   - otherwise direct: HCCL runs it (the row is cited).
 The reduce op is not in the capture's attributes: the source scan's reduce-op sites judge it at the same line.
+A functional collective torch's own code runs inside another operator (DTensor's Redistribute) is judged the same way,
+as a reason of that operator (`nested_collectives`).
 """
 from __future__ import annotations
 
@@ -76,3 +78,14 @@ def classify_collective(op: Operator, kernel: str, facts: RouteFacts | None = No
                         signature_categories=tuple(str(c) for c in categories) if op.signatures else (),
                         reasons=tuple(reason for _, reason in judged), replacement=None, cann_op=None, known=True,
                         aten_support={}, confidence="medium")
+
+
+def nested_collectives(op: Operator, index: int | None, dtype: str | None,
+                       kernel: str) -> list[tuple[Category, Reason]]:
+    """The functional collectives an operator's calls ran (DTensor's Redistribute runs _c10d_functional::all_reduce),
+    each judged by the HCCL facts as when the model calls it itself."""
+    names = dict.fromkeys(name for name in map(collective_name, op.aten) if name is not None)
+    if not names:
+        return []
+    facts = load_route_facts()
+    return [_judge(name, dtype, kernel, facts, index) for name in names]

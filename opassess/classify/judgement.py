@@ -30,6 +30,11 @@ class Judgement:
             self.category = worst((self.category, category))
         self.reasons.append(Reason(code, message, evidence, self.index if per_signature else None))
 
+    def take(self, category: Category, reason: Reason) -> None:
+        """A reason built elsewhere (classify/collective.py), raising the category to `category`."""
+        self.category = worst((self.category, category))
+        self.reasons.append(reason)
+
     def add_message(self, code: str, template: str, params: Mapping[str, Any], evidence: str,
                     category: Category | None = None, per_signature: bool = True) -> None:
         """`add` with the message as a catalog message id and its values (Reason.of): said in the reader's language."""

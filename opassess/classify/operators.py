@@ -43,7 +43,7 @@ from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signa
 from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .checks import kernel_checks
-from .collective import classify_collective
+from .collective import classify_collective, collective_name, nested_collectives
 from .judgement import Judgement, worst
 from .library import classify_library
 from .limits import SignatureChecks
@@ -154,7 +154,8 @@ class _Classifier(AtenJudge, SignatureChecks):
                                                                      "which the NPU runs whole; not judged"),
                                         {"op": a, "owner": owner.aten}, f"rules.toml: composite {owner.aten}"))
         # The NPU kernel list is exhaustive, so an ATen op absent from it is a known gap, not an unknown.
-        known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops)
+        known = bool(api or verdicts or replacements or op.key in kb.rules.third_party or op.key in kb.rules.host_ops
+                     or any(collective_name(a) for a in op.aten))  # a collective it ran: the HCCL facts speak
         required, optional, on_limit = (next((r for r in replacements if r.when == when), None)
                                         for when in ("required", "optional", "on-limit"))
         return _Scope(composite, api, required, optional, on_limit, verdicts=verdicts, aten_support=aten_support,
@@ -167,6 +168,10 @@ class _Classifier(AtenJudge, SignatureChecks):
             judge_project_op(op, j, scope.verdicts, scope.required, self.trained, self.registered)
         else:
             self._native(op, sig, j, scope.api, scope.verdicts, scope.required)
+            dtype = next((d for d in sig.input_dtypes if d), None) if sig is not None else None
+            for category, reason in nested_collectives(op, index if sig is not None else None, dtype,
+                                                       self.target.kernel):
+                j.take(category, reason)
         kernel_checks(self.kb, sig, j, scope.verdicts)
         return j
 

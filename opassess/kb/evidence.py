@@ -8,6 +8,8 @@ direct with low confidence ("not verified on Ascend 950"); a page ✔ where a do
 direct, confidence medium; a doc's ✘ decides against the op only where the page does not mark it ✔ and the kernel has
 no aclop fallback (older products run such ops through the aclop path).
 
+A view (its schema returns an alias of its input: select, slice, unsqueeze, view) reads no data, so when only views
+ran no dtype fact is missing: the operator has the confidence views have (high), on every product.
 A dtype an API page leaves out of its allow-list for an operator whose only kernel is torch_npu's own device-to-host
 copy (`Tensor.item` -> aten::_local_scalar_dense: registered by torch_npu itself, no CANN kernel, returns a host
 scalar) runs: no kernel doc limits it, so the page's list is a caveat said with confidence low ("not verified for

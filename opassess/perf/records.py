@@ -4,13 +4,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..messages import N_, Text
+
 UNITS = ("cube", "vector", "aicpu", "cpu-fallback", "none")  # "none": a view or host op that launches no kernel
 BOUNDS = ("compute", "memory", "launch", "host", "none")
 # Penalty codes, each the time a fact says is added over the roofline
 PENALTIES = ("cpu-fallback", "online-compile", "host-sync", "transdata", "unaligned-cube", "unaligned-attention",
              "fp32-cube", "unfused")
-ESTIMATE = ("estimate from modelled peaks and efficiencies (Huawei msModeling TensorCast figures, "
-            "ascend_hw_figures.tsv) and labelled assumptions (time_model.toml), not a measurement")
+ESTIMATE = Text(N_("estimate from modelled peaks and efficiencies (Huawei msModeling TensorCast figures, "
+                   "ascend_hw_figures.tsv) and labelled assumptions (time_model.toml), not a measurement"))
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,17 @@ from pathlib import Path
 from ..findings.graph import DataFlow, Graph
 from ..findings.patterns import load_patterns
 from ..kb.store import KnowledgeBase
+from ..messages import N_, Text
 from ..records import ClassifiedOp, Finding, Inventory
 from .inputs import FUSED_KINDS, backward_work, flag_nodes, node_work, unfused_nodes
 from .model import CallWork, time_call
 from .profile import DeviceProfile, NoDeviceProfile, load_profile, product_note
 from .records import UNITS, CallTime, OperatorTime, Performance, StepTime
 
-METHOD = ("sum over the captured calls ({step}) of max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x "
-          "efficiency)) + launch cost, plus penalties (CPU fallback over the host link, online compilation, host "
-          "syncs, TransData copies, unaligned shapes, float32 on the cube, unfused chains); no overlap between "
-          "calls, no communication, no caches")
+METHOD = N_("sum over the captured calls (%(step)s) of max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x "
+            "efficiency)) + launch cost, plus penalties (CPU fallback over the host link, online compilation, host "
+            "syncs, TransData copies, unaligned shapes, float32 on the cube, unfused chains); no overlap between "
+            "calls, no communication, no caches")
 
 
 def call_works(inventory: Inventory, classified: Sequence[ClassifiedOp], findings: Sequence[Finding],
@@ -87,7 +88,8 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
     """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures).
 
     A product the tables give no figures for gets step None and the table's note: a missing profile is data."""
-    method = METHOD.format(step="training step" if inventory.capture.training else "forward pass")
+    method = Text(METHOD, {"step": Text(N_("training step")) if inventory.capture.training else
+                           Text(N_("forward pass"))})
     works: list[CallWork] | None = None
 
     def on(name: str, over: Path | None) -> StepTime | None:

@@ -69,9 +69,10 @@ _ABSOLUTE = re.compile(r"(?:(?<=^)|(?<=[\s(\[=]))(/[^\s'\"()\[\],;]+|[A-Za-z]:[\
 def scrub(value, roots: Sequence[str | os.PathLike] = ()):
     """`value` (a document: dicts, lists, strings) with every absolute path inside its strings made portable, e.g. an
     error '... (at /venv/lib/python3.11/site-packages/t/x.py:3)' -> '... (at site-packages/t/x.py:3)'."""
-    if isinstance(value, str):
-        return _ABSOLUTE.sub(lambda m: portable(m.group(1), roots), value) if "/" in value or "\\" in value \
+    if isinstance(value, str):  # an unchanged string is kept as it is (a messages.Text keeps its message id)
+        scrubbed = _ABSOLUTE.sub(lambda m: portable(m.group(1), roots), value) if "/" in value or "\\" in value \
             else value
+        return value if scrubbed == value else scrubbed
     if isinstance(value, dict):
         return {key: scrub(item, roots) for key, item in value.items()}
     if isinstance(value, list):

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..messages import N_, say
 from .display_records import Card, Record
 
 ROWS = 15  # operators listed, by time at risk then time (the JSON has every one)
@@ -82,8 +83,13 @@ def slow_card(document: Mapping[str, Any], _: Callable[[str], str] = str) -> tup
                                                            "unit": worst["unit"]}),)
 
 
-def _by_unit(by_unit: Mapping[str, float]) -> str:
-    return ", ".join(f"{unit} {us_text(us)}" for unit, us in sorted(by_unit.items(), key=lambda kv: -kv[1]))
+# A list's separator, said in the reader's language (Chinese lists with '、'): the unit and penalty codes it separates
+# are identifiers.
+SEPARATOR = N_(", ")
+
+
+def _by_unit(by_unit: Mapping[str, float], _: Callable[[str], str] = str) -> str:
+    return _(SEPARATOR).join(f"{unit} {us_text(us)}" for unit, us in sorted(by_unit.items(), key=lambda kv: -kv[1]))
 
 
 def _num(value: float) -> str:
@@ -108,16 +114,17 @@ def time_section(document: Mapping[str, Any], _: Callable[[str], str] = str) -> 
     rows = tuple(TimeRow(
         op=op, us_text=us_text(t["us"]), at_risk_text=us_text(t["at_risk_us"]) if t["at_risk_us"] else "",
         share_text=f"{100 * t['us'] / step:.0f}%" if step else "", bound=t["bound"], unit=t["unit"],
-        penalties_text=", ".join(f"{p['code']} {us_text(p['us'])}" for p in t["penalties"]),
+        penalties_text=_(SEPARATOR).join(f"{p['code']} {us_text(p['us'])}" for p in t["penalties"]),
         bar_pct=_num(100 * t["us"] / largest), risk_pct=_num(100 * t["at_risk_us"] / largest),
         risk_of_bar_pct=_num(100 * t["at_risk_us"] / t["us"]))
         for op, t in timed[:ROWS])
     compare: tuple[CompareRow, ...] = ()
     if perf.get("compare"):
         compare = tuple(CompareRow(product=c["product"], label=c.get("label") or "", step_text=us_text(c["step_us"]),
-                                   at_risk_text=us_text(c["at_risk_us"]), by_unit_text=_by_unit(c["by_unit"]),
+                                   at_risk_text=us_text(c["at_risk_us"]), by_unit_text=_by_unit(c["by_unit"], _),
                                    note="" if c["step_us"] is not None else _("no published figures in the tables"))
                         for c in [perf, *perf["compare"]])
-    return TimeSection(product=perf["product"], headline=headline, by_unit_text=_by_unit(perf["by_unit"]),
-                       estimate=perf["estimate"], method=perf["method"], notes=tuple(perf.get("notes") or ()),
+    return TimeSection(product=perf["product"], headline=headline, by_unit_text=_by_unit(perf["by_unit"], _),
+                       estimate=say(perf["estimate"], _), method=say(perf["method"], _),
+                       notes=tuple(perf.get("notes") or ()),
                        rows=rows, more=max(0, len(timed) - ROWS), compare=compare)

@@ -93,10 +93,10 @@ def call_flops(func: Any, args: tuple, kwargs: dict, out: Any, registry: dict) -
 
 
 class Bodies:
-    """The Python bodies of a project's or a library's own ops (torch.library ops registered for every backend,
-    CompositeExplicitAutograd), run under a dispatch mode so the ATen ops they run are recorded with their FLOPs:
-    a model's own grouped matmul op is the mm calls of its body, not an op of unknown work. A dispatch mode never
-    sees inside such a kernel otherwise. Inside a body autograd is below, so a CompositeImplicitAutograd op
+    """The Python bodies of a project's or a library's own ops (torch.library ops registered for every backend: a
+    Python CompositeExplicitAutograd kernel), run under a dispatch mode so the ATen ops they run are recorded with
+    their FLOPs: a model's own grouped matmul op is the mm calls of its body, not an op of unknown work. A dispatch
+    mode never sees inside such a kernel otherwise. Inside a body autograd is below, so a CompositeImplicitAutograd op
     (matmul) reaches the mode undecomposed: it is decomposed there, as it would be outside."""
 
     def __init__(self) -> None:
@@ -127,10 +127,16 @@ class Bodies:
 
 @functools.cache
 def _body_key(func: Any) -> Any:
-    """The dispatch key of a non-ATen op's own composite kernel (CompositeExplicitAutograd), or None."""
+    """The dispatch key of a non-ATen op's own Python composite kernel (CompositeExplicitAutograd registered through
+    torch.library, which lists it in torch.library._impls), or None. torch's own C++ composites
+    (_c10d_functional::all_reduce) are not run apart: their work is the op's."""
     import torch
 
     if func.namespace in ("aten", "prims"):
+        return None
+    namespace, _, name = func.name().partition("::")
+    impls = getattr(torch.library, "_impls", None)
+    if impls is not None and f"{namespace}/{name}/CompositeExplicitAutograd" not in impls:
         return None
     try:
         if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeExplicitAutograd"):

@@ -13,17 +13,12 @@ import pytest
 
 from opassess.classify import classify, worst
 from opassess.errors import KnowledgeBaseError
-from opassess.kb.store import load_kb
 from opassess.pipeline import ScanOptions, scan_inventory
 from opassess.records import Capture, Inventory, ModelInfo, Operator, Signature
 from tests.support import needs_cpp_toolchain
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return load_kb(tmp_path_factory.mktemp("no-overlay"))
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import pytest
 pytest.importorskip("transformers")
 
 from opassess.classify import classify  # noqa: E402
-from opassess.kb.store import load_kb  # noqa: E402
 from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
 from tests.integration.support import causal_lm_file  # noqa: E402
 
@@ -21,10 +20,6 @@ CONFIGS = {
                          "q_lora_rank": 32, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16},
 }
 
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return load_kb(tmp_path_factory.mktemp("no-overlay"))
 
 
 def model_file(tmp_path, config: str, extra: dict) -> str:

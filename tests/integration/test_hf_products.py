@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("transformers")
 
 from opassess.classify import classify  # noqa: E402
-from opassess.kb.store import load_kb  # noqa: E402
 from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
 from tests.integration.support import causal_lm_file  # noqa: E402
 
@@ -26,10 +25,6 @@ CONFIGS = {
 }
 LIMITS = {"dtype", "dtype-cast", "param-limit", "shape-limit", "binding", "replacement", "cpu-fallback"}
 
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return load_kb(tmp_path_factory.mktemp("no-overlay"))
 
 
 def model_file(tmp_path, config: str, extra: dict) -> str:

@@ -10,16 +10,11 @@ import pytest
 pytest.importorskip("transformers")
 
 from opassess.classify import classify  # noqa: E402
-from opassess.kb.store import load_kb  # noqa: E402
 from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
 from tests.support import ROOT  # noqa: E402
 
 BENCHMARKS = ROOT / "benchmarks"
 
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return load_kb(tmp_path_factory.mktemp("no-overlay"))
 
 
 def covered_yet_custom_dev(classified) -> list[str]:

@@ -11,16 +11,11 @@ from opassess.findings import find_findings
 from opassess.kb import kernels
 from opassess.kb.evidence import cast_target, check_dtype, remedy
 from opassess.kb.products import UnknownProductError, shipped
-from opassess.kb.store import load_kb
 from opassess.pipeline import ScanOptions, scan_inventory
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 BF16 = "bfloat16"
 
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return load_kb(tmp_path_factory.mktemp("no-overlay"))
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,6 @@ from opassess.kb.versions import parse_version
 from opassess.kb.wheel_import import import_wheel
 from opassess.resources import data_path
 
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory) -> KnowledgeBase:
-    # An empty overlay folder: the tests see the shipped data only, whatever the user imported.
-    return load_kb(tmp_path_factory.mktemp("no-overlay"))
-
-
 # ------------------------------------------------------------------ provenance and counts
 
 

@@ -228,8 +228,8 @@ def test_a_models_own_grouped_matmul_op_is_the_work_of_its_body(tmp_path):
 
 def test_torchs_own_autograd_functions_are_not_the_projects():
     # dtensor_mlp.py on meta, in a worker (it initialises a process group): DTensor's Redistribute and _ToTorchTensor
-    # are torch's autograd Functions, judged by the ATen ops they run (direct, no "custom autograd.Function" to
-    # verify); the model's own ClampSTE stays a project op whose traced backward is judged
+    # are torch's autograd Functions, judged by the ops they run (direct, no "custom autograd.Function" to verify);
+    # the model's own ClampSTE stays a project op whose traced backward is judged
     from opassess.isolation.scan import finish_assessment, start_assessment
 
     scan = ScanOptions(target=str(MODELS / "dtensor_mlp.py"), train=True)
@@ -242,5 +242,10 @@ def test_torchs_own_autograd_functions_are_not_the_projects():
     for key in torch_own:
         assert ops[key]["kind"] == "function" and ops[key]["category"] == "direct", ops[key]["reasons"]
         assert not {"autograd-function", "custom-op"} & {r["code"] for r in ops[key]["reasons"]}
+    # RowwiseParallel's output is a partial sum: Redistribute runs _c10d_functional::all_reduce, judged by the HCCL
+    # facts as a collective the model called itself
+    redistribute = ops["torch.distributed.tensor._redistribute.Redistribute"]
+    assert any(r["code"] == "hccl" and r["message"].startswith("all_reduce: HCCL runs it")
+               for r in redistribute["reasons"])
     ste = ops["dtensor_mlp.ClampSTE"]
     assert ste["kind"] == "custom" and "autograd-function" in {r["code"] for r in ste["reasons"]}
