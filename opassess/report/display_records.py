@@ -8,12 +8,14 @@ from typing import Any
 from ..vocabulary import Category
 
 
+@dataclass(frozen=True)
 class Record:
-    """A display record: read by attribute (`cell.heat`), in Python and in the templates alike."""
+    """A display record: read by attribute (`cell.heat`), in Python and in the templates alike (a frozen dataclass
+    of no fields: every record is one of its frozen dataclasses)."""
 
     def context(self) -> dict[str, Any]:
         """The record's fields as a template's top-level names (shallow: nested records stay records)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
