@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .dtypes import FLOAT_DTYPES
 from .errors import UsageError
-from .vocabulary import GRAPH_BACKENDS, GRAPH_MODES
+from .vocabulary import EXPORTERS, GRAPH_BACKENDS, GRAPH_MODES, ROUTES
 
 DEFAULT_PRODUCT = "Atlas A2"  # the Ascend product assessed against when --target is not given
 DEVICES = ("meta", "cpu")  # where the model is built and run (--device)
@@ -64,6 +64,12 @@ class ScanOptions:
             # --dtype casts every floating input, so the tensors would run as --dtype while the report said otherwise
             raise UsageError(f"{self.input_dtype} contradicts --dtype {self.dtype}, which casts the floating inputs "
                              "built from --input-shape (drop one of them)", option="--input-dtype")
+        if self.route is not None and self.route not in ROUTES:
+            raise UsageError(f"{self.route!r}: expected one of {', '.join(ROUTES)}", option="--route")
+        if self.exporter not in ("auto", *EXPORTERS):
+            raise UsageError(f"{self.exporter!r}: expected auto, {' or '.join(EXPORTERS)}", option="--exporter")
+        if self.quant and self.route != "vllm-ascend":
+            raise UsageError("needs --route vllm-ascend", option="--quant")
         if self.graph_mode not in GRAPH_MODES:
             raise UsageError(f"{self.graph_mode!r}: expected one of {', '.join(GRAPH_MODES)}", option="--graph-mode")
         if self.graph_backend not in GRAPH_BACKENDS:

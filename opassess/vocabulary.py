@@ -73,5 +73,8 @@ GRAPH_MODES: tuple[str, ...] = ("capture", "dynamo", "off")
 # The NPU graph back-ends, each stated once: torch.compile with torch_npu's inductor (the default); aclgraph capture
 # through torchair's npugraph_ex (the npugraphs back-end shares its capture rules); torchair's GE graph (max-autotune).
 GRAPH_BACKENDS: tuple[str, ...] = ("inductor", "npugraph_ex", "ge")
+# The routes beyond eager training `scan --route` checks, and the ONNX exporters (--exporter, besides "auto").
+ROUTES: tuple[str, ...] = ("onnx", "vllm-ascend")
+EXPORTERS: tuple[str, ...] = ("dynamo", "torchscript")
 # How far a verdict can be trusted, weakest first: min(..., key=CONFIDENCES.index) is the weakest of several.
 CONFIDENCES: tuple[str, ...] = ("low", "medium", "high")

@@ -14,6 +14,7 @@ from ..report.i18n import N_
 from ..report.text import days_or, signed_days
 from ..vocabulary import Category
 from .diff import CHANGES, Diff, OpChange
+from .policy import Breach
 from .snapshot import OpState
 
 DIFF_FORMAT_VERSION = 1
@@ -54,7 +55,7 @@ def new_custom_dev(diff: Diff) -> list[str]:
     return [c.op for c in diff.changes if c.worse and c.after and c.after.category == Category.CUSTOM_DEV]
 
 
-def diff_view(diff: Diff, breaches: Sequence[Any] = ()) -> dict[str, Any]:
+def diff_view(diff: Diff, breaches: Sequence[Breach] = ()) -> dict[str, Any]:
     """The diff with every number formatted, for templates/diff.md.j2."""
     rows = [_change_row(c) for c in diff.changes]
     counts = {name: sum(1 for c in diff.changes if c.change == name) for name in CHANGES}
@@ -101,7 +102,7 @@ def diff_document(diff: Diff) -> dict[str, Any]:
     }
 
 
-def render_diff(diff: Diff, fmt: str = "md", *, breaches: Sequence[Any] = (), templates_dir: Path | None = None,
+def render_diff(diff: Diff, fmt: str = "md", *, breaches: Sequence[Breach] = (), templates_dir: Path | None = None,
                 language: str = "en") -> str:
     """The diff as Markdown (a pull-request comment, through templates/diff.md.j2, in `language`) or JSON (English:
     a machine format)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..datafile import read_json
 from ..errors import KnowledgeBaseError
+from ..records import AtenCall
 
 TABLE = "graph_mode.json"
 _KEYS = ("sources", "ge_converters", "ge_apis", "inductor_fallback", "verified", "capture")
@@ -107,12 +108,12 @@ def op_tags(aten: str) -> frozenset[str]:
     return frozenset(str(tag).rsplit(".", 1)[-1] for tag in getattr(handle, "tags", ()))
 
 
-def host_sync(call: Any) -> bool:
+def host_sync(call: AtenCall) -> bool:
     """An AtenCall reading a device value on the host (aten::_local_scalar_dense: .item(), .tolist(), `if t:`)."""
     return "data_dependent_output" in op_tags(call.qualified)
 
 
-def data_dependent(call: Any) -> bool:
+def data_dependent(call: AtenCall) -> bool:
     """An AtenCall whose output size depends on the data: tagged so by PyTorch, and for an indexing op only when an
     index is a boolean (or uint8) mask (aten::index.Tensor with int64 indices has a static size)."""
     if "dynamic_output_shape" not in op_tags(call.qualified):

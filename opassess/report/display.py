@@ -14,12 +14,12 @@ from ..messages import say
 from ..records import Assessment, Capture, ClassifiedOp, Effort, Estimate
 from ..vocabulary import CATEGORIES, NO_CAPTURE, Category
 from .charts import _num, pareto_chart
+from .display_page import Display
 from .display_records import (
     AtenRow,
     Attempt,
     Card,
     CategoryRow,
-    Display,
     FindingRow,
     ImpactLabel,
     ModelHeader,

@@ -8,12 +8,14 @@ from typing import Any
 from ..vocabulary import Category
 
 
+@dataclass(frozen=True)
 class Record:
-    """A display record: read by attribute (`cell.heat`), in Python and in the templates alike."""
+    """A display record: read by attribute (`cell.heat`), in Python and in the templates alike (a frozen dataclass
+    of no fields: every record is one of its frozen dataclasses)."""
 
     def context(self) -> dict[str, Any]:
         """The record's fields as a template's top-level names (shallow: nested records stay records)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -289,57 +291,6 @@ class RuleRange(Record):
 
     category: Category
     text: str
-
-
-@dataclass(frozen=True)
-class Display(Record):
-    title: str
-    tool_version: str
-    model: ModelHeader
-    target: str
-    torch_npu: str
-    kb_version: str
-    weights_source: str
-    estimated: bool
-    totals: Totals | None
-    cards: tuple[Card, ...]
-    categories: tuple[CategoryRow, ...]
-    pie: tuple[PieSlice, ...]
-    pareto: ParetoSummary | None
-    pareto_statement: str
-    pareto_chart: ParetoChart | None
-    risk_grid: RiskGrid | None
-    operators: tuple[OperatorRow, ...]
-    top_operators: tuple[OperatorRow, ...]  # largest effort first; first occurrences when not estimated
-    modules: tuple[ModuleRow, ...]
-    modules_hidden: int  # every one of them smaller than any module shown
-    modules_small: int  # under MODULE_MIN_SHARE of the effort
-    modules_cut: int  # above it, but past the MODULE_ROWS largest
-    module_rows: int
-    findings: tuple[FindingRow, ...]
-    unknown: tuple[OperatorRow, ...]
-    suggested_html: str
-    effort_ranges: tuple[RuleRange, ...] = ()  # per category, from the weights the assessment used
-    evidence_order: str = ""  # "Verdicts from: kernel facts (CANN aclnn docs) for Atlas A2, then ..."
-    pareto_marked: bool = False  # badge the 20/80 operators: only when they are few (display.PARETO_MARK_SHARE)
-    profile: str = ""  # the weights profile used
-    assumptions: str = ""  # "figures are assumptions until calibrated ..."
-    band_text: str = ""  # what the P10-P90 band means
-    activities: tuple[ActivityRow, ...] = ()  # model-level lines
-    decisions: tuple[DecisionRow, ...] = ()  # model-level decisions (operators sharing one cause and one fix)
-    origins: tuple[OriginRow, ...] = ()  # effort by origin, largest first
-    zero_cost: tuple[str, ...] = ()  # operators that put no work on the device
-    validation_block: tuple[str, ...] = ()  # direct operators that share the validation activity
-    actions: tuple[ActionItem, ...] = ()  # what to do, in every format
-    source: Any = None  # report.source_view.SourceSection: the source scan's sites; None when it found nothing
-    source_only: bool = False  # `opassess source`: no model was loaded, the header says so
-    onnx: Any = None  # report.route_view.OnnxSection of --route onnx; None without
-    serving: Any = None  # report.route_view.ServingSection of --route vllm-ascend; None without
-    time: Any = None  # report.time_view.TimeSection: the time model's step and operators; None without one
-    graph: Any = None  # report.graph_view.GraphSection: readiness per NPU graph back-end; None with --no-graph-mode
-
-    def effort_range(self, category: str) -> str | None:
-        return next((r.text for r in self.effort_ranges if r.category == category), None)
 
 
 @dataclass(frozen=True)

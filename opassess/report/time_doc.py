@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..perf.records import Performance, StepTime
 from ..records import Finding
 
 
@@ -11,13 +12,13 @@ def _us(value: float) -> float:
     return round(float(value), 1)
 
 
-def _step_doc(step: Any) -> dict[str, Any]:
+def _step_doc(step: StepTime) -> dict[str, Any]:
     return {"variant": step.variant, "label": step.label, "step_us": _us(step.step_us),
             "at_risk_us": _us(step.at_risk_us), "by_unit": {u: _us(v) for u, v in step.by_unit.items()},
             "notes": list(step.notes)}
 
 
-def performance_doc(performance: Any) -> dict[str, Any] | None:
+def performance_doc(performance: Performance | None) -> dict[str, Any] | None:
     """{product, step_us, at_risk_us, by_unit, method, estimate, variant, notes, compare}; None without a time model;
     step_us null when the tables give no figures for the product (`note` says so)."""
     if performance is None:
@@ -34,7 +35,7 @@ def performance_doc(performance: Any) -> dict[str, Any] | None:
     return doc
 
 
-def operator_time_doc(performance: Any, key: str) -> dict[str, Any] | None:
+def operator_time_doc(performance: Performance | None, key: str) -> dict[str, Any] | None:
     """`estimated_time` of one operator on the target: {us, at_risk_us, bound, unit, penalties, calls}."""
     step = performance.step if performance is not None else None
     op = step.operator(key) if step is not None else None
@@ -46,7 +47,7 @@ def operator_time_doc(performance: Any, key: str) -> dict[str, Any] | None:
             "calls": op.calls}
 
 
-def finding_gain_us(performance: Any, finding: Finding) -> float | None:
+def finding_gain_us(performance: Performance | None, finding: Finding) -> float | None:
     """The time a finding's fix recovers on the target: the at-risk time of the calls it covers (and their
     backward); None without a step."""
     step = performance.step if performance is not None else None
@@ -56,8 +57,9 @@ def finding_gain_us(performance: Any, finding: Finding) -> float | None:
     return sum(c.at_risk_us for c in step.calls if c.node in nodes or c.node.removesuffix(".backward") in nodes)
 
 
-def finding_time_doc(performance: Any, finding: Finding) -> Mapping[str, float] | None:
+def finding_time_doc(performance: Performance | None, finding: Finding) -> Mapping[str, float] | None:
+    step = performance.step if performance is not None else None
     gain = finding_gain_us(performance, finding)
-    if gain is None:
+    if step is None or gain is None:
         return None
-    return {"gain_us": _us(gain), "step_at_risk_us": _us(performance.step.at_risk_us)}
+    return {"gain_us": _us(gain), "step_at_risk_us": _us(step.at_risk_us)}

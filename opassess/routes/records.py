@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROUTES = ("onnx", "vllm-ascend")  # `scan --route`
+from ..vocabulary import EXPORTERS, ROUTES  # noqa: F401 - re-exported: `scan --route` and --exporter, stated once
+
 VERDICTS = ("supported", "opset-dependent", "no CANN mapping")  # an ONNX node's verdict against the map
-EXPORTERS = ("dynamo", "torchscript")
 SERVING_STATUSES = ("supported", "risk", "unsupported", "no facts")  # a serving check line's status
 
 

@@ -148,7 +148,7 @@ def estimate_sources(findings: Sequence[SourceFinding], operators: Iterable[Oper
     repeats = _repeats(findings, weights)
     out = []
     for finding, key, linked, nth in zip(findings, site_keys(findings), links, repeats, strict=True):
-        covered = None if linked else covering_operator(finding, operators, root)
+        covered = None if linked or not operators else covering_operator(finding, operators, root)
         effort, basis = (NO_EFFORT, f"captured as operator {covered}: costed there, once") if covered \
             else site_effort(finding, weights)
         if nth > 1 and not covered and effort != NO_EFFORT:

@@ -14,6 +14,7 @@ Costs: one forward plus per-call bookkeeping (~0.4 s on a Llama-2-7B shape on me
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from typing import Any
 
 from ..load import LoadedModel
@@ -283,8 +284,10 @@ def library_attrs(call: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
     if any(name.startswith("arg") for name in attrs):  # autotuned: the tuned constexprs are not passed
         import inspect
 
+        named: Mapping[str, Any] = {}  # a launch without its kernel (or one inspect cannot read) names none
         try:
-            named = inspect.signature(call.kernel).bind_partial(*args, **kwargs).arguments  # type: ignore[arg-type]
+            if call.kernel is not None:
+                named = inspect.signature(call.kernel).bind_partial(*args, **kwargs).arguments
         except (TypeError, ValueError):
             named = {}
         attrs = {k: v for k, v in ((k, jsonable(v)) for k, v in named.items()) if v is not SKIP} or attrs

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from rich.console import Console, JustifyMethod, OverflowMethod
     from rich.table import Table
 
-    from ..display_records import ActionItem, Display
+    from ..display_page import Display
+    from ..display_records import ActionItem
     from ..graph_view import GraphSection
     from ..route_view import OnnxSection, ServingSection
     from ..source_view import SourceSection
