@@ -201,7 +201,7 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Tr
         items.append((ActionItem(kind=category or "unclassified", subject=op["op"], action=action + owner,
                                  days_text=days_text, time_text=_time_text(gain, likely, _) if gain >= MIN_GAIN_US
                                  else ""), gain, likely))
-    items += [(item, 0.0, None) for item in _site_actions(document)]
+    items += [(item, 0.0, None) for item in _site_actions(document, _)]
     times = [f.get("time") for f in document.get("findings") or ()]
     for finding, time in zip(findings, times or [None] * len(findings), strict=False):
         if finding.kind == "compute" or (finding.kind == "mixed-precision" and set(finding.ops) <= precision):
@@ -230,7 +230,7 @@ def _decides(code: str) -> bool:
 SITES_NAMED = 3  # sites named per action item of the source scan; the count says how many more
 
 
-def _site_actions(document: Mapping[str, Any]) -> list[ActionItem]:
+def _site_actions(document: Mapping[str, Any], _: Translate = str) -> list[ActionItem]:
     """The source scan's sites that are work (not direct, not notes), one item per subject, kind, category and route
     (a tree calling DataParallel in 40 files is one edit to learn, 40 to make): the first sites named, the count and
     the summed person-days."""
@@ -243,11 +243,13 @@ def _site_actions(document: Mapping[str, Any]) -> list[ActionItem]:
     for (category, subject, _kind, route), sites in groups.items():
         where = ", ".join(f"{s['file']}:{s['line']}" for s in sites[:SITES_NAMED])
         if len(sites) > SITES_NAMED:
-            where += f" and {len(sites) - SITES_NAMED} more"
+            where += _(" and %(n)d more") % {"n": len(sites) - SITES_NAMED}
         total = sum(s["person_days"]["likely"] for s in sites)
-        items.append(ActionItem(kind=category, subject=f"{subject} at {where}" if len(sites) > 1 else
-                                f"{where} {subject}", action=route.rstrip(".") or "no NPU route: rewrite it",
-                                days_text=f"{days(total)} person-days"))
+        items.append(ActionItem(kind=category, subject=_("%(subject)s at %(where)s") % {"subject": subject,
+                                                                                         "where": where}
+                                if len(sites) > 1 else f"{where} {subject}",
+                                action=say(route, _).rstrip(".") or _("no NPU route: rewrite it"),
+                                days_text=_("%(days)s person-days") % {"days": days(total)}))
     return items
 
 

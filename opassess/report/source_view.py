@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..messages import say
 from ..vocabulary import CATEGORIES
 from .display_records import Record
 from .text import days
@@ -55,11 +56,13 @@ class SourceSection(Record):
     largest: tuple[SourceRow, ...] = ()  # the LARGEST sites by person-days, for the terminal summary
 
 
-def _size(size: Mapping[str, Any] | None) -> str:
+def _size(size: Mapping[str, Any] | None, gettext: Callable[[str], str]) -> str:
     if not size:
         return ""
     apis = size.get("apis") or []
-    return f"{size['lines']} lines, {size['kernels']} kernel(s)" + (f": {', '.join(apis)}" if apis else "")
+    counted = gettext("%(lines)d lines, %(kernels)d kernel(s)") % {"lines": size["lines"], "kernels": size["kernels"]}
+    # the API names listed with the reader's separator ('、' in Chinese: a list of names, not a phrase)
+    return counted + (gettext(": %(apis)s") % {"apis": gettext(", ").join(apis)} if apis else "")
 
 
 def _stars(stars: int) -> str:
@@ -79,10 +82,12 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
         effort, risk = f.get("person_days"), f.get("risk")
         rows.append(SourceRow(
             location=f"{f['file']}:{f['line']}", file=f["file"], line=f["line"], code=f["code"], kind=f["kind"],
-            category=f["category"], subject=f["subject"], route=f["npu_route"],
+            category=f["category"], subject=f["subject"], route=say(f["npu_route"], gettext),
             evidence_text="; ".join(f.get("evidence") or ()), confidence=f.get("confidence") or "",
-            notes_text="; ".join([*(["present, not reached by this model"] if f.get("reached") is False else []),
-                                  *(f.get("notes") or ())]), size_text=_size(f.get("size")),
+            notes_text=gettext("; ").join([*([gettext("present, not reached by this model")]
+                                             if f.get("reached") is False else []),
+                                           *(say(n, gettext) for n in f.get("notes") or ())]),
+            size_text=_size(f.get("size"), gettext),
             likely_text=days(effort["likely"]) if effort else "",
             range_text=f"{days(effort['low'])}\u2013{days(effort['high'])}" if effort else "",
             stars_text=_stars(risk["stars"]) if risk else "", note=f["kind"] in NOTE_KINDS,

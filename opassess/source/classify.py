@@ -16,6 +16,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
+from ..messages import N_, Text
 from ..vocabulary import Category
 from .classify_distributed import KINDS as DISTRIBUTED
 from .classify_distributed import DistributedClassifier
@@ -92,16 +93,17 @@ class Classifier:
             return self._library_call(site, lib, kwargs)
         if q.startswith("torch.cuda."):
             swap = self.facts.patches("torch.cuda")
-            return self._finding(site, "gpu-api", PARAM, "not installed by the torch.cuda module swap: keeps its "
-                                 "CUDA implementation", [swap[0].cite if swap else ""], "low")
+            return self._finding(site, "gpu-api", PARAM, Text(N_("not installed by the torch.cuda module swap: keeps "
+                                                                 "its CUDA implementation")),
+                                 [swap[0].cite if swap else ""], "low")
         if q.startswith("torch.backends.cud"):
-            return self._finding(site, "gpu-api", PARAM, "unknown: not in the migration facts", [], "low")
+            return self._finding(site, "gpu-api", PARAM, Text(N_("unknown: not in the migration facts")), [], "low")
         return None
 
     def _library_call(self, site, lib: KernelLibrary, kwargs: dict[str, str]) -> SourceFinding:
         dropped = lib.dropped_args(kwargs)
-        notes = [f"the route drops: {', '.join(dropped)}"] if dropped else []
-        notes.append(f"dropped by the route: {lib.dropped}")
+        notes = [Text(N_("the route drops: %(args)s"), {"args": ", ".join(dropped)})] if dropped else []
+        notes.append(Text(N_("dropped by the route: %(what)s"), {"what": lib.dropped}))
         category = Category.parse(lib.category) if lib.category else PARAM
         if dropped and category is DIRECT:
             category = PARAM
@@ -109,7 +111,7 @@ class Classifier:
 
     def _no_op(self, site, rule: MigrationRule) -> SourceFinding:
         precision = site.subject.startswith("torch.backends.") or "precision" in site.subject
-        notes = [f"set to {site.get('value')}"] if site.get("value") else []
+        notes = [Text(N_("set to %(value)s"), {"value": site.get("value")})] if site.get("value") else []
         return self._finding(site, "precision-note" if precision else "no-op", DIRECT, rule.npu_equivalent,
                              [rule.cite], "high", notes)
 
@@ -128,7 +130,8 @@ class Classifier:
         if lib and lib.library == "triton":
             return None  # each @triton.jit kernel is its own finding
         kind = "guarded-import" if guarded else "library-import"
-        notes = ["guarded import: on the NPU the except branch runs, so the fast path is not taken"] if guarded else []
+        notes = [Text(N_("guarded import: on the NPU the except branch runs, so the fast path is not taken"))] \
+            if guarded else []
         if rule:
             category, confidence = _handling(rule)
             return self._finding(site, kind, category, rule.npu_equivalent, [rule.cite, lib.cite if lib else ""],
@@ -148,28 +151,31 @@ class Classifier:
                     if p.kind in ("device-arg-rewrite", "backend-string")]
         rule = self.facts.migration(q, self._kwargs(site))
         if rewrites:
-            return self._finding(site, "device-string", DIRECT, "'cuda' becomes 'npu' at call time",
+            return self._finding(site, "device-string", DIRECT, Text(N_("'cuda' becomes 'npu' at call time")),
                                  [p.cite for p in rewrites] + [rule.cite if rule else ""], "high")
         literal = self.facts.migration_for_literal("cuda")
         if q == "torch.device":
             to = self.facts.patches("torch.Tensor.to")
-            return self._finding(site, "device-string", DIRECT, "a torch.device('cuda') is rewritten by the calls "
-                                 "transfer_to_npu wraps", [to[0].cite if to else ""], "medium")
+            return self._finding(site, "device-string", DIRECT, Text(N_("a torch.device('cuda') is rewritten by the "
+                                                                        "calls transfer_to_npu wraps")),
+                                 [to[0].cite if to else ""], "medium")
         return self._finding(site, "device-string", PARAM, literal.npu_equivalent if literal else "'npu'",
                              [literal.cite if literal else ""], "low",
-                             ["transfer_to_npu rewrites 'cuda' only in the calls it wraps; this callee is not one"])
+                             [Text(N_("transfer_to_npu rewrites 'cuda' only in the calls it wraps; this callee is not "
+                                      "one"))])
 
     def _backend(self, site) -> SourceFinding:
         patches = [p for name in (site.subject, site.subject + ".__init__") for p in self.facts.patches(name)
                    if p.kind == "backend-string"]
         rule = self.facts.migration(site.subject)
         if patches:
-            return self._finding(site, "backend-string", DIRECT, "'nccl' becomes 'hccl' at call time",
+            return self._finding(site, "backend-string", DIRECT, Text(N_("'nccl' becomes 'hccl' at call time")),
                                  [p.cite for p in patches] + [rule.cite if rule else ""], "high")
         literal = self.facts.migration_for_literal("nccl")
         return self._finding(site, "backend-string", PARAM, literal.npu_equivalent if literal else "'hccl'",
                              [literal.cite if literal else ""], "medium",
-                             ["transfer_to_npu rewrites the backend only for init_process_group/_new_group_with_tag"])
+                             [Text(N_("transfer_to_npu rewrites the backend only for "
+                                      "init_process_group/_new_group_with_tag"))])
 
     def _compare(self, site) -> SourceFinding | None:
         rule = self.facts.migration_for_literal(site.subject)
@@ -177,22 +183,27 @@ class Classifier:
             return None
         category, confidence = _handling(rule)
         return self._finding(site, "string-compare", category, rule.npu_equivalent, [rule.cite], confidence,
-                             [f"compared with {site.get('against')}"] if site.get("against") else [])
+                             [Text(N_("compared with %(value)s"), {"value": site.get("against")})]
+                             if site.get("against") else [])
 
     def _extension(self, site) -> SourceFinding:
         sources = site.all("source")
         rule = self.facts.migration(site.subject)
         cuda = site.subject.endswith("CUDAExtension") or any(s.endswith(CUDA_SOURCES) for s in sources)
-        notes = [f"sources: {', '.join(sources)}"] if sources else []
+        notes = [Text(N_("sources: %(files)s"), {"files": ", ".join(sources)})] if sources else []
         if not cuda:
-            notes.append("no CUDA source listed")
+            notes.append(Text(N_("no CUDA source listed")))
         links = site.all("link")  # imports and calls of the module it builds (source/package.py)
         if links:
-            shown = ", ".join(links[:LINKS_SHOWN]) + (f" and {len(links) - LINKS_SHOWN} more"
-                                                      if len(links) > LINKS_SHOWN else "")
-            notes.append(f"builds module {site.get('name')}, imported or called at {shown}: priced here, once")
+            shown = ", ".join(links[:LINKS_SHOWN])
+            more = {"more": len(links) - LINKS_SHOWN} if len(links) > LINKS_SHOWN else {}
+            notes.append(Text(N_("builds module %(name)s, imported or called at %(shown)s and %(more)s more: priced "
+                                 "here, once") if more else
+                              N_("builds module %(name)s, imported or called at %(shown)s: priced here, once"),
+                              {"name": site.get("name"), "shown": shown, **more}))
         if site.size is not None:
-            notes.append(f"priced as its kernels: {site.size.kernels} kernel(s), {site.size.lines} kernel line(s)")
+            notes.append(Text(N_("priced as its kernels: %(kernels)s kernel(s), %(lines)s kernel line(s)"),
+                              {"kernels": site.size.kernels, "lines": site.size.lines}))
         return dataclasses.replace(self._kernel_like(site, "cpp-extension", rule, notes), links=tuple(links))
 
     def _kernel_like(self, site, kind, rule, notes) -> SourceFinding:
@@ -200,8 +211,9 @@ class Classifier:
         rotary kernel is not npu_interleave_rope), so a kernel or extension is an Ascend C port unless the facts
         name its route."""
         cite = rule.cite if rule else ""
-        return self._finding(site, kind, CUSTOM, rule.npu_equivalent if rule else "Ascend C rewrite", [cite], "high",
-                             [*notes, "no torch_npu op matched by what it computes (names are not matched)"])
+        return self._finding(site, kind, CUSTOM, rule.npu_equivalent if rule else Text(N_("Ascend C rewrite")),
+                             [cite], "high",
+                             [*notes, Text(N_("no torch_npu op matched by what it computes (names are not matched)"))])
 
     # ------------------------------------------------------------------ Triton
 
@@ -213,15 +225,16 @@ class Classifier:
                           if re.search(rf"\b{re.escape(k)}\b", arg)})
         if not flagged:
             return None
-        return self._finding(site, "triton-config", PARAM, "triton-ascend does not tune these launch options: "
-                             + ", ".join(flagged), [api.cite], "high")
+        return self._finding(site, "triton-config", PARAM, Text(N_("triton-ascend does not tune these launch "
+                                                                   "options: %(options)s"),
+                                                                {"options": ", ".join(flagged)}), [api.cite], "high")
 
     def _triton_kernel(self, site) -> SourceFinding:
         rule = self.facts.migration("triton.jit")
         lib = preferred_library(self.facts.library_rows("triton.jit"))
         evidence = [rule.cite if rule else "", lib.cite if lib else ""]
         lacking = [*site.all("dtype"), *site.all("arg")]
-        notes = [f"triton-ascend lacks {flag}" for flag in lacking]
+        notes = [Text(N_("triton-ascend lacks %(flag)s"), {"flag": flag}) for flag in lacking]
         for flag in lacking:
             api = self.facts.triton_api("tl." + flag.split(":")[0])
             evidence.append(api.cite if api else "")
@@ -231,12 +244,14 @@ class Classifier:
         if grid:
             core = self.facts.triton_rule("coreDim")
             evidence.append(core.cite if core else "")
-            notes += [f"grid exceeds 65535 programs: {g}; {core.limit if core else ''}" for g in grid]
+            notes += [Text(N_("grid exceeds 65535 programs: %(grid)s; %(limit)s"),
+                           {"grid": g, "limit": core.limit if core else ""}) for g in grid]
         if lacking:
-            return self._finding(site, "triton-kernel", CUSTOM, "rewrite the flagged parts (triton-ascend lacks them) "
-                                 "or port to Ascend C", evidence, "high", notes)
+            return self._finding(site, "triton-kernel", CUSTOM, Text(N_("rewrite the flagged parts (triton-ascend "
+                                                                        "lacks them) or port to Ascend C")),
+                                 evidence, "high", notes)
         if unknown:
-            notes += [f"not in the triton-ascend API docs: {u}" for u in unknown]
+            notes += [Text(N_("not in the triton-ascend API docs: %(api)s"), {"api": u}) for u in unknown]
             confidence = "low"
         return self._finding(site, "triton-kernel", PARAM, "triton-ascend", evidence, confidence, notes)
 
@@ -250,13 +265,14 @@ class Classifier:
         rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")
         category, confidence = _handling(rule) if rule else (PARAM, "low")
         return self._finding(site, "native-binding", category, rule.npu_equivalent if rule else "", [rule.cite if rule
-                             else ""], confidence, [f"module {site.get('module')}"])
+                             else ""], confidence, [Text(N_("module %(name)s"), {"name": site.get("module")})])
 
     def _native_runtime(self, site) -> SourceFinding:
         rule = self.facts.migration("torch.utils.cpp_extension.CUDAExtension")
-        return self._finding(site, "native-runtime", CUSTOM, "port the host calls to the Ascend runtime (ACL) "
-                             "or torch_npu APIs", [rule.cite if rule else ""], "medium",
-                             [f"calls {', '.join(site.all('call'))}"])
+        return self._finding(site, "native-runtime", CUSTOM, Text(N_("port the host calls to the Ascend runtime "
+                                                                     "(ACL) or torch_npu APIs")),
+                             [rule.cite if rule else ""], "medium",
+                             [Text(N_("calls %(calls)s"), {"calls": ", ".join(site.all("call"))})])
 
 
 def classify_sites(sites: Iterable, facts: SourceFacts, routes=None, product: str = "") -> list[SourceFinding]:

@@ -14,6 +14,7 @@ row (pg_options) and the HCCL timeout row (timeout).
 from __future__ import annotations
 
 from ..kb.routes import HcclFact, RouteFacts
+from ..messages import N_, Text
 from ..vocabulary import Category
 from .facts import SourceFacts
 from .records import SourceFinding
@@ -39,14 +40,18 @@ class DistributedClassifier:
     def _by_status(self, site, fact: HcclFact, notes=()) -> SourceFinding | None:
         detail = [f"HCCL: {fact.detail}"] if fact.detail else []
         if fact.status == "unsupported":
-            route = ("documented as unsupported on the NPU" if fact.documented else "no HCCL implementation")
-            return self._finding(site, CUSTOM, f"{route}: rewrite around it", [fact.cite], "high",
-                                 [*detail, *notes])
+            route = (Text(N_("documented as unsupported on the NPU: rewrite around it")) if fact.documented
+                     else Text(N_("no HCCL implementation: rewrite around it")))
+            return self._finding(site, CUSTOM, route, [fact.cite], "high", [*detail, *notes])
         if fact.status in ("emulated", "conditional", "param-converted", "restricted"):
             confidence = "medium" if fact.documented else "high"
-            route = f"{fact.status} on HCCL: {fact.detail}" if fact.detail else f"{fact.status} on HCCL"
             if fact.status == "emulated":
-                route += "; check the result against the GPU run"
+                template = (N_("%(status)s on HCCL: %(detail)s; check the result against the GPU run") if fact.detail
+                            else N_("%(status)s on HCCL; check the result against the GPU run"))
+            else:
+                template = N_("%(status)s on HCCL: %(detail)s") if fact.detail else N_("%(status)s on HCCL")
+            route = Text(template, {"status": fact.status, "detail": fact.detail} if fact.detail
+                         else {"status": fact.status})
             return self._finding(site, PARAM, route, [fact.cite], confidence, notes)
         return None
 
@@ -55,8 +60,9 @@ class DistributedClassifier:
         if fact is None or fact.status == "supported":
             return None
         if fact.status == "unsupported":
-            return self._finding(site, CUSTOM, "HCCL has no bitwise reduction: rewrite it (e.g. all_gather, then "
-                                 "reduce locally)", [fact.cite], "high", [f"HCCL: {fact.detail}"])
+            return self._finding(site, CUSTOM, Text(N_("HCCL has no bitwise reduction: rewrite it (e.g. all_gather, "
+                                                       "then reduce locally)")), [fact.cite], "high",
+                                 [f"HCCL: {fact.detail}"])
         return self._by_status(site, fact)
 
     def _collective(self, site) -> SourceFinding | None:
@@ -68,25 +74,29 @@ class DistributedClassifier:
         if site.get("source") == "any":
             anysource = self.routes.hccl_feature("recvAnysource")
             if anysource:
-                return self._finding(site, PARAM, "name the source rank (src=...)", [anysource.cite], "high",
+                return self._finding(site, PARAM, Text(N_("name the source rank (src=...)")), [anysource.cite], "high",
                                      [f"HCCL: {anysource.detail}"])
         if dtype and gate and dtype in gate.gated_dtypes:
             if self.product == gate.gated_from:
                 return None  # the generation that runs it: nothing to do
-            return self._finding(site, PARAM, f"a {dtype} collective runs on HCCL only from Ascend {gate.gated_from}: "
-                                 "cast to a supported dtype (float32) around it, or target that generation",
-                                 [gate.cite, fact.cite if fact else ""], "high",
-                                 [f"tensor dtype {dtype} (seen in the source)"])
+            return self._finding(site, PARAM, Text(N_("a %(dtype)s collective runs on HCCL only from Ascend "
+                                                      "%(generation)s: cast to a supported dtype (float32) around it, "
+                                                      "or target that generation"),
+                                                   {"dtype": dtype, "generation": gate.gated_from}),
+                                 [gate.cite, fact.cite if fact else ""], "high", [_seen(dtype)])
         if fact is None:
             return None
         if fact.status == "conditional":
-            return self._finding(site, PARAM, "enable the compatible implementation (use_compatible_impl(True))",
+            return self._finding(site, PARAM, Text(N_("enable the compatible implementation "
+                                                      "(use_compatible_impl(True))")),
                                  [fact.cite], "high", [f"HCCL: {fact.detail}"])
         if dtype and fact.dtypes and dtype not in fact.dtypes and (reduces or fact.status != "supported"):
-            return self._finding(site, PARAM, f"cast to one of {', '.join(fact.dtypes)} around the call",
-                                 [fact.cite], "medium", [f"tensor dtype {dtype} (seen in the source)"])
+            return self._finding(site, PARAM, Text(N_("cast to one of %(dtypes)s around the call"),
+                                                   {"dtypes": ", ".join(fact.dtypes)}), [fact.cite], "medium",
+                                 [_seen(dtype)])
         if "use_compatible_impl" in fact.detail and fact.status == "supported":
-            return self._finding(site, DIRECT, "supported; the facts name a use_compatible_impl switch for it",
+            return self._finding(site, DIRECT, Text(N_("supported; the facts name a use_compatible_impl switch for "
+                                                       "it")),
                                  [fact.cite], "medium", [f"HCCL: {fact.detail}"])
         return None
 
@@ -94,8 +104,10 @@ class DistributedClassifier:
         fact = self.routes.hccl(site.subject) or self.routes.hccl_feature("DDP comm hooks")
         if fact is None:
             return None
-        return self._finding(site, PARAM, f"the hook's input must be {', '.join(fact.dtypes) or fact.detail} on HCCL: "
-                             "check the gradient dtype it receives", [fact.cite], "medium", [f"HCCL: {fact.detail}"])
+        return self._finding(site, PARAM, Text(N_("the hook's input must be %(dtypes)s on HCCL: check the gradient "
+                                                  "dtype it receives"),
+                                               {"dtypes": ", ".join(fact.dtypes) or fact.detail}),
+                             [fact.cite], "medium", [f"HCCL: {fact.detail}"])
 
     def _dist_api(self, site) -> SourceFinding | None:
         fact = self.routes.hccl(site.subject)
@@ -103,22 +115,30 @@ class DistributedClassifier:
 
     def _env_var(self, site) -> SourceFinding:
         rule = self.facts.migration_for_literal("NCCL")
-        route = rule.npu_equivalent if rule else "an HCCL_* variable"
-        return self._finding(site, PARAM, f"{route}; nothing on the NPU reads {site.subject}",
+        route = rule.npu_equivalent if rule else Text(N_("an HCCL_* variable"))
+        return self._finding(site, PARAM, Text(N_("%(route)s; nothing on the NPU reads %(variable)s"),
+                                               {"route": route, "variable": site.subject}),
                              [rule.cite if rule else ""], "medium",
-                             ["the facts name no per-variable HCCL counterpart: look it up in the torch_npu docs"])
+                             [Text(N_("the facts name no per-variable HCCL counterpart: look it up in the torch_npu "
+                                      "docs"))])
 
     def _process_group(self, site) -> SourceFinding | None:
         option = site.get("option")
         if option == "pg_options":
             rule = self.facts.migration("torch.distributed.ProcessGroupNCCL")
-            return self._finding(site, PARAM, "build HCCL options instead (NCCL options objects are not translated)",
+            return self._finding(site, PARAM, Text(N_("build HCCL options instead (NCCL options objects are not "
+                                                      "translated)")),
                                  [rule.cite if rule else ""], "medium", ["pg_options"])
         fact = self.routes.hccl_feature("timeout")
         if option == "timeout" and fact:
-            return self._finding(site, DIRECT, f"HCCL's own waits: {fact.detail}", [fact.cite], "low",
-                                 ["timeout=: whether it shortens HCCL's own op wait is not in the facts"])
+            return self._finding(site, DIRECT, Text(N_("HCCL's own waits: %(detail)s"), {"detail": fact.detail}),
+                                 [fact.cite], "low",
+                                 [Text(N_("timeout=: whether it shortens HCCL's own op wait is not in the facts"))])
         return None
+
+
+def _seen(dtype: str) -> Text:
+    return Text(N_("tensor dtype %(dtype)s (seen in the source)"), {"dtype": dtype})
 
 
 def classify_distributed(sites, routes: RouteFacts, facts: SourceFacts, product: str) -> list[SourceFinding]:

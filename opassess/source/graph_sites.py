@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..kb.graph_facts import GraphFacts
+from ..messages import N_, Text
 from ..vocabulary import Category
 from .facts import SourceFacts
 from .records import Site, SourceFinding
@@ -71,32 +72,35 @@ def classify_graph(site: Site, facts: GraphFacts, source_facts: SourceFacts) -> 
     inductor = f"{fallback} (torch_npu/_inductor: the NPU inductor and its lowering fallback list)"
     if site.kind == "graph-setting":
         return SourceFinding(site.file, site.line, site.code, site.kind, Category.DIRECT, site.subject,
-                             "torch._dynamo is device-independent: the setting applies as is to torch_npu's inductor "
-                             "and to torchair's back-ends (which compile through dynamo)", (inductor,), "medium")
+                             Text(N_("torch._dynamo is device-independent: the setting applies as is to torch_npu's "
+                                     "inductor and to torchair's back-ends (which compile through dynamo)")),
+                             (inductor,), "medium")
     backend, mode = site.get("backend", "inductor"), site.get("mode")
     notes = []
     rule = source_facts.migration(COMPILE, {"backend": backend}) if backend == "cudagraphs" else None
     if backend == "cudagraphs":
         category = Category.PARAM_CONVERTED
-        route = f"{rule.npu_equivalent if rule else 'torch.compile(backend=npugraphs)'} (aclgraph capture)"
+        route = Text(N_("%(route)s (aclgraph capture)"),
+                     {"route": rule.npu_equivalent if rule else "torch.compile(backend=npugraphs)"})
         evidence = [rule.cite if rule else "", facts.capture_cite("aclnn_only")]
     elif backend in ("inductor", "aot_eager", "eager"):
         category = Category.DIRECT
-        route = "torch_npu's inductor (import torch_npu; backend 'inductor' compiles for the NPU)"
+        route = Text(N_("torch_npu's inductor (import torch_npu; backend 'inductor' compiles for the NPU)"))
         evidence = [inductor]
     elif backend == "?":
         category = Category.DIRECT
-        route = "the back-end chosen at run time: torch_npu's inductor, npugraph_ex or torchair"
+        route = Text(N_("the back-end chosen at run time: torch_npu's inductor, npugraph_ex or torchair"))
         evidence = [inductor]
     else:
         category = Category.PARAM_CONVERTED
-        route = f"back-end {backend!r} has no NPU counterpart named in the facts: use torch_npu's inductor, " \
-                "npugraph_ex (aclgraph) or torchair's GE"
+        route = Text(N_("back-end %(backend)s has no NPU counterpart named in the facts: use torch_npu's inductor, "
+                        "npugraph_ex (aclgraph) or torchair's GE"), {"backend": repr(backend)})
         evidence = [inductor, facts.capture_cite("ge_no_fallback")]
     if mode == "reduce-overhead":
-        route += "; mode='reduce-overhead' runs on the NPU inductor only (NPUGraph trees)"
+        route = Text(N_("%(route)s; mode='reduce-overhead' runs on the NPU inductor only (NPUGraph trees)"),
+                     {"route": route})
         evidence.append(facts.capture_cite("reduce_overhead"))
-        notes.append("torchair's own reduce-overhead mode is frozen after torch_npu 7.3.0")
+        notes.append(Text(N_("torchair's own reduce-overhead mode is frozen after torch_npu 7.3.0")))
     return SourceFinding(site.file, site.line, site.code, site.kind, category, site.subject, route,
                          tuple(e for e in evidence if e), "high" if backend != "?" else "medium", tuple(notes))
 
@@ -120,9 +124,13 @@ def note_graph_readiness(findings: tuple[SourceFinding, ...], graph: Any) -> tup
         backend = graph_backend_of(finding)
         if backend is not None:
             state = graph.backend(backend)
-            text = (f"this model on {backend}: ready" if state.ready else
-                    f"this model on {backend}: {len(state.breaks)} break(s), first {state.breaks[0].op}"
-                    + (f" at {state.breaks[0].source}" if state.breaks[0].source else ""))
+            first = state.breaks[0] if state.breaks else None
+            text = (Text(N_("this model on %(backend)s: ready"), {"backend": backend}) if state.ready or first is None
+                    else Text(N_("this model on %(backend)s: %(n)s break(s), first %(op)s at %(source)s"),
+                              {"backend": backend, "n": len(state.breaks), "op": first.op, "source": first.source})
+                    if first.source else
+                    Text(N_("this model on %(backend)s: %(n)s break(s), first %(op)s"),
+                         {"backend": backend, "n": len(state.breaks), "op": first.op}))
             finding = replace(finding, notes=(*finding.notes, text))
         out.append(finding)
     return tuple(out)

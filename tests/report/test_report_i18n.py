@@ -201,3 +201,15 @@ def test_graph_mode_reasons_fixes_and_notes_read_in_chinese_and_stay_english_in_
     document = json.loads(render(assessment, "json", language="zh-CN"))
     reasons = [b["reason"] for backend in document["graph_mode"]["backends"].values() for b in backend["breaks"]]
     assert reasons == [b.reason for b in breaks] and any("reads a device value on the host" in r for r in reasons)
+
+
+def test_source_sites_routes_and_notes_read_in_chinese_and_stay_english_in_json():
+    assessment = model_assessment("gpu_only")
+    text = render(assessment, "md", language="zh-CN")
+    section = text.split("\n## 源码发现")[1].split("\n## ")[0]
+    assert "调用时 'cuda' 被替换为 'npu'" in section and "迁移路径丢弃：" in section
+    assert "becomes 'npu' at call time" not in section and "dropped by the route" not in section
+    assert "6 行，1 个 kernel：arange、load" in section  # API names listed with the reader's separator
+    sites = json.loads(render(assessment, "json", language="zh-CN"))["source_findings"]
+    assert "'cuda' becomes 'npu' at call time" in [s["npu_route"] for s in sites]
+    assert any(n.startswith("dropped by the route: ") for s in sites for n in s.get("notes", ()))
