@@ -108,6 +108,11 @@ class Bodies:
         key = _body_key(func)
         if key is None:
             return NotImplemented
+        if _on_meta(args, kwargs) and _has_meta_kernel(func):
+            try:  # the op's own meta (fake) kernel decides on meta: its checks run, and its result is the op's
+                func._op_dk(_meta_key(), *args, **kwargs)
+            except Exception:  # noqa: BLE001 - the caller runs the op again and reports its meta kernel's error
+                return NotImplemented
         self.depth += 1
         try:
             with mode:
@@ -144,6 +149,26 @@ def _body_key(func: Any) -> Any:
     except RuntimeError:
         pass
     return None
+
+
+def _on_meta(args: tuple, kwargs: dict) -> bool:
+    return any(t.device.type == "meta" for t in tensors_in((args, kwargs)))
+
+
+@functools.cache
+def _has_meta_kernel(func: Any) -> bool:
+    import torch
+
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "Meta"))
+    except RuntimeError:
+        return False
+
+
+def _meta_key() -> Any:
+    import torch
+
+    return torch._C.DispatchKey.Meta
 
 
 @functools.cache

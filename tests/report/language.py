@@ -1,11 +1,12 @@
 """The completeness check of a translated report: the English sentences left in it, outside identifiers and code.
 
 `english_sentences(text)` strips what is meant to stay as written (fenced and inline code, HTML tags, scripts and
-styles, URLs, identifiers: anything with `.`, `::`, `_`, `/`, `@`, `=`, a digit or an inner capital, and the names
-in KEPT), then returns every run of two or more English words left (a label of one word, 'Model', is not caught:
-it cannot be told from a class name, 'Linear'); numbers and identifiers break a run, so one
-message gives the same sentences whatever its parameters. A Chinese report should have none; the test keeps an
-allowance of the sentences not yet moved through the catalog, each named, which may only shrink.
+styles, URLs, text quoted verbatim in Chinese quotation marks “...” / 「...」 (a message another program wrote,
+torch's error: data, not the report's sentence), identifiers: anything with `.`, `::`, `_`, `/`, `@`, `=`, a digit
+or an inner capital, and the names in KEPT), then returns every run of two or more English words left (a label of
+one word, 'Model', is not caught: it cannot be told from a class name, 'Linear'); numbers and identifiers break a
+run, so one message gives the same sentences whatever its parameters. A Chinese report should have none; the test
+keeps an allowance of the sentences not yet moved through the catalog, each named, which may only shrink.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ KEPT = ("Monte Carlo", "PERT-beta", "Atlas training", "Atlas", "Ascend", "Huawei
 
 _FENCE = re.compile(r"```.*?```", re.S)
 _INLINE = re.compile(r"`[^`\n]*`")
+_QUOTED = re.compile(r"“[^”\n]*”|「[^」\n]*」")  # a quoted message (torch's error) in a Chinese sentence
 _SCRIPT = re.compile(r"<(script|style|code|pre)\b[^>]*>.*?</\1>", re.S | re.I)
 _TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"\b\w+://\S+")
@@ -42,6 +44,7 @@ def visible_text(text: str) -> str:
     text = _INLINE.sub(" ", text)
     text = _TAG.sub("\n", text)  # each text node a line of its own (a heading, a cell)
     text = html.unescape(text)
+    text = _QUOTED.sub(" ", text)
     return _URL.sub(" ", text)
 
 

@@ -98,6 +98,10 @@ def test_the_checker_finds_english_prose_and_leaves_identifiers_and_code():
             "```mermaid\npie showData title x\n```\n<p title=\"a b c\">模型 <code>some code here</code></p>")
     assert english_sentences(text) == ["Forward pass only", "eval mode", "has an NPU kernel for"]
     assert english_sentences("<script>let a = b and c;</script>直接映射 `torch.cat`，Atlas A2，P50 / P90") == []
+    # torch's error quoted verbatim in a Chinese sentence is data; the same words unquoted are English prose
+    assert english_sentences("未采用 fx 捕获：“TypeError: slice indices must be integers”") == []
+    assert english_sentences("未采用 fx 捕获：TypeError: slice indices must be integers") == [
+        "slice indices must be integers"]
 
 
 @pytest.mark.slow  # five real scans
