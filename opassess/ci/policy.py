@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..records import Assessment
-from ..report.text import days, days_or
+from ..report.text import MISSING, days
 from ..vocabulary import CATEGORIES, Category, category_rank
 from .diff import Diff
 from .snapshot import SOURCE_KIND, OpState, Snapshot, read_snapshot
@@ -132,10 +132,12 @@ def _evaluate_diff(diff: Diff, policy: Policy) -> tuple[Breach, ...]:
     pairs = ((c.after, c.before) for c in diff.changes if c.after is not None)
     breaches = list(_operator_breaches(pairs, policy, in_diff=True))
     breaches += _graph_breaches(diff.after, diff.before, policy)
-    growth = diff.effort.likely
+    growth = diff.growth  # of P50 (the headline) where both reports have one, else of the likely totals
     if policy.max_person_days is not None and growth > policy.max_person_days:
+        what = "P50" if diff.p50 is not None else "likely total"
+        before, after = (days(v) if v is not None else MISSING for v in diff.headline)
         breaches.append(Breach("max-person-days", None,
-                               f"estimated effort grew by {days(growth)} person-days ({days_or(diff.before.total)} -> "
-                               f"{days_or(diff.after.total)}), more than --max-person-days {policy.max_person_days:g}"))
+                               f"estimated effort ({what}) grew by {days(growth)} person-days ({before} -> {after}), "
+                               f"more than --max-person-days {policy.max_person_days:g}"))
     return tuple(breaches)
 
