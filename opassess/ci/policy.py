@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..messages import N_, Text, joined
 from ..records import Assessment
-from ..report.text import days, days_or
+from ..report.text import MISSING, days
 from ..vocabulary import CATEGORIES, Category, category_rank
 from .diff import Diff
 from .snapshot import SOURCE_KIND, OpState, Snapshot, read_snapshot
@@ -147,11 +147,13 @@ def _evaluate_diff(diff: Diff, policy: Policy) -> tuple[Breach, ...]:
     pairs = ((c.after, c.before) for c in diff.changes if c.after is not None)
     breaches = list(_operator_breaches(pairs, policy, in_diff=True))
     breaches += _graph_breaches(diff.after, diff.before, policy)
-    growth = diff.effort.likely
+    growth = diff.growth  # of P50 (the headline) where both reports have one, else of the likely totals
     if policy.max_person_days is not None and growth > policy.max_person_days:
+        what = "P50" if diff.p50 is not None else Text(N_("likely total"))
+        before, after = (days(v) if v is not None else MISSING for v in diff.headline)
         breaches.append(Breach("max-person-days", None, Text(
-            N_("estimated effort grew by %(days)s person-days (%(before)s -> %(after)s), more than --max-person-days "
-               "%(limit)s"), {"days": days(growth), "before": days_or(diff.before.total),
-                              "after": days_or(diff.after.total), "limit": f"{policy.max_person_days:g}"})))
+            N_("estimated effort (%(what)s) grew by %(days)s person-days (%(before)s -> %(after)s), more than "
+               "--max-person-days %(limit)s"), {"what": what, "days": days(growth), "before": before, "after": after,
+                                                "limit": f"{policy.max_person_days:g}"})))
     return tuple(breaches)
 

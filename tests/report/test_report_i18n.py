@@ -224,9 +224,9 @@ def test_policy_breaches_in_the_step_summary_read_in_chinese_and_stay_english_el
     breaches = evaluate(diff, policy)
     messages = [b.message for b in breaches]
     assert any(m.startswith("new mylib::fused: custom-dev, ") for m in messages)
-    assert any(m.startswith("estimated effort grew by ") for m in messages)
+    assert any(m.startswith("estimated effort (") and " grew by " in m for m in messages)
     snapshot = read_snapshot(report("m.py", new))
     zh = render_summary(snapshot, breaches=breaches, language="zh-CN")
     assert "- 新增 mylib::fused：custom-dev，1 次调用（位于 m.py:1）（--fail-on custom-dev）" in zh
-    assert "预估工作量增加了" in zh and "estimated effort grew" not in zh
-    assert "estimated effort grew by" in render_summary(snapshot, breaches=breaches)
+    assert "增加了 12.0 人天" in zh and "超过 --max-person-days 5" in zh and "grew by" not in zh
+    assert " grew by 12.0 person-days " in render_summary(snapshot, breaches=breaches)
