@@ -48,7 +48,7 @@ from .plan_view import (
     shorten_paths,
     shown_source,
 )
-from .prose import capture_step_text, evidence_text, headline_text, note_text
+from .prose import capture_step_text, device_note_text, evidence_text, headline_text, note_text
 from .reasons import reason_rows, reason_text, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
@@ -427,6 +427,7 @@ def _model_header(assessment: Assessment, document: Mapping[str, Any], language:
     return ModelHeader(class_name=model.class_name, source=document["model"]["source"], entry=model.entry,
                        parameters_text=number(model.parameters, language), dtype=model.dtype,
                        inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
-                       device_note=written.get("device_note") or capture.device_note or "", attempts=attempts,
+                       device_note=device_note_text(written.get("device_note") or capture.device_note or "", _),
+                       attempts=attempts,
                        step_text=capture_step_text(capture, _), training=capture.training,
                        stand_ins_text=_stand_ins_text(capture, _))
