@@ -102,6 +102,14 @@ class Confidence(StrEnum):
             return default
         return min(found, key=_CONFIDENCE_RANK.__getitem__)
 
+    @classmethod
+    def of(cls, text: str | None) -> Confidence | None:
+        """The confidence a report names (None for none, or an unknown word, e.g. from a newer version)."""
+        try:
+            return cls(text) if text else None
+        except ValueError:
+            return None
+
 
 _CONFIDENCE_RANK = {confidence: index for index, confidence in enumerate(Confidence)}
 CONFIDENCES: tuple[str, ...] = tuple(confidence.value for confidence in Confidence)

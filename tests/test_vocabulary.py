@@ -83,6 +83,7 @@ def test_the_string_enums_are_their_words():
         assert json.dumps({member: member}) == json.dumps({member.value: member.value})
     assert Confidence.weakest(["high", Confidence.MEDIUM, "low"]) is Confidence.LOW
     assert Confidence.weakest([], default=Confidence.HIGH) is Confidence.HIGH
+    assert Confidence.of("low") is Confidence.LOW and Confidence.of("") is None and Confidence.of("certain") is None
 
 
 def test_schema_decision_names_are_the_decision_rules():
