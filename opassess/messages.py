@@ -11,6 +11,8 @@ and remembers its %-format message id and values; `say(text, _)` renders either 
 """
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,3 +107,30 @@ def joined(items: Iterable[str], separator: str = "; ") -> str:
         return separator.join(items)
     template = separator.replace("%", "%%").join(f"%(_{index})s" for index in range(len(items)))
     return Text(template, {f"_{index}": item for index, item in enumerate(items)})
+
+
+def parsed(text: str, templates: Iterable[str]) -> str:
+    """`text` read back as the Text of the first of `templates` (message ids) it was built from, its values taken from
+    the text; `text` itself when none matches. For English built where no Text can travel (the capture worker sends
+    plain strings): 'the example batch of 1 was doubled to 2 (...)' -> that message, said in the reader's language."""
+    if isinstance(text, Text) or not text:
+        return text
+    for template in templates:
+        match = _pattern(template).fullmatch(text)
+        if match:
+            return Text(template, match.groupdict())
+    return text
+
+
+@functools.cache
+def _pattern(template: str) -> re.Pattern[str]:
+    """'%(device)s device (%(error)s)' -> a regex with a named group per placeholder (a repeated one must repeat)."""
+    seen: set[str] = set()
+
+    def group(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in seen:
+            return f"(?P={name})"
+        seen.add(name)
+        return f"(?P<{name}>.*?)"
+    return re.compile(re.sub(r"%\\\((\w+)\\\)s", group, re.escape(template)), re.S)

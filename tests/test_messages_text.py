@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 
-from opassess.messages import N_, Text, say
+from opassess.messages import N_, Text, parsed, say
 from opassess.records import Reason
 from opassess.report.i18n import translations
 
@@ -43,3 +43,19 @@ def test_a_reason_built_from_a_message_id_keeps_its_english_message():
     assert reason.message == "the NPU kernel of aten::cumsum rejects float64 input; cast to float32"
     assert isinstance(reason.message, Text)
     assert say(reason.message, ZH) == "aten::cumsum 的 NPU 算子不接受 float64 输入；请转换为 float32"
+
+
+def test_english_from_the_worker_is_read_back_as_its_message_and_said_with_torch_error_quoted():
+    from opassess.report.prose import device_note_text
+    from opassess.trace.driver import DEVICE_NOTES
+
+    note = DEVICE_NOTES[0] % {"device": "meta", "op": "torchvision::nms", "error": "RuntimeError: data-dependent (x)"}
+    back = parsed(note, DEVICE_NOTES)
+    assert back == note and dict(back.params)["op"] == "torchvision::nms"
+    assert device_note_text(note, ZH) == ("模型无法在 meta 设备上运行（torchvision::nms 的 meta 实现报错“RuntimeError: "
+                                          "data-dependent (x)”，以 CPU 实现为准）；已改为在 CPU 上以真实权重构建并运行")
+    assert device_note_text(note, str) == note  # English: as the worker wrote it
+    assert parsed("a note no template made", DEVICE_NOTES) == "a note no template made"
+    repeated = parsed("(3 - 3) x 0.02", ["(%(n)s - %(n)s) x %(per)s"])
+    assert dict(repeated.params) == {"n": "3", "per": "0.02"}
+    assert parsed("(3 - 2) x 0.02", ["(%(n)s - %(n)s) x %(per)s"]) == "(3 - 2) x 0.02"  # a repeat must repeat

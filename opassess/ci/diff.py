@@ -62,9 +62,31 @@ class Diff:
         return effort_delta(self.after.total, self.before.total)
 
     @property
+    def p50(self) -> tuple[float, float] | None:
+        """P50 before and after (the reports' headline) when both reports carry one, else None."""
+        if self.before.band is None or self.after.band is None:
+            return None
+        return self.before.band[1], self.after.band[1]
+
+    @property
+    def headline(self) -> tuple[float | None, float | None]:
+        """The figures the diff compares, before and after: P50 where both reports have one, else the likely totals
+        (reports written before the simulation); None for a side without an estimate."""
+        if self.p50 is not None:
+            return self.p50
+        return (self.before.total.likely if self.before.total else None,
+                self.after.total.likely if self.after.total else None)
+
+    @property
+    def growth(self) -> float:
+        """How much the headline figure grew (after - before, a missing side counting as zero)."""
+        before, after = self.headline
+        return (after or 0.0) - (before or 0.0)
+
+    @property
     def grew(self) -> bool:
-        """The likely total grew by more than the reports' rounding."""
-        return self.effort.likely >= _EPSILON
+        """The headline figure grew by more than the reports' rounding."""
+        return self.growth >= _EPSILON
 
     def of(self, change: str) -> tuple[OpChange, ...]:
         return tuple(c for c in self.changes if c.change == change)

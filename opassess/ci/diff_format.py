@@ -11,7 +11,7 @@ from ..errors import ReportError
 from ..records import Effort
 from ..report.document import effort_doc
 from ..report.i18n import N_
-from ..report.text import days_or, signed_days
+from ..report.text import MISSING, days, days_or, signed_days
 from ..vocabulary import Category
 from .diff import CHANGES, Diff, OpChange
 from .policy import Breach
@@ -63,9 +63,9 @@ def diff_view(diff: Diff, breaches: Sequence[Breach] = ()) -> dict[str, Any]:
         "model": diff.after.source,
         "class_name": diff.after.class_name,
         "baseline": diff.before.origin,
-        "before_text": days_or(diff.before.total),
-        "after_text": days_or(diff.after.total),
-        "delta_text": signed_days(diff.effort.likely),
+        "before_text": _figure(diff.headline[0]),
+        "after_text": _figure(diff.headline[1]),
+        "delta_text": signed_days(diff.growth),
         "grew": diff.grew,
         "counts": counts,
         "unchanged": not diff.changes,
@@ -75,6 +75,10 @@ def diff_view(diff: Diff, breaches: Sequence[Breach] = ()) -> dict[str, Any]:
                      for name in CHANGES if counts[name]],
         "breaches": [b.message for b in breaches],
     }
+
+
+def _figure(value: float | None) -> str:
+    return days(value) if value is not None else MISSING
 
 
 def _effort_doc(effort: Effort | None) -> dict[str, float] | None:
@@ -97,6 +101,8 @@ def diff_document(diff: Diff) -> dict[str, Any]:
         "baseline_model": diff.other_model,
         "person_days": {"before": _effort_doc(diff.before.total), "after": _effort_doc(diff.after.total),
                         "change": _effort_doc(diff.effort)},
+        "p50": None if diff.p50 is None else {"before": diff.p50[0], "after": diff.p50[1],
+                                              "change": round(diff.growth, 2)},
         "changes": [{"op": c.op, "change": c.change, "before": side(c.before), "after": side(c.after),
                      "person_days_change": _effort_doc(c.effort)} for c in diff.changes],
     }

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..messages import N_, Text, joined
 from ..records import Assessment
-from ..report.text import days, days_or
+from ..report.text import MISSING, days
 from ..vocabulary import CATEGORIES, Category, category_rank
 from .diff import Diff
 from .snapshot import SOURCE_KIND, OpState, Snapshot, read_snapshot
@@ -77,10 +78,10 @@ def evaluate(subject: Assessment | Snapshot | Diff, policy: Policy) -> tuple[Bre
     breaches += _graph_breaches(snapshot, None, policy)
     gated = snapshot.gated
     if policy.max_person_days is not None and gated is not None and gated > policy.max_person_days:
-        what = "P50" if snapshot.band is not None else "likely total"
-        breaches.append(Breach("max-person-days", None,
-                               f"estimated effort ({what}) {days(gated)} person-days exceeds "
-                               f"--max-person-days {policy.max_person_days:g}"))
+        what = "P50" if snapshot.band is not None else Text(N_("likely total"))
+        breaches.append(Breach("max-person-days", None, Text(
+            N_("estimated effort (%(what)s) %(days)s person-days exceeds --max-person-days %(limit)s"),
+            {"what": what, "days": days(gated), "limit": f"{policy.max_person_days:g}"})))
     return tuple(breaches)
 
 
@@ -91,15 +92,22 @@ def _graph_breaches(snapshot: Snapshot, before: Snapshot | None, policy: Policy)
     backend = policy.graph_backend
     old = {(op, kind, reason) for op, kind, _, reason in
            ((before.graph_breaks or {}).get(backend, ()) if before is not None else ())}
-    new = "new " if before is not None else ""
-    return [Breach("fail-on", op, f"{new}graph break on {backend}: {op}{f' at {source}' if source else ''} "
-                                  f"({reason}) (--fail-on graph-break)", source)
+    template = (N_("new graph break on %(backend)s: %(op)s%(where)s (%(reason)s) (--fail-on graph-break)")
+                if before is not None else
+                N_("graph break on %(backend)s: %(op)s%(where)s (%(reason)s) (--fail-on graph-break)"))
+    return [Breach("fail-on", op, Text(template, {"backend": backend, "op": op, "where": _at(source),
+                                                  "reason": reason}), source)
             for op, kind, source, reason in snapshot.graph_breaks.get(backend, ())
             if (op, kind, reason) not in old]
 
 
+def _at(source: str | None) -> str:
+    """' at model.py:12' (a Text), or '' without a source."""
+    return Text(N_(" at %(source)s"), {"source": source}) if source else ""
+
+
 def _where(op: OpState) -> str:
-    return f" at {op.first_source}" if op.first_source else ""
+    return _at(op.first_source)
 
 
 def _operator_breaches(pairs: Iterable[tuple[OpState, OpState | None]], policy: Policy, *, in_diff: bool
@@ -112,30 +120,40 @@ def _operator_breaches(pairs: Iterable[tuple[OpState, OpState | None]], policy: 
         if op.category in failing:
             was = before.category if before is not None else None
             if before is None or category_rank(op.category) > category_rank(was):
-                reasons.append(op.category if before is None else f"{op.category} (was {was})")
+                reasons.append(op.category if before is None else
+                               Text(N_("%(category)s (was %(was)s)"), {"category": op.category, "was": was}))
         if UNKNOWN in policy.fail_on and op.known is False and (before is None or before.known is not False):
-            reasons.append("unknown to the knowledge base")
+            reasons.append(Text(N_("unknown to the knowledge base")))
         if reasons:
             flags = ", ".join(f"--fail-on {value}" for value in policy.fail_on)
-            new = "new " if in_diff else ""
-            calls = "a source site" if op.kind == SOURCE_KIND else f"{op.count} call(s)"
-            yield Breach("fail-on", op.op, f"{new}{op.op}: {', '.join(reasons)}, {calls}{_where(op)} "
-                                           f"({flags})", op.first_source)
+            calls = Text(N_("a source site")) if op.kind == SOURCE_KIND else \
+                Text(N_("%(n)s call(s)"), {"n": op.count})
+            template = (N_("new %(op)s: %(reasons)s, %(calls)s%(where)s (%(flags)s)") if in_diff
+                        else N_("%(op)s: %(reasons)s, %(calls)s%(where)s (%(flags)s)"))
+            yield Breach("fail-on", op.op, Text(template, {"op": op.op, "reasons": joined(reasons, ", "),
+                                                           "calls": calls, "where": _where(op), "flags": flags}),
+                         op.first_source)
         if policy.max_risk is not None and op.stars is not None and op.stars > policy.max_risk \
                 and (before is None or before.stars is None or before.stars <= policy.max_risk):
-            rose = f" (was {before.stars})" if before is not None and before.stars is not None else ""
-            yield Breach("max-risk", op.op, f"{op.op}: risk {op.stars} stars{rose} exceeds --max-risk "
-                                            f"{policy.max_risk}{_where(op)}", op.first_source)
+            rose = Text(N_(" (was %(stars)s)"), {"stars": before.stars}) \
+                if before is not None and before.stars is not None else ""
+            yield Breach("max-risk", op.op, Text(N_("%(op)s: risk %(stars)s stars%(rose)s exceeds --max-risk "
+                                                    "%(limit)s%(where)s"),
+                                                 {"op": op.op, "stars": op.stars, "rose": rose,
+                                                  "limit": policy.max_risk, "where": _where(op)}), op.first_source)
 
 
 def _evaluate_diff(diff: Diff, policy: Policy) -> tuple[Breach, ...]:
     pairs = ((c.after, c.before) for c in diff.changes if c.after is not None)
     breaches = list(_operator_breaches(pairs, policy, in_diff=True))
     breaches += _graph_breaches(diff.after, diff.before, policy)
-    growth = diff.effort.likely
+    growth = diff.growth  # of P50 (the headline) where both reports have one, else of the likely totals
     if policy.max_person_days is not None and growth > policy.max_person_days:
-        breaches.append(Breach("max-person-days", None,
-                               f"estimated effort grew by {days(growth)} person-days ({days_or(diff.before.total)} -> "
-                               f"{days_or(diff.after.total)}), more than --max-person-days {policy.max_person_days:g}"))
+        what = "P50" if diff.p50 is not None else Text(N_("likely total"))
+        before, after = (days(v) if v is not None else MISSING for v in diff.headline)
+        breaches.append(Breach("max-person-days", None, Text(
+            N_("estimated effort (%(what)s) grew by %(days)s person-days (%(before)s -> %(after)s), more than "
+               "--max-person-days %(limit)s"), {"what": what, "days": days(growth), "before": before, "after": after,
+                                                "limit": f"{policy.max_person_days:g}"})))
     return tuple(breaches)
 

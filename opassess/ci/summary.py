@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..messages import N_, Text
 from ..report.text import days, days_range
 from ..vocabulary import CATEGORIES, Category
 from .snapshot import Snapshot
@@ -24,9 +25,10 @@ def summary_view(snapshot: Snapshot, diff_markdown: str | None = None, breaches:
     return {
         "model": snapshot.source,
         "class_name": snapshot.class_name,
-        "total_text": days(snapshot.gated) if snapshot.gated is not None else "not estimated",
+        "total_text": days(snapshot.gated) if snapshot.gated is not None else Text(N_("not estimated")),
         "range_text": (f"P10-P90 {days(snapshot.band[0])}-{days(snapshot.band[2])}" if snapshot.band
-                       else f"range {days_range(snapshot.total)}" if snapshot.total else ""),
+                       else Text(N_("range %(range)s"), {"range": days_range(snapshot.total)}) if snapshot.total
+                       else ""),
         "types": len(snapshot.operators),
         "counts": counts,
         "unknown": sum(1 for o in snapshot.operators if o.known is False),

@@ -20,8 +20,8 @@ GraphBackend = Annotated[str, typer.Option(
     "--graph-backend", help="The graph back-end --fail-on graph-break gates and the graph effort item is for: "
                             "inductor, npugraph_ex or ge.")]
 MaxPersonDays = Annotated[float | None, typer.Option(
-    "--max-person-days", min=0, help="CI gate: exit 3 when the likely effort exceeds N person-days (with a baseline "
-                                     "and --fail-on-new: when it grows by more than N).")]
+    "--max-person-days", min=0, help="CI gate: exit 3 when the estimated effort's P50 (the headline) exceeds N "
+                                     "person-days (with a baseline and --fail-on-new: when P50 grows by more than N).")]
 MaxRisk = Annotated[int | None, typer.Option(
     "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
 # Options the scan commands share, typed once (`opassess scan` and `opassess source`).

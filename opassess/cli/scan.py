@@ -307,7 +307,8 @@ def _finish_ci(after: Snapshot, diff: Diff | None, out: OutputOptions, breaches:
         counts = {name: len(diff.of(name)) for name in ("added", "removed", "reclassified")}
         typer.echo(f"opassess: against {out.baseline}: {counts['added']} added ({len(new_custom_dev(diff))} "
                    f"custom-dev), {counts['removed']} removed, {counts['reclassified']} re-classified operator types; "
-                   f"effort {signed_days(diff.effort.likely, zero_sign=True)} person-days", err=True)
+                   f"effort{' (P50)' if diff.p50 else ''} {signed_days(diff.growth, zero_sign=True)} person-days",
+                   err=True)
     append_step_summary(render_summary(after, diff_markdown=diff_markdown, breaches=breaches,
                                        templates_dir=out.templates, language=language))
     fail_on_breaches([b.message for b in breaches])

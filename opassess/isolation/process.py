@@ -38,6 +38,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext
 
 from ..errors import OpassessError
+from ..messages import N_, Text
 from .reap import die_with_parent, kill_tree, release_helpers, wait_worker
 from .signals import reset_in_child
 from .wire import MAX_MESSAGE, MAX_TEXT, dumps
@@ -181,17 +182,24 @@ def _signal_name(number: int) -> str:
 
 
 def exit_cause(code: int) -> str:
-    """What a worker's exit code says: 'worker crashed: SIGSEGV (segmentation fault)', ..."""
+    """What a worker's exit code says: 'worker crashed: SIGSEGV (segmentation fault)', ... (a Text: the reports say
+    it in the reader's language)."""
     if code < 0:
         number = -code
         name = _signal_name(number)
         causes: dict[int, str] = {
-            signal.SIGABRT: "aborted", signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
-            signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction",
-            signal.SIGKILL: "killed (out of memory, by its own process group, or from outside)"}
-        text = causes.get(number, "killed by a signal")
-        return f"worker crashed: {name} ({text})"
-    return f"worker exited with status {code} without a result (the model ended its process, e.g. os._exit)"
+            signal.SIGABRT: N_("aborted"), signal.SIGSEGV: N_("segmentation fault"), signal.SIGBUS: N_("bus error"),
+            signal.SIGFPE: N_("floating-point exception"), signal.SIGILL: N_("illegal instruction"),
+            signal.SIGKILL: N_("killed (out of memory, by its own process group, or from outside)")}
+        text = causes.get(number, N_("killed by a signal"))
+        return Text(N_("worker crashed: %(signal)s (%(what)s)"), {"signal": name, "what": Text(text)})
+    return Text(N_("worker exited with status %(code)s without a result (the model ended its process, e.g. "
+                   "os._exit)"), {"code": code})
+
+
+def timeout_cause(seconds: float) -> str:
+    """'timed out after 5 s (worker killed)', as a Text."""
+    return Text(N_("timed out after %(seconds)s s (worker killed)"), {"seconds": f"{seconds:g}"})
 
 
 FORGED = "the model wrote to opassess's result channel"
@@ -364,7 +372,7 @@ class Job:
             return self._finish("failed", f"the worker's keeper process {how} before the worker ended: the model "
                                           "killed its parent process")
         if time.monotonic() >= self.deadline:
-            return self._finish("failed", f"timed out after {self.timeout:g} s (worker killed)")
+            return self._finish("failed", timeout_cause(self.timeout))
         return None
 
     def wait(self) -> Outcome:

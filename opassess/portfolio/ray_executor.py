@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import MissingExtra, OpassessError
 from ..isolation import Outcome
+from ..messages import N_, Text
 from .records import ModelResult, PortfolioEvent, PortfolioOptions
 from .shipping import relocate_options, restore, stage
 from .targets import ModelTarget
@@ -181,7 +182,8 @@ class RayExecutor:
                         ended.append((task, None))
                     elif time.monotonic() >= task.deadline:
                         ray.cancel(task.ref)  # a running actor call cannot be forced: its node's deadline kills it
-                        ended.append((task, f"timed out after {options.timeout:g} s (Ray call abandoned)"))
+                        ended.append((task, Text(N_("timed out after %(seconds)s s (Ray call abandoned)"),
+                                                 {"seconds": f"{options.timeout:g}"})))
                     else:
                         continue
                     running.remove(task)

@@ -10,6 +10,7 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from ..errors import ReportError
+from ..messages import joined
 from .records import Portfolio
 from ..report.document import effort_doc as _effort_doc
 from ..report.document import headline
@@ -95,7 +96,7 @@ def portfolio_view(portfolio: Portfolio) -> dict[str, Any]:
         "custom_dev": [{"rank": i + 1, "op": d.op, "unblocks": len(d.models), "models": list(d.models),
                         "sole": list(d.sole_blocker_of), "likely_text": days(d.effort.likely),
                         "range_text": days_range(d.effort)} for i, d in enumerate(portfolio.custom_dev)],
-        "breaches": [f"{name}: {b.message}" for name, b in portfolio.breaches],
+        "breaches": [joined([name, b.message], ": ") for name, b in portfolio.breaches],  # said in the page's language
     }
 
 

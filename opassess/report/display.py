@@ -12,7 +12,7 @@ from typing import Any
 
 from ..messages import say
 from ..records import Assessment, Capture, ClassifiedOp, Effort, Estimate
-from ..vocabulary import CATEGORIES, NO_CAPTURE, Category
+from ..vocabulary import CATEGORIES, NO_CAPTURE, Category, CostBasis
 from .charts import _num, pareto_chart
 from .display_page import Display
 from .display_records import (
@@ -48,7 +48,7 @@ from .plan_view import (
     shorten_paths,
     shown_source,
 )
-from .prose import capture_step_text, evidence_text, headline_text, note_text
+from .prose import capture_step_text, device_note_text, evidence_text, headline_text, note_text
 from .reasons import reason_rows, reason_text, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
@@ -132,7 +132,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
         "kind": operator.kind,
         "category": category,
         "known": classified.known if classified else True,
-        "confidence": classified.confidence if classified else "",
+        "confidence": classified.confidence if classified else None,
         "count": operator.count,
         "signature_count": len(operator.signatures),
         "aten": tuple(operator.aten),
@@ -330,7 +330,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         activities=activity_rows(est, _) if est else (),
         decisions=decision_rows(est, _) if est else (),
         origins=origin_rows(est, _) if est else (),
-        zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
+        zero_cost=tuple((summary["cost_bases"] or {}).get(CostBasis.ZERO_COST, ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
         actions=action_items(document, assessment.findings, _, said) + graph_actions(document, shown_source, _,
                                                                                      assessment.graph_mode),
@@ -427,6 +427,7 @@ def _model_header(assessment: Assessment, document: Mapping[str, Any], language:
     return ModelHeader(class_name=model.class_name, source=document["model"]["source"], entry=model.entry,
                        parameters_text=number(model.parameters, language), dtype=model.dtype,
                        inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
-                       device_note=written.get("device_note") or capture.device_note or "", attempts=attempts,
+                       device_note=device_note_text(written.get("device_note") or capture.device_note or "", _),
+                       attempts=attempts,
                        step_text=capture_step_text(capture, _), training=capture.training,
                        stand_ins_text=_stand_ins_text(capture, _))

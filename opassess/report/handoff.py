@@ -32,8 +32,11 @@ from .plan_view import shown_source
 from .text import days_detail, percent, share
 
 VERIFY_FILE = "verify_apis.txt"
-# Reasons after which a direct operator's numbers still need a look (the classification's confidence is medium).
-CHECK_REASONS = ("decomposes", "dtype-cast", "api-undocumented", "cpu-fallback", "not-in-kb")
+# Reasons after which a direct operator's numbers still need a look (the classification's confidence is medium, low
+# for kernel-product). Not api-undocumented: the API pages mark no API for Atlas training series (910A) and have no
+# column for the inference products, so that silence says nothing of one operator (score/decisions.py); the kernel
+# facts judge it as on Atlas A2. kernel-product (the kernel docs and the page disagree, or an aclop fallback) does.
+CHECK_REASONS = ("decomposes", "dtype-cast", "kernel-product", "cpu-fallback", "not-in-kb")
 LOW_CONFIDENCE_LIKELIHOOD = 3  # a risk likelihood at or above this: the port may go wrong, verify it
 
 
@@ -73,7 +76,8 @@ def to_verify(op: Mapping[str, Any]) -> str | None:
         return "unknown to the knowledge base"
     codes = [r["code"] for r in op.get("reasons") or () if r["code"] in CHECK_REASONS]
     if codes:
-        return "medium confidence: " + ", ".join(dict.fromkeys(codes))
+        level = "low" if op.get("confidence") == "low" else "medium"
+        return f"{level} confidence: " + ", ".join(dict.fromkeys(codes))
     likelihood = (op.get("risk") or {}).get("likelihood") or 0
     if likelihood >= LOW_CONFIDENCE_LIKELIHOOD:
         return f"low confidence: risk likelihood {likelihood}"

@@ -11,11 +11,15 @@ from collections.abc import Callable
 
 from ..errors import KnowledgeBaseError
 from ..kb import products
+from ..messages import parsed, say
 from ..records import Capture
+from ..trace.driver import DEVICE_NOTES
+from ..trace.train.step import STEP_NOTES
 from .i18n import N_
 from .text import days
 
 Translate = Callable[[str], str]
+SEPARATOR_SEMICOLON = N_("; ")  # between the parts of a list that have commas of their own (Chinese '；')
 
 # weights.toml's [activities.*] titles and the shipped profiles' (shown translated; the JSON keeps them)
 ACTIVITY_TITLES = (N_("environment bring-up"), N_("validation of direct operators"), N_("accuracy alignment"),
@@ -42,7 +46,16 @@ def capture_step_text(capture: Capture, _: Translate) -> str:
     if not capture.training:
         return _("forward pass only (eval mode; --train captures a training step)")
     text = _("training step (forward, backward, optimizer)")
-    return text + (f": {capture.step_note}" if capture.step_note else "")
+    if not capture.step_note:
+        return text
+    parts = (say(parsed(part, STEP_NOTES), _) for part in capture.step_note.split("; "))
+    return f"{text}: {_(SEPARATOR_SEMICOLON).join(parts)}"
+
+
+def device_note_text(note: str, _: Translate) -> str:
+    """Why the CPU was used (the worker's English, trace/driver.DEVICE_NOTES) in the reader's language, torch's error
+    quoted as it is."""
+    return say(parsed(note, DEVICE_NOTES), _)
 
 
 def headline_text(p10: float, p50: float, p90: float, _: Translate) -> str:

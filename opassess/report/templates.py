@@ -16,6 +16,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
 from ..errors import ReportError
+from ..messages import say
 from ..resources import shipped_path
 from .i18n import DEFAULT, translations
 from .text import inert
@@ -80,6 +81,7 @@ def _install_messages(env: jinja2.Environment, flavour: str, language: str) -> N
     else:
         env.install_gettext_translations(messages, newstyle=True)  # type: ignore[attr-defined]  # as above
     env.globals["lang"] = language
+    env.filters["say"] = lambda value: say(value, messages.gettext)  # a Text (a failure's cause) in the language
 
 
 def environment(flavour: str, templates_dir: Path | None = None, language: str = DEFAULT) -> jinja2.Environment:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ..errors import InternalError, TraceError
 from ..load import LoadedModel, describe_error, on_device
+from ..messages import N_
 from ..records import Capture, CaptureAttempt
 from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_methods
@@ -57,8 +58,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     for device in (loaded.device, "cpu") if loaded.device != "cpu" else ("cpu",):
         if device != current.device:
             _check_fits_in_memory(loaded, forward_error)
-            device_note = f"the model does not run on the {loaded.device} device ({_meta_reason(forward_error)}); " \
-                          "it was built and run on the CPU with real weights"
+            device_note = _device_note(loaded.device, forward_error)
             current = on_device(loaded, device)
         forward_error = None
         for capturer in capturers:
@@ -151,6 +151,23 @@ def _first_line(exc: BaseException | None) -> str:
     if isinstance(exc, NodeFailure):
         return str(exc).splitlines()[0]
     return describe_error(exc)
+
+
+# Why the CPU was used. The worker sends it as English; the reports read it back as one of these message ids
+# (messages.parsed) and say it in the reader's language, torch's error quoted as it is.
+DEVICE_NOTES = (
+    N_("the model does not run on the %(device)s device (the meta kernel of %(op)s raised %(error)s; the CPU kernel "
+       "is the judge); it was built and run on the CPU with real weights"),
+    N_("the model does not run on the %(device)s device (%(error)s); it was built and run on the CPU with real "
+       "weights"))
+
+
+def _device_note(device: str, exc: BaseException | None) -> str:
+    """'the model does not run on the meta device (...); it was built and run on the CPU with real weights'."""
+    found = meta_failure(exc)
+    if found is None:
+        return DEVICE_NOTES[1] % {"device": device, "error": _first_line(exc)}
+    return DEVICE_NOTES[0] % {"device": device, "op": found[0], "error": _first_line(found[1])}
 
 
 def _meta_reason(exc: BaseException | None) -> str:

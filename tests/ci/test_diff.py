@@ -71,6 +71,19 @@ def test_markdown_for_a_pull_request_comment(diff):
     assert "| `torch.nn.Dropout` | direct | 1 | -1.0 |" in text
 
 
+def test_markdown_leads_with_p50_as_the_reports_do(diff):
+    """Reports carrying P50 (the headline everywhere else) are compared by it: the step summary above the diff says
+    P50, the diff must not say the sum of the most likely values as the estimated effort."""
+    before, after = report("m.py", BASE), report("m.py", NEW)
+    before["summary"].update(p10=3.6, p50=4.3, p90=5.0)
+    after["summary"].update(p10=16.5, p50=19.0, p90=21.5)
+    banded = diff_snapshots(read_snapshot(before), read_snapshot(after))
+    text = render_diff(banded, "md")
+    assert "Estimated effort: **19.0 person-days**, baseline 4.3 (**+14.7**)." in text
+    assert json.loads(render_diff(banded, "json"))["p50"] == {"before": 4.3, "after": 19.0, "change": 14.7}
+    assert json.loads(render_diff(diff, "json"))["p50"] is None  # reports without a simulation: the likely sums
+
+
 def test_a_baseline_of_another_model_is_said_so(diff):
     assert diff.other_model is None and "another model" not in render_diff(diff)
     other = diff_snapshots(read_snapshot(report("old/net.py", BASE, class_name="OldNet")),

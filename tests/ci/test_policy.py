@@ -112,6 +112,20 @@ def test_on_a_diff_max_person_days_bounds_the_growth():
     assert "grew by 11.0 person-days (17.5 -> 28.5)" in breaches[0].message
 
 
+def test_on_a_diff_max_person_days_bounds_the_growth_of_p50_when_both_reports_have_one():
+    """The headline is P50: a gate on the growth reads P50 after - P50 before, not the sums of the most likely values
+    (which a precision plan or any right-skewed range moves less: here likely 17.5 -> 28.5, +11.0; P50 19.2 -> 32.0,
+    +12.8)."""
+    before, after = report("m.py", LEGACY), report("m.py", LEGACY + [NEW_CUSTOM])
+    before["summary"].update(p10=16.0, p50=19.2, p90=23.0)
+    after["summary"].update(p10=27.0, p50=32.0, p90=38.0)
+    diff = diff_snapshots(read_snapshot(before), read_snapshot(after))
+    assert evaluate(diff, Policy(max_person_days=12.8)) == ()
+    breaches = evaluate(diff, Policy(max_person_days=12))
+    assert [b.rule for b in breaches] == ["max-person-days"]
+    assert "(P50) grew by 12.8 person-days (19.2 -> 32.0)" in breaches[0].message
+
+
 def test_on_a_diff_max_risk_fails_only_stars_that_rose_above_the_limit():
     # legacy 5 stars stays 5 (no breach); Conv2d 2 -> 4 rises above 3 (breach)
     riskier = [op("torch.nn.Conv2d", "direct", days=(1.0, 1.5, 2.0), stars=4, source=("m.py:10",))] + LEGACY[1:]

@@ -12,6 +12,7 @@ from babel.messages.pofile import read_po
 
 from opassess.ci.diff import diff_snapshots
 from opassess.ci.diff_format import render_diff
+from opassess.ci.policy import Policy, evaluate
 from opassess.ci.snapshot import read_snapshot
 from opassess.ci.summary import render_summary
 from opassess.errors import ReportError
@@ -213,3 +214,19 @@ def test_source_sites_routes_and_notes_read_in_chinese_and_stay_english_in_json(
     sites = json.loads(render(assessment, "json", language="zh-CN"))["source_findings"]
     assert "'cuda' becomes 'npu' at call time" in [s["npu_route"] for s in sites]
     assert any(n.startswith("dropped by the route: ") for s in sites for n in s.get("notes", ()))
+
+
+def test_policy_breaches_in_the_step_summary_read_in_chinese_and_stay_english_elsewhere():
+    base = [op("torch.nn.Conv2d", "direct")]
+    new = base + [op("mylib::fused", "custom-dev", days=(10.0, 12.0, 16.0), kind="custom")]
+    policy = Policy(fail_on=("custom-dev",), max_person_days=5.0)
+    diff = diff_snapshots(read_snapshot(report("m.py", base)), read_snapshot(report("m.py", new)))
+    breaches = evaluate(diff, policy)
+    messages = [b.message for b in breaches]
+    assert any(m.startswith("new mylib::fused: custom-dev, ") for m in messages)
+    assert any(m.startswith("estimated effort (") and " grew by " in m for m in messages)
+    snapshot = read_snapshot(report("m.py", new))
+    zh = render_summary(snapshot, breaches=breaches, language="zh-CN")
+    assert "- 新增 mylib::fused：custom-dev，1 次调用（位于 m.py:1）（--fail-on custom-dev）" in zh
+    assert "增加了 12.0 人天" in zh and "超过 --max-person-days 5" in zh and "grew by" not in zh
+    assert " grew by 12.0 person-days " in render_summary(snapshot, breaches=breaches)

@@ -15,6 +15,7 @@ from opassess.ci.diff_format import render_diff
 from opassess.ci.policy import Policy
 from opassess.ci.snapshot import read_snapshot
 from opassess.ci.summary import render_summary
+from opassess.isolation.process import timeout_cause
 from opassess.pipeline import ScanOptions, assess
 from opassess.portfolio import _assemble
 from opassess.portfolio.records import ModelResult
@@ -67,7 +68,7 @@ def rendered(language: str) -> dict[str, str]:
                                                   language=language)
     results = [ModelResult(target=str(MODELS[n].target), name=n, status="ok", cause=None, reports=(), seconds=1.0,
                            snapshot=snapshot(n)) for n in MODELS]
-    results.append(ModelResult(target="broken.py", name="broken_model", status="failed", cause="timed out after 5 s",
+    results.append(ModelResult(target="broken.py", name="broken_model", status="failed", cause=timeout_cause(5.0),
                                reports=(), seconds=5.0))
     portfolio = _assemble(results, (), Policy(), load_weights(None), None)
     for fmt in ("md", "html"):

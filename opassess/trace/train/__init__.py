@@ -31,7 +31,7 @@ from ..values import dtype_name, tensors_in
 from .autocast import autocast_mode
 from .backward import GradOwners, record_backward
 from .options import TrainOptions
-from .step import TrainPlan, foreach_on_meta, optimizer_attrs, optimizer_key, plan_step
+from .step import STEP_NOTES, TrainPlan, foreach_on_meta, optimizer_attrs, optimizer_key, plan_step
 
 __all__ = ["COMPILING", "TrainCapture", "TrainCompilingCapture", "TrainOptions"]
 
@@ -98,8 +98,7 @@ class TrainCapture(CaptureMethod):
             if doubled is None:
                 raise
         graph = self._step(doubled, progress)
-        self.note = f"{self.note}; the example batch of 1 was doubled to 2 (train-mode BatchNorm needs more than " \
-                    "one value per channel)"
+        self.note = f"{self.note}; {STEP_NOTES[7]}"
         return graph
 
     def _step(self, loaded: LoadedModel, progress: Progress) -> Graph:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import TraceError
+from ...messages import N_
 from .options import TrainOptions
 
 # Gradient clipping is part of the default step, as in Hugging Face's Trainer (max_grad_norm=1.0) and most LLM
@@ -47,6 +48,15 @@ def default_optimizer(model: Any) -> Any:
     return torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
 
 
+# What the step ran, joined by '; ' into Capture.step_note. The worker sends it as English; the reports read each part
+# back as one of these message ids (messages.parsed) and say it in the reader's language.
+STEP_NOTES = (N_("loss_fn(output, inputs) of the model file"), N_("loss: mean of the output (no loss_fn)"),
+              N_("build_optimizer(model) of the model file"), N_("optimizer: AdamW(foreach=True)"),
+              N_("no gradient clipping"), N_("autocast %(amp)s"), N_("autocast %(amp)s with GradScaler"),
+              N_("the example batch of 1 was doubled to 2 (train-mode BatchNorm needs more than one value per "
+                 "channel)"))
+
+
 def plan_step(namespace: Any, options: TrainOptions, source: str) -> TrainPlan:
     """The step for this model file: its loss_fn(output, inputs), build_optimizer(model) and max_grad_norm, if any."""
     loss_fn = getattr(namespace, "loss_fn", None)
@@ -57,11 +67,10 @@ def plan_step(namespace: Any, options: TrainOptions, source: str) -> TrainPlan:
     clip = getattr(namespace, "max_grad_norm", DEFAULT_MAX_GRAD_NORM)
     if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or clip <= 0):
         raise TraceError(f"{source}: max_grad_norm must be a positive number or None, not {clip!r}")
-    parts = ["loss_fn(output, inputs) of the model file" if loss_fn else "loss: mean of the output (no loss_fn)",
-             "build_optimizer(model) of the model file" if build else "optimizer: AdamW(foreach=True)",
-             f"clip_grad_norm_({clip})" if clip is not None else "no gradient clipping"]
+    parts = [STEP_NOTES[0] if loss_fn else STEP_NOTES[1], STEP_NOTES[2] if build else STEP_NOTES[3],
+             f"clip_grad_norm_({clip})" if clip is not None else STEP_NOTES[4]]
     if options.amp:
-        parts.append(f"autocast {options.amp}" + (" with GradScaler" if options.amp == "fp16" else ""))
+        parts.append((STEP_NOTES[6] if options.amp == "fp16" else STEP_NOTES[5]) % {"amp": options.amp})
     return TrainPlan(loss_fn or default_loss, build or default_optimizer, None if clip is None else float(clip),
                      options.amp, "; ".join(parts))
 
