@@ -7,7 +7,14 @@ from typing import Any
 
 from .messages import N_, Message, Text  # noqa: F401 - N_ re-exported for the stages that build reasons
 from .reasons import EXCLUSION_CODES
-from .vocabulary import CATEGORIES, TRAIN_STEP, Category  # noqa: F401 - re-exported: the vocabulary is stated once
+from .vocabulary import (  # noqa: F401 - re-exported: the vocabulary is stated once
+    CATEGORIES,
+    TRAIN_STEP,
+    CaptureStep,
+    Category,
+    Confidence,
+    CostBasis,
+)
 
 # Shapes are tuples of ints (a scalar is ()); a non-tensor argument has shape None.
 Shape = tuple[int, ...] | None
@@ -120,7 +127,7 @@ class Capture:
     nodes: tuple[OpNode, ...]
     edges: tuple[tuple[str, str], ...] = ()  # (producer node name, consumer node name), when the capture has a graph
     module_types: Mapping[str, str] = field(default_factory=dict)  # module path -> class name, for roll-ups
-    step: str = "forward"  # "forward" (one forward pass, eval mode) | "train" (forward, backward, optimizer step)
+    step: CaptureStep = CaptureStep.FORWARD  # one forward pass (eval mode) | train (forward, backward, optimizer)
     step_note: str | None = None  # what the training step ran: its loss, optimizer, clipping, autocast
     stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
     dynamo: DynamoRun | None = None  # torch._dynamo's report on the forward (--graph-mode dynamo), else None
@@ -222,7 +229,7 @@ class ClassifiedOp:
     cann_op: str | None  # CANN operator name, when known
     known: bool  # False when the knowledge base has no fact about it at all
     aten_support: Mapping[str, bool]  # qualified ATen op -> has an NPU kernel for the target
-    confidence: str = "medium"  # "high" | "medium" | "low": how well the evidence pins the verdict down
+    confidence: Confidence = Confidence.MEDIUM  # how well the evidence pins the verdict down
     replacement_deprecated: bool = False  # the facts mark the replacement deprecated (npu_nms_v4)
     replacement_successor: str | None = None  # what the facts say to use instead; None: no successor
     backward_support: Mapping[str, bool] = field(default_factory=dict)  # the same for Operator.backward_aten
@@ -293,7 +300,7 @@ class OpEstimate:
     pareto: bool  # among the operators that carry 80% of the effort
     # How the operator is costed (opassess/score/cost.py): "per-operator" (its category's range), "validation-block"
     # (a share of the model's validation block), "zero-cost" (no work on the device)
-    cost: str = "per-operator"
+    cost: CostBasis = CostBasis.PER_OPERATOR
     origin: str = "project"  # "project", or the upstream library its source lines lie in ("transformers", ...)
     # cost "decision": how its own effort was reached (its decisions' checks, its priced changes); "" otherwise
     basis: str = ""

@@ -1,5 +1,5 @@
 """The words opassess's records, data files and reports share, each stated once: the migration categories,
-the confidence levels and the operator kinds.
+the confidence levels, the capture steps, the cost bases and the operator kinds.
 
 Capture method names come from the capture registry (`opassess.trace`), report formats and their file
 extensions from the reporter registry (`opassess.report.registry`), products and torch_npu versions from
@@ -57,9 +57,15 @@ def category_rank(text: str | None) -> int:
         return -1
 
 
-# What a capture ran: one forward pass (the default), or a whole training step (--train).
-FORWARD_STEP, TRAIN_STEP = "forward", "train"
-CAPTURE_STEPS: tuple[str, ...] = (FORWARD_STEP, TRAIN_STEP)
+class CaptureStep(StrEnum):
+    """What a capture ran: one forward pass (the default), or a whole training step (--train)."""
+
+    FORWARD = "forward"
+    TRAIN = "train"
+
+
+FORWARD_STEP, TRAIN_STEP = CaptureStep.FORWARD, CaptureStep.TRAIN
+CAPTURE_STEPS: tuple[str, ...] = tuple(step.value for step in CaptureStep)
 NO_CAPTURE = "none"  # Capture.method of `opassess source`: a source scan alone, no model loaded or captured
 # Operator kinds as the trace names them; "optimizer" only in a training step.
 # "library": a call of a GPU-only kernel library or a Triton launch, recorded by a stand-in (opassess/standins).
@@ -76,5 +82,45 @@ GRAPH_BACKENDS: tuple[str, ...] = ("inductor", "npugraph_ex", "ge")
 # The routes beyond eager training `scan --route` checks, and the ONNX exporters (--exporter, besides "auto").
 ROUTES: tuple[str, ...] = ("onnx", "vllm-ascend")
 EXPORTERS: tuple[str, ...] = ("dynamo", "torchscript")
-# How far a verdict can be trusted, weakest first: min(..., key=CONFIDENCES.index) is the weakest of several.
-CONFIDENCES: tuple[str, ...] = ("low", "medium", "high")
+
+
+class Confidence(StrEnum):
+    """How far a verdict can be trusted, weakest first: `Confidence.weakest(...)` is the weakest of several."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @classmethod
+    def weakest(cls, confidences: Iterable[str], default: Confidence | None = None) -> Confidence:
+        """The weakest of `confidences` (`default` when there are none; ValueError when there are none and no
+        default, or for a word that is not a confidence)."""
+        found = [cls(c) for c in confidences]
+        if not found:
+            if default is None:
+                raise ValueError("no confidence to take the weakest of")
+            return default
+        return min(found, key=_CONFIDENCE_RANK.__getitem__)
+
+    @classmethod
+    def of(cls, text: str | None) -> Confidence | None:
+        """The confidence a report names (None for none, or an unknown word, e.g. from a newer version)."""
+        try:
+            return cls(text) if text else None
+        except ValueError:
+            return None
+
+
+_CONFIDENCE_RANK = {confidence: index for index, confidence in enumerate(Confidence)}
+CONFIDENCES: tuple[str, ...] = tuple(confidence.value for confidence in Confidence)
+
+
+class CostBasis(StrEnum):
+    """How an operator's effort is costed (opassess/score/cost.py): a closed set, the schema's cost enum."""
+
+    ZERO_COST = "zero-cost"  # puts no work on the device: views, metadata, nothing dispatched
+    VALIDATION_BLOCK = "validation-block"  # direct, a kernel, no tripped limit: a share of the validation block
+    PER_OPERATOR = "per-operator"  # its category's range
+    SOURCE_FINDING = "source-finding"  # a library call the source scan found at the same line: costed there, once
+    DECISION = "decision"  # covered by model-level decisions (score/decisions.py): their checks plus priced changes
+    PRICED_CHANGE = "priced-change"  # its only limits are parameter changes priced by tier ([changes])

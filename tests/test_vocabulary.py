@@ -15,7 +15,16 @@ from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
 from opassess.score.weights_decisions import DECISION_NAMES
 from opassess.trace import METHODS
-from opassess.vocabulary import CAPTURE_STEPS, CATEGORIES, NO_CAPTURE, OPERATOR_KINDS, Category
+from opassess.vocabulary import (
+    CAPTURE_STEPS,
+    CATEGORIES,
+    NO_CAPTURE,
+    OPERATOR_KINDS,
+    CaptureStep,
+    Category,
+    Confidence,
+    CostBasis,
+)
 
 SCHEMA = json.loads((Path(opassess.report.__file__).parent / "assessment.schema.json").read_text(encoding="utf-8"))
 
@@ -40,7 +49,7 @@ def test_schema_operator_kinds_and_capture_steps_are_their_vocabularies():
     operator = SCHEMA["$defs"]["operator"]["properties"]
     capture = SCHEMA["properties"]["model"]["properties"]["capture"]["properties"]
     assert operator["kind"]["enum"] == list(OPERATOR_KINDS) and "optimizer" in OPERATOR_KINDS
-    assert capture["step"]["enum"] == list(CAPTURE_STEPS) == ["forward", "train"]
+    assert capture["step"]["enum"] == list(CAPTURE_STEPS) == [s.value for s in CaptureStep] == ["forward", "train"]
     assert "backward_aten" in operator and operator["backward_aten"]["description"]
 
 
@@ -52,7 +61,29 @@ def test_schema_capture_methods_are_the_capture_registry():
 
 
 def test_schema_cost_bases_are_the_cost_model_s():
-    assert SCHEMA["$defs"]["operator"]["properties"]["cost"]["oneOf"][0]["enum"] == list(COST_BASES)
+    assert SCHEMA["$defs"]["operator"]["properties"]["cost"]["oneOf"][0]["enum"] == list(COST_BASES) \
+        == [b.value for b in CostBasis]
+
+
+def _confidence_enums():
+    """Every confidence enum of the schema (an operator's, a source site's, ...), null dropped where allowed."""
+    return [[c for c in enum if c is not None] for _, enum in _enums(SCHEMA) if "medium" in enum]
+
+
+def test_schema_confidences_are_the_confidence_vocabulary():
+    found = _confidence_enums()
+    assert found and all(enum == list(CONFIDENCES) == [c.value for c in Confidence] for enum in found)
+    assert SCHEMA["$defs"]["operator"]["properties"]["confidence"]["enum"] == [*CONFIDENCES, None]
+
+
+def test_the_string_enums_are_their_words():
+    """StrEnum members compare, hash and serialise as their words: records, JSON and goldens keep plain strings."""
+    for member in (*Category, *Confidence, *CostBasis, *CaptureStep):
+        assert member == member.value and hash(member) == hash(member.value) and f"{member}" == member.value
+        assert json.dumps({member: member}) == json.dumps({member.value: member.value})
+    assert Confidence.weakest(["high", Confidence.MEDIUM, "low"]) is Confidence.LOW
+    assert Confidence.weakest([], default=Confidence.HIGH) is Confidence.HIGH
+    assert Confidence.of("low") is Confidence.LOW and Confidence.of("") is None and Confidence.of("certain") is None
 
 
 def test_schema_decision_names_are_the_decision_rules():

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..kb.routes import RouteFacts, load_route_facts
 from ..records import N_, ClassifiedOp, Operator, Reason
 from ..source.distributed import COLLECTIVES, DIST
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 
 FUNCTIONAL = "_c10d_functional::"  # the functional collectives (torch.distributed._functional_collectives, DTensor)
 # functional collective -> the torch.distributed collective whose HCCL row judges it
@@ -77,7 +77,7 @@ def classify_collective(op: Operator, kernel: str, facts: RouteFacts | None = No
     return ClassifiedOp(operator=op, category=str(Category.worst(categories)),
                         signature_categories=tuple(str(c) for c in categories) if op.signatures else (),
                         reasons=tuple(reason for _, reason in judged), replacement=None, cann_op=None, known=True,
-                        aten_support={}, confidence="medium")
+                        aten_support={}, confidence=Confidence.MEDIUM)
 
 
 def nested_collectives(op: Operator, index: int | None, dtype: str | None,

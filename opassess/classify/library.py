@@ -19,7 +19,7 @@ from ..messages import N_, Text
 from ..records import ClassifiedOp, Operator, Reason
 from ..source.classify import preferred_library
 from ..source.facts import SourceFacts, load_source_facts
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 
 _NPU_API = re.compile(r"torch_npu\.[A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_]")
 
@@ -33,7 +33,7 @@ def classify_library(op: Operator, facts: SourceFacts | None = None) -> Classifi
         category, reasons, route, known, confidence = _library_call(op, facts)
     return ClassifiedOp(operator=op, category=category, signature_categories=tuple(category for _ in op.signatures),
                         reasons=tuple(reasons), replacement=route, cann_op=None, known=known, aten_support={},
-                        confidence=confidence)
+                        confidence=Confidence(confidence))
 
 
 def _triton(op: Operator, facts: SourceFacts):

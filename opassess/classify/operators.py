@@ -40,7 +40,7 @@ from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
 from ..messages import N_, Text
 from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
-from ..vocabulary import CONFIDENCES, PROJECT_KINDS, Category
+from ..vocabulary import PROJECT_KINDS, Category, Confidence
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .checks import kernel_checks
 from .collective import classify_collective, collective_name, nested_collectives
@@ -194,11 +194,11 @@ class _Classifier(AtenJudge, SignatureChecks):
                                     f"rules.toml: family ({family.evidence})"))
         category = worst(j.category for j in judgements) if judgements else Category.DIRECT
         statuses = tuple("view" if v.view else v.status for v in verdicts.values())
-        confidence = min((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses,
-                                             scope.api is not None) for j in judgements),
-                         key=CONFIDENCES.index, default="high")
+        confidence = Confidence.weakest((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses,
+                                                            scope.api is not None) for j in judgements),
+                                        default=Confidence.HIGH)
         if not scope.known:
-            confidence = "low"
+            confidence = Confidence.LOW
         replacement = required or optional or (on_limit if category != Category.DIRECT else None)
         if on_limit and category != Category.DIRECT:
             shared.append(Reason.of("replacement", N_("if the model cannot stay within the limits: %(api)s (%(note)s)"),

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ..kb.verified import signature_key
 from ..records import N_, ClassifiedOp, Reason
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 
 
 def _reason(entry: Mapping[str, object], index: int) -> Reason:
@@ -56,7 +56,7 @@ def apply_verified(classified: Sequence[ClassifiedOp], verified: Mapping[str, Ma
             out.append(op)
             continue
         all_passed = len(seen) == len(categories) and all(s == "passed" for s in seen)
-        confidence = "high" if all_passed or "failed" in seen else op.confidence
+        confidence = Confidence.HIGH if all_passed or "failed" in seen else op.confidence
         out.append(replace(op, signature_categories=tuple(categories), reasons=tuple(reasons),
                            category=Category.worst(c for c in categories if c), confidence=confidence))
     return tuple(out)

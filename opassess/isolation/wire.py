@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from enum import StrEnum
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import OpassessError
@@ -25,6 +26,7 @@ from ..records import (
     StandIn,
 )
 from ..trace.registrations import COMPOSITE_KEYS
+from ..vocabulary import CaptureStep
 
 if TYPE_CHECKING:
     from ..routes.records import OnnxExport
@@ -40,8 +42,8 @@ class BadCapture(OpassessError):
 
 # field -> type spec: "str", "str?", "int", "float", "strs" (list of str), "dtypes" (list of str|None), "shapes"
 # (list of list[int]|None), "value" (a JSON value), or a record class, or [record class] (a list of them), or
-# (record class,) (one of them or null)
-_Kind = str | list[type] | tuple[type]
+# (record class,) (one of them or null), or a StrEnum class (one of its values, decoded to the member)
+_Kind = str | list[type] | tuple[type] | type[StrEnum]
 _R = TypeVar("_R")
 
 _ATEN: dict[str, _Kind] = {
@@ -59,7 +61,7 @@ _DYNAMO: dict[str, _Kind] = {
     "graphs": "int", "ops": "int", "breaks": [DynamoBreak], "seconds": "float", "error": "str?"}
 _CAPTURE: dict[str, _Kind] = {
     "method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
-    "edges": "edges", "module_types": "names", "step": "str", "step_note": "str?", "stand_ins": [StandIn],
+    "edges": "edges", "module_types": "names", "step": CaptureStep, "step_note": "str?", "stand_ins": [StandIn],
     "dynamo": (DynamoRun,), "registrations": [Registration]}
 _REGISTRATION: dict[str, _Kind] = {"op": "str", "kinds": "strs"}
 _INFO: dict[str, _Kind] = {
@@ -81,6 +83,8 @@ def _plain(record: object) -> dict[str, object]:
             value = None if value is None else _plain(value)
         elif kind in ("attrs", "names"):
             value = dict(value)
+        elif isinstance(kind, type):
+            value = value.value
         out[name] = value
     return out
 
@@ -137,11 +141,21 @@ def _value(value: object, where: str, depth: int = 0) -> object:
     raise _fail(where, f"an attribute of type {type(value).__name__}")
 
 
+def _choice(kind: type[StrEnum], value: object, where: str) -> StrEnum:
+    text = _text(value, where)
+    try:
+        return kind(text)
+    except ValueError:
+        raise _fail(where, f"{text[:40]!r} is not one of {', '.join(kind)}") from None
+
+
 def _field(kind: _Kind, value: object, where: str) -> object:
     if isinstance(kind, list):
         return tuple(_record(kind[0], item, f"{where}[{i}]") for i, item in enumerate(_list(value, where)))
     if isinstance(kind, tuple):
         return None if value is None else _record(kind[0], value, where)
+    if isinstance(kind, type):
+        return _choice(kind, value, where)
     if kind == "str":
         return _text(value, where)
     if kind == "str?":

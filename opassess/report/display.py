@@ -12,7 +12,7 @@ from typing import Any
 
 from ..messages import say
 from ..records import Assessment, Capture, ClassifiedOp, Effort, Estimate
-from ..vocabulary import CATEGORIES, NO_CAPTURE, Category
+from ..vocabulary import CATEGORIES, NO_CAPTURE, Category, CostBasis
 from .charts import _num, pareto_chart
 from .display_page import Display
 from .display_records import (
@@ -132,7 +132,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
         "kind": operator.kind,
         "category": category,
         "known": classified.known if classified else True,
-        "confidence": classified.confidence if classified else "",
+        "confidence": classified.confidence if classified else None,
         "count": operator.count,
         "signature_count": len(operator.signatures),
         "aten": tuple(operator.aten),
@@ -330,7 +330,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         activities=activity_rows(est, _) if est else (),
         decisions=decision_rows(est, _) if est else (),
         origins=origin_rows(est, _) if est else (),
-        zero_cost=tuple((summary["cost_bases"] or {}).get("zero-cost", ())),
+        zero_cost=tuple((summary["cost_bases"] or {}).get(CostBasis.ZERO_COST, ())),
         validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
         actions=action_items(document, assessment.findings, _, said) + graph_actions(document, shown_source, _,
                                                                                      assessment.graph_mode),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ class OperatorRow(Record):
     performance_text: str = ""
     ecosystem_text: str = ""
     subscores: tuple[SubscoreRow, ...] = ()
-    confidence: str = ""  # "high" | "medium" | "low" ("" when not classified)
+    confidence: Confidence | None = None  # None when not classified
     likely: float = -1
     likely_text: str = ""
     range_text: str = ""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..messages import say
-from ..vocabulary import CATEGORIES
+from ..vocabulary import CATEGORIES, Confidence
 from .display_records import Record
 from .text import days
 
@@ -28,7 +28,7 @@ class SourceRow(Record):
     subject: str
     route: str
     evidence_text: str  # the table rows, "; "-joined
-    confidence: str
+    confidence: Confidence | None  # None when the report names none (or a word this version does not know)
     notes_text: str  # dropped arguments, flagged APIs; "" when none
     size_text: str  # "7 lines, 1 kernel(s): arange, atomic_add"; "" when not sized
     likely_text: str  # "" when not estimated
@@ -83,7 +83,7 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
         rows.append(SourceRow(
             location=f"{f['file']}:{f['line']}", file=f["file"], line=f["line"], code=f["code"], kind=f["kind"],
             category=f["category"], subject=f["subject"], route=say(f["npu_route"], gettext),
-            evidence_text="; ".join(f.get("evidence") or ()), confidence=f.get("confidence") or "",
+            evidence_text="; ".join(f.get("evidence") or ()), confidence=Confidence.of(f.get("confidence")),
             notes_text=gettext("; ").join([*([gettext("present, not reached by this model")]
                                              if f.get("reached") is False else []),
                                            *(say(n, gettext) for n in f.get("notes") or ())]),

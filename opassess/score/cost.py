@@ -12,17 +12,13 @@ from collections.abc import Mapping, Sequence
 from ..messages import N_, Text, joined
 from ..records import Activity, ClassifiedOp, Effort, Finding, Operator, OpScore
 from ..vocabulary import PROJECT_KINDS as _OWN_KINDS  # the project's own kernels: never zero-cost, never in the block
-from ..vocabulary import Category
+from ..vocabulary import Category, CostBasis
 from .signals import OpSignals
 from .weights import ACTIVITY_UNITS, EffortRules, Weights
 
-ZERO_COST = "zero-cost"  # puts no work on the device: views, metadata, nothing dispatched
-VALIDATION_BLOCK = "validation-block"  # direct, a kernel, no tripped limit: a share of the validation block
-PER_OPERATOR = "per-operator"  # its category's range
-SOURCE_FINDING = "source-finding"  # a library call the source scan found at the same line: costed there, once
-DECISION = "decision"  # covered by model-level decisions (score/decisions.py): their checks plus priced changes
-PRICED_CHANGE = "priced-change"  # its only limits are parameter changes priced by tier ([changes])
-COST_BASES = (ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR, SOURCE_FINDING, DECISION, PRICED_CHANGE)
+ZERO_COST, VALIDATION_BLOCK, PER_OPERATOR = CostBasis.ZERO_COST, CostBasis.VALIDATION_BLOCK, CostBasis.PER_OPERATOR
+SOURCE_FINDING, DECISION, PRICED_CHANGE = CostBasis.SOURCE_FINDING, CostBasis.DECISION, CostBasis.PRICED_CHANGE
+COST_BASES: tuple[str, ...] = tuple(basis.value for basis in CostBasis)
 
 PROJECT = "project"  # the origin of operators whose source lines lie in the project's own code
 MODEL_LEVEL = "model-level"  # the by_origin key of the model-level activities
@@ -31,7 +27,7 @@ SITE_PACKAGES = re.compile(r"(?:^|[/\\])(?:site|dist)-packages[/\\]([^/\\]+)")  
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
 
 
-def cost_basis(op: ClassifiedOp, rules: EffortRules, dispatch_seen: bool) -> str:
+def cost_basis(op: ClassifiedOp, rules: EffortRules, dispatch_seen: bool) -> CostBasis:
     """ZERO_COST, VALIDATION_BLOCK or PER_OPERATOR for one classified operator.
 
     Only a direct operator known to the knowledge base, of a user-level kind, with no reason in limit_reasons can

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..messages import N_, Text, joined
 from ..records import ClassifiedOp, Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk, SourceEstimate
-from ..vocabulary import CATEGORIES
+from ..vocabulary import CATEGORIES, CostBasis
 from .cost import (
     DECISION,
     MODEL_LEVEL,
@@ -116,7 +116,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
 
 
 def _bases(scores: Sequence[OpScore], inventory: Inventory, weights: Weights, source: Sequence[SourceEstimate],
-           shared: frozenset[str] = frozenset()) -> tuple[dict[str, str], dict[str, Cover]]:
+           shared: frozenset[str] = frozenset()) -> tuple[dict[str, CostBasis], dict[str, Cover]]:
     """Each operator's cost basis, and the decision covers of those costed by a decision or a priced change.
 
     A per-operator operator a decision covers is costed by the decision (or its priced change); a view only its

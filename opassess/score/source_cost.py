@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import ConfigError
 from ..records import Effort, Operator, Risk, SourceEstimate
 from ..source.records import SourceFinding
+from ..vocabulary import Confidence
 from .weights import SourceRules, Weights
 
 LIBRARY_KIND = "library"  # Operator.kind of a kernel-library call or a Triton launch the capture stood in for
@@ -65,7 +66,7 @@ def site_risk(finding: SourceFinding, weights: Weights) -> Risk:
     category = str(finding.category)
     likelihood = risk.likelihood.base[category]
     signals = [f"{category}: base likelihood {likelihood}"]
-    if finding.confidence == "low" and rules.low_confidence:
+    if finding.confidence == Confidence.LOW and rules.low_confidence:
         likelihood += rules.low_confidence
         signals.append(f"+{rules.low_confidence} route matched by name only (low confidence)")
     kernel = finding.kind in rules.kernel_kinds

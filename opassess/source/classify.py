@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 
 from ..messages import N_, Text
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 from .classify_distributed import KINDS as DISTRIBUTED
 from .classify_distributed import DistributedClassifier
 from .facts import KernelLibrary, MigrationRule, SourceFacts
@@ -63,7 +63,8 @@ class Classifier:
 
     def _finding(self, site, kind, category, route, evidence, confidence, notes=(), size=None, subject=None):
         return SourceFinding(site.file, site.line, site.code, kind, Category(category), subject or site.subject,
-                             route, tuple(e for e in evidence if e), confidence, tuple(notes), size or site.size)
+                             route, tuple(e for e in evidence if e), Confidence(confidence), tuple(notes),
+                             size or site.size)
 
     def _patch_cites(self, *apis: str) -> list[str]:
         return [p.cite for api in apis for name in (api, api + ".__init__") for p in self.facts.patches(name)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..kb.routes import HcclFact, RouteFacts
 from ..messages import N_, Text
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 from .facts import SourceFacts
 from .records import SourceFinding
 
@@ -35,7 +35,7 @@ class DistributedClassifier:
     @staticmethod
     def _finding(site, category, route, evidence, confidence, notes=()) -> SourceFinding:
         return SourceFinding(site.file, site.line, site.code, site.kind, Category(category), site.subject, route,
-                             tuple(e for e in evidence if e), confidence, tuple(notes))
+                             tuple(e for e in evidence if e), Confidence(confidence), tuple(notes))
 
     def _by_status(self, site, fact: HcclFact, notes=()) -> SourceFinding | None:
         detail = [f"HCCL: {fact.detail}"] if fact.detail else []

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..kb.graph_facts import GraphFacts
 from ..messages import N_, Text
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 from .facts import SourceFacts
 from .records import Site, SourceFinding
 from .walk import FileNodes, Resolver
@@ -74,7 +74,7 @@ def classify_graph(site: Site, facts: GraphFacts, source_facts: SourceFacts) -> 
         return SourceFinding(site.file, site.line, site.code, site.kind, Category.DIRECT, site.subject,
                              Text(N_("torch._dynamo is device-independent: the setting applies as is to torch_npu's "
                                      "inductor and to torchair's back-ends (which compile through dynamo)")),
-                             (inductor,), "medium")
+                             (inductor,), Confidence.MEDIUM)
     backend, mode = site.get("backend", "inductor"), site.get("mode")
     notes = []
     rule = source_facts.migration(COMPILE, {"backend": backend}) if backend == "cudagraphs" else None
@@ -102,7 +102,8 @@ def classify_graph(site: Site, facts: GraphFacts, source_facts: SourceFacts) -> 
         evidence.append(facts.capture_cite("reduce_overhead"))
         notes.append(Text(N_("torchair's own reduce-overhead mode is frozen after torch_npu 7.3.0")))
     return SourceFinding(site.file, site.line, site.code, site.kind, category, site.subject, route,
-                         tuple(e for e in evidence if e), "high" if backend != "?" else "medium", tuple(notes))
+                         tuple(e for e in evidence if e), Confidence.HIGH if backend != "?" else Confidence.MEDIUM,
+                         tuple(notes))
 
 
 def graph_backend_of(finding: SourceFinding) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 
 # Finding kinds (SourceFinding.kind), one word each for the GPU-specific construct found at a site.
 KINDS = (
@@ -87,7 +87,7 @@ class SourceFinding:
     subject: str
     npu_route: str
     evidence: tuple[str, ...]
-    confidence: str
+    confidence: Confidence
     notes: tuple[str, ...] = ()
     size: KernelSize | None = None
     # "setup.py:248": the site of the extension that builds this file (a kernel, binding or runtime call in its

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..errors import TraceError
-from ..vocabulary import FORWARD_STEP, TRAIN_STEP
+from ..vocabulary import FORWARD_STEP, TRAIN_STEP, CaptureStep
 from . import dispatch, export, fx  # noqa: F401 - importing a capture module registers its methods
 from .registry import CaptureMethod, registered
 from .train import TrainOptions  # the training step's methods register themselves as well
@@ -14,7 +14,7 @@ from .train import TrainOptions  # the training step's methods register themselv
 LARGE_MODEL_PARAMETERS = 1_000_000_000
 
 
-def capture_order(parameters: int, step: str = FORWARD_STEP) -> tuple[str, ...]:
+def capture_order(parameters: int, step: CaptureStep = FORWARD_STEP) -> tuple[str, ...]:
     """The default order of the capture methods of `step` ("forward", or "train": a training step) for a model of
     this size (each method's registered rank)."""
     methods = {name: cls for name, cls in registered().items() if cls.step == step}

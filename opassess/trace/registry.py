@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import TraceError
-from ..vocabulary import FORWARD_STEP
+from ..vocabulary import FORWARD_STEP, CaptureStep
 
 if TYPE_CHECKING:
     from ..load import LoadedModel
@@ -39,7 +39,7 @@ class CaptureMethod:
     # does not run on a device, and when it fails for a reason other than a meta kernel, no other method can work.
     eager: ClassVar[bool] = False
     reported_as: ClassVar[str | None] = None  # the method name a report gives its capture (None: its own name)
-    step: ClassVar[str] = FORWARD_STEP  # what ran: one forward pass, or TRAIN_STEP (a training step)
+    step: ClassVar[CaptureStep] = FORWARD_STEP  # what ran: one forward pass, or TRAIN_STEP (a training step)
     note: str | None = None  # a note on the step, set by the capture (the training step's defaults)
 
     def __init__(self, train: TrainOptions | None = None) -> None:

@@ -6,7 +6,7 @@ import io
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...vocabulary import Category
+from ...vocabulary import Category, Confidence
 from ..registry import RenderContext, register
 
 if TYPE_CHECKING:
@@ -404,7 +404,7 @@ def _print_source(console: Console, section: SourceSection, _: Gettext) -> None:
             if row.notes_text:
                 route.append(f"; {row.notes_text}", style="yellow")
             category = Text(row.category, style=CATEGORY_STYLE.get(row.category, ""))
-            if row.confidence == "low":
+            if row.confidence == Confidence.LOW:
                 category.append(" · low", style="dim")
             table.add_row(Text(row.location), found, category, route, row.likely_text, Text(row.stars_text))
         console.print(table)
