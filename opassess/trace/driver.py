@@ -2,6 +2,7 @@
 attempt and why it failed."""
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 
@@ -53,6 +54,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     current = loaded
     forward_error: BaseException | None = None
     internal_error: BaseException | None = None
+    baseline = _dispatch_state()
     for device in (loaded.device, "cpu") if loaded.device != "cpu" else ("cpu",):
         if device != current.device:
             _check_fits_in_memory(loaded, forward_error)
@@ -63,6 +65,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
             method = capturer.name
             if progress:
                 progress(f"capturing with {method} on {device}")
+            _restore_dispatch_state(baseline, attempts)
             started = time.perf_counter()
             try:
                 with _standins(current, device):
@@ -106,6 +109,33 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     if isinstance(cause, BaseException):
         raise TraceError(f"{where} raised {_first_line(cause)}") from cause
     raise TraceError(f"{where} could not be captured: {cause}")
+
+
+# Guards that put torch's dispatcher key sets back as they were before a failed attempt; kept alive for the
+# process's life because a guard's destructor would restore the leaked sets it replaced.
+_RESTORED: list = []
+
+
+def _dispatch_state() -> tuple:
+    import torch
+
+    return torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set()
+
+
+def _restore_dispatch_state(baseline: tuple, attempts: list[CaptureAttempt]) -> None:
+    """torch's thread-local dispatch key sets back to what they were before the first attempt. A failure can leave
+    guards of torch's that are destroyed out of order when its traceback goes: torch.export on a torch.library op
+    whose Python body reads a value ends in a RecursionError that leaves Python, Functionalize and 25 more keys
+    excluded, and every later attempt then recorded no ATen op at all (nn.Linear direct with 0 FLOPs and no kernel
+    evidence, captured 'successfully' on the CPU)."""
+    import torch
+
+    if attempts and attempts[-1].error is not None:
+        gc.collect()  # the failed attempt's frames (and the guards they hold) go now, not during the next attempt
+    if _dispatch_state() != baseline:
+        guard = torch._C._ForceDispatchKeyGuard(*baseline)
+        guard.__enter__()
+        _RESTORED.append(guard)
 
 
 def _standins(loaded: LoadedModel, device: str):

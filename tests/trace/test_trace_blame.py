@@ -135,3 +135,18 @@ def test_meta_marks_travel_through_the_chain_of_causes():
     except ValueError as outer:
         assert meta_failure_op(outer) == "aten::_grouped_mm" and is_meta_problem(outer)
     assert not is_meta_problem(ValueError("unsupported config")) and meta_failure_op(None) is None
+
+
+def test_a_failed_export_leaves_torchs_dispatcher_as_it_found_it():
+    # reads_value_op.py: torch.export ends in a RecursionError inside torch that leaves 27 dispatch keys excluded
+    # (Python among them); the CPU attempt after it recorded no ATen op (nn.Linear: 0 FLOPs, no kernel evidence)
+    import torch
+
+    from tests.support import MODELS
+
+    before = torch._C._dispatch_tls_local_exclude_set()
+    cap = capture_of(MODELS / "reads_value_op.py", ("export", "fx"))
+    assert cap.attempts[0].error.startswith("RecursionError") and (cap.method, cap.device) == ("fx", "cpu")
+    linear = next(n for n in cap.nodes if n.key == "torch.nn.Linear")
+    assert [c.op for c in linear.aten] == ["aten::t", "aten::addmm"] and linear.flops == 2 * 4 * 8 * 8
+    assert torch._C._dispatch_tls_local_exclude_set() == before
