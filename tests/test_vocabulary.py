@@ -8,7 +8,6 @@ from pathlib import Path
 import opassess.report
 from opassess.graphmode import records as graph
 from opassess.kb import load_kb
-from opassess.kb.evidence import CONFIDENCES
 from opassess.perf import records as perf
 from opassess.reasons import EXCLUSION_CODES, REASONS
 from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
@@ -18,6 +17,7 @@ from opassess.trace import METHODS
 from opassess.vocabulary import (
     CAPTURE_STEPS,
     CATEGORIES,
+    CONFIDENCES,
     NO_CAPTURE,
     OPERATOR_KINDS,
     CaptureStep,
