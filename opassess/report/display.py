@@ -331,7 +331,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         decisions=decision_rows(est, _) if est else (),
         origins=origin_rows(est, _) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get(CostBasis.ZERO_COST, ())),
-        validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
+        validation_block=tuple((summary["cost_bases"] or {}).get(CostBasis.VALIDATION_BLOCK, ())),
         actions=action_items(document, assessment.findings, _, said) + graph_actions(document, shown_source, _,
                                                                                      assessment.graph_mode),
         evidence_order=evidence_text(assessment.target, _),
@@ -388,10 +388,16 @@ def _cards(assessment: Assessment, document: Mapping[str, Any], ops: Sequence[Op
     source_only = assessment.capture.method == NO_CAPTURE
     sites = document.get("source_findings") or []
     scanned = (document.get("source") or {}).get("files") or []
-    # a source-only report counts its sites (it has no operators)
-    counts = {c: sum(1 for s in sites if s["category"] == c) for c in CATEGORIES} if source_only \
-        else summary["categories"]
-    worst = max((op for op in ops if op.estimated), key=lambda op: (op.stars, op.likely), default=None)
+    # The sites priced in the total count with the operators: every site of a source-only report (it has no
+    # operators), the reached ones of `scan --source` (a present site is costed apart, out of the total), except a
+    # site whose call is a captured operator's (covered_by: that operator counts it).
+    priced = [s for s in sites if s.get("reached") is not False and not s.get("covered_by") and s.get("risk")]
+    counts = {c: (0 if source_only else summary["categories"][c]) + sum(1 for s in priced if s["category"] == c)
+              for c in CATEGORIES}
+    ranked = [((op.stars, op.likely), op.stars_text, op.op) for op in ops if op.estimated] + [
+        ((s["risk"]["stars"], s["person_days"]["likely"]), _stars(s["risk"]["stars"]),
+         f"{s['file']}:{s['line']} {s['subject']}") for s in priced]
+    worst = max(ranked, key=lambda item: item[0], default=None)
     return (
         Card(_("Estimated effort"), headline if est else _("not estimated"),
              _("P50 with its P10-P90 band; sum of the most likely values %(likely)s, of the lows and highs %(range)s")
@@ -405,8 +411,8 @@ def _cards(assessment: Assessment, document: Mapping[str, Any], ops: Sequence[Op
         Card(_("Unknown to the knowledge base"), str(len(unknown)),
              ", ".join(op.op for op in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
              if unknown else _("every operator has a known fact")),
-        Card(_("Highest risk"), worst.stars_text if worst else (_("none") if est is not None else _("not estimated")),
-             worst.op if worst else (_("no operator to port") if est is not None else "")),
+        Card(_("Highest risk"), worst[1] if worst else (_("none") if est is not None else _("not estimated")),
+             worst[2] if worst else (_("no operator to port") if est is not None else "")),
         *slow_card(document, _),
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..kb.catalog import said_quotes
 from ..messages import Text, say
 from ..records import Reason, Signature
 from .display_records import ReasonRow, SignatureRow
@@ -57,7 +58,8 @@ def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...
     for key, indexes in groups.items():
         code, _message, evidence = key
         covered = () if None in indexes else tuple(sorted({i for i in indexes if i is not None}))
-        rows.append(ReasonRow(code, said[key], say(evidence, _), covered, _covers_text(covered, signatures, _)))
+        rows.append(ReasonRow(code, said[key], said_quotes(say(evidence, _), _), covered,
+                              _covers_text(covered, signatures, _)))
     return tuple(rows)
 
 

@@ -6,8 +6,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..messages import say
 from ..records import Assessment
 from .display_records import Record
+from .i18n import N_
+
+# The ONNX verdicts (JSON values) as the reports say them
+VERDICTS = (N_("supported"), N_("opset-dependent"), N_("no CANN mapping"))
 
 
 def routes_doc(assessment: Assessment) -> dict[str, Any]:
@@ -75,14 +80,13 @@ def onnx_section(document: Mapping[str, Any], _: Callable[[str], str]) -> OnnxSe
     part = document.get("onnx")
     if not part:
         return None
-    rows = tuple(OnnxRow(n["op_type"], n["count"], n["cann_op"] or "", n["verdict"], n["evidence"])
+    rows = tuple(OnnxRow(n["op_type"], n["count"], n["cann_op"] or "", _(n["verdict"]), say(n["evidence"], _))
                  for n in part["nodes"])
     if part["exporter"]:
-        counts = {v: sum(1 for r in rows if r.verdict == v) for v in ("supported", "opset-dependent",
-                                                                       "no CANN mapping")}
+        counts = {v: sum(1 for n in part["nodes"] if n["verdict"] == v) for v in VERDICTS}
         summary = _("opset %(opset)d, %(exporter)s exporter: %(n)d op types; %(counts)s") % {
             "opset": part["opset"], "exporter": part["exporter"], "n": len(rows),
-            "counts": ", ".join(f"{n} {v}" for v, n in counts.items())}
+            "counts": _(", ").join(f"{n} {_(v)}" for v, n in counts.items())}
     else:
         summary = _("the export at opset %(opset)d failed: this route needs custom development first") % {
             "opset": part["requested_opset"]}
@@ -97,7 +101,8 @@ def serving_section(document: Mapping[str, Any], _: Callable[[str], str]) -> Ser
     part = document.get("serving")
     if not part:
         return None
-    rows = tuple(ServingRow(i["subject"], i["status"], i["detail"], i["evidence"]) for i in part["items"])
+    rows = tuple(ServingRow(say(i["subject"], _), _(i["status"]), say(i["detail"], _), i["evidence"])
+                 for i in part["items"])
     summary = _("%(engine)s on %(target)s: %(n)d checks; TBD/WIP cells are risks, not support") % {
         "engine": part["engine"], "target": part["target"], "n": len(rows)}
     return ServingSection(summary=summary, rows=rows)

@@ -11,6 +11,7 @@ import re
 
 from ..errors import UsageError
 from ..kb.routes import QUANT_TABLE, QuantScheme, RouteFacts
+from ..messages import N_, Text
 from .records import ServingCheck, ServingItem
 
 ENGINE = "vllm-ascend"
@@ -56,20 +57,20 @@ def check_quant(quant: str, facts: RouteFacts) -> None:
 
 def _status(cell: str) -> str:
     if not cell:
-        return "no facts"
+        return N_("no facts")
     word = cell.split()[0].lower()
     if word in SUPPORTED_CELLS:
-        return "supported"
+        return N_("supported")
     if word in UNSUPPORTED_CELLS:
-        return "unsupported"
-    return "risk"  # TBD, WIP, "in feature matrix": stated as not settled
+        return N_("unsupported")
+    return N_("risk")  # TBD, WIP, "in feature matrix": stated as not settled
 
 
 def check_serving(architecture: str, quant: str, kernel: str, product: str, facts: RouteFacts) -> ServingCheck:
     """Architecture and scheme against the chip's column ("A2", "A3", "950"); vllm-ascend rows first, then the
     other engines' rows for the same scheme (a second opinion on the chip)."""
-    items = [ServingItem(f"architecture {architecture or '(unknown)'}", "no facts",
-                         "the serving facts list quantisation schemes, not architectures: not checked",
+    items = [ServingItem(Text(N_("architecture %(name)s"), {"name": architecture or "(unknown)"}), "no facts",
+                         Text(N_("the serving facts list quantisation schemes, not architectures: not checked")),
                          f"{QUANT_TABLE}: no architecture column")]
     if quant:
         typed = [s for s in facts.quant_schemes if _named(s, quant)]  # W8A8_DYNAMIC: that variant only
@@ -77,9 +78,11 @@ def check_serving(architecture: str, quant: str, kernel: str, product: str, fact
         rows.sort(key=lambda s: (s.engine != ENGINE, s.row))
         for scheme in rows:
             cell = scheme.status(kernel)
-            detail = cell or f"no cell for {product}"
-            items.append(ServingItem(f"{quant} ({scheme.engine} {scheme.scheme}, {scheme.layer or 'any layer'})",
-                                     _status(cell), detail, scheme.cite))
+            detail = cell or Text(N_("no cell for %(product)s"), {"product": product})
+            layer = scheme.layer or Text(N_("any layer"))
+            items.append(ServingItem(Text("%(quant)s (%(engine)s %(scheme)s, %(layer)s)",
+                                          {"quant": quant, "engine": scheme.engine, "scheme": scheme.scheme,
+                                           "layer": layer}), _status(cell), detail, scheme.cite))
         if not rows:
-            items.append(ServingItem(quant, "no facts", "no row names this scheme", f"{QUANT_TABLE}: no row"))
+            items.append(ServingItem(quant, "no facts", Text(N_("no row names this scheme")), f"{QUANT_TABLE}: no row"))
     return ServingCheck(engine=ENGINE, product=product, architecture=architecture, quant=quant, items=tuple(items))

@@ -198,7 +198,8 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
     values = {sub.criterion: sub.value for sub in score.subscores}
     likelihood = rules.likelihood.base[op.category]
     dynamic = [*signals.data_dependent,
-               *dict.fromkeys("dynamic-shape finding" for f in signals.findings if f.kind == "dynamic-shape")]
+               *dict.fromkeys(Text(N_("dynamic-shape finding")) for f in signals.findings
+                              if f.kind == "dynamic-shape")]
     signals_seen: list[str] = [Text(N_("%(category)s: base likelihood %(n)s"),
                                     {"category": op.category, "n": likelihood})]
     steps = [
@@ -206,7 +207,7 @@ def risk(score: OpScore, signals: OpSignals, weights: Weights) -> Risk:
         (values.get("dtype_support", 0.0) >= rules.likelihood.dtype_threshold, rules.likelihood.dtype_limit,
          Text(N_("dtype limit (dtype_support %(value)s)"), {"value": f"{values.get('dtype_support', 0.0):.2g}"})),
         (bool(dynamic), rules.likelihood.dynamic_shapes,
-         Text(N_("dynamic shapes (%(ops)s)"), {"ops": ", ".join(dynamic)})),
+         Text(N_("dynamic shapes (%(ops)s)"), {"ops": joined(dynamic, ", ")})),
         ((bool(signals.missing_kernels) and not op.replacement) or bool(signals.ai_cpu_reasons),
          rules.likelihood.ai_cpu,
          Text(N_("runs on AI CPU or the host (%(ops)s)"), {"ops": ", ".join(signals.missing_kernels) or "classifier"})),

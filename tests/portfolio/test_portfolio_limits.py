@@ -2,6 +2,8 @@
 cap that --jobs would divide below the floor, is a usage error (exit 2, one line) before any model runs."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 from typer.testing import CliRunner
 
@@ -56,11 +58,13 @@ def test_local_workers_and_ray_tasks_cap_memory_by_one_rule(tmp_path, monkeypatc
     assert workers.worker_setup(options, 2).memory_cap == 8 * 2**30
     assert workers.worker_setup(options, 40).memory_cap == 4 * 2**30
     seen = []
-    monkeypatch.setattr(ray_executor, "capture_in_worker",
-                        lambda _opts, setup, _timeout: seen.append(setup.memory_cap) or Outcome("failed", "x", 0.0))
+    monkeypatch.setattr(ray_executor, "capture_in_worker", lambda _opts, setup, _timeout, _context, _lock:
+                        seen.append(setup.memory_cap) or Outcome("failed", "x", 0.0))
     monkeypatch.chdir(tmp_path)
+    scanner = object.__new__(ray_executor.NodeScanner)  # the node's actor, without its warm forkserver
+    scanner.context, scanner.starting = None, threading.Lock()
     for models in (1, 2):
-        ray_executor.scan_task(options, str(tmp_path / "a.py"), str(tmp_path), models)
+        scanner.scan(options, str(tmp_path / "a.py"), str(tmp_path), models)
     assert seen == [16 * 2**30, 8 * 2**30]
 
 

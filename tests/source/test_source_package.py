@@ -180,3 +180,22 @@ def test_kernel_variants_are_alternatives_each_model_pays_for_the_one_it_reaches
                      model_level=False)
     both = sum(f["person_days"]["likely"] for doc in (v1, v2) for f in doc["source_findings"] if f["reached"])
     assert alone.total.likely == pytest.approx(both, abs=0.02)
+
+
+def test_scan_with_source_summary_counts_the_reached_sites_it_prices(library, tmp_path, monkeypatch):
+    """The CUDA variant's model reaches the extension (custom-dev, ★★★★★, priced in the total) while every captured
+    operator is direct: the summary said 'Custom development 0' and a one-star operator as the highest risk above
+    it. It counts the reached sites as a source-only summary counts its sites; present ones stay out, as from the
+    total."""
+    document = _scan_with_source(tmp_path, monkeypatch, MODEL_V1)
+    priced = [f for f in document["source_findings"] if f["reached"]]
+    custom = document["summary"]["categories"]["custom-dev"] + sum(f["category"] == "custom-dev" for f in priced)
+    assert custom >= 1 and all(f["category"] != "custom-dev" for f in document["source_findings"]
+                               if not f["reached"])
+    worst = max(priced, key=lambda f: (f["risk"]["stars"], f["person_days"]["likely"]))
+    assert worst["kind"] == "cpp-extension" and worst["risk"]["stars"] == 5
+    result = CliRunner().invoke(app, ["scan", "model.py", "--source", "../lib", "-f", "md", "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    assert f"| Custom development | **{custom}** (" in result.stdout
+    subject = worst["subject"].replace("_", "\\_")  # Markdown-escaped
+    assert f"| Highest risk | **★★★★★** ({worst['file']}:{worst['line']} {subject}) |" in result.stdout

@@ -364,7 +364,7 @@ def _print_routes(console: Console, onnx: OnnxSection | None, serving: ServingSe
         _add_columns(table, ((_("ONNX op"), "left"), (_("Nodes"), "right"), (_("CANN op"), "left"),
                              (_("Verdict"), "left")), overflow="fold")
         for row in onnx.rows:
-            style = "" if row.verdict == "supported" else "yellow"
+            style = "" if row.verdict == _("supported") else "yellow"  # the rows carry the reader's words
             table.add_row(Text(row.op_type), str(row.count), Text(row.cann_op), Text(row.verdict, style))
         console.print(table)
         for failure in onnx.failures:
@@ -379,7 +379,7 @@ def _print_routes(console: Console, onnx: OnnxSection | None, serving: ServingSe
         for name in (_("Checked"), _("Status"), _("Detail")):
             table.add_column(name, overflow="fold")
         for check in serving.rows:
-            table.add_row(Text(check.subject), Text(check.status, "" if check.status == "supported" else "yellow"),
+            table.add_row(Text(check.subject), Text(check.status, "" if check.status == _("supported") else "yellow"),
                           Text(check.detail))
         console.print(table)
         console.print()
