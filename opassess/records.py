@@ -298,8 +298,8 @@ class OpEstimate:
     person_days: Effort
     risk: Risk
     pareto: bool  # among the operators that carry 80% of the effort
-    # How the operator is costed (opassess/score/cost.py): "per-operator" (its category's range), "validation-block"
-    # (a share of the model's validation block), "zero-cost" (no work on the device)
+    # How the operator is costed (opassess/score/cost.py; CostBasis says each): per-operator (its category's range),
+    # validation-block (a share of the model's validation block), zero-cost (no work on the device), ...
     cost: CostBasis = CostBasis.PER_OPERATOR
     origin: str = "project"  # "project", or the upstream library its source lines lie in ("transformers", ...)
     # cost "decision": how its own effort was reached (its decisions' checks, its priced changes); "" otherwise

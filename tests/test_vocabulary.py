@@ -8,7 +8,6 @@ from pathlib import Path
 import opassess.report
 from opassess.graphmode import records as graph
 from opassess.kb import load_kb
-from opassess.kb.evidence import CONFIDENCES
 from opassess.perf import records as perf
 from opassess.reasons import EXCLUSION_CODES, REASONS
 from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
@@ -18,6 +17,7 @@ from opassess.trace import METHODS
 from opassess.vocabulary import (
     CAPTURE_STEPS,
     CATEGORIES,
+    CONFIDENCES,
     NO_CAPTURE,
     OPERATOR_KINDS,
     CaptureStep,
@@ -74,6 +74,7 @@ def test_schema_confidences_are_the_confidence_vocabulary():
     found = _confidence_enums()
     assert found and all(enum == list(CONFIDENCES) == [c.value for c in Confidence] for enum in found)
     assert SCHEMA["$defs"]["operator"]["properties"]["confidence"]["enum"] == [*CONFIDENCES, None]
+    assert len(found) >= 2  # an operator's and a source site's
 
 
 def test_the_string_enums_are_their_words():
@@ -94,7 +95,7 @@ def test_schema_decision_names_are_the_decision_rules():
 def test_every_schema_enum_is_a_known_vocabulary():
     """A new enum in the schema must be tied to a vocabulary here (and tested), not typed a second time."""
     known = {tuple(CATEGORIES), tuple(METHODS), OPERATOR_KINDS, CAPTURE_STEPS,
-             ("functional", "performance", "ecosystem"), (*CONFIDENCES, None), tuple(COST_BASES),
+             ("functional", "performance", "ecosystem"), CONFIDENCES, (*CONFIDENCES, None), tuple(COST_BASES),
              tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES),  # tests/test_reasons.py
              DECISION_NAMES, EXPORTERS, (*EXPORTERS, None), VERDICTS, SERVING_STATUSES,
              graph.ALL_VERDICTS, graph.BREAK_KINDS, graph.METHODS, graph.BACKENDS,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import Reason
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 
 
 def worst(categories: Iterable[str]) -> Category:
@@ -21,7 +21,7 @@ class Judgement:
     index: int
     category: Category = Category.DIRECT
     reasons: list[Reason] = field(default_factory=list)
-    confidences: list[str] = field(default_factory=list)  # what each deciding check was worth
+    confidences: list[Confidence] = field(default_factory=list)  # what each deciding check was worth
 
     def add(self, code: str, message: str, evidence: str, category: Category | None = None,
             per_signature: bool = True) -> None:

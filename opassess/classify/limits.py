@@ -11,7 +11,7 @@ from ..kb.evidence import check_dtype, kernel_takes_param, remedy
 from ..kb.facts import ApiFact, Limitation
 from ..messages import N_, Text
 from ..records import Operator, Signature
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 from .aten import kernel_ops
 from .judgement import Judgement
 
@@ -70,7 +70,7 @@ class SignatureChecks:
             taken = kernel_takes_param(rule.param, kernel_atens, self.target, self.facts) \
                 if rule.rule == "unsupported" else None
             if taken is not None and rule.violated_by(value):  # the kernel facts speak for the parameter
-                j.confidences.append("medium")
+                j.confidences.append(Confidence.MEDIUM)
                 j.add_message("kernel-param", N_("%(param)s=%(value)s: the API page says %(rule)s; %(api)s's doc "
                                                  "takes %(taken)s: the kernel facts decide"),
                               {"param": rule.param, "value": repr(value), "rule": rule.describe(), "api": taken[0],

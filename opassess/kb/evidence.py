@@ -31,7 +31,7 @@ from ..dtypes import FLOAT_DTYPES
 from ..errors import KnowledgeBaseError
 from ..messages import N_, Text
 from ..reasons import EXCLUSION_CODES as EXCLUSION_CODES  # re-exported
-from ..vocabulary import CONFIDENCES
+from ..vocabulary import Confidence
 from . import kernels, products
 from .products import Product
 
@@ -49,7 +49,7 @@ class DtypeCheck:
     kernel_ok: bool | None  # True: every documented main API takes it; False: one excludes it; None: silent
     kernel_apis: tuple[str, ...]  # the aclnn APIs whose docs spoke
     allowed: tuple[str, ...]  # the deciding source's allowed dtypes (cast targets)
-    confidence: str
+    confidence: Confidence
     evidence: tuple[str, ...]
 
     @property
@@ -130,13 +130,13 @@ def kernel_speaks(aten_ops: Iterable[str], product: Product, dtype: str,
         confidences.append(verdict.confidence)
         allowed = head.allowed if allowed is None else tuple(d for d in allowed if d in head.allowed)
         evidence.append(next((e for e in verdict.evidence if f"{head.api}." in e and dtype in e), verdict.evidence[0]))
-    confidence = min(confidences, key=CONFIDENCES.index, default="low")
+    confidence = Confidence.weakest(confidences, default=Confidence.LOW)
     denies, takes = list(dict.fromkeys(denies)), list(dict.fromkeys(takes))
     if denies:
         return False, tuple(denies), allowed or (), evidence, confidence
     if takes:
         return True, tuple(takes), allowed or (), evidence, confidence
-    return None, (), (), evidence, "low"
+    return None, (), (), evidence, Confidence.LOW
 
 
 def check_dtype(dtype: str, product: Product, page_allowed: tuple[str, ...] | None, aten_ops: Iterable[str],
@@ -152,19 +152,20 @@ def check_dtype(dtype: str, product: Product, page_allowed: tuple[str, ...] | No
     elif page_ok is False and host_copies and not page_excludes:
         # The kernel list registers torch_npu's own copy and no CANN kernel doc could limit its dtype: it runs;
         # the page's allow-list is a caveat (not verified), not a limit
-        return DtypeCheck(dtype, True, "host-copy", page_allowed, None, host_copies, (), "low", ())
+        return DtypeCheck(dtype, True, "host-copy", page_allowed, None, host_copies, (), Confidence.LOW, ())
     elif page_allowed is not None:
         ok, by, allowed = dtype in page_allowed, "api-page", page_allowed
     else:
         ok, by, allowed = True, "none", ()
     if kernel_ok is not None and page_ok is not None:
-        confidence = min(kernel_confidence, "high" if kernel_ok == page_ok else "medium", key=CONFIDENCES.index)
+        agree = Confidence.HIGH if kernel_ok == page_ok else Confidence.MEDIUM
+        confidence = Confidence.weakest((kernel_confidence, agree))
     elif kernel_ok is not None or page_ok is not None:
-        confidence = "medium"
+        confidence = Confidence.MEDIUM
     else:
-        confidence = "low"
+        confidence = Confidence.LOW
     if page_unparsed and by != "kernel":
-        confidence = "low"  # a conditional clause of the page the facts do not parse may decide this dtype
+        confidence = Confidence.LOW  # a conditional clause of the page the facts do not parse may decide this dtype
     return DtypeCheck(dtype, ok, by, page_allowed, kernel_ok, apis, tuple(allowed), confidence, tuple(evidence))
 
 
@@ -197,13 +198,13 @@ class ProductCheck:
         return self.page is not None and self.kernel is not None and self.page != self.kernel
 
     @property
-    def confidence(self) -> str | None:
+    def confidence(self) -> Confidence | None:
         """'low' for a page ✘ overruled by the docs (not verified on the product), 'medium' for a doc's ✘ the page
         or an aclop path overrules; None when nothing disagrees (the other checks set the confidence)."""
         if self.disagree:
-            return "low" if self.kernel else "medium"
+            return Confidence.LOW if self.kernel else Confidence.MEDIUM
         if self.kernel is False and self.ok:
-            return "low"
+            return Confidence.LOW
         return None
 
     def disagreement(self, product: str, page_product: str) -> str:
@@ -298,17 +299,18 @@ def kernel_takes_param(param: str, aten_ops: Iterable[str], product: Product,
     return None
 
 
-def verdict_confidence(checks: list[str], codes: set[str], statuses: tuple[str, ...], documented: bool) -> str:
+def verdict_confidence(checks: Sequence[str], codes: set[str], statuses: tuple[str, ...],
+                       documented: bool) -> Confidence:
     """One signature's confidence from its dtype checks' (`checks`), else from what decided it: high when the
     sources that speak agree (or only view/metadata ops ran); medium when one source speaks or they disagree."""
     if checks:
-        return min(checks, key=CONFIDENCES.index)
+        return Confidence.weakest(checks)
     if codes & {"custom-op", "extension", "autograd-function", "api-unsupported", "no-kernel", "replacement",
                  "binding"}:
-        return "medium"
+        return Confidence.MEDIUM
     if (statuses and all(s in ("everywhere", "view") for s in statuses)) or "host-op" in codes:
-        return "high"
-    return "high" if documented and "kernel" in statuses else "medium"
+        return Confidence.HIGH
+    return Confidence.HIGH if documented and "kernel" in statuses else Confidence.MEDIUM
 
 
 def evidence_order(target: str) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 
 from ..errors import KnowledgeBaseError
 from ..resources import data_path
-from ..vocabulary import CONFIDENCES
+from ..vocabulary import Confidence
 from .products import KERNEL_COLUMNS, shipped
 from .products import UnknownProductError as UnknownProductError  # re-exported
 
@@ -105,7 +105,7 @@ class KernelVerdict:
     allowed: tuple[str, ...]  # the main API's carrier dtypes on the product: cast targets for a remedy
     fallback_aclop: bool  # the kernel falls back to the older aclop path when CANN lacks the API
     other_acl_op_path: bool  # some other branch (soc/format/dtype) calls acl_op
-    confidence: str  # "high" | "medium" | "low"
+    confidence: Confidence
     evidence: tuple[str, ...]
 
     @property
@@ -121,7 +121,7 @@ class _Row:
     param: str
     dtypes: frozenset[str]
     excluded: frozenset[str]  # on the product
-    confidence: str  # of this row's statement for the product
+    confidence: Confidence  # of this row's statement for the product
     source: str  # "from-section", "allowlist-derived", ... ("dtype cell" when no flag)
 
 
@@ -148,18 +148,18 @@ class _OpIndex:
     mapping: str  # the op_plugin_aten_to_aclnn.tsv evidence line
 
 
-def _row_confidence(notes: list[str], product: str, excluded: list[str]) -> str:
+def _row_confidence(notes: list[str], product: str, excluded: list[str]) -> Confidence:
     if any(n.startswith(_LOW_NOTES) for n in notes):
-        return "low"
+        return Confidence.LOW
     if any(n.startswith(_PER_PRODUCT) for n in notes) and not excluded:
-        return "low"  # per-product lists and none was found for this product
+        return Confidence.LOW  # per-product lists and none was found for this product
     for note in notes:
         m = _NO_LIST.match(note)
         if m and product in m.group(1).split("/"):
-            return "low"
+            return Confidence.LOW
     if any(n.startswith(_MEDIUM_NOTES) for n in notes):
-        return "medium"
-    return "high"
+        return Confidence.MEDIUM
+    return Confidence.HIGH
 
 
 def _index_api(raw: dict[str, Any] | None, product: str, index: int) -> _ApiOnProduct:
@@ -221,7 +221,7 @@ class KernelFacts:
         self._data: dict[str, Any] | None = None
         self._views: dict[tuple[str, str], _ApiOnProduct] = {}
         self._ops: dict[tuple[str, str], _OpIndex | None] = {}
-        self._apis: dict[tuple[str, bool, str, tuple[str, ...]], tuple[ApiVerdict, list[str], list[str]]] = {}
+        self._apis: dict[tuple[str, bool, str, tuple[str, ...]], tuple[ApiVerdict, list[Confidence], list[str]]] = {}
         self._lookups: dict[str, tuple[str, str] | None] = {}
         self._names: dict[str, str] | None = None
         self._cached = lru_cache(maxsize=cache_size)(self._judge)
@@ -313,7 +313,7 @@ class KernelFacts:
         return self._ops[key]
 
     def _api(self, api: str, main: bool, view: _ApiOnProduct, product: str,
-             dtypes: tuple[str, ...]) -> tuple[ApiVerdict, list[str], list[str]]:
+             dtypes: tuple[str, ...]) -> tuple[ApiVerdict, list[Confidence], list[str]]:
         key = (api, main, product, dtypes)
         if key not in self._apis:
             verdict, confidences, lines = _judge_api(api, main, view, product, dtypes)
@@ -340,10 +340,10 @@ class KernelFacts:
         evidence += branches
         entry = op.entry
         if op.lookup != "exact" or entry["match"].startswith(_WEAK_MATCH):
-            confidences.append("medium")
+            confidences.append(Confidence.MEDIUM)
         if head is None or not head.documented:
             supported = True  # a kernel exists; no doc states anything against these dtypes
-            confidences.append("low")
+            confidences.append(Confidence.LOW)
             evidence.append(f"{op.main}: no doc row in cann_aclnn_dtypes.tsv, dtypes not stated" if op.main
                             else "the kernel launches no aclnn API itself: dtypes not stated")
         else:
@@ -356,7 +356,7 @@ class KernelFacts:
             not_native=tuple(d for d in dtypes if d not in head.native) if head and head.documented else (),
             allowed=head.allowed if head else (), fallback_aclop=entry["fallback"],
             other_acl_op_path=entry["other_aclop"],
-            confidence=min(confidences, key=CONFIDENCES.index, default="high"), evidence=tuple(evidence))
+            confidence=Confidence.weakest(confidences, default=Confidence.HIGH), evidence=tuple(evidence))
 
 
 def _mapping_evidence(name: str, how: str, asked: str, entry: dict, main: str | None, why: str) -> str:
@@ -371,14 +371,14 @@ def _mapping_evidence(name: str, how: str, asked: str, entry: dict, main: str | 
 
 
 def _judge_api(api: str, main: bool, view: _ApiOnProduct, product: str,
-               dtypes: tuple[str, ...]) -> tuple[ApiVerdict, list[str], list[str]]:
+               dtypes: tuple[str, ...]) -> tuple[ApiVerdict, list[Confidence], list[str]]:
     """One API's verdict plus the confidences and evidence lines of its deciding rows."""
     if not view.documented:
         return ApiVerdict(api, main, False, None, (), (), (), (), None), [], []
     where = f"cann_aclnn_dtypes.tsv {api}"
     confidences, lines = [], []
     if view.support is None:
-        confidences.append("low")
+        confidences.append(Confidence.LOW)
         lines.append(f"{where}: the doc does not name {product}")
     elif not view.support:
         lines.append(f"{where}: not supported on {product} (API-level)")

@@ -331,7 +331,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         decisions=decision_rows(est, _) if est else (),
         origins=origin_rows(est, _) if est else (),
         zero_cost=tuple((summary["cost_bases"] or {}).get(CostBasis.ZERO_COST, ())),
-        validation_block=tuple((summary["cost_bases"] or {}).get("validation-block", ())),
+        validation_block=tuple((summary["cost_bases"] or {}).get(CostBasis.VALIDATION_BLOCK, ())),
         actions=action_items(document, assessment.findings, _, said) + graph_actions(document, shown_source, _,
                                                                                      assessment.graph_mode),
         evidence_order=evidence_text(assessment.target, _),

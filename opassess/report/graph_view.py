@@ -17,6 +17,14 @@ TITLES = {"inductor": N_("inductor (torch.compile, torch_npu's inductor)"),
           "npugraph_ex": N_("npugraph_ex (aclgraph capture; npugraphs alike)"),
           "ge": N_("GE (torchair max-autotune graph)")}
 Translate = Callable[[str], str]
+# the names a break gives where no operator breaks the graph (GraphBreak.op): said in the reader's language
+PLACES = {"backward": N_("backward pass"), "dynamo": N_("forward")}
+
+
+def _op(item: Mapping[str, Any], gettext: Translate) -> str:
+    """A break's operator, or the place it names ('backward pass', 'forward') in the reader's language."""
+    place = PLACES.get(item["kind"])
+    return gettext(place) if place is not None and item["op"] == place else item["op"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ def graph_section(document: Mapping[str, Any], gettext: Translate, shorten: Call
         if backend["ready"]:
             text = gettext("ready") + (f", {flops}" if flops else "")
         else:
-            shown = "; ".join(f"{b['op']}{_where(b, shorten, gettext)} ({b['kind']})"
+            shown = "; ".join(f"{_op(b, gettext)}{_where(b, shorten, gettext)} ({b['kind']})"
                               for b in backend["breaks"][:FIRST_BLOCKERS])
             more = len(backend["breaks"]) - FIRST_BLOCKERS
             text = (gettext("not ready, %(n)d break(s): %(shown)s") % {"n": len(backend["breaks"]), "shown": shown}
@@ -100,7 +108,7 @@ def graph_section(document: Mapping[str, Any], gettext: Translate, shorten: Call
             key = (b["op"], b["kind"], b.get("source") or "", b["reason"])
             rows.setdefault(key, (b, [], _said(item, b, gettext)))[1].append(name)
         notes += [f"{name}: {n}" for n in _notes(record, name, backend["notes"], gettext)]
-    breaks = tuple(BreakRow(", ".join(names), b["op"], b["kind"], shorten(b.get("source") or ""), reason,
+    breaks = tuple(BreakRow(", ".join(names), _op(b, gettext), b["kind"], shorten(b.get("source") or ""), reason,
                             b["method"], fix) for b, names, (reason, fix) in rows.values())
     method = (gettext("Breaks found by torch._dynamo run on the model and in the captured ATen calls")
               if graph["method"] == "dynamo" else gettext("Breaks found in the captured ATen calls"))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..output import write_files
-from ..vocabulary import Category
+from ..vocabulary import Category, Confidence
 from .handoff_opdesc import op_desc_json, op_plugin_yaml
 from .handoff_verify import MODEL_LOADING, verification_harness, wants_harness
 from .plan_view import shown_source
@@ -76,7 +76,7 @@ def to_verify(op: Mapping[str, Any]) -> str | None:
         return "unknown to the knowledge base"
     codes = [r["code"] for r in op.get("reasons") or () if r["code"] in CHECK_REASONS]
     if codes:
-        level = "low" if op.get("confidence") == "low" else "medium"
+        level = Confidence.LOW if op.get("confidence") == Confidence.LOW else Confidence.MEDIUM
         return f"{level} confidence: " + ", ".join(dict.fromkeys(codes))
     likelihood = (op.get("risk") or {}).get("likelihood") or 0
     if likelihood >= LOW_CONFIDENCE_LIKELIHOOD:

@@ -17,7 +17,7 @@ from ..records import Effort, Estimate, Finding
 from ..score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
 from ..score.decisions import basis_text
 from ..score.weights_decisions import CHANGE_TIERS
-from ..vocabulary import Category
+from ..vocabulary import Category, CostBasis
 from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from .paths import portable
 from .prose import Translate, origin_who
@@ -172,7 +172,7 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Tr
     precision = {key for d in decisions if d["name"] == "precision" for key in d["operators"]}
     for op in document["operators"]:
         category = op.get("category")
-        if category in (None, Category.DIRECT) and op.get("cost") != "per-operator":
+        if category in (None, Category.DIRECT) and op.get("cost") != CostBasis.PER_OPERATOR:
             continue
         if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: its item is the site's, below
             continue

@@ -147,16 +147,29 @@ def estimate_sources(findings: Sequence[SourceFinding], operators: Iterable[Oper
     operators = tuple(operators)
     links = linked_operators(findings, operators, root)
     repeats = _repeats(findings, weights)
+    kernel_kinds = weights.source_rules.kernel_kinds if weights.source_rules else ()
+    efforts: dict[tuple, tuple[Effort, str]] = {}  # a big tree repeats a few kinds of site thousands of times:
+    risks: dict[tuple, Risk] = {}  # each costed once per kind (site_effort and site_risk read only these fields)
     out = []
     for finding, key, linked, nth in zip(findings, site_keys(findings), links, repeats, strict=True):
         covered = None if linked or not operators else covering_operator(finding, operators, root)
-        effort, basis = (NO_EFFORT, f"captured as operator {covered}: costed there, once") if covered \
-            else site_effort(finding, weights)
+        kernel = finding.kind in kernel_kinds
+        if covered:
+            effort, basis = NO_EFFORT, f"captured as operator {covered}: costed there, once"
+        else:
+            kind = (finding.effort_free, finding.built_by, str(finding.category), kernel,
+                    finding.size if kernel else None)
+            if kind not in efforts:
+                efforts[kind] = site_effort(finding, weights)
+            effort, basis = efforts[kind]
+        cell = (str(finding.category), finding.confidence == Confidence.LOW, kernel)
+        if cell not in risks:
+            risks[cell] = site_risk(finding, weights)
         if nth > 1 and not covered and effort != NO_EFFORT:
             fraction = _source_rules(weights).repeat
             effort = _triple((effort.low, effort.likely, effort.high), fraction)
             basis += f" x {fraction:g} (the same edit again, site {nth} of its kind: [source] repeat)"
-        out.append(SourceEstimate(finding=finding, person_days=effort, risk=site_risk(finding, weights), basis=basis,
+        out.append(SourceEstimate(finding=finding, person_days=effort, risk=risks[cell], basis=basis,
                                   key=key, operators=linked, covered_by=covered))
     return tuple(out)
 

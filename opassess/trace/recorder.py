@@ -36,12 +36,12 @@ class AtenRecorder:
                 if decomposed is not NotImplemented:
                     return decomposed
                 mark = (len(recorder.sink), recorder.flops, recorder.bytes) if recorder.sink is not None else None
-                out = bodies.run(self, func, args, kwargs) if mark is not None else NotImplemented
-                if out is NotImplemented and mark is not None:  # no body, or it failed: its calls are not the op's
-                    del recorder.sink[mark[0]:]
-                    recorder.flops, recorder.bytes = mark[1], mark[2]
                 stand_in = stand_ins.get(func._overloadpacket)
                 try:
+                    out = bodies.run(self, func, args, kwargs) if mark is not None else NotImplemented
+                    if out is NotImplemented and mark is not None:  # no body, or it failed: its calls are not the op's
+                        del recorder.sink[mark[0]:]
+                        recorder.flops, recorder.bytes = mark[1], mark[2]
                     if out is NotImplemented:
                         out = stand_in(func, args, kwargs) if stand_in is not None else call_out(func, *args, **kwargs)
                         mark = None
@@ -117,8 +117,10 @@ class Bodies:
         try:
             with mode:
                 return func._op_dk(key, *args, **kwargs)
-        except Exception:  # noqa: BLE001 - the op itself (its fake kernel) still runs: the caller calls it
-            return NotImplemented
+        except Exception:
+            if not _has_backend_kernel(func, _device_of(args, kwargs)):
+                raise  # the body is the op's kernel on this device: running it again would repeat its effects
+            return NotImplemented  # the op's own kernel for the device (its fake kernel on meta) runs: the caller
         finally:
             self.depth -= 1
 
@@ -155,12 +157,23 @@ def _on_meta(args: tuple, kwargs: dict) -> bool:
     return any(t.device.type == "meta" for t in tensors_in((args, kwargs)))
 
 
-@functools.cache
 def _has_meta_kernel(func: Any) -> bool:
+    return _has_backend_kernel(func, "meta")
+
+
+def _device_of(args: tuple, kwargs: dict) -> str:
+    return next((t.device.type for t in tensors_in((args, kwargs))), "cpu")
+
+
+@functools.cache
+def _has_backend_kernel(func: Any, device: str) -> bool:
+    """Whether the op has a kernel of its own for the device's dispatch key (Meta, CPU), so that the dispatcher
+    would not run its CompositeExplicitAutograd body there."""
     import torch
 
+    key = {"meta": "Meta", "cpu": "CPU", "cuda": "CUDA"}.get(device)
     try:
-        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "Meta"))
+        return key is not None and bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), key))
     except RuntimeError:
         return False
 

@@ -8,19 +8,20 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-BODY_RUNS: list[str] = []
-
-_LIB = torch.library.Library("reads_value", "DEF")
-_LIB.define("scaled(Tensor x) -> Tensor")
-
 
 def _scaled(x):
-    BODY_RUNS.append(x.device.type)
+    torch.ops.reads_value.scaled.default.body_runs.append(x.device.type)
     positive = int((x > 0).sum().item())
     return x * positive
 
 
-_LIB.impl("scaled", _scaled, "CompositeExplicitAutograd")
+if not hasattr(torch.ops.reads_value, "scaled"):  # imported again in one process (tests): registered once
+    _LIB = torch.library.Library("reads_value", "DEF")
+    _LIB.define("scaled(Tensor x) -> Tensor")
+    _LIB.impl("scaled", _scaled, "CompositeExplicitAutograd")
+    torch.ops.reads_value.scaled.default.library = _LIB  # kept alive with the op
+    torch.ops.reads_value.scaled.default.body_runs = []
+BODY_RUNS: list[str] = torch.ops.reads_value.scaled.default.body_runs
 
 
 class Model(nn.Module):

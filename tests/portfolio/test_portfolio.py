@@ -291,3 +291,22 @@ def test_a_manifest_portfolio_writes_portfolio_html_and_says_a_cause_once(tmp_pa
     page = (out / "portfolio.html").read_text()
     assert '<html lang="zh-CN">' in page and "迁移顺序" in page and 'href="resnet_like.md"' in page
     assert "no weights here" in page
+
+
+def test_the_porting_order_says_its_figures_are_sums_of_the_most_likely_values():
+    """The page's headline is P50; the porting order's Alone / Marginal / Cumulative are sums of the most likely
+    values (a marginal has no simulation of its own): said so, in both languages, so 'Alone 13.5' is not read as
+    that model's P50 headline (here cnn alone: 13.5 likely)."""
+    from opassess.ci.policy import Policy
+    from opassess.portfolio import _assemble
+    from opassess.portfolio.records import ModelResult
+
+    results = [ModelResult(target=target, name=name, status="ok", cause=None, reports=(), seconds=1.0,
+                           snapshot=snapshot) for name, target, snapshot in MODELS]
+    portfolio = _assemble(results, (), Policy(), WEIGHTS, None)
+    for fmt in ("md", "html"):
+        page = render_portfolio(portfolio, fmt)
+        order = page[page.index("Porting order"):]
+        assert "sums of the most likely values, not P50" in order
+        zh = render_portfolio(portfolio, fmt, language="zh-CN")
+        assert "最可能值之和，不是 P50" in zh

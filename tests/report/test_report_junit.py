@@ -51,3 +51,16 @@ def test_breaching_operators_and_the_total_fail():
     failure = cases(root)["mylib::fused_gelu"].find("failure")
     assert failure.get("type") == "fail-on" and "examples/net.py:42" in failure.get("message")
     assert cases(root)[MODEL_CASE].find("failure").get("type") == "max-person-days"
+
+
+def test_the_model_case_says_the_headline_its_gate_compares():
+    """--max-person-days fails the model case on P50 (the headline); its output said 'person-days: 17.5 (14.0-23.0)',
+    the unlabelled sum of the most likely values, beside a failure message quoting P50 19.2."""
+    document = report("examples/net.py", DOCUMENT["operators"])
+    document["summary"].update(p10=16.0, p50=19.2, p90=23.0, headline="19.2 person-days (P10-P90 16.0-23.0)")
+    breaches = evaluate(read_snapshot(document), Policy(max_person_days=18))
+    text = REPORTERS["junit"].render(SimpleNamespace(document=document), RenderContext(breaches=breaches))
+    case = cases(ET.fromstring(text.split("\n", 1)[1]))[MODEL_CASE]
+    assert "(P50) 19.2 person-days" in case.find("failure").get("message")
+    assert case.find("system-out").text == ("estimated effort: 19.2 person-days (P10-P90 16.0-23.0); sum of the most "
+                                            "likely values 17.5, of the lows and highs 14.0-23.0\n")

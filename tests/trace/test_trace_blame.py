@@ -150,3 +150,22 @@ def test_a_failed_export_leaves_torchs_dispatcher_as_it_found_it():
     linear = next(n for n in cap.nodes if n.key == "torch.nn.Linear")
     assert [c.op for c in linear.aten] == ["aten::t", "aten::addmm"] and linear.flops == 2 * 4 * 8 * 8
     assert torch._C._dispatch_tls_local_exclude_set() == before
+
+
+@pytest.mark.parametrize("method", ["fx", "dispatch"])
+def test_an_ops_body_that_fails_on_meta_runs_once_not_again_as_its_kernel(method):
+    # reads_value_op.py's op has no meta kernel: its CompositeExplicitAutograd body is its kernel on meta too. The
+    # recorder runs the body to record its ATen ops; when it fails (.item() on meta) the op's kernel is that same
+    # body, so running the op again ran the body's effects twice (BODY_RUNS: meta, meta, cpu)
+    import sys
+
+    from tests.support import MODELS
+
+    loaded = load_model(LoadRequest(str(MODELS / "reads_value_op.py")))
+    runs = sys.modules[type(loaded.module).__module__].BODY_RUNS
+    runs.clear()
+    cap = trace_model(loaded, (method,))
+    assert (cap.device, runs) == ("cpu", ["meta", "cpu"])
+    assert "reads_value::scaled" in cap.device_note and "Tensor.item() cannot be called on meta" in cap.device_note
+    node = next(n for n in cap.nodes if n.key == "reads_value::scaled")
+    assert "aten::_local_scalar_dense" in [c.op for c in node.aten]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...vocabulary import TRAIN_STEP
 from ..registry import RenderContext, register
 from ..text import inert, step_text
 
@@ -86,7 +87,7 @@ def render_csv(view: View, context: RenderContext) -> str:
     import pandas as pd  # imported here: pandas costs ~0.5 s and only this format needs it
 
     document = view.document
-    training = document["model"]["capture"].get("step") == "train"
+    training = document["model"]["capture"].get("step") == TRAIN_STEP
     rows = [{key: _inert(value) for key, value in _row(op, training).items()} for op in document["operators"]]
     rows += [{key: _inert(value) for key, value in _source_row(site).items()} for site in shown_sites(document)]
     frame = pd.DataFrame(rows, columns=list(_row(_EMPTY).keys()))

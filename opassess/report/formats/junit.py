@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..registry import RenderContext, register
 from ..source_view import NOTE_KINDS
-from ..text import days_detail, inert, step_text
+from ..text import days, days_detail, inert, step_text
 
 if TYPE_CHECKING:
     from ..view import View
@@ -110,7 +110,11 @@ def render_junit(view: View, context: RenderContext) -> str:
         _case(suite, class_name, site.get("key") or f"{site['file']}:{site['line']} {site['subject']}",
               by_op.get(site.get("key"), []), _site_details(site))
     total = document["summary"].get("person_days")
-    summary = (f"person-days: {days_detail(total['likely'], total['low'], total['high'])}\n" if total
+    headline = document["summary"].get("headline")
+    # the headline (P50 and its band) where the report has one: the figure --max-person-days compares
+    summary = (f"estimated effort: {headline}; sum of the most likely values {days(total['likely'])}, of the lows "
+               f"and highs {days(total['low'])}-{days(total['high'])}\n" if total and headline
+               else f"person-days: {days_detail(total['likely'], total['low'], total['high'])}\n" if total
                else "not estimated\n")
     _case(suite, class_name, MODEL_CASE, by_op.get(None, []), summary)
     ET.indent(suites)
