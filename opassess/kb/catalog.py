@@ -25,7 +25,8 @@ STRUCTURED = N_("structured codegen %(name)s")
 CALLING_OUT = N_("%(op)s has a %(kind)s kernel calling its out variant %(out)s")
 CALLING = N_("%(op)s has a %(kind)s kernel calling %(called)s")
 DISPATCHED = N_("%(op)s has a %(kind)s kernel")
-CITED_PHRASES = (CALLING_OUT, CALLING, DISPATCHED, DERIVED, STRUCTURED)
+NOT_EXCLUDED = N_("not excluded")  # a kernel doc's dtype row lists the dtype and does not exclude it for the product
+CITED_PHRASES = (CALLING_OUT, CALLING, DISPATCHED, DERIVED, STRUCTURED, NOT_EXCLUDED)
 
 
 def rule_texts(table: Any, key: str | None = None) -> Iterator[str]:

@@ -37,6 +37,7 @@ from typing import Any
 from ..errors import KnowledgeBaseError
 from ..resources import data_path
 from ..vocabulary import Confidence
+from .catalog import NOT_EXCLUDED
 from .products import KERNEL_COLUMNS, shipped
 from .products import UnknownProductError as UnknownProductError  # re-exported
 
@@ -391,7 +392,7 @@ def _judge_api(api: str, main: bool, view: _ApiOnProduct, product: str,
         if takes is not None:
             native.append(dtype)
             confidences.append(takes.confidence)
-            lines.append(f"{where}.{takes.param}: {dtype} on {product} (not excluded; {takes.source})")
+            lines.append(f"{where}.{takes.param}: {dtype} on {product} ({NOT_EXCLUDED}; {takes.source})")
             continue
         denied = [r for r in rows if dtype in r.excluded]
         if denied:
