@@ -122,8 +122,18 @@ def parsed(text: str, templates: Iterable[str]) -> str:
     return text
 
 
+def said_within(text: str, templates: Sequence[str], _: Translate) -> str:
+    """`text` (a citation: 'PyTorch 2.13 dispatcher: aten::zeros_like has a CompositeExplicitAutograd kernel') with
+    every phrase built from one of `templates` (each value one identifier) said through `_`, the rest as it is."""
+    for template in templates:
+        def said(match: re.Match[str], template: str = template) -> str:
+            return say(Text(template, match.groupdict()), _)
+        text = _pattern(template, r"[^\s;()\[\],]+").sub(said, text)
+    return text
+
+
 @functools.cache
-def _pattern(template: str) -> re.Pattern[str]:
+def _pattern(template: str, value: str = ".*?") -> re.Pattern[str]:
     """'%(device)s device (%(error)s)' -> a regex with a named group per placeholder (a repeated one must repeat)."""
     seen: set[str] = set()
 
@@ -132,5 +142,5 @@ def _pattern(template: str) -> re.Pattern[str]:
         if name in seen:
             return f"(?P={name})"
         seen.add(name)
-        return f"(?P<{name}>.*?)"
+        return f"(?P<{name}>{value})"
     return re.compile(re.sub(r"%\\\((\w+)\\\)s", group, re.escape(template)), re.S)

@@ -72,8 +72,12 @@ class Diff:
     def headline(self) -> tuple[float | None, float | None]:
         """The figures the diff compares, before and after: P50 where both reports have one, else the likely totals
         (reports written before the simulation); None for a side without an estimate."""
-        if self.p50 is not None:
-            return self.p50
+        return self.headline_at("P50")
+
+    def headline_at(self, percentile: str) -> tuple[float | None, float | None]:
+        """As `headline`, for the simulated totals' P10, P50 or P90 (--max-person-days-at)."""
+        if self.before.band is not None and self.after.band is not None:
+            return self.before.gated_at(percentile), self.after.gated_at(percentile)
         return (self.before.total.likely if self.before.total else None,
                 self.after.total.likely if self.after.total else None)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReportError
+from ..messages import Text
 from ..records import Effort
 from ..report.document import effort_doc
 from ..report.i18n import N_
@@ -25,7 +26,7 @@ def _category(state: OpState | None) -> str:
     if state is None:
         return ""
     text = state.category or "unclassified"
-    return text if state.known is not False else f"{text} (unknown)"
+    return text if state.known is not False else Text(N_("%(category)s (unknown)"), {"category": text})
 
 
 def _change_row(change: OpChange) -> dict[str, Any]:

@@ -3,11 +3,12 @@
 Rules, one per command-line flag:
   --fail-on CATEGORY   `custom-dev` breaches on custom-dev operators; `param-converted` on param-converted ones *and
                        worse* (anything that is not direct); `unknown` on operators the knowledge base does not know.
-  --max-person-days N  the model's P50 (the headline; the likely total in a report without one) exceeds N.
+  --max-person-days N  the model's P50 (the headline; the likely total in a report without one) exceeds N;
+                       --max-person-days-at P90 (or P10) gates that percentile of the simulated total instead.
   --max-risk STARS     an operator's risk exceeds STARS stars (1..5).
   --fail-on graph-break  the model's graph breaks on the --graph-backend back-end (inductor by default).
 Applied to a Diff (`--fail-on-new`, `opassess diff`), the same rules look only at what the change brought:
-operators added or re-classified to a worse category (or to unknown), the growth of the likely total, and
+operators added or re-classified to a worse category (or to unknown), the growth of the gated figure, and
 operators whose stars rose above the limit.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .snapshot import SOURCE_KIND, OpState, Snapshot, read_snapshot
 UNKNOWN = "unknown"  # --fail-on unknown: operators the knowledge base does not know
 GRAPH_BREAK = "graph-break"  # --fail-on graph-break: a break of the chosen graph back-end (--graph-backend)
 FAIL_ON = (Category.CUSTOM_DEV.value, Category.PARAM_CONVERTED.value, UNKNOWN, GRAPH_BREAK)
+PERCENTILES = ("P10", "P50", "P90")  # what --max-person-days-at names: the simulated total's band, P50 the headline
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Policy:
     max_person_days: float | None = None
     max_risk: int | None = None  # stars, 1..5
     graph_backend: str = "inductor"  # the back-end --fail-on graph-break gates
+    percentile: str = "P50"  # the figure --max-person-days compares (--max-person-days-at): one of PERCENTILES
 
     def __post_init__(self) -> None:
         unknown = [value for value in self.fail_on if value not in FAIL_ON]
@@ -42,6 +45,8 @@ class Policy:
             raise ValueError(f"--fail-on {unknown[0]!r}: expected one of {', '.join(FAIL_ON)}")
         if self.max_risk is not None and not 1 <= self.max_risk <= 5:
             raise ValueError(f"--max-risk {self.max_risk}: expected 1..5 stars")
+        if self.percentile not in PERCENTILES:
+            raise ValueError(f"--max-person-days-at {self.percentile!r}: expected one of {', '.join(PERCENTILES)}")
         if self.max_person_days is not None and self.max_person_days < 0:
             raise ValueError(f"--max-person-days {self.max_person_days:g}: expected a number >= 0")
 
@@ -76,9 +81,9 @@ def evaluate(subject: Assessment | Snapshot | Diff, policy: Policy) -> tuple[Bre
     snapshot = subject if isinstance(subject, Snapshot) else read_snapshot(subject)
     breaches = list(_operator_breaches(((op, None) for op in snapshot.operators), policy, in_diff=False))
     breaches += _graph_breaches(snapshot, None, policy)
-    gated = snapshot.gated
+    gated = snapshot.gated_at(policy.percentile)
     if policy.max_person_days is not None and gated is not None and gated > policy.max_person_days:
-        what = "P50" if snapshot.band is not None else Text(N_("likely total"))
+        what = policy.percentile if snapshot.band is not None else Text(N_("likely total"))
         breaches.append(Breach("max-person-days", None, Text(
             N_("estimated effort (%(what)s) %(days)s person-days exceeds --max-person-days %(limit)s"),
             {"what": what, "days": days(gated), "limit": f"{policy.max_person_days:g}"})))
@@ -147,10 +152,11 @@ def _evaluate_diff(diff: Diff, policy: Policy) -> tuple[Breach, ...]:
     pairs = ((c.after, c.before) for c in diff.changes if c.after is not None)
     breaches = list(_operator_breaches(pairs, policy, in_diff=True))
     breaches += _graph_breaches(diff.after, diff.before, policy)
-    growth = diff.growth  # of P50 (the headline) where both reports have one, else of the likely totals
+    figures = diff.headline_at(policy.percentile)  # P50 (or the named percentile), else the likely totals
+    growth = (figures[1] or 0.0) - (figures[0] or 0.0)
     if policy.max_person_days is not None and growth > policy.max_person_days:
-        what = "P50" if diff.p50 is not None else Text(N_("likely total"))
-        before, after = (days(v) if v is not None else MISSING for v in diff.headline)
+        what = policy.percentile if diff.p50 is not None else Text(N_("likely total"))
+        before, after = (days(v) if v is not None else MISSING for v in figures)
         breaches.append(Breach("max-person-days", None, Text(
             N_("estimated effort (%(what)s) grew by %(days)s person-days (%(before)s -> %(after)s), more than "
                "--max-person-days %(limit)s"), {"what": what, "days": days(growth), "before": before, "after": after,

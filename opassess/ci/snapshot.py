@@ -67,8 +67,13 @@ class Snapshot:
     @property
     def gated(self) -> float | None:
         """The figure --max-person-days compares: P50 (the headline), or the likely sum in a report without one."""
+        return self.gated_at("P50")
+
+    def gated_at(self, percentile: str) -> float | None:
+        """The simulated total's P10, P50 or P90 (--max-person-days-at), or the likely sum in a report without a
+        band (written before the simulation)."""
         if self.band is not None:
-            return self.band[1]
+            return self.band[("P10", "P50", "P90").index(percentile)]
         return self.total.likely if self.total is not None else None
 
     @property

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ..kb.catalog import CALLING, CALLING_OUT, DISPATCHED
 from ..kb.evidence import check_binding
 from ..messages import N_
 from ..records import AtenCall
@@ -103,7 +104,8 @@ class AtenJudge:
         kinds = dispatch_kinds(aten) or self.registered.get(aten, ())  # a library op: what the worker saw
         if not kinds:
             return AtenVerdict(aten, "missing", support.evidence, False)
-        where = f"PyTorch {torch_version_text()} dispatcher: {aten} has a {kinds[0]} kernel"
+        dispatcher = f"PyTorch {torch_version_text()} dispatcher: "
+        where = dispatcher + DISPATCHED % {"op": aten, "kind": kinds[0]}
         calls = composite_calls(aten, *example) if depth < _MAX_DEPTH else None
         if calls is None:  # the composite could not be run on an example: its registration alone decides
             if kinds[0] == "CompositeImplicitAutograd":
@@ -116,16 +118,19 @@ class AtenJudge:
         called = ", ".join(dict.fromkeys(v.op for v in parts)) or "nothing"
         lacking = [v for v in parts if not v.supported]
         if lacking:
-            return AtenVerdict(aten, "missing", f"{support.evidence}; {where} calling {called}: "
+            return AtenVerdict(aten, "missing", f"{support.evidence}; {dispatcher}"
+                               f"{CALLING % {'op': aten, 'kind': kinds[0], 'called': called}}: "
                                + "; ".join(dict.fromkeys(v.evidence for v in lacking)), False)
         kernels = tuple(dict.fromkeys(k for v in parts for k in v.kernel_ops))
         base = aten.partition(".")[0]
         if len(parts) == 1 and parts[0].status == "kernel" and parts[0].op.partition(".")[0] == base:
-            return AtenVerdict(aten, "kernel", f"{where} calling its out variant {parts[0].op}: "
+            return AtenVerdict(aten, "kernel", f"{dispatcher}"
+                               f"{CALLING_OUT % {'op': aten, 'kind': kinds[0], 'out': parts[0].op}}: "
                                f"{parts[0].evidence}", True, kernels)
         status = "everywhere" if kinds[0] == "CompositeExplicitAutograd" and all(
             v.status == "everywhere" or v.kernel_ops for v in parts) else "decomposes"
-        return AtenVerdict(aten, status, f"{where} calling {called}", True, kernels)
+        calling = CALLING % {"op": aten, "kind": kinds[0], "called": called}
+        return AtenVerdict(aten, status, dispatcher + calling, True, kernels)
 
 
 def support_line(verdict: AtenVerdict) -> str:

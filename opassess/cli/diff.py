@@ -7,7 +7,17 @@ from typing import Annotated
 import typer
 
 from .errors import fail_on_breaches, reporting_errors
-from .options import Debug, FailOn, Lang, MaxPersonDays, MaxRisk, Templates, build_policy, report_language
+from .options import (
+    Debug,
+    FailOn,
+    Lang,
+    MaxPersonDays,
+    MaxPersonDaysAt,
+    MaxRisk,
+    Templates,
+    build_policy,
+    report_language,
+)
 
 
 def diff_command(
@@ -18,6 +28,7 @@ def diff_command(
     output: Annotated[str, typer.Option("--output", "-o", help="Write the diff here ('-' for stdout).")] = "-",
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
+    max_person_days_at: MaxPersonDaysAt = "P50",
     max_risk: MaxRisk = None,
     templates: Templates = None,
     lang: Lang = None,
@@ -35,7 +46,7 @@ def diff_command(
     from ..output import write_output
 
     with reporting_errors(debug):
-        policy = build_policy(fail_on, max_person_days, max_risk)
+        policy = build_policy(fail_on, max_person_days, max_risk, percentile=max_person_days_at)
         language = report_language(lang)
         if fmt not in DIFF_FORMATS:
             raise typer.BadParameter(f"{fmt!r}: expected {' or '.join(DIFF_FORMATS)}", param_hint="'--format'")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..ci.policy import FAIL_ON, Policy
+from ..ci.policy import FAIL_ON, PERCENTILES, Policy
 
 FailOn = Annotated[list[str] | None, typer.Option(
     "--fail-on", help="CI gate (repeatable): exit 3 when an operator is 'custom-dev', 'param-converted' (or worse) "
@@ -22,6 +22,9 @@ GraphBackend = Annotated[str, typer.Option(
 MaxPersonDays = Annotated[float | None, typer.Option(
     "--max-person-days", min=0, help="CI gate: exit 3 when the estimated effort's P50 (the headline) exceeds N "
                                      "person-days (with a baseline and --fail-on-new: when P50 grows by more than N).")]
+MaxPersonDaysAt = Annotated[str, typer.Option(
+    "--max-person-days-at", help="The percentile of the simulated effort --max-person-days gates: P10, P50 (the "
+                                 "headline, default) or P90.")]
 MaxRisk = Annotated[int | None, typer.Option(
     "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
 # Options the scan commands share, typed once (`opassess scan` and `opassess source`).
@@ -69,13 +72,17 @@ def report_language(value: str | None) -> str:
 
 
 def build_policy(fail_on: list[str] | None, max_person_days: float | None, max_risk: int | None,
-                 graph_backend: str = "inductor") -> Policy:
-    """The CI gates from the command line; an unknown --fail-on value is a usage error."""
+                 graph_backend: str = "inductor", percentile: str = "P50") -> Policy:
+    """The CI gates from the command line; an unknown --fail-on value or percentile is a usage error."""
+    percentile = percentile.upper()
+    if percentile not in PERCENTILES:
+        raise typer.BadParameter(f"{percentile!r}: expected one of {', '.join(PERCENTILES)}",
+                                 param_hint="'--max-person-days-at'")
     for value in fail_on or ():
         if value not in FAIL_ON:
             raise typer.BadParameter(f"{value!r}: expected one of {', '.join(FAIL_ON)}", param_hint="'--fail-on'")
     return Policy(fail_on=tuple(dict.fromkeys(fail_on or ())), max_person_days=max_person_days, max_risk=max_risk,
-                  graph_backend=graph_backend)
+                  graph_backend=graph_backend, percentile=percentile)
 
 
 def graph_mode_value(mode: str, off: bool, fail_on: list[str] | None) -> str:

@@ -30,6 +30,7 @@ from .options import (
     Label,
     Lang,
     MaxPersonDays,
+    MaxPersonDaysAt,
     MaxRisk,
     NoGraphMode,
     Opset,
@@ -141,6 +142,7 @@ def scan(
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
+    max_person_days_at: MaxPersonDaysAt = "P50",
     max_risk: MaxRisk = None,
     graph_mode: GraphModeOption = "capture",
     no_graph_mode: NoGraphMode = False,
@@ -178,7 +180,7 @@ def scan(
     from ..options import OutputOptions, ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
-        policy = build_policy(fail_on, max_person_days, max_risk, graph_backend)
+        policy = build_policy(fail_on, max_person_days, max_risk, graph_backend, max_person_days_at)
         graph_mode = graph_mode_value(graph_mode, no_graph_mode, fail_on)
         out = OutputOptions(fmt=fmt, output=output, templates=templates, quiet=quiet, baseline=baseline,
                             fail_on_new=fail_on_new, handoff=handoff)

@@ -17,6 +17,7 @@ from .options import (
     Label,
     Lang,
     MaxPersonDays,
+    MaxPersonDaysAt,
     MaxRisk,
     Profile,
     Quiet,
@@ -47,6 +48,7 @@ def source_command(
     templates: Templates = None,
     fail_on: FailOn = None,
     max_person_days: MaxPersonDays = None,
+    max_person_days_at: MaxPersonDaysAt = "P50",
     max_risk: MaxRisk = None,
     baseline: Baseline = None,
     fail_on_new: FailOnNew = False,
@@ -67,7 +69,7 @@ def source_command(
         if "graph-break" in (fail_on or ()):  # no model runs here: the gate could never fire
             raise typer.BadParameter("needs a model: graph breaks come from `opassess scan MODEL` (the source scan "
                                      "runs nothing)", param_hint="'--fail-on graph-break'")
-        policy = build_policy(fail_on, max_person_days, max_risk)
+        policy = build_policy(fail_on, max_person_days, max_risk, percentile=max_person_days_at)
         out = OutputOptions(fmt=fmt, output=output, templates=templates, quiet=quiet, baseline=baseline,
                             fail_on_new=fail_on_new)
         given = tuple(str(p) for p in paths)

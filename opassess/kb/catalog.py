@@ -13,9 +13,19 @@ import tomllib
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from ..messages import N_
 from ..resources import package_path
 
 _KEYS = ("note", "evidence")  # and every '*_evidence' key
+
+# Phrases the code writes into citations (kb/facts.py, kb/store.py, classify/aten.py build their English from these),
+# said in the reader's language inside a citation by messages.said_within; the longer ones first.
+DERIVED = N_("functional %(op)s derived from %(out)s")
+STRUCTURED = N_("structured codegen %(name)s")
+CALLING_OUT = N_("%(op)s has a %(kind)s kernel calling its out variant %(out)s")
+CALLING = N_("%(op)s has a %(kind)s kernel calling %(called)s")
+DISPATCHED = N_("%(op)s has a %(kind)s kernel")
+CITED_PHRASES = (CALLING_OUT, CALLING, DISPATCHED, DERIVED, STRUCTURED)
 
 
 def rule_texts(table: Any, key: str | None = None) -> Iterator[str]:

@@ -8,6 +8,7 @@ from typing import Any
 from opassess.errors import KnowledgeBaseError
 from opassess.messages import N_, Text
 
+from .catalog import STRUCTURED
 from .versions import Version, VersionRange, format_ranges, format_version, in_ranges, parse_version, version_ranges
 
 # Dtype rule parameter names that mean "the operator's main tensor input(s)".
@@ -56,7 +57,7 @@ class KernelFact:
         if self.native:
             parts = ["torch_npu native"]
         if self.structured:
-            parts.append(f"structured codegen {self.structured}")
+            parts.append(STRUCTURED % {"name": self.structured})
         if self.imported:
             parts.append(f"imported wheel {','.join(self.imported)}")
         if self.deprecated:

@@ -13,6 +13,7 @@ from opassess.errors import EXIT_USAGE, KnowledgeBaseError
 from opassess.resources import data_path
 
 from . import kernels
+from .catalog import DERIVED
 from .error_codes import ErrorCode, find_error_code, load_error_codes
 from .facts import (
     ApiFact,
@@ -233,8 +234,8 @@ class KnowledgeBase:
                                      f"torch-npu {format_version(version)} wheel: {key} ({paths})")
             if "." not in key and f"{key}.out" in listed:  # the functional op derived from its out= kernel
                 return KernelSupport(qualified, True, "structured-delegate", self._kernels.get(f"{key}.out"),
-                                     f"torch-npu {format_version(version)} wheel: {key}.out (functional {key} "
-                                     f"derived from {key}.out)")
+                                     f"torch-npu {format_version(version)} wheel: {key}.out "
+                                     f"({DERIVED % {'op': key, 'out': key + '.out'}})")
             return KernelSupport(qualified, False, "none", fact,
                                  f"torch-npu {format_version(version)} wheel: {key} not listed")
         fact = self._kernels.get(key)
@@ -246,7 +247,7 @@ class KnowledgeBase:
             out = self._kernels.get(f"{key}.out")
             if out is not None and out.supports(version):
                 return KernelSupport(qualified, True, "structured-delegate", out,
-                                     f"{out.evidence()} (functional {key} derived from {key}.out)")
+                                     f"{out.evidence()} ({DERIVED % {'op': key, 'out': key + '.out'}})")
         if fact is not None:
             return KernelSupport(qualified, False, "none", fact,
                                  f"{fact.evidence()} (not for torch {format_version(version)})")

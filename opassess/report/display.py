@@ -49,7 +49,7 @@ from .plan_view import (
     shown_source,
 )
 from .prose import capture_step_text, device_note_text, evidence_text, headline_text, note_text
-from .reasons import reason_rows, reason_text, signature_rows
+from .reasons import cited, reason_rows, reason_text, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
@@ -165,7 +165,7 @@ def _operator_row(row: Row, total_likely: float, training: bool = False,
         functional_text=_score(score.functional),
         performance_text=_score(score.performance),
         ecosystem_text=_score(score.ecosystem),
-        subscores=tuple(SubscoreRow(s.dimension, s.criterion, _score(s.value), _score(s.weight), say(s.signal, _))
+        subscores=tuple(SubscoreRow(s.dimension, s.criterion, _score(s.value), _score(s.weight), cited(s.signal, _))
                         for s in score.subscores),
         likely=round(float(effort.likely), 2),
         likely_text=days(effort.likely),

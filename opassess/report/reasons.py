@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..kb.catalog import said_quotes
-from ..messages import Text, say
+from ..kb.catalog import CITED_PHRASES, said_quotes
+from ..messages import Text, said_within, say
 from ..records import Reason, Signature
 from .display_records import ReasonRow, SignatureRow
 from .document import jsonable
@@ -45,6 +45,12 @@ def reason_text(reason: Reason, _: Callable[[str], str] = str) -> str:
     return say(reason.message, _)
 
 
+def cited(text: str, _: Callable[[str], str] = str) -> str:
+    """A text that quotes citations (a reason's evidence, a sub-score's signal) in the reader's language: its message,
+    the rules.toml texts and the code's citation phrases inside it said through `_`, identifiers as they are."""
+    return said_within(said_quotes(say(text, _), _), CITED_PHRASES, _)
+
+
 def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...],
                 _: Callable[[str], str] = str) -> tuple[ReasonRow, ...]:
     """Each distinct reason once, in first-seen order, with the signatures it covers (a reason given once for
@@ -58,7 +64,7 @@ def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...
     for key, indexes in groups.items():
         code, _message, evidence = key
         covered = () if None in indexes else tuple(sorted({i for i in indexes if i is not None}))
-        rows.append(ReasonRow(code, said[key], said_quotes(say(evidence, _), _), covered,
+        rows.append(ReasonRow(code, said[key], cited(evidence, _), covered,
                               _covers_text(covered, signatures, _)))
     return tuple(rows)
 

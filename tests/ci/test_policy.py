@@ -132,3 +132,26 @@ def test_on_a_diff_max_risk_fails_only_stars_that_rose_above_the_limit():
     breaches = evaluate(diff_snapshots(snap(LEGACY), snap(riskier)), Policy(max_risk=3))
     assert [b.op for b in breaches] == ["torch.nn.Conv2d"]
     assert "(was 2)" in breaches[0].message
+
+
+def test_max_person_days_at_gates_the_named_percentile():
+    """--max-person-days-at P90: a lead who budgets for the bad case gates P90 (23.0 here), not the headline P50."""
+    document = report("m.py", LEGACY)
+    document["summary"].update(p10=16.0, p50=19.2, p90=23.0)
+    assert evaluate(read_snapshot(document), Policy(max_person_days=20)) == ()  # P50 19.2 is within 20
+    breaches = evaluate(read_snapshot(document), Policy(max_person_days=20, percentile="P90"))
+    assert [b.rule for b in breaches] == ["max-person-days"]
+    assert "(P90) 23.0 person-days" in breaches[0].message
+    assert evaluate(read_snapshot(document), Policy(max_person_days=15.9, percentile="P10")) != ()
+    with pytest.raises(ValueError, match="--max-person-days-at 'P75'"):
+        Policy(max_person_days=1, percentile="P75")
+
+
+def test_on_a_diff_max_person_days_at_bounds_the_growth_of_the_named_percentile():
+    before, after = report("m.py", LEGACY), report("m.py", LEGACY + [NEW_CUSTOM])
+    before["summary"].update(p10=16.0, p50=19.2, p90=23.0)
+    after["summary"].update(p10=27.0, p50=32.0, p90=38.0)
+    diff = diff_snapshots(read_snapshot(before), read_snapshot(after))
+    assert evaluate(diff, Policy(max_person_days=14)) == ()  # P50 grew by 12.8
+    breaches = evaluate(diff, Policy(max_person_days=14, percentile="P90"))  # P90 grew by 15.0
+    assert "(P90) grew by 15.0 person-days (23.0 -> 38.0)" in breaches[0].message

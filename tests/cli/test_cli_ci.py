@@ -290,3 +290,18 @@ def test_portfolio_of_a_directory_with_a_failing_model_then_resumed(models, tmp_
         "broken": ("ok", False), "custom": ("ok", True), "plain": ("ok", True)}
     assert "2 resumed" in second.stderr
     assert "opassess: policy: custom: citest::swish_plus: custom-dev" in second.stderr
+
+
+def test_max_person_days_at_names_the_percentile_a_gate_reads(models):
+    """Real reports of a model that gains a custom op: its P90 grows more than its P50; a bad percentile is exit 2."""
+    root, _ = models
+    before, after = (json.loads((root / name).read_text())["summary"] for name in ("plain.json", "custom.json"))
+    p50_growth, p90_growth = after["p50"] - before["p50"], after["p90"] - before["p90"]
+    assert p90_growth > p50_growth
+    limit = f"{(p50_growth + p90_growth) / 2:.2f}"
+    args = ["diff", str(root / "plain.json"), str(root / "custom.json"), "--max-person-days", limit]
+    assert runner.invoke(app, args).exit_code == 0
+    at_p90 = runner.invoke(app, [*args, "--max-person-days-at", "p90"])
+    assert at_p90.exit_code == 3 and "(P90) grew by" in at_p90.stderr
+    bad = runner.invoke(app, [*args, "--max-person-days-at", "P75"])
+    assert bad.exit_code == 2 and "P75" in bad.output and "--max-person-days-at" in bad.output

@@ -230,3 +230,13 @@ def test_policy_breaches_in_the_step_summary_read_in_chinese_and_stay_english_el
     assert "- 新增 mylib::fused：custom-dev，1 次调用（位于 m.py:1）（--fail-on custom-dev）" in zh
     assert "增加了 12.0 人天" in zh and "超过 --max-person-days 5" in zh and "grew by" not in zh
     assert " grew by 12.0 person-days " in render_summary(snapshot, breaches=breaches)
+
+
+def test_the_diff_says_an_unknown_operator_and_its_breaches_in_chinese():
+    base = [op("torch.nn.Conv2d", "direct")]
+    new = base + [op("mylib::fused", "custom-dev", days=(10.0, 12.0, 16.0), kind="custom", known=False)]
+    diff = diff_snapshots(read_snapshot(report("m.py", base)), read_snapshot(report("m.py", new)))
+    breaches = evaluate(diff, Policy(fail_on=("unknown",)))
+    zh, en = (render_diff(diff, "md", breaches=breaches, language=lang) for lang in ("zh-CN", "en"))
+    assert "custom-dev（知识库未收录）" in zh and "- 新增 mylib::fused：知识库未收录，" in zh
+    assert "custom-dev (unknown)" in en and "- new mylib::fused: unknown to the knowledge base, " in en
