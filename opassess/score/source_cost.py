@@ -150,6 +150,7 @@ def estimate_sources(findings: Sequence[SourceFinding], operators: Iterable[Oper
     kernel_kinds = weights.source_rules.kernel_kinds if weights.source_rules else ()
     efforts: dict[tuple, tuple[Effort, str]] = {}  # a big tree repeats a few kinds of site thousands of times:
     risks: dict[tuple, Risk] = {}  # each costed once per kind (site_effort and site_risk read only these fields)
+    repeated: dict[Effort, Effort] = {}  # and each effort's [source] repeat fraction once
     out = []
     for finding, key, linked, nth in zip(findings, site_keys(findings), links, repeats, strict=True):
         covered = None if linked or not operators else covering_operator(finding, operators, root)
@@ -167,7 +168,9 @@ def estimate_sources(findings: Sequence[SourceFinding], operators: Iterable[Oper
             risks[cell] = site_risk(finding, weights)
         if nth > 1 and not covered and effort != NO_EFFORT:
             fraction = _source_rules(weights).repeat
-            effort = _triple((effort.low, effort.likely, effort.high), fraction)
+            if effort not in repeated:
+                repeated[effort] = _triple((effort.low, effort.likely, effort.high), fraction)
+            effort = repeated[effort]
             basis += f" x {fraction:g} (the same edit again, site {nth} of its kind: [source] repeat)"
         out.append(SourceEstimate(finding=finding, person_days=effort, risk=risks[cell], basis=basis,
                                   key=key, operators=linked, covered_by=covered))
