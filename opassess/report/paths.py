@@ -72,12 +72,32 @@ _LEAVES = frozenset({int, float, bool, type(None)})  # values scrub returns as t
 def scrub(value, roots: Sequence[str | os.PathLike] = ()):
     """`value` (a document: dicts, lists, strings) with every absolute path inside its strings made portable, e.g. an
     error '... (at /venv/lib/python3.11/site-packages/t/x.py:3)' -> '... (at site-packages/t/x.py:3)'."""
-    if isinstance(value, str):  # an unchanged string is kept as it is (a messages.Text keeps its message id)
-        scrubbed = _ABSOLUTE.sub(lambda m: portable(m.group(1), roots), value) if "/" in value or "\\" in value \
-            else value
-        return value if scrubbed == value else scrubbed
-    if isinstance(value, dict):  # a document of 14,000 source sites holds 400,000 values: numbers are passed over
-        return {key: item if type(item) in _LEAVES else scrub(item, roots) for key, item in value.items()}
-    if isinstance(value, list):
-        return [item if type(item) in _LEAVES else scrub(item, roots) for item in value]
-    return value
+    # a document of 14,000 source sites holds 400,000 values, most of them numbers or repeated strings: numbers are
+    # passed over and each distinct plain string is scrubbed once (a str subclass, e.g. a messages.Text, every time)
+    done: dict[str, str] = {}
+
+    def one(item):
+        if type(item) is str:
+            scrubbed = done.get(item)
+            if scrubbed is None:
+                scrubbed = done[item] = _scrub_text(item, roots)
+            return scrubbed
+        if isinstance(item, str):
+            return _scrub_text(item, roots)
+        if isinstance(item, dict):
+            return {key: v if type(v) in _LEAVES else done[v] if type(v) is str and v in done else one(v)
+                    for key, v in item.items()}
+        if isinstance(item, list):
+            return [v if type(v) in _LEAVES else done[v] if type(v) is str and v in done else one(v) for v in item]
+        return item
+
+    return one(value)
+
+
+def _scrub_text(value: str, roots: Sequence[str | os.PathLike]) -> str:
+    """One string with its absolute paths made portable; an unchanged string is kept as it is (a messages.Text keeps
+    its message id)."""
+    if "/" not in value and "\\" not in value:
+        return value
+    scrubbed = _ABSOLUTE.sub(lambda m: portable(m.group(1), roots), value)
+    return value if scrubbed == value else scrubbed

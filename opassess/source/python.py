@@ -36,6 +36,7 @@ class PythonScanner:
     def __init__(self, nodes: FileNodes, lines: list[str], file: str, facts: SourceFacts):
         self.nodes, self.lines, self.file, self.facts = nodes, lines, file, facts
         self.aliases: dict[str, str] = {}
+        self._quals: dict[ast.AST, str | None] = {}  # qual's answers (the aliases are complete before it is asked)
         # outer imports first, then inner ones (the breadth-first order the aliases were always read in: of two
         # imports binding one name, the innermost, else the last, wins)
         for node, _, _, _ in sorted(nodes.imports, key=lambda item: (item[2] >> 2, item[3])):
@@ -84,14 +85,16 @@ class PythonScanner:
 
     def qual(self, node: ast.AST) -> str | None:
         """The dotted import path an expression names (`fa.flash_attn_func` -> flash_attn.flash_attn_func)."""
-        attrs = []
+        known = self._quals  # each node resolved once: the site and distributed scans read the same calls
+        if node in known:
+            return known[node]
+        start, attrs = node, []
         while isinstance(node, ast.Attribute):
             attrs.append(node.attr)
             node = node.value
         base = self.aliases.get(node.id) if isinstance(node, ast.Name) else None
-        if base is None or not attrs:
-            return base
-        return ".".join([base, *reversed(attrs)])
+        known[start] = q = base if base is None or not attrs else ".".join([base, *reversed(attrs)])
+        return q
 
     def _decorator_name(self, node: ast.expr) -> str | None:
         return self.qual(node.func if isinstance(node, ast.Call) else node)
