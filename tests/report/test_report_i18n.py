@@ -28,7 +28,7 @@ from opassess.report.i18n import (
     translations,
 )
 from opassess.resources import package_path
-from opassess.source.catalog import extract_source_facts
+from opassess.source.catalog import extract_source_facts, said_contexts
 from opassess.source.facts import load_source_facts
 from tests.ci.records import op, report
 from tests.report.language import english_sentences
@@ -116,11 +116,17 @@ def test_every_shown_source_fact_text_is_a_catalog_message(tmp_path):
     facts = load_source_facts()
     flash = next(lib for lib in facts.libraries if lib.route.startswith("hand-map to torch_npu.npu_fusion_attention"))
     shown = {text for lib in facts.libraries for text in (lib.route, lib.route.split(";")[0], lib.dropped,
-                                                         lib.dropped.split(";")[0], lib.category_note) if text}
+                                                         lib.dropped.split(";")[0], lib.category_note,
+                                                         lib.context) if text}
     shown |= {rule.npu_equivalent for rule in facts.rules if rule.npu_equivalent}
     assert flash.route in shown and shown <= extracted_messages()
     said = gettext("zh-CN", flash.dropped)
     assert "NPU" in said and "padding_mask" in said and "is not supported" not in said
+    # a citation's context is said, its table, row and library name kept
+    citation = f"{flash.cite}; rules.toml: attention"
+    assert said_contexts(citation, lambda text: gettext("zh-CN", text)) == \
+        f"third_party_kernel_libs.tsv:{flash.row} flash_attn (直接调用); rules.toml: attention"
+    assert said_contexts(citation, lambda text: gettext("en", text)) == citation
     data = json.loads(facts.path.read_text(encoding="utf-8"))
     data["libraries"][0]["route"] = "a route regenerated with new words"
     (tmp_path / "source_facts.json").write_text(json.dumps(data), encoding="utf-8")
