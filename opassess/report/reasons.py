@@ -8,6 +8,7 @@ from typing import Any
 from ..kb.catalog import CITED_PHRASES, said_quotes
 from ..messages import Text, said_within, say
 from ..records import Reason, Signature
+from ..source.catalog import said_contexts
 from .display_records import ReasonRow, SignatureRow
 from .document import jsonable
 
@@ -47,8 +48,9 @@ def reason_text(reason: Reason, _: Callable[[str], str] = str) -> str:
 
 def cited(text: str, _: Callable[[str], str] = str) -> str:
     """A text that quotes citations (a reason's evidence, a sub-score's signal) in the reader's language: its message,
-    the rules.toml texts and the code's citation phrases inside it said through `_`, identifiers as they are."""
-    return said_within(said_quotes(say(text, _), _), CITED_PHRASES, _)
+    the rules.toml texts, the kernel-library contexts and the code's citation phrases inside it said through `_`,
+    identifiers as they are."""
+    return said_within(said_contexts(said_quotes(say(text, _), _), _), CITED_PHRASES, _)
 
 
 def reason_rows(reasons: tuple[Reason, ...], signatures: tuple[SignatureRow, ...],

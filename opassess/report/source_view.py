@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..messages import say
+from ..source.catalog import said_contexts
 from ..vocabulary import CATEGORIES, Confidence
 from .display_records import Record
 from .text import days
@@ -83,7 +84,8 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
         rows.append(SourceRow(
             location=f"{f['file']}:{f['line']}", file=f["file"], line=f["line"], code=f["code"], kind=f["kind"],
             category=f["category"], subject=f["subject"], route=say(f["npu_route"], gettext),
-            evidence_text="; ".join(f.get("evidence") or ()), confidence=Confidence.of(f.get("confidence")),
+            evidence_text=said_contexts("; ".join(f.get("evidence") or ()), gettext),
+            confidence=Confidence.of(f.get("confidence")),
             notes_text=gettext("; ").join([*([gettext("present, not reached by this model")]
                                              if f.get("reached") is False else []),
                                            *(say(n, gettext) for n in f.get("notes") or ())]),
