@@ -283,6 +283,9 @@ def classify_sites(sites: Iterable, facts: SourceFacts, routes=None, product: st
     distributed = DistributedClassifier(routes, facts, product) if routes is not None else None
     out = []
     graph = None
+    # a site's finding depends on its kind, subject, detail and size, never on where it is (file, line, code): the
+    # many repeats of one API in a tree are judged once, each then placed where it stands
+    judged: dict[tuple, SourceFinding | None] = {}
     for site in sites:
         if site.kind in GRAPH_SITES:
             if graph is None:
@@ -292,10 +295,17 @@ def classify_sites(sites: Iterable, facts: SourceFacts, routes=None, product: st
                 graph = load_graph_facts(data_path("kb"))
             out.append(classify_graph(site, graph, facts))
             continue
+        key = (site.kind, site.subject, site.detail, site.size)
+        if key in judged:
+            finding = judged[key]
+            if finding is not None:
+                out.append(dataclasses.replace(finding, file=site.file, line=site.line, code=site.code))
+            continue
         if site.kind in DISTRIBUTED:
             finding = distributed.classify(site) if distributed else None
         else:
             finding = classifier.classify(site)
+        judged[key] = finding
         if finding is not None:
             out.append(finding)
     return out
