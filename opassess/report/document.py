@@ -16,7 +16,7 @@ from ..score.cost import COST_BASES
 from ..source.records import SourceFinding, SourceScan
 from ..vocabulary import CATEGORIES
 from .i18n import N_
-from .paths import portable, roots_of, scrub
+from .paths import portable, roots_of, scrub, scrub_in_place
 from .route_view import routes_doc
 from .text import days, share
 from .time_doc import finding_time_doc, operator_time_doc, performance_doc
@@ -207,7 +207,8 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         })
         risk_matrix = [[list(cell) for cell in row] for row in est.risk_matrix]
         by_module = {path: effort_doc(effort) for path, effort in est.by_module.items()}
-    return scrub({
+    source_findings = source_findings_doc(assessment)  # most of a source scan's document: scrubbed in place, below
+    document = scrub({
         "format_version": FORMAT_VERSION,
         "tool": {"name": TOOL_NAME, "version": assessment.tool_version},
         "model": {
@@ -243,7 +244,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                       "effect": f.effect,
                       "time": finding_time_doc(assessment.performance, f)} for f in assessment.findings],
         "performance": performance_doc(assessment.performance),
-        "source_findings": source_findings_doc(assessment),
+        "source_findings": [],
         "source": _source_scan_doc(assessment.source_scan),
         "unknown_operators": [{"op": r.operator.key, "kind": r.operator.kind, "count": r.operator.count,
                                "modules": list(r.operator.modules),
@@ -253,6 +254,8 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
         **routes_doc(assessment),
     }, roots)  # and no absolute path left in any message (capture errors, graph-mode breaks, ...)
+    document["source_findings"] = scrub_in_place(source_findings, roots)
+    return document
 
 
 

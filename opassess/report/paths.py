@@ -101,3 +101,29 @@ def _scrub_text(value: str, roots: Sequence[str | os.PathLike]) -> str:
         return value
     scrubbed = _ABSOLUTE.sub(lambda m: portable(m.group(1), roots), value)
     return value if scrubbed == value else scrubbed
+
+
+def scrub_in_place(value: list | dict, roots: Sequence[str | os.PathLike] = ()) -> list | dict:
+    """`scrub` of a part of a document built just now, none of its dicts and lists shared with anything: its strings
+    are replaced where they stand (half the time of copying 14,000 source findings); returns `value`."""
+    done: dict[str, str] = {}
+
+    def one(item: list | dict) -> None:
+        for key, v in item.items() if isinstance(item, dict) else enumerate(item):
+            if type(v) in _LEAVES:
+                continue
+            if type(v) is str:
+                scrubbed = done.get(v)
+                if scrubbed is None:
+                    scrubbed = done[v] = _scrub_text(v, roots)
+            elif isinstance(v, str):
+                scrubbed = _scrub_text(v, roots)
+            else:
+                if isinstance(v, dict | list):
+                    one(v)
+                continue
+            if scrubbed is not v:
+                item[key] = scrubbed
+
+    one(value)
+    return value

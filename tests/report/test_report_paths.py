@@ -9,7 +9,8 @@ import re
 from typer.testing import CliRunner
 
 from opassess.cli import app
-from opassess.report.paths import STDLIB, portable, scrub
+from opassess.messages import Text
+from opassess.report.paths import STDLIB, portable, scrub, scrub_in_place
 from tests.source.support import write_project
 
 MLP = """
@@ -33,6 +34,18 @@ def test_portable_paths():
     assert portable("models/net.py:12") == "models/net.py:12"  # relative already
     assert scrub({"e": ["boom (at /v/lib/site-packages/t/x.py:3)", "https://x.org/a"]}) == \
         {"e": ["boom (at site-packages/t/x.py:3)", "https://x.org/a"]}
+
+
+def test_scrub_in_place_scrubs_as_scrub_does():
+    said = Text("kept as it is: %(n)s", {"n": "1"})
+    findings = [{"file": "src/a.py", "code": "load( /home/me/proj/w.pt)", "n": 3, "said": said,
+                 "evidence": ["x (at /v/lib/site-packages/t/x.py:3)", "x (at /v/lib/site-packages/t/x.py:3)"],
+                 "risk": {"signals": ["c:\\w\\x.py"], "stars": 2}, "kept": ("/tuple/left.py",)}]
+    expected = scrub(findings, ["/home/me/proj"])
+    inner = findings[0]["evidence"]
+    assert scrub_in_place(findings, ["/home/me/proj"]) is findings and findings == expected
+    assert findings[0]["code"] == "load( w.pt)" and findings[0]["evidence"][1] == "x (at site-packages/t/x.py:3)"
+    assert findings[0]["evidence"] is inner and findings[0]["said"] is said  # the same list; the Text kept
 
 
 def _reports(tmp_path, monkeypatch, place: str) -> dict[str, str]:
