@@ -1,4 +1,15 @@
-"""`python -m opassess`: the same command line as the `opassess` script."""
-from .cli import run
+"""The command line's entry point: the `opassess` script and `python -m opassess` (its imports made with the garbage
+collector paused, then the collector tuned for a command: startup.py)."""
+from .startup import imports_without_gc, tune_for_command
 
-run()
+
+def run() -> None:
+    """Import the command line, then run it (cli.run ends the process with its exit code)."""
+    with imports_without_gc():
+        from .cli import run as command
+    tune_for_command()
+    command()
+
+
+if __name__ == "__main__":
+    run()

@@ -44,8 +44,8 @@ def main() -> None:
 
 
 def run() -> None:
-    """Console-script and `python -m opassess` entry point: main(), then the process ends at once with its exit
-    code. Every report has been written, fsynced and closed by then, and stdout and stderr are flushed here; what
+    """What the console script and `python -m opassess` run (opassess/__main__.py, once it has imported this module
+    with the collector paused): main(), then the process ends at once with its exit code. Every report has been written, fsynced and closed by then, and stdout and stderr are flushed here; what
     is skipped is the interpreter's teardown of torch's modules (about a second of a cold scan's wall time, for
     nothing). An exception other than SystemExit propagates as usual."""
     try:

@@ -8,6 +8,7 @@ OPASSESS_IN_PROCESS=1 runs the model in the CLI process instead, for a debugger 
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing
 import os
@@ -37,9 +38,12 @@ def start_assessment(options: ScanOptions, *, timeout: float, debug: bool) -> Jo
     """Check the configuration, then fork the keeper and worker that capture `options` (before any thread, such as
     a progress spinner, starts)."""
     from ..pipeline import preflight
+    from ..startup import imports_without_gc
 
-    for name in PRELOAD:
-        importlib.import_module(name)
+    # torch's first import in this process: with the collector paused, then frozen (and shared with the worker)
+    with imports_without_gc() if "torch" not in sys.modules else contextlib.nullcontext():
+        for name in PRELOAD:
+            importlib.import_module(name)
     preflight(options)  # a bad --weights, --kb, --target or --source fails before any model code runs
     context: ForkContext | ForkServerContext = multiprocessing.get_context("fork")
     where = None
