@@ -2,9 +2,9 @@
 files it skipped, built once from the JSON document for every format."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from ..messages import say
 from ..source.catalog import said_contexts
@@ -50,8 +50,8 @@ class SourceSection(Record):
     """Everything a report shows about the source scan."""
 
     summary: str  # "18 sites in 4 files (312 lines): 7 direct, 8 param-converted, 3 custom-dev"
-    work: tuple[SourceRow, ...]  # sites that are work, in (file, line) order
-    notes: tuple[SourceRow, ...]  # precision notes and no-ops
+    work: Sequence[SourceRow]  # sites that are work, in (file, line) order (Rows: built when first read)
+    notes: Sequence[SourceRow]  # precision notes and no-ops
     skipped: tuple[SkippedRow, ...]
     likely_text: str  # the sites' person-days together
     largest: tuple[SourceRow, ...] = ()  # the LARGEST sites by person-days, for the terminal summary
@@ -70,6 +70,44 @@ def _stars(stars: int) -> str:
     return "\u2605" * stars + "\u2606" * (5 - stars)
 
 
+class Rows(Sequence[SourceRow]):
+    """Source rows built on first reading, all at once: a 14,000-site scan's terminal summary reads only how many
+    there are (and its largest few, built apart), the Markdown and HTML reports every one."""
+
+    def __init__(self, findings: Sequence[Mapping[str, Any]], build: Callable[[Mapping[str, Any]], SourceRow]):
+        self._findings, self._build = findings, build
+        self._rows: tuple[SourceRow, ...] | None = None
+
+    def _all(self) -> tuple[SourceRow, ...]:
+        if self._rows is None:
+            self._rows = tuple(map(self._build, self._findings))
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self._findings)
+
+    @overload
+    def __getitem__(self, index: int) -> SourceRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[SourceRow, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> SourceRow | tuple[SourceRow, ...]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[SourceRow]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return f"Rows({len(self)} rows)"
+
+
 def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -> SourceSection | None:
     """The section, or None when nothing was found and nothing skipped (reports then look as they did before)."""
     # a site an ordinary captured operator is (covered_by) is that operator's row: shown once, there
@@ -78,12 +116,12 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
     skipped = tuple(SkippedRow(s["file"], s["reason"]) for s in scan.get("skipped") or ())
     if not findings and not skipped:
         return None
-    rows = []
     # 14,000 sites say a few dozen routes and evidence texts: each plain string is said once (a Text every time)
     routes: dict[str, str] = {}
     evidences: dict[str, str] = {}
     separator, not_reached = gettext("; "), gettext("present, not reached by this model")
-    for f in findings:
+
+    def row(f: Mapping[str, Any]) -> SourceRow:
         effort, risk = f.get("person_days"), f.get("risk")
         route = f["npu_route"]
         if type(route) is not str:
@@ -95,7 +133,7 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
         evidence = "; ".join(f.get("evidence") or ())
         if evidence not in evidences:
             evidences[evidence] = said_contexts(evidence, gettext)
-        rows.append(SourceRow(
+        return SourceRow(
             location=f"{f['file']}:{f['line']}", file=f["file"], line=f["line"], code=f["code"], kind=f["kind"],
             category=f["category"], subject=f["subject"], route=route, evidence_text=evidences[evidence],
             confidence=Confidence.of(f.get("confidence")),
@@ -105,21 +143,21 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
             likely_text=days(effort["likely"]) if effort else "",
             range_text=f"{days(effort['low'])}\u2013{days(effort['high'])}" if effort else "",
             stars_text=_stars(risk["stars"]) if risk else "", note=f["kind"] in NOTE_KINDS,
-            operators_text=", ".join(f.get("operators") or ())))
-    work = tuple(r for r in rows if not r.note)
-    counts = {c: sum(1 for r in work if r.category == c) for c in CATEGORIES}
+            operators_text=", ".join(f.get("operators") or ()))
+
+    work = [f for f in findings if f["kind"] not in NOTE_KINDS]
+    notes = [f for f in findings if f["kind"] in NOTE_KINDS]
+    counts = {c: sum(1 for f in work if f["category"] == c) for c in CATEGORIES}
     files = len(scan.get("files") or ())
     summary = gettext("%(sites)d sites in %(files)d files (%(lines)d lines): %(counts)s; %(notes)d notes") % {
         "sites": len(work), "files": files, "lines": scan.get("lines") or 0,
-        "counts": ", ".join(f"{n} {c}" for c, n in counts.items()), "notes": len(rows) - len(work)}
+        "counts": ", ".join(f"{n} {c}" for c, n in counts.items()), "notes": len(notes)}
     present = [f for f in findings if f.get("reached") is False]
     if present:
         summary += "; " + gettext("%(n)d present, not reached by this model: %(days)s person-days, not in the "
                                   "total") % {"n": len(present), "days": days(sum(
                                       (f.get("person_days") or {}).get("likely") or 0.0 for f in present))}
     total = sum(f["person_days"]["likely"] for f in findings if f.get("person_days") and f.get("reached") is not False)
-    likely = {id(row): (f.get("person_days") or {}).get("likely") or 0.0 for row, f in zip(rows, findings,
-                                                                                          strict=True)}
-    largest = tuple(sorted(work, key=lambda r: -likely[id(r)])[:LARGEST])
-    return SourceSection(summary=summary, work=work, notes=tuple(r for r in rows if r.note), skipped=skipped,
-                         likely_text=days(total), largest=largest)
+    largest = sorted(work, key=lambda f: -((f.get("person_days") or {}).get("likely") or 0.0))[:LARGEST]
+    return SourceSection(summary=summary, work=Rows(work, row), notes=Rows(notes, row), skipped=skipped,
+                         likely_text=days(total), largest=tuple(map(row, largest)))
