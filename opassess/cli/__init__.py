@@ -45,9 +45,10 @@ def main() -> None:
 
 def run() -> None:
     """What the console script and `python -m opassess` run (opassess/__main__.py, once it has imported this module
-    with the collector paused): main(), then the process ends at once with its exit code. Every report has been written, fsynced and closed by then, and stdout and stderr are flushed here; what
-    is skipped is the interpreter's teardown of torch's modules (about a second of a cold scan's wall time, for
-    nothing). An exception other than SystemExit propagates as usual."""
+    with the collector paused): main(), then the process ends at once with its exit code. Every report has been
+    written, fsynced and closed by then, and stdout and stderr are flushed here; what is skipped is the interpreter's
+    teardown of torch's modules (about a second of a cold scan's wall time, for nothing). An exception other than
+    SystemExit propagates as usual."""
     try:
         main()
         code = 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
 from ..datafile import check_regular, read_text
@@ -15,6 +15,7 @@ from .native import NATIVE_SUFFIXES, scan_native
 from .package import extension_size, extension_sources, link_own, own_modules
 from .python import scan_python
 from .records import BUILT_KINDS, Site, SkippedFile, SourceScan
+from .split import FileResult, scan_files
 
 # Directories never entered: environments, installed packages, VCS data, caches and build output.
 SKIP_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__", "build", "dist",
@@ -78,6 +79,37 @@ def _size(path: Path) -> int:
         return 0
 
 
+def _lines(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
+def _unreadable(exc: SourceScanError, path: Path) -> str:
+    return "unreadable: " + str(exc).removeprefix(f"{path}: cannot read source file: ")
+
+
+def _scan_python_file(path: Path, rel: str, facts: SourceFacts, known: Callable[[str], bool]) -> FileResult:
+    """One Python file's sites and imports, why it was skipped (None: it was scanned) and its line count."""
+    size = _size(path)
+    if size > PYTHON_LIMIT:
+        return [], [], (f"not parsed: {size / 2**20:.1f} MiB, over the {PYTHON_LIMIT // 2**20} MiB a Python source may "
+                        "have (generated code?)"), 0
+    try:
+        text = _read(path)
+    except SourceScanError as exc:
+        return [], [], _unreadable(exc, path), 0
+    imports: list[tuple[str, str, int]] = []
+    try:
+        sites = scan_python(text, rel, facts, known, imports)
+    except (RecursionError, MemoryError):
+        return [], [], "not parsable as Python: nested too deep", 0
+    except (SyntaxError, ValueError) as exc:
+        lineno = getattr(exc, "lineno", None)
+        line = f" at line {lineno}" if lineno else ""
+        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        return [], [], f"not parsable as Python{line}: {reason}", 0
+    return sites, imports, None, _lines(text)
+
+
 def _with_extension_sizes(sites: list[Site], native_sites: list[Site], texts: dict[str, str]
                           ) -> tuple[list[Site], dict[str, str]]:
     """Each extension site sized as what it builds (package.extension_size over the sources it lists and the headers
@@ -128,35 +160,29 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
     skipped: list[SkippedFile] = []
     scanned: list[str] = []
     total = 0
+    python = [(path, _relative(path, root_path)) for path in files if path.suffix in PYTHON_SUFFIXES]
+    scanned_python = iter(scan_files(python, [_size(path) for path, _ in python],
+                                     lambda path, rel: _scan_python_file(path, rel, facts, known)))
     for path in files:
         rel = _relative(path, root_path)
-        if path.suffix in PYTHON_SUFFIXES and (size := _size(path)) > PYTHON_LIMIT:
-            skipped.append(SkippedFile(rel, f"not parsed: {size / 2**20:.1f} MiB, over the {PYTHON_LIMIT // 2**20} MiB "
-                                            "a Python source may have (generated code?)"))
-            continue
-        try:
-            text = _read(path)
-        except SourceScanError as exc:
-            reason = str(exc).removeprefix(f"{path}: cannot read source file: ")
-            skipped.append(SkippedFile(rel, f"unreadable: {reason}"))
-            continue
         if path.suffix in PYTHON_SUFFIXES:
-            try:
-                python_sites += scan_python(text, rel, facts, known, imports)
-            except (RecursionError, MemoryError):
-                skipped.append(SkippedFile(rel, "not parsable as Python: nested too deep"))
+            sites, found, reason, lines = next(scanned_python)
+            if reason is not None:
+                skipped.append(SkippedFile(rel, reason))
                 continue
-            except (SyntaxError, ValueError) as exc:
-                lineno = getattr(exc, "lineno", None)
-                line = f" at line {lineno}" if lineno else ""
-                reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-                skipped.append(SkippedFile(rel, f"not parsable as Python{line}: {reason}"))
-                continue
+            python_sites += sites
+            imports += found
         else:
+            try:
+                text = _read(path)
+            except SourceScanError as exc:
+                skipped.append(SkippedFile(rel, _unreadable(exc, path)))
+                continue
             native_sites += scan_native(text, rel)
             texts[rel] = text
+            lines = _lines(text)
         scanned.append(rel)
-        total += text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        total += lines
     python_sites = link_own(python_sites, own_modules(files), imports)
     python_sites, built = _with_extension_sizes(python_sites, native_sites, texts)
     findings = classify_sites(python_sites + native_sites, facts, routes, product)
