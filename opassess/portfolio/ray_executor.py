@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -55,6 +56,7 @@ class NodeScanner:
     def __init__(self, preload: Sequence[str]) -> None:
         import threading
 
+        _workers_skip_main()
         self.context = warm_context(preload)
         self.starting = threading.Lock()  # one worker started at a time (multiprocessing's process list)
 
@@ -77,6 +79,18 @@ class NodeScanner:
         from multiprocessing import forkserver
 
         return os.getpid(), getattr(forkserver._forkserver, "_forkserver_pid", None) or 0
+
+
+def _workers_skip_main() -> None:
+    """Tell multiprocessing that this process's main module is none a worker needs. A Ray worker process runs Ray's
+    default_worker.py as a script, and a process started from a forkserver first runs its parent's main script again
+    (as __mp_main__, for what the parent defined there): importing Ray anew, 0.3 s in every model's worker. Nothing
+    of that script is sent to a worker, so its main module is named '__main__', which multiprocessing passes over."""
+    import importlib.machinery
+
+    main = sys.modules.get("__main__")
+    if main is not None and getattr(main, "__spec__", None) is None:
+        main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
 
 
 @dataclass

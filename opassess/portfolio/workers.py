@@ -72,14 +72,20 @@ def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioO
         return "failed", restore(str(exc))
 
 
+# What a portfolio's forkserver imports besides PRELOAD: torch's symbolic-shape helpers (and sympy), which the meta
+# kernels of nearly every model import on first use (torch.randn, a convolution: 0.2 s), once rather than per worker.
+FORKSERVER_EXTRA = ("torch.fx.experimental.symbolic_shapes",)
+FROZEN = "opassess.isolation.preloaded"  # imported last: freezes what the forkserver imported (see its docstring)
+
 # Libraries a model file may import that take seconds to import: when the models of a run import one, the forkserver
 # imports it once (it runs no model code) and every worker inherits it, instead of each worker importing it again.
 WARM = ("torchvision", "transformers", "timm")
 
 
 def preload_for(targets: Sequence[str]) -> tuple[str, ...]:
-    """PRELOAD, plus the WARM libraries that the model files import and that are installed: found statically, from
-    the files' import statements (nothing is run; a file that cannot be read or parsed adds nothing)."""
+    """PRELOAD and FORKSERVER_EXTRA, plus the WARM libraries that the model files import and that are installed (found
+    statically, from the files' import statements: nothing is run; a file that cannot be read or parsed adds nothing),
+    then FROZEN."""
     import ast
     import importlib.util
 
@@ -98,7 +104,8 @@ def preload_for(targets: Sequence[str]) -> tuple[str, ...]:
                 wanted.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 wanted.add(node.module.split(".")[0])
-    return PRELOAD + tuple(name for name in WARM if name in wanted and importlib.util.find_spec(name) is not None)
+    warm = tuple(name for name in WARM if name in wanted and importlib.util.find_spec(name) is not None)
+    return (*PRELOAD, *FORKSERVER_EXTRA, *warm, FROZEN)
 
 
 # Workers are killed once their result has arrived (their group with them), so a semaphore that a library they

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from opassess.cli import app
+from tests.portfolio.test_portfolio_limits import WORKER_FACTS
 from tests.support import ROOT
 
 pytestmark = pytest.mark.slow  # a Ray head and real runs of the CLI: `make test-fast` leaves them out
@@ -234,9 +235,10 @@ def test_each_node_scans_its_models_in_one_warm_scanner(tmp_path, ray_head, monk
 
     zoo = tmp_path / "zoo"
     zoo.mkdir()
-    for width in (8, 16, 24, 32):
+    for width in (8, 16, 24):
         (zoo / f"mlp{width}.py").write_text(textwrap.dedent(GOOD).replace("width()", str(width)).replace(
             "from helpers import width  # beside the model file: its folder travels with it\n", ""))
+    (zoo / "mlp32.py").write_text(WORKER_FACTS)  # its class is named after the worker it was built in
     monkeypatch.chdir(tmp_path)
     models, _ = expand_targets(["zoo"])
     options = PortfolioOptions(targets=(), scan=ScanOptions(target=""), out_dir=tmp_path / "out", timeout=120)
@@ -249,6 +251,8 @@ def test_each_node_scans_its_models_in_one_warm_scanner(tmp_path, ray_head, monk
         assert status == "ok", texts
         document = json.loads(texts["json"])
         assert document["model"]["source"] == f"zoo/{name}.py" and document["summary"]["operator_types"] > 0
+        if name == "mlp32":  # a warm, frozen forkserver, and Ray's worker script not run again in each worker
+            assert document["model"]["class"] == "main_once_frozen_shapes"
     [(scanner, forkserver)] = set(executor.processes.values())  # the same two processes for every model
     assert len(executor.processes) == 4 and os.getpid() not in (scanner, forkserver)
     assert forkserver not in (0, scanner)
