@@ -34,7 +34,15 @@ from ..messages import N_, Text
 from .records import ModelResult, PortfolioEvent, PortfolioOptions
 from .shipping import relocate_options, restore, stage
 from .targets import ModelTarget
-from .workers import Finish, capture_in_worker, preload_for, render_outcome, warm_context, worker_setup
+from .workers import (
+    Finish,
+    capture_in_worker,
+    preload_for,
+    render_outcome,
+    warm_assessor,
+    warm_context,
+    worker_setup,
+)
 
 _GUARD = 60.0  # seconds past a model's --timeout before the driver cancels its task (its node enforces the timeout)
 _POLL = 0.5  # seconds between checks while waiting on tasks
@@ -182,6 +190,8 @@ class RayExecutor:
                 notify(PortfolioEvent("start", model.name, done, total))
 
         try:
+            submit()
+            warm_assessor(options)  # while the node scanners start: what assessing their results takes
             while queue or running:
                 submit()
                 if not running:  # every scanner is gone (its node lost): the rest cannot be scanned

@@ -52,6 +52,24 @@ def worker_setup(options: PortfolioOptions, models: int, *, cwd: str | None = No
     return WorkerSetup(where=(cwd or os.getcwd(), dict(os.environ), sys_path), memory_cap=options.memory_cap(models))
 
 
+def warm_assessor(options: PortfolioOptions) -> None:
+    """Import and load here what assessing a capture takes (torch, whose dispatcher the classifier asks about ATen
+    ops; the stages; the knowledge base and the weights), once the first models have been sent off: it then runs
+    beside their start (a forkserver importing torch, a Ray node scanner starting) instead of after the first capture
+    arrives (1 s of a 40-model portfolio). A broken KB or weights file is left for the assessment to report."""
+    from ..kb import load_kb
+    from ..score.weights_load import load_weights
+    from ..startup import imports_without_gc
+
+    with imports_without_gc() if "torch" not in sys.modules else contextlib.nullcontext():
+        import torch  # noqa: F401
+
+        from .. import pipeline  # noqa: F401
+    with contextlib.suppress(OpassessError):
+        load_kb(options.scan.kb_dir)
+        load_weights(options.scan.weights, options.scan.profile)
+
+
 def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioOptions,
                    restore: Callable[[str], str] = str) -> tuple[str, Any]:
     """In the parent: ('ok', {format: text}) from the worker's checked capture (classified, scored and rendered
@@ -142,6 +160,7 @@ class LocalWorkers:
         setup = worker_setup(options, len(pending))
         queue = list(pending)
         running: list[tuple[ModelTarget, Job]] = []
+        warm = False
         try:
             while queue or running:
                 while queue and len(running) < max(1, options.jobs):
@@ -149,6 +168,9 @@ class LocalWorkers:
                     running.append((model, Job(context, capture_body, (model.scan_options(options.scan), setup),
                                                name=f"opassess-{model.name}", timeout=options.timeout)))
                     notify(PortfolioEvent("start", model.name, done, total))
+                if not warm:  # the first workers are starting: what assessing them takes is loaded meanwhile
+                    warm_assessor(options)
+                    warm = True
                 wait_for = min(max(0.0, min(job.deadline for _, job in running) - time.monotonic()), POLL)
                 mp_connection.wait([handle for _, job in running for handle in job.handles()], wait_for)
                 for model, job in list(running):

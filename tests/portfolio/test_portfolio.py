@@ -310,3 +310,18 @@ def test_the_porting_order_says_its_figures_are_sums_of_the_most_likely_values()
         assert "sums of the most likely values, not P50" in order
         zh = render_portfolio(portfolio, fmt, language="zh-CN")
         assert "最可能值之和，不是 P50" in zh
+
+
+def test_the_assessor_is_warmed_once_while_the_first_workers_start(tmp_path, model_file, monkeypatch):
+    """What assessing takes (torch, the stages, the KB) is loaded once the first workers are started, before their
+    captures are assessed: beside the forkserver's start rather than after it."""
+    from opassess.portfolio import workers
+
+    seen: list[str] = []
+    warm, render = workers.warm_assessor, workers.render_outcome
+    monkeypatch.setattr(workers, "warm_assessor", lambda opts: (seen.append("warm"), warm(opts))[1])
+    monkeypatch.setattr(workers, "render_outcome", lambda *a, **k: (seen.append("assess"), render(*a, **k))[1])
+    models = [model_file(TINY.format(out=n), f"m{n}.py") for n in (2, 3, 4)]
+    portfolio = scan_portfolio(options(tmp_path, models))
+    assert [r.status for r in portfolio.results] == ["ok"] * 3
+    assert seen == ["warm", "assess", "assess", "assess"]
