@@ -281,9 +281,12 @@ def _reached_files(options: ScanOptions, inventory: Inventory, root: str) -> set
     return out
 
 
-def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progress = _noop) -> Assessment:
+def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progress = _noop,
+                   start: float | None = None) -> Assessment:
     """`opassess source PATH...`: the source scan alone as an Assessment (no model, no operators), costed and placed
-    on the risk grid like a model's; the model-level activities are left out (there is no model to bring up)."""
+    on the risk grid like a model's; the model-level activities are left out (there is no model to bring up).
+    `start`: the seconds the process ran before this (the command's interpreter start and imports), the first of the
+    report's `seconds`, which then add up to the wall time up to the report's rendering."""
     from .kb import format_version, load_kb
     from .records import Capture, ModelInfo
     from .score.estimate import estimate
@@ -292,14 +295,16 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     from .source import scan_sources
     from .vocabulary import NO_CAPTURE
 
+    started = time.perf_counter()
+    seconds = {} if start is None else {"start": start}
     weights = load_weights(options.weights, options.profile)
     kb = load_kb(options.kb_dir)
     product = kb.resolve_product(options.product)
     torch_version = format_version(kb.resolve_version(options.torch_npu))
-    started = time.perf_counter()
     progress(f"scanning the source of {len(paths)} path(s)")
     scan = scan_sources(paths, product=kb.product(options.product).kernel)
-    seconds = {"source": time.perf_counter() - started}
+    seconds["source"] = time.perf_counter() - started  # the facts it is judged by loaded too
+    started = time.perf_counter()
     root = Path(scan.root)
     model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",
                       class_name=root.name or scan.root, parameters=0, dtype="", inputs=(), label=options.label)
@@ -308,6 +313,7 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     inventory = Inventory(model=model, capture=capture, operators=())
     result = estimate((), inventory, weights, source=estimate_sources(scan.findings, (), weights, scan.root),
                       model_level=False)
+    seconds["estimate"] = time.perf_counter() - started
     return Assessment(tool_version=__version__, model=model, capture=capture, inventory=inventory, target=product,
                       torch_version=torch_version, kb_version=kb.version, classified=(), estimate=result,
                       findings=(), weights_source=str(weights.source), seconds=seconds,

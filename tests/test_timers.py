@@ -43,3 +43,17 @@ def test_a_portfolio_model_s_seconds_include_its_worker(tmp_path):
     for name in ("a", "b"):
         seconds = json.loads((out / f"{name}.json").read_text())["seconds"]
         assert list(seconds)[:5] == ["worker", "load", "trace", "transfer", "classify"], seconds
+
+
+def test_a_source_scan_s_seconds_add_up_to_its_wall_time(tmp_path):
+    """`opassess source`: the process's start (interpreter and imports), the scan, the estimate."""
+    (tmp_path / "train.py").write_text("import torch\ntorch.cuda.synchronize()\nx = torch.zeros(2).cuda()\n")
+    report = tmp_path / "r.json"
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "opassess", "source", str(tmp_path), "-f", "json", "-o", str(report), "-q"],
+                   check=True, timeout=300, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    wall = time.monotonic() - started
+    seconds = json.loads(report.read_text())["seconds"]
+    assert list(seconds) == ["start", "source", "estimate"] and seconds["start"] > 0, seconds
+    total = sum(seconds.values())
+    assert total <= wall and wall - total < max(1.0, 0.2 * wall), (total, wall, seconds)

@@ -62,6 +62,7 @@ def source_command(
 
     Exit codes: 0 ok, 1 an error (a path that does not exist, a bad weights file), 2 bad usage, 3 a gate was breached.
     """
+    from ..isolation.worker import process_age
     from ..options import OutputOptions, ScanOptions
     from ..pipeline import assess_sources
 
@@ -75,4 +76,5 @@ def source_command(
         given = tuple(str(p) for p in paths)
         options = ScanOptions(target=given[0], product=product, torch_npu=torch_npu, weights=weights, kb_dir=kb,
                               label=label, language=report_language(lang), profile=profile, source=given)
-        _scan_one(options, out, policy, run=lambda opts, progress: assess_sources(opts.source, opts, progress))
+        _scan_one(options, out, policy,
+                  run=lambda opts, progress: assess_sources(opts.source, opts, progress, start=process_age()))
