@@ -7,15 +7,19 @@ dealt to the two sides by size, largest first), sends back each file's result as
 reason it was skipped, its line count) through a pipe and exits; this process scans the rest meanwhile, then reads
 the child's results and puts every file back in its place, so the scan is the one a single process makes, byte for
 byte. Nothing a file holds is imported or run, in either process. A child that fails (killed, out of memory, an
-answer that does not read back) is waited for and its files are scanned here: the same result, only later.
+answer that does not read back, no answer in time) is stopped and its files are scanned here: the same result, only
+later.
 """
 from __future__ import annotations
 
 import gc
 import json
 import os
+import selectors
 import signal
 import sys
+import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from typing import Any
 from .records import KernelSize, Site
 
 FORK_BYTES = 512 * 1024  # Python source below this is scanned here alone (a fork and the JSON cost ~0.05 s)
+CHILD_GRACE = 30.0  # seconds the child may take beyond this side's share before its files are scanned here
 
 # one file's scan: its sites, its absolute imports (file, module, line), why it was skipped (None: scanned), its lines
 FileResult = tuple[list[Site], list[tuple[str, str, int]], str | None, int]
@@ -57,37 +62,52 @@ def scan_files(jobs: Sequence[tuple[Path, str]], sizes: Sequence[int], scan_one:
         try:
             os.close(read_end)
             gc.disable()  # a short life: what it allocates is freed when it exits
-            answer = json.dumps([_encoded(scan_one(*jobs[index])) for index in theirs]).encode()
+            # it writes nowhere but the pipe: not even a SyntaxWarning about a scanned file to a stderr whose lock
+            # another thread of the parent (a progress spinner) may have held when it forked
+            warnings.simplefilter("ignore")
+            sent = json.dumps([_encoded(scan_one(*jobs[index])) for index in theirs]).encode()
             with os.fdopen(write_end, "wb") as out:
-                out.write(answer)
+                out.write(sent)
             code = 0
         finally:
             os._exit(code)
     os.close(write_end)
     results: dict[int, FileResult] = {}
-    finished = False
+    answer: bytes | None = None
+    started = time.monotonic()
     try:
         for index in mine:
             results[index] = scan_one(*jobs[index])
-        answer = _read_all(read_end)
-        finished = True
+        mine_took = time.monotonic() - started
+        # the child has as much to do: it gets that again four times over (at least CHILD_GRACE s) before this side
+        # stops waiting and scans its files too; a child that hangs costs time, never the scan
+        answer = _read_all(read_end, time.monotonic() + max(CHILD_GRACE, 4 * mine_took))
     finally:
         os.close(read_end)
-        if not finished:  # interrupted, or this side failed: the child's work is not wanted
+        if answer is None:  # interrupted, this side failed, or the child is too late: its work is not wanted
             os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
-    decoded = _decoded(answer, len(theirs)) if os.waitstatus_to_exitcode(status) == 0 else None
+    decoded = _decoded(answer, len(theirs)) if answer is not None and os.waitstatus_to_exitcode(status) == 0 \
+        else None
     if decoded is None:  # the child failed: its files scanned here
         decoded = [scan_one(*jobs[index]) for index in theirs]
     results.update(zip(theirs, decoded, strict=True))
     return [results[index] for index in range(len(jobs))]
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _read_all(fd: int, deadline: float) -> bytes | None:
+    """What the child writes until it closes the pipe, or None when that has not happened by `deadline`."""
+    chunks: list[bytes] = []
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return None
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
 
 
 def _encoded(result: FileResult) -> list[Any]:

@@ -62,6 +62,18 @@ def test_a_failing_child_s_files_are_scanned_here(tree, monkeypatch):
     assert _scan(tree, monkeypatch, 0) == alone
 
 
+@needs_two_cores
+def test_a_child_that_hangs_is_stopped_and_its_files_scanned_here(tree, monkeypatch):
+    import time
+
+    alone = _scan(tree, monkeypatch, 10**12)
+    monkeypatch.setattr(split, "CHILD_GRACE", 0.5)
+    monkeypatch.setattr(split, "_encoded", lambda result: time.sleep(3600))  # the child never answers
+    started = time.monotonic()
+    assert _scan(tree, monkeypatch, 0) == alone
+    assert time.monotonic() - started < 60
+
+
 def test_the_child_s_answer_reads_back_or_not_at_all():
     site = Site("a.py", 3, "k[grid](x)", "triton-kernel", "k", (("name", "k"), ("flag", "atomic_add:int64")),
                 KernelSize(7, 1, ("arange", "load")))
