@@ -1,10 +1,11 @@
 """The command line's entry point: the `opassess` script and `python -m opassess` (its imports made with the garbage
 collector paused, then the collector tuned for a command: startup.py)."""
-from .startup import imports_without_gc, tune_for_command
+from .startup import enter_command, imports_without_gc, tune_for_command
 
 
 def run() -> None:
     """Import the command line, then run it (cli.run ends the process with its exit code)."""
+    enter_command()
     with imports_without_gc():
         from .cli import run as command
     tune_for_command()

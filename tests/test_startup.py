@@ -26,7 +26,8 @@ print(json.dumps({**seen, "default": before[0]}))
 
 BLOCK = '''
 import gc, json
-from opassess.startup import imports_without_gc
+from opassess.startup import enter_command, imports_without_gc
+enter_command()
 seen = []
 for enabled in (True, False):
     gc.enable() if enabled else gc.disable()
@@ -53,6 +54,18 @@ def test_the_entry_point_runs_the_command_with_a_tuned_collector():
 
 def test_imports_pause_the_collector_and_restore_it_as_it_was():
     assert _run(BLOCK) == [[False, True, True], [False, False, True]]
+
+
+def test_outside_the_command_the_collector_is_the_caller_s():
+    """A library caller (a test, a notebook) that starts a scan keeps its collector: nothing paused, nothing frozen
+    (a frozen heap would keep the caller's garbage cycles for good), its thresholds as they were."""
+    code = ("import gc, json\n"
+            "from opassess.startup import imports_without_gc, tune_for_command\n"
+            "with imports_without_gc():\n"
+            "    inside = gc.isenabled()\n"
+            "tune_for_command()\n"
+            "print(json.dumps([inside, gc.get_freeze_count(), gc.get_threshold()[0]]))")
+    assert _run(code) == [True, 0, 700]
 
 
 def test_importing_the_package_leaves_the_collector_alone():

@@ -65,6 +65,7 @@ def source_command(
     from ..isolation.worker import process_age
     from ..options import OutputOptions, ScanOptions
     from ..pipeline import assess_sources
+    from ..startup import in_command
 
     with reporting_errors(debug):
         if "graph-break" in (fail_on or ()):  # no model runs here: the gate could never fire
@@ -77,4 +78,5 @@ def source_command(
         options = ScanOptions(target=given[0], product=product, torch_npu=torch_npu, weights=weights, kb_dir=kb,
                               label=label, language=report_language(lang), profile=profile, source=given)
         _scan_one(options, out, policy,
-                  run=lambda opts, progress: assess_sources(opts.source, opts, progress, start=process_age()))
+                  run=lambda opts, progress: assess_sources(opts.source, opts, progress,
+                                                            start=process_age() if in_command() else None))

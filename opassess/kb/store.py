@@ -400,10 +400,14 @@ def load_kb(path: Path | None = None) -> KnowledgeBase:
     signature = _signature(key)
     held = _LOADED.get(key)
     if held is not None and held[0] == signature:
+        _LOADED[key] = _LOADED.pop(key)  # the most recently used, kept longest
         return held[1]
     kb = KnowledgeBase(directory, rules, codes, overlay)
     _ = kb.provenance, kb.rules  # fail early on a broken table, and validate the curated rules against the facts
+    _LOADED.pop(key, None)
     _LOADED[key] = (signature, kb)
+    while len(_LOADED) > KEPT:  # the least recently used goes
+        del _LOADED[next(iter(_LOADED))]
     return kb
 
 
@@ -411,6 +415,7 @@ def load_kb(path: Path | None = None) -> KnowledgeBase:
 # assesses every model against the same one, which took 0.07 s of JSON and TOML to load (3 s for 40 models), so it is
 # loaded once and loaded again only when a file it reads has changed (`opassess kb import`, a test's own KB folder).
 _LOADED: dict[tuple[Path, Path, Path, Path | None], tuple[tuple, KnowledgeBase]] = {}
+KEPT = 4  # knowledge bases kept loaded (a process uses one, a test session a few folders of its own)
 
 
 def _signature(key: tuple[Path, Path, Path, Path | None]) -> tuple:

@@ -54,11 +54,10 @@ def worker_setup(options: PortfolioOptions, models: int, *, cwd: str | None = No
 
 def warm_assessor(options: PortfolioOptions) -> None:
     """Import and load here what assessing a capture takes (torch, whose dispatcher the classifier asks about ATen
-    ops; the stages; the knowledge base and the weights), once the first models have been sent off: it then runs
+    ops; the stages; the knowledge base, which load_kb keeps), once the first models have been sent off: it then runs
     beside their start (a forkserver importing torch, a Ray node scanner starting) instead of after the first capture
-    arrives (1 s of a 40-model portfolio). A broken KB or weights file is left for the assessment to report."""
+    arrives (1 s of a 40-model portfolio). A broken KB is left for the assessment to report."""
     from ..kb import load_kb
-    from ..score.weights_load import load_weights
     from ..startup import imports_without_gc
 
     with imports_without_gc() if "torch" not in sys.modules else contextlib.nullcontext():
@@ -67,7 +66,6 @@ def warm_assessor(options: PortfolioOptions) -> None:
         from .. import pipeline  # noqa: F401
     with contextlib.suppress(OpassessError):
         load_kb(options.scan.kb_dir)
-        load_weights(options.scan.weights, options.scan.profile)
 
 
 def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioOptions,

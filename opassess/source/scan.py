@@ -160,11 +160,12 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
     skipped: list[SkippedFile] = []
     scanned: list[str] = []
     total = 0
-    python = [(path, _relative(path, root_path)) for path in files if path.suffix in PYTHON_SUFFIXES]
-    scanned_python = iter(scan_files(python, [_size(path) for path, _ in python],
-                                     lambda path, rel: _scan_python_file(path, rel, facts, known)))
+    relative = {path: _relative(path, root_path) for path in files}
+    python = [(path, relative[path]) for path in files if path.suffix in PYTHON_SUFFIXES]
+    sizes = [size if (size := _size(path)) <= PYTHON_LIMIT else 0 for path, _ in python]  # over the limit: not parsed
+    scanned_python = iter(scan_files(python, sizes, lambda path, rel: _scan_python_file(path, rel, facts, known)))
     for path in files:
-        rel = _relative(path, root_path)
+        rel = relative[path]
         if path.suffix in PYTHON_SUFFIXES:
             sites, found, reason, lines = next(scanned_python)
             if reason is not None:

@@ -35,11 +35,14 @@ ScanOne = Callable[[Path, str], FileResult]
 
 
 def _two_cores() -> bool:
-    if not hasattr(os, "fork") or not sys.platform.startswith("linux"):
+    """Whether a child may be forked to scan beside this process: Linux, two usable cores, children this process
+    reaps itself (SIGCHLD not ignored), and no OPASSESS_IN_PROCESS=1 (a debugger: everything in one process, as
+    isolation/scan.py does for a model)."""
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or os.environ.get("OPASSESS_IN_PROCESS") == "1":
         return False
     try:
-        return len(os.sched_getaffinity(0)) > 1
-    except OSError:
+        return len(os.sched_getaffinity(0)) > 1 and signal.getsignal(signal.SIGCHLD) != signal.SIG_IGN
+    except (OSError, ValueError):
         return False
 
 
@@ -55,8 +58,18 @@ def scan_files(jobs: Sequence[tuple[Path, str]], sizes: Sequence[int], scan_one:
         sides[side].append(index)
         load[side] += sizes[index] + 1
     mine, theirs = sorted(sides[0]), sorted(sides[1])
-    read_end, write_end = os.pipe()
-    pid = os.fork()
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:  # no file descriptor left: one process
+        return [scan_one(path, rel) for path, rel in jobs]
+    try:
+        pid = os.fork()
+    except BaseException as exc:  # no process left (EAGAIN, ENOMEM, a sandbox), or interrupted: one process
+        os.close(read_end)
+        os.close(write_end)
+        if not isinstance(exc, OSError):
+            raise
+        return [scan_one(path, rel) for path, rel in jobs]
     if pid == 0:  # the child: its share, as JSON, then gone (no cleanup of the parent's state runs here)
         code = 1
         try:
@@ -86,9 +99,11 @@ def scan_files(jobs: Sequence[tuple[Path, str]], sizes: Sequence[int], scan_one:
         os.close(read_end)
         if answer is None:  # interrupted, this side failed, or the child is too late: its work is not wanted
             os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    decoded = _decoded(answer, len(theirs)) if answer is not None and os.waitstatus_to_exitcode(status) == 0 \
-        else None
+        try:
+            ended = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        except ChildProcessError:  # reaped by someone else (a host process's waitpid(-1)): the answer speaks
+            ended = True
+    decoded = _decoded(answer, len(theirs)) if answer is not None and ended else None
     if decoded is None:  # the child failed: its files scanned here
         decoded = [scan_one(*jobs[index]) for index in theirs]
     results.update(zip(theirs, decoded, strict=True))

@@ -26,3 +26,14 @@ def test_a_changed_file_is_read_again(tmp_path):
     assert again is not first and again.version == first.version
     (folder / "extra.json").write_text("{}")  # a file added to the folder counts too
     assert load_kb(folder) is not again
+
+
+def test_only_the_most_recently_used_are_kept(tmp_path, monkeypatch):
+    from opassess.kb import store
+
+    monkeypatch.setattr(store, "KEPT", 1)
+    for name in ("a", "b"):
+        shutil.copytree(data_path("kb"), tmp_path / name)
+    first = load_kb(tmp_path / "a")
+    load_kb(tmp_path / "b")
+    assert load_kb(tmp_path / "a") is not first  # dropped when b came in: loaded again

@@ -74,6 +74,41 @@ def test_a_child_that_hangs_is_stopped_and_its_files_scanned_here(tree, monkeypa
     assert time.monotonic() - started < 60
 
 
+@needs_two_cores
+def test_no_fork_no_child_and_a_child_reaped_elsewhere_change_nothing(tree, monkeypatch):
+    """A fork the system refuses, SIGCHLD ignored (the kernel reaps children itself), OPASSESS_IN_PROCESS=1 (a
+    debugger) and a child some other waitpid(-1) reaped: the scan is the one-process scan, no descriptor left open."""
+    import signal
+
+    alone = _scan(tree, monkeypatch, 10**12)
+    open_fds = len(os.listdir("/proc/self/fd"))
+    real_fork, real_waitpid = os.fork, os.waitpid
+
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(split.os, "fork", refused)
+    assert _scan(tree, monkeypatch, 0) == alone
+    assert len(os.listdir("/proc/self/fd")) == open_fds
+    monkeypatch.setattr(split.os, "fork", lambda: pytest.fail("forked"))
+    monkeypatch.setenv("OPASSESS_IN_PROCESS", "1")
+    assert _scan(tree, monkeypatch, 0) == alone
+    monkeypatch.delenv("OPASSESS_IN_PROCESS")
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert _scan(tree, monkeypatch, 0) == alone
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+
+    def reaped_elsewhere(pid, options):
+        real_waitpid(pid, options)
+        raise ChildProcessError(10, "No child processes")
+
+    monkeypatch.setattr(split.os, "fork", real_fork)
+    monkeypatch.setattr(split.os, "waitpid", reaped_elsewhere)
+    assert _scan(tree, monkeypatch, 0) == alone
+
+
 def test_the_child_s_answer_reads_back_or_not_at_all():
     site = Site("a.py", 3, "k[grid](x)", "triton-kernel", "k", (("name", "k"), ("flag", "atomic_add:int64")),
                 KernelSize(7, 1, ("arange", "load")))
