@@ -15,7 +15,7 @@ from .native import NATIVE_SUFFIXES, scan_native
 from .package import extension_size, extension_sources, link_own, own_modules
 from .python import scan_python
 from .records import BUILT_KINDS, Site, SkippedFile, SourceScan
-from .split import FileResult, scan_files
+from .split import OUT_OF_MEMORY, FileResult, scan_files
 
 # Directories never entered: environments, installed packages, VCS data, caches and build output.
 SKIP_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__", "build", "dist",
@@ -100,8 +100,10 @@ def _scan_python_file(path: Path, rel: str, facts: SourceFacts, known: Callable[
     imports: list[tuple[str, str, int]] = []
     try:
         sites = scan_python(text, rel, facts, known, imports)
-    except (RecursionError, MemoryError):
+    except RecursionError:
         return [], [], "not parsable as Python: nested too deep", 0
+    except MemoryError:
+        return [], [], OUT_OF_MEMORY, 0
     except (SyntaxError, ValueError) as exc:
         lineno = getattr(exc, "lineno", None)
         line = f" at line {lineno}" if lineno else ""

@@ -28,6 +28,9 @@ from .records import KernelSize, Site
 
 FORK_BYTES = 512 * 1024  # Python source below this is scanned here alone (a fork and the JSON cost ~0.05 s)
 CHILD_GRACE = 30.0  # seconds the child may take beyond this side's share before its files are scanned here
+# the reason a file was not scanned when parsing it ran out of memory: from the child, its files are scanned here
+# again (two syntax trees at once were the pressure), so the scan is the one-process scan
+OUT_OF_MEMORY = "not parsed: out of memory while parsing it"
 
 # one file's scan: its sites, its absolute imports (file, module, line), why it was skipped (None: scanned), its lines
 FileResult = tuple[list[Site], list[tuple[str, str, int]], str | None, int]
@@ -78,7 +81,10 @@ def scan_files(jobs: Sequence[tuple[Path, str]], sizes: Sequence[int], scan_one:
             # it writes nowhere but the pipe: not even a SyntaxWarning about a scanned file to a stderr whose lock
             # another thread of the parent (a progress spinner) may have held when it forked
             warnings.simplefilter("ignore")
-            sent = json.dumps([_encoded(scan_one(*jobs[index])) for index in theirs]).encode()
+            share = [scan_one(*jobs[index]) for index in theirs]
+            if any(reason == OUT_OF_MEMORY for _, _, reason, _ in share):
+                raise MemoryError("a file of the child's share")  # exit 1: scanned again on the other side
+            sent = json.dumps([_encoded(result) for result in share]).encode()
             with os.fdopen(write_end, "wb") as out:
                 out.write(sent)
             code = 0

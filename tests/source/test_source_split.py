@@ -109,6 +109,23 @@ def test_no_fork_no_child_and_a_child_reaped_elsewhere_change_nothing(tree, monk
     assert _scan(tree, monkeypatch, 0) == alone
 
 
+@needs_two_cores
+def test_a_file_the_child_ran_out_of_memory_on_is_scanned_here(tree, monkeypatch):
+    from opassess.source import scan as scan_module
+
+    alone = _scan(tree, monkeypatch, 10**12)
+    real = scan_module.scan_python
+    parent = os.getpid()
+
+    def pressed(text, file, *args, **kwargs):
+        if os.getpid() != parent and file.endswith("copy_3.py"):
+            raise MemoryError
+        return real(text, file, *args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "scan_python", pressed)
+    assert _scan(tree, monkeypatch, 0) == alone
+
+
 def test_the_child_s_answer_reads_back_or_not_at_all():
     site = Site("a.py", 3, "k[grid](x)", "triton-kernel", "k", (("name", "k"), ("flag", "atomic_add:int64")),
                 KernelSize(7, 1, ("arange", "load")))
