@@ -13,6 +13,7 @@ from .vocabulary import EXPORTERS, GRAPH_BACKENDS, GRAPH_MODES, ROUTES
 DEFAULT_PRODUCT = "Atlas A2"  # the Ascend product assessed against when --target is not given
 DEVICES = ("meta", "cpu")  # where the model is built and run (--device)
 AMP_DTYPES = ("bf16", "fp16")  # autocast dtypes of a training step (--amp)
+IN_PROCESS_ENV = "OPASSESS_IN_PROCESS"  # =1: everything in this process, for a debugger (no worker, no fork)
 
 
 @dataclass(frozen=True)

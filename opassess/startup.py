@@ -34,7 +34,7 @@ def in_command() -> bool:
 @contextlib.contextmanager
 def imports_without_gc() -> Iterator[None]:
     """In the command's process: the collector paused while the block runs (imports), what exists afterwards frozen,
-    the collector as it was. Elsewhere: the block alone."""
+    the collector as it was (again and again: freezing what is frozen costs nothing). Elsewhere: the block alone."""
     if not in_command():
         yield
         return

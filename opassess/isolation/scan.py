@@ -8,7 +8,6 @@ OPASSESS_IN_PROCESS=1 runs the model in the CLI process instead, for a debugger 
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
 import multiprocessing
 import os
@@ -18,6 +17,7 @@ from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..options import IN_PROCESS_ENV
 from .process import Job
 
 if TYPE_CHECKING:
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from ..report.view import View
 from .worker import DEFAULT_TIMEOUT, PRELOAD, WorkerSetup, assess_outcome, capture_body, process_age
 
-IN_PROCESS_ENV = "OPASSESS_IN_PROCESS"
 __all__ = ["DEFAULT_TIMEOUT", "finish_assessment", "in_process", "start_assessment"]
 
 
@@ -40,8 +39,7 @@ def start_assessment(options: ScanOptions, *, timeout: float, debug: bool) -> Jo
     from ..pipeline import preflight
     from ..startup import imports_without_gc
 
-    # torch's first import in this process: with the collector paused, then frozen (and shared with the worker)
-    with imports_without_gc() if "torch" not in sys.modules else contextlib.nullcontext():
+    with imports_without_gc():  # torch's, in the command: frozen, and shared with the worker
         for name in PRELOAD:
             importlib.import_module(name)
     preflight(options)  # a bad --weights, --kb, --target or --source fails before any model code runs

@@ -60,7 +60,7 @@ def warm_assessor(options: PortfolioOptions) -> None:
     from ..kb import load_kb
     from ..startup import imports_without_gc
 
-    with imports_without_gc() if "torch" not in sys.modules else contextlib.nullcontext():
+    with imports_without_gc():
         import torch  # noqa: F401
 
         from .. import pipeline  # noqa: F401

@@ -87,9 +87,10 @@ def _unreadable(exc: SourceScanError, path: Path) -> str:
     return "unreadable: " + str(exc).removeprefix(f"{path}: cannot read source file: ")
 
 
-def _scan_python_file(path: Path, rel: str, facts: SourceFacts, known: Callable[[str], bool]) -> FileResult:
-    """One Python file's sites and imports, why it was skipped (None: it was scanned) and its line count."""
-    size = _size(path)
+def _scan_python_file(path: Path, rel: str, size: int, facts: SourceFacts, known: Callable[[str], bool]
+                      ) -> FileResult:
+    """One Python file (`size` bytes) scanned: its sites and imports, why it was skipped (None: it was scanned) and its
+    line count."""
     if size > PYTHON_LIMIT:
         return [], [], (f"not parsed: {size / 2**20:.1f} MiB, over the {PYTHON_LIMIT // 2**20} MiB a Python source may "
                         "have (generated code?)"), 0
@@ -164,8 +165,9 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
     total = 0
     relative = {path: _relative(path, root_path) for path in files}
     python = [(path, relative[path]) for path in files if path.suffix in PYTHON_SUFFIXES]
-    sizes = [size if (size := _size(path)) <= PYTHON_LIMIT else 0 for path, _ in python]  # over the limit: not parsed
-    scanned_python = iter(scan_files(python, sizes, lambda path, rel: _scan_python_file(path, rel, facts, known)))
+    sizes = {path: _size(path) for path, _ in python}
+    scanned_python = iter(scan_files(python, [size if size <= PYTHON_LIMIT else 0 for size in sizes.values()],
+                                     lambda path, rel: _scan_python_file(path, rel, sizes[path], facts, known)))
     for path in files:
         rel = relative[path]
         if path.suffix in PYTHON_SUFFIXES:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..options import IN_PROCESS_ENV
 from .records import KernelSize, Site
 
 FORK_BYTES = 512 * 1024  # Python source below this is scanned here alone (a fork and the JSON cost ~0.05 s)
@@ -41,7 +42,7 @@ def _two_cores() -> bool:
     """Whether a child may be forked to scan beside this process: Linux, two usable cores, children this process
     reaps itself (SIGCHLD not ignored), and no OPASSESS_IN_PROCESS=1 (a debugger: everything in one process, as
     isolation/scan.py does for a model)."""
-    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or os.environ.get("OPASSESS_IN_PROCESS") == "1":
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or os.environ.get(IN_PROCESS_ENV) == "1":
         return False
     try:
         return len(os.sched_getaffinity(0)) > 1 and signal.getsignal(signal.SIGCHLD) != signal.SIG_IGN
