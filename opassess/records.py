@@ -383,8 +383,7 @@ class Estimate:
 class Finding:
     """A performance-work pattern found in the graph."""
 
-    kind: str  # "fusion", "attention", "rmsnorm", "rotary", "swiglu", "layout-churn", "mixed-precision",
-    #            "dynamic-shape", "compute" (share of FLOPs/bytes: impact only, not a fusion)
+    kind: str  # one of patterns.toml [kinds] (findings.patterns.FindingKind: its criterion and fused flag)
     title: str
     nodes: tuple[str, ...]  # OpNode names involved
     ops: tuple[str, ...]  # operator keys involved

@@ -5,14 +5,21 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+import opassess
 import opassess.report
+from opassess.errors import ConfigError
+from opassess.findings.patterns import FINDING_CRITERIA, shipped_patterns
 from opassess.graphmode import records as graph
 from opassess.kb import load_kb
 from opassess.perf import records as perf
 from opassess.reasons import EXCLUSION_CODES, REASONS
 from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
+from opassess.score.weights import CRITERIA
 from opassess.score.weights_decisions import DECISION_NAMES
+from opassess.score.weights_load import load_weights
 from opassess.trace import METHODS
 from opassess.vocabulary import (
     CAPTURE_STEPS,
@@ -26,6 +33,7 @@ from opassess.vocabulary import (
     CostBasis,
 )
 
+CRITERIA_NAMES = {c for names in CRITERIA.values() for c in names}
 SCHEMA = json.loads((Path(opassess.report.__file__).parent / "assessment.schema.json").read_text(encoding="utf-8"))
 
 
@@ -142,3 +150,62 @@ def test_schema_time_model_enums_are_the_time_model_vocabularies():
     penalty = defs["estimated_time"]["properties"]["penalties"]["items"]["properties"]
     assert penalty["code"]["enum"] == list(perf.PENALTIES)
     assert defs["time_by_unit"]["propertyNames"]["enum"] == list(perf.UNITS)
+
+
+# ------------------------------------------------------------------ finding kinds: declared once, in the pattern book
+
+def _kind_tables(kinds: set[str]) -> list[str]:
+    """Literal collections in opassess/ that list two or more finding kinds: a second table of the vocabulary."""
+    import ast
+
+    found = []
+    root = Path(opassess.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+                items = node.elts
+            elif isinstance(node, ast.Dict):
+                items = [k for k in node.keys if k is not None]
+            else:
+                continue
+            named = {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)} & kinds
+            if len(named) >= 2:
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}: {sorted(named)}")
+    return found
+
+
+def test_finding_kinds_are_tabled_only_in_the_pattern_book():
+    """Each kind's criterion and fused flag are patterns.toml's; scoring and the time model read them there, so a new
+    kind is one [kinds.X] entry (and its price), never a set in code kept in step by hand."""
+    book = shipped_patterns()
+    # the generic words ("fusion", "attention", "compute") also name decisions and criteria: the kinds no other
+    # vocabulary uses are the ones a second table would show
+    specific = {k for k in book.kinds if k not in CRITERIA_NAMES | set(DECISION_NAMES) | {"attention", "compute"}}
+    assert len(specific) >= 6
+    assert _kind_tables(specific) == []
+    assert _kind_tables({"rmsnorm", "swiglu"}) == [] and "rmsnorm" in specific
+
+
+def test_finding_criteria_are_score_criteria():
+    assert set(FINDING_CRITERIA) - {"impact"} <= CRITERIA_NAMES
+    book = shipped_patterns()
+    assert {k.criterion for k in book.kinds.values()} <= set(FINDING_CRITERIA)
+    assert book.criterion_of("layout-churn") == "memory_layout" and book.criterion_of("rmsnorm") == "fusion"
+    assert book.criterion_of("no-such-kind") == "fusion"  # an unlisted kind counts as a fusion, as it is priced
+    assert {"attention", "rmsnorm", "swiglu"} <= book.fused_kinds and "slow-path" not in book.fused_kinds
+    assert "compute" not in book.fused_kinds and book.criterion_of("compute") == "impact"
+
+
+def test_weights_name_only_declared_finding_kinds(tmp_path):
+    """weights.toml may price only kinds the pattern book declares: a mistyped kind is refused, not priced as an
+    unlisted one without a word."""
+    weights = load_weights()
+    assert set(weights.signals.fusion.findings) <= set(shipped_patterns().kinds)
+    cases = {"[signals.fusion.findings]\nrmsnrom = 0.4\n": "signals.fusion.findings.rmsnrom",
+             "[signals.fusion]\nno_work_findings = [\"compute\", \"computed\"]\n": "signals.fusion.no_work_findings",
+             "[decisions.precision]\noverflow_findings = [\"rms-norm\"]\n": "decisions.precision.overflow_findings"}
+    for text, key in cases.items():
+        path = tmp_path / "w.toml"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError, match=re.escape(key) + ".*unknown finding kind"):
+            load_weights(path)

@@ -16,6 +16,7 @@ import string
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from ..datafile import TomlTable
@@ -26,6 +27,20 @@ from ..resources import data_path
 from . import registry
 
 FORMAT = 1
+# What a finding kind's `criterion` may name: a score criterion of weights.toml (tests/test_vocabulary.py ties these to
+# score.weights.CRITERIA), or "impact" for a kind that describes and scores nothing (the risk matrix reads it).
+FINDING_CRITERIA = ("fusion", "memory_layout", "dtype_support", "pipeline", "impact")
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    """One [kinds.X] entry: the vocabulary of records.Finding.kind, declared once (scoring and the time model read
+    it here)."""
+
+    name: str
+    criterion: str  # one of FINDING_CRITERIA
+    fused: bool  # a fused NPU op takes the chain whole (perf: the other members' time is at risk)
+    effect: str  # the sentence a report shows
 
 
 @dataclass(frozen=True)
@@ -83,7 +98,7 @@ class PatternBook:
     source: Path
     roles: Mapping[str, Role]
     transparent: tuple[str, ...]
-    effects: Mapping[str, str]  # finding kind -> effect sentence
+    kinds: Mapping[str, FindingKind]  # every finding kind, in the file's order
     patterns: tuple[Pattern, ...]
     layout_title: str
     dynamic_titles: Mapping[str, str]  # role -> title, in checking order
@@ -98,6 +113,21 @@ class PatternBook:
     compute_title: str
     _by_key: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # op key -> role names
     _by_aten: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # dispatched roles only
+
+    @property
+    def effects(self) -> Mapping[str, str]:
+        """finding kind -> effect sentence."""
+        return {name: kind.effect for name, kind in self.kinds.items()}
+
+    @property
+    def fused_kinds(self) -> frozenset[str]:
+        """The kinds whose fused NPU op takes the chain whole."""
+        return frozenset(name for name, kind in self.kinds.items() if kind.fused)
+
+    def criterion_of(self, kind: str) -> str:
+        """The score criterion a finding of this kind raises; a kind the book does not list counts as a fusion."""
+        known = self.kinds.get(kind)
+        return known.criterion if known is not None else "fusion"
 
     def texts(self) -> tuple[str, ...]:
         """Every sentence of the file a report shows (effects and titles): the message ids the catalog translates."""
@@ -119,6 +149,18 @@ def load_patterns(path: Path | None = None) -> PatternBook:
     path = Path(path) if path is not None else data_path("patterns.toml")
     root = PatternTable.of_file(path, "pattern file", KnowledgeBaseError)
     return _Validator(path).book(root)
+
+
+@lru_cache(maxsize=1)
+def shipped_patterns() -> PatternBook:
+    """The shipped pattern book, read once per process (scoring and the weights check read its kinds)."""
+    return load_patterns()
+
+
+def unknown_kinds(kinds: Iterable[str]) -> list[str]:
+    """The finding kinds among `kinds` the shipped pattern book does not declare, in order."""
+    known = shipped_patterns().kinds
+    return [kind for kind in kinds if kind not in known]
 
 
 class PatternTable(TomlTable):
@@ -152,8 +194,8 @@ class _Validator:
         match.only("transparent")
         transparent = self.names(match, "transparent", roles)
         match.finish()
-        effects = self.effects(root.table("kinds"))
-        patterns = self.patterns(root, roles, effects)
+        kinds = self.kinds(root.table("kinds"))
+        patterns = self.patterns(root, roles, kinds)
         layout = root.table("layout")
         layout.only("title")
         layout_title = self.title(layout, "title", ("count", "permutes", "copies"))
@@ -170,7 +212,7 @@ class _Validator:
                 if defined.dispatched and key.startswith("aten::"):
                     by_aten.setdefault(key, []).append(defined.name)
         return PatternBook(
-            source=self.path, roles=roles, transparent=transparent, effects=effects, patterns=patterns,
+            source=self.path, roles=roles, transparent=transparent, kinds=kinds, patterns=patterns,
             layout_title=layout_title, dynamic_titles=dynamic_titles, shape_branch_title=shape_branch_title,
             shape_branch_markers=markers, aclop_title=aclop_title, precision_dtypes=dtypes,
             precision_title_dtype=title_dtype,
@@ -186,18 +228,26 @@ class _Validator:
                 raise table.error(name, f"missing ({why})")
         return roles
 
-    def effects(self, kinds: PatternTable) -> dict[str, str]:
-        """[kinds]: the effect sentence of every finding kind, those the code emits included."""
-        effects = {}
-        for kind in kinds.keys():
-            spec = kinds.table(kind)
-            spec.only("effect")
-            effects[kind] = spec.string("effect")
+    def kinds(self, table: PatternTable) -> dict[str, FindingKind]:
+        """[kinds]: every finding kind (those the code emits included), its criterion, fused flag and effect; an
+        effect naming a criterion ('performance.fusion: ...') names the kind's own."""
+        kinds = {}
+        for name in table.keys():
+            spec = table.table(name)
+            spec.only("criterion", "fused", "effect")
+            criterion = spec.string("criterion")
+            if criterion not in FINDING_CRITERIA:
+                raise spec.error("criterion", f"unknown criterion {criterion!r} (known: {', '.join(FINDING_CRITERIA)})")
+            effect = spec.string("effect")
+            named = effect.partition(":")[0].rpartition(".")[2]
+            if named in FINDING_CRITERIA and named != criterion:
+                raise spec.error("effect", f"names criterion {named!r}, the kind's criterion is {criterion!r}")
+            kinds[name] = FindingKind(name, criterion, spec.boolean("fused"), effect)
             spec.finish()
-        for kind, module in registry.CODE_KINDS.items():
-            if kind not in effects:
-                raise kinds.error(kind, f"missing ({module} emits this kind)")
-        return effects
+        for name, module in registry.CODE_KINDS.items():
+            if name not in kinds:
+                raise table.error(name, f"missing ({module} emits this kind)")
+        return kinds
 
     def dynamic(self, dynamic: PatternTable, roles: Mapping[str, Role]
                 ) -> tuple[dict[str, str], str, tuple[str, ...], str]:
@@ -274,14 +324,14 @@ class _Validator:
         spec.finish()
         return role
 
-    def patterns(self, root: PatternTable, roles: Mapping[str, Role], effects: Mapping[str, str]
+    def patterns(self, root: PatternTable, roles: Mapping[str, Role], kinds: Mapping[str, FindingKind]
                  ) -> tuple[Pattern, ...]:
         patterns = []
         for item in root.tables("pattern"):
             pid = item.value("id", None)  # messages name a pattern by its id once it has one: pattern[id=ffn].steps
             spec = item.renamed(f"pattern[id={pid}].") if isinstance(pid, str) else item
             spec.only("id", "kind", "title", "steps", "npu_api", "exclusive", "reject_inputs", "yields_to", "detail")
-            patterns.append(self.pattern(spec, roles, effects))
+            patterns.append(self.pattern(spec, roles, kinds))
         if not patterns:
             raise root.error("pattern", "expected at least one [[pattern]]")
         ids = Counter(p.id for p in patterns)
@@ -294,10 +344,10 @@ class _Validator:
                     raise root.error(f"pattern[id={p.id}].yields_to", f"no pattern {other!r}")
         return tuple(patterns)
 
-    def pattern(self, spec: PatternTable, roles: Mapping[str, Role], effects: Mapping[str, str]) -> Pattern:
+    def pattern(self, spec: PatternTable, roles: Mapping[str, Role], kinds: Mapping[str, FindingKind]) -> Pattern:
         pid = spec.string("id")
         kind = spec.string("kind")
-        if kind not in effects:
+        if kind not in kinds:
             raise spec.error("kind", f"{kind!r} has no [kinds.{kind}] entry")
         steps = []
         for text in spec.strings("steps"):

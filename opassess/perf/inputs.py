@@ -32,7 +32,6 @@ CUBE_ATEN = frozenset({
 NO_KERNEL_REASONS = frozenset({"view-op", "host-op"})
 EVIDENCE_CODES = frozenset({"view-op", "host-op", "kernel", "no-kernel", "decomposes"})  # what a call dispatches
 HOST_READS = frozenset({"aten::_local_scalar_dense", "aten::item"})  # a value read back to the host
-FUSED_KINDS = frozenset({"fusion", "attention", "rmsnorm", "rotary", "swiglu", "attention-variant"})
 
 
 def compute_dtype(dtypes: Sequence[str | None]) -> str | None:
@@ -169,7 +168,7 @@ def unfused_nodes(findings: Sequence[Finding], node_us: Mapping[str, float], gra
     carrying the most time is the anchor the fused op keeps; the other members' time is at risk."""
     out: dict[str, str] = {}
     for finding in findings:
-        if finding.kind not in FUSED_KINDS or not finding.npu_api:
+        if finding.kind not in graph.book.fused_kinds or not finding.npu_api:
             continue
         by_op: dict[str, float] = {}
         for name in finding.nodes:

@@ -10,7 +10,7 @@ from ..findings.patterns import load_patterns
 from ..kb.store import KnowledgeBase
 from ..messages import N_, Text
 from ..records import ClassifiedOp, Finding, Inventory
-from .inputs import FUSED_KINDS, backward_work, flag_nodes, node_work, unfused_nodes
+from .inputs import backward_work, flag_nodes, node_work, unfused_nodes
 from .model import CallWork, time_call
 from .profile import DeviceProfile, NoDeviceProfile, load_profile, product_note
 from .records import UNITS, CallTime, OperatorTime, Performance, StepTime
@@ -37,7 +37,7 @@ def call_works(inventory: Inventory, classified: Sequence[ClassifiedOp], finding
             work = node_work(graph, node, by_key.get(operator.key), frozenset(flags.get(node.name, ())))
             works.append(work)
             nodes[node.name] = node
-    members = {n for f in findings if f.kind in FUSED_KINDS and f.npu_api for n in f.nodes}
+    members = {n for f in findings if f.kind in graph.book.fused_kinds and f.npu_api for n in f.nodes}
     first = {w.node: time_call(w, profile).us for w in works if w.node in members}  # to pick each chain's anchor
     unfused = unfused_nodes(findings, first, graph)
     works = [replace(w, flags=w.flags | {"unfused"}) if w.node in unfused else w for w in works]

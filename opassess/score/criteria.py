@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from ..findings.patterns import shipped_patterns
 from ..messages import N_, Text, joined
 from ..records import ClassifiedOp, Finding, Inventory, OpScore, SubScore
 from ..vocabulary import PROJECT_KINDS, Category
 from .signals import ModelContext, OpSignals, measure_all
 from .weights import CRITERIA, DIMENSIONS, Weights
-
-# Findings whose kind speaks to a criterion other than fusion (the vocabulary of records.Finding.kind).
-_FINDING_CRITERION = {"layout-churn": "memory_layout", "mixed-precision": "dtype_support",
-                      "dynamic-shape": "pipeline"}
 
 Candidate = tuple[float, str]  # (value, what measured it)
 
@@ -80,7 +77,7 @@ def _reason_candidates(signals: OpSignals, table: Mapping[str, float]) -> list[C
 def _finding_candidates(signals: OpSignals, criterion: str, value: float) -> list[Candidate]:
     return [(value, Text(N_("%(kind)s finding: %(title)s: %(value)s"),
                          {"kind": f.kind, "title": f.message or f.title, "value": _fmt(value)}))
-            for f in signals.findings if _FINDING_CRITERION.get(f.kind) == criterion]
+            for f in signals.findings if shipped_patterns().criterion_of(f.kind) == criterion]
 
 
 # -------------------------------------------------------------------------- functional
@@ -155,7 +152,7 @@ def _fusion(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate]:
     total = 0.0
     parts: list[str] = []
     for finding in s.findings:
-        if finding.kind in _FINDING_CRITERION or finding.kind in rules.no_work_findings:
+        if shipped_patterns().criterion_of(finding.kind) != "fusion" or finding.kind in rules.no_work_findings:
             continue
         value = rules.findings.get(finding.kind, rules.unlisted_finding)
         if not finding.npu_api:  # None or "": no fused NPU API

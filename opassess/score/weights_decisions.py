@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..datafile import TomlTable
+from ..findings.patterns import unknown_kinds
 
 Triple = tuple[float, float, float]
 DECISION_NAMES = ("precision", "kernel-check", "attention", "layout")  # the causes opassess.score.decisions knows
@@ -71,6 +72,9 @@ def read_decisions(decisions: TomlTable, changes: TomlTable, triple) -> Decision
             precision = PrecisionRules(frozenset(t.strings("overflow_aten")), frozenset(t.strings("reduction_aten")),
                                        large, t.strings("overflow_findings"), t.integer("init_scale"),
                                        t.integer("growth_interval"))
+            unknown = unknown_kinds(precision.overflow_findings)
+            if unknown:
+                raise t.error("overflow_findings", f"unknown finding kind {unknown[0]!r} (patterns.toml [kinds])")
             if large < 1 or precision.init_scale < 1 or precision.growth_interval < 1:
                 raise t.error("large_reduction", "large_reduction, init_scale and growth_interval must be positive")
         t.finish()

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..datafile import TomlTable, merge_layer, read_toml
 from ..errors import ConfigError
+from ..findings.patterns import shipped_patterns, unknown_kinds
 from ..reasons import REASONS, unknown_codes
 from ..resources import shipped_path
 from ..vocabulary import CATEGORIES
@@ -134,6 +135,16 @@ def _codes(table: TomlTable, key: str) -> tuple[str, ...]:
     return codes
 
 
+def _finding_kinds(table: TomlTable, key: str, kinds: tuple[str, ...] | Mapping[str, float]) -> None:
+    """Every finding kind named is one the pattern book declares (patterns.toml [kinds]): a mistyped or unknown kind
+    would silently be priced as an unlisted one, so it is refused with the file and the key."""
+    unknown = unknown_kinds(kinds)
+    if unknown:
+        where = table.table(key) if isinstance(kinds, Mapping) else table
+        raise where.error(unknown[0] if isinstance(kinds, Mapping) else key, f"unknown finding kind {unknown[0]!r} "
+                          f"(patterns.toml [kinds] declares {', '.join(shipped_patterns().kinds)})")
+
+
 def _reason_table(table: TomlTable, key: str) -> Mapping[str, float]:
     """A table of reason code -> value from 0 to 1, every key a registered reason code."""
     values = _unit_table(table, key)
@@ -217,6 +228,8 @@ def _signals(table: TomlTable) -> SignalRules:
     t = table.table("fusion")
     fusion = FusionRules(_unit(t, "adopt_replacement"), _unit(t, "no_api_extra"), _unit(t, "unlisted_finding"),
                          _unit_table(t, "findings"), t.strings("no_work_findings"))
+    _finding_kinds(t, "findings", fusion.findings)
+    _finding_kinds(t, "no_work_findings", fusion.no_work_findings)
     t.finish()
 
     t = table.table("memory_layout")

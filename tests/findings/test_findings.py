@@ -379,6 +379,12 @@ def _edited_patterns(tmp_path: Path, old: str, new: str) -> Path:
      "roles.residual_add.same_shape: unknown key"),
     ('kind = "rotary"', 'kind = "rotation"', "pattern[id=rotary-half].kind: 'rotation' has no [kinds.rotation] entry"),
     ("top = 5", "top = 0", "compute.top: must be at least 1"),
+    ('[kinds.rotary]\ncriterion = "fusion"', '[kinds.rotary]\ncriterion = "fusoin"',
+     "kinds.rotary.criterion: unknown criterion 'fusoin'"),
+    ('[kinds.layout-churn]\ncriterion = "memory_layout"', '[kinds.layout-churn]\ncriterion = "pipeline"',
+     "kinds.layout-churn.effect: names criterion 'memory_layout', the kind's criterion is 'pipeline'"),
+    ('[kinds.swiglu]\ncriterion = "fusion"\nfused = true\n', '[kinds.swiglu]\ncriterion = "fusion"\n',
+     "kinds.swiglu.fused: missing"),
     ("format = 1", "format = 2", "format: expected 1"),
 ])
 def test_pattern_file_errors_name_the_file_and_key(tmp_path, old, new, message):
