@@ -86,16 +86,26 @@ def _signature(fn: Any):
         return None
 
 
+ATTR_ITEMS = 64  # a list argument of more items is left out of a signature (an index list, not a setting)
+ATTR_CHARS = 256  # likewise a longer string
+
+
 def call_attrs(fn: Any, args: tuple, kwargs: dict, skip_first: bool = False) -> dict[str, Any]:
-    """The non-tensor arguments of a call, named by the function's signature when Python can tell."""
+    """The non-tensor arguments of a call (scalars, lists, bools, None, dtypes), named by the function's signature
+    when Python can tell, by the operator's schema for a torch.ops call, else arg0, arg1, ...; a value over
+    ATTR_ITEMS items or ATTR_CHARS characters is left out (the signature stays bounded)."""
     if isinstance(fn, ExtensionCall):
         fn = fn.fn
+    cls = getattr(fn, "cls", None)  # trace.patches.AutogradFunctionCall (the fx capture's target): its forward
+    if cls is not None and hasattr(cls, "forward") and hasattr(cls, "apply"):
+        fn, args, skip_first = cls.forward, (None, *args), True
+    named = _schema_bound(fn, args, kwargs)
     sig = None
-    try:
-        sig = _signature(fn)
-    except TypeError:  # unhashable callable
-        sig = None
-    named: dict[str, Any] = {}
+    if named is None:
+        try:
+            sig = _signature(fn)
+        except TypeError:  # unhashable callable
+            sig = None
     if sig is not None:
         try:
             bound = sig.bind(*args, **kwargs)
@@ -104,9 +114,11 @@ def call_attrs(fn: Any, args: tuple, kwargs: dict, skip_first: bool = False) -> 
             for pname, param in sig.parameters.items():
                 if param.kind is param.VAR_KEYWORD and pname in named:
                     named.update(named.pop(pname))
+                elif param.kind is param.VAR_POSITIONAL and pname in named:  # (*args): arg0, arg1, ... as passed
+                    named.update({f"arg{i}": v for i, v in enumerate(named.pop(pname))})
         except TypeError:
             sig = None
-    if sig is None:
+    if named is None:
         named = {f"arg{i}": a for i, a in enumerate(args)}
         named.update(kwargs)
     attrs = {}
@@ -114,9 +126,47 @@ def call_attrs(fn: Any, args: tuple, kwargs: dict, skip_first: bool = False) -> 
         if skip_first and i == 0:
             continue
         plain = jsonable(value)
-        if plain is not SKIP:
+        if plain is not SKIP and _bounded(plain):
             attrs[name] = plain
     return attrs
+
+
+def _bounded(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) <= ATTR_CHARS
+    if isinstance(value, list):
+        return len(value) <= ATTR_ITEMS and all(_bounded(v) for v in value)
+    return True
+
+
+def _schema_bound(fn: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    """A torch.ops call's arguments named by its schema (defaults filled in), or None for any other callable: the
+    packet `torch.ops.torchvision.roi_align` takes the first overload whose schema the call fits."""
+    schemas = [getattr(fn, "_schema", None)]
+    if schemas[0] is None and hasattr(fn, "overloads") and hasattr(fn, "_qualified_op_name"):
+        try:
+            schemas = [getattr(fn, name)._schema for name in fn.overloads()]
+        except (AttributeError, RuntimeError):
+            return None
+    for schema in schemas:
+        if schema is None:
+            continue
+        params = [a for a in schema.arguments if not a.is_out]
+        if len(args) > len(params) or not set(kwargs) <= {p.name for p in params}:
+            continue
+        named = {}
+        for index, param in enumerate(params):
+            if index < len(args):
+                named[param.name] = args[index]
+            elif param.name in kwargs:
+                named[param.name] = kwargs[param.name]
+            elif param.has_default_value():
+                named[param.name] = param.default_value
+            else:
+                break
+        else:
+            return named
+    return None
 
 
 def module_attrs(module: Any) -> dict[str, Any]:
