@@ -42,7 +42,7 @@ def test_one_reproduction_and_one_ticket_per_custom_dev_operator():
 def test_verify_list_is_one_qualified_api_per_line():
     lines = [line for line in handoff_files(document())["verify_apis.txt"].splitlines() if not line.startswith("#")]
     names = [line.split("#")[0].strip() for line in lines]
-    assert sorted(names) == ["opassess_two::gated_tanh", "opassess_two::row_rescale"]  # Linear is direct, high confidence
+    assert sorted(names) == ["opassess_two::gated_tanh", "opassess_two::row_rescale"]  # Linear: direct, high confidence
     assert to_verify({"category": "direct", "known": True, "reasons": [{"code": "decomposes"}]}).startswith("medium")
     assert to_verify({"category": "direct", "known": True, "reasons": [], "risk": {"likelihood": 1}}) is None
 
