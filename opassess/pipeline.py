@@ -2,18 +2,28 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from . import __version__
+from .assessment import Assessment
 from .load import LoadRequest, load_model
 from .options import ScanOptions
-from .records import Assessment, Capture, Inventory, ModelInfo
+from .records import Capture, ClassifiedOp, Finding, Inventory, ModelInfo
 from .trace.driver import trace_model
 from .trace.lazy_dynamo import dynamo_on_demand
 from .trace.methods import check_methods
 from .trace.train import TrainOptions
+
+if TYPE_CHECKING:  # the stages' records, named for the types only: the stages themselves are imported when run
+    from .findings.graph import Graph
+    from .graphmode.records import GraphMode
+    from .kb.store import KnowledgeBase
+    from .perf.records import Performance
+    from .routes.records import OnnxExport, OnnxRoute, ServingCheck
+    from .source.records import SourceScan
 
 Progress = Callable[[str], None]
 
@@ -60,7 +70,7 @@ def preflight(options: ScanOptions) -> None:
         check_quant(options.quant, load_route_facts())
 
 
-def _device_profiles(options: ScanOptions, kb) -> tuple[str, ...]:
+def _device_profiles(options: ScanOptions, kb: KnowledgeBase) -> tuple[str, ...]:
     """The --compare products resolved (an unknown name is a usage error) after the --device-profile overlay has been
     read and checked against the target."""
     from .perf import NoDeviceProfile, load_profile
@@ -117,7 +127,7 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
 
 
 def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seconds: dict[str, float],
-                   progress: Progress = _noop, onnx_export=None) -> Assessment:
+                   progress: Progress = _noop, onnx_export: OnnxExport | None = None) -> Assessment:
     """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker);
     with a route, its check too (`onnx_export`: what the worker's ONNX export sent, checked by isolation/wire.py)."""
     from .classify import classify
@@ -151,7 +161,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         source_scan = replace(source_scan, findings=note_graph_readiness(source_scan.findings, graph))
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
-    if sites and options.source:  # --source DIR: what this model reaches is priced, the rest is only present
+    if sites and options.source and source_scan is not None:  # --source DIR: what this model reaches is priced
         sites = mark_reached(sites, _reached_files(options, inventory, source_scan.root))
     classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
     started = time.perf_counter()
@@ -193,7 +203,13 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     )
 
 
-def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict:
+class _Route(TypedDict, total=False):
+    onnx: OnnxRoute
+    serving: ServingCheck
+
+
+def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export: OnnxExport | None, kb: KnowledgeBase
+                 ) -> _Route:
     """The route's record for the Assessment: {"onnx": OnnxRoute} or {"serving": ServingCheck}; {} without a route."""
     from .kb.routes import load_route_facts
 
@@ -213,8 +229,9 @@ def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export, kb) -> dict
     return {}
 
 
-def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_version: str,
-                 seconds: dict[str, float], rates, inputs: tuple[str, ...] = ()):
+def _graph_stage(options: ScanOptions, capture: Capture, classified: tuple[ClassifiedOp, ...], kb: KnowledgeBase,
+                 torch_version: str, seconds: dict[str, float], rates: Mapping[str, tuple[float, float, float]] | None,
+                 inputs: tuple[str, ...] = ()) -> GraphMode | None:
     """Graph-mode readiness per operator and per back-end (None when switched off), from the capture and the facts."""
     if options.graph_mode == "off":
         return None
@@ -227,8 +244,9 @@ def _graph_stage(options: ScanOptions, capture: Capture, classified, kb, torch_v
     return graph
 
 
-def _performance_stage(options: ScanOptions, kb, inventory: Inventory, classified, findings, product: str,
-                       torch_version: str, graph):
+def _performance_stage(options: ScanOptions, kb: KnowledgeBase, inventory: Inventory,
+                       classified: Sequence[ClassifiedOp], findings: Sequence[Finding], product: str,
+                       torch_version: str, graph: Graph) -> Performance:
     """The time model (opassess/perf): the step on the target and on each --compare product."""
     from .perf import estimate_performance
 
@@ -243,7 +261,8 @@ def _performance_stage(options: ScanOptions, kb, inventory: Inventory, classifie
                                 aclop_only=aclop_only, graph=graph)
 
 
-def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str):
+def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str
+                  ) -> SourceScan | None:
     """The source scan of a model scan: --source paths, plus the model file and the project files it imports (when
     the target is a file); None when there is nothing to scan. Static: nothing more of the project is run."""
     from .source import scan_sources

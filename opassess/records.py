@@ -222,7 +222,7 @@ class Reason:
 @dataclass(frozen=True)
 class ClassifiedOp:
     operator: Operator
-    category: str  # one of CATEGORIES (the worst over its signatures)
+    category: Category  # the worst over its signatures
     signature_categories: tuple[str, ...]  # one per Operator.signatures
     reasons: tuple[Reason, ...]
     replacement: str | None  # torch_npu API to use, when one exists
@@ -394,31 +394,3 @@ class Finding:
     metrics: Mapping[str, float] = field(default_factory=dict)
     # The title as a catalog message (title == message.text()), so the human formats say it in the reader's language
     message: Message | None = None
-
-
-# --------------------------------------------------------------- whole result
-
-
-@dataclass(frozen=True)
-class Assessment:
-    """The result of one scan: what every reporter renders."""
-
-    tool_version: str
-    model: ModelInfo
-    capture: Capture
-    inventory: Inventory
-    target: str  # Ascend product assessed against ("Atlas A2")
-    torch_version: str  # torch / torch_npu version assessed against ("2.13")
-    kb_version: str
-    classified: tuple[ClassifiedOp, ...]
-    estimate: Estimate | None
-    findings: tuple[Finding, ...]
-    weights_source: str  # path of the weights.toml used
-    seconds: Mapping[str, float]  # wall time per stage
-    # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
-    effort_ranges: Mapping[str, tuple[float, float]] | None = None
-    source_scan: Any = None  # opassess.source.SourceScan when source files were scanned (root, files, skipped)
-    onnx: Any = None  # opassess.routes.OnnxRoute of `scan --route onnx`
-    serving: Any = None  # opassess.routes.ServingCheck of `scan --route vllm-ascend`
-    graph_mode: Any = None  # opassess.graphmode.GraphMode: readiness per NPU graph back-end; None with --no-graph-mode
-    performance: Any = None  # opassess.perf.Performance: the time model's step on the target (and --compare products)

@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("findings",),
     ("perf",),  # the time model reads the findings' graph; the scores read its times
     ("score",),
-    ("pipeline",),
+    ("pipeline", "assessment"),  # the hub record holds the records of every stage below
     ("report",),
     ("profile",),  # the hardware-loop documents reuse the report's text helpers
     ("ci",),

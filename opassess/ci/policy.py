@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..assessment import Assessment
 from ..messages import N_, Text, joined
-from ..records import Assessment
 from ..report.text import MISSING, days
 from ..vocabulary import CATEGORIES, Category, category_rank
 from .diff import Diff

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..assessment import Assessment
 from ..errors import ReportError
-from ..records import Assessment, Effort
+from ..records import Effort
 from ..score.cost import SOURCE_FINDING  # an operator's cost basis when a source site carries it
 from ..vocabulary import CATEGORIES
 

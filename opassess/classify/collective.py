@@ -74,7 +74,7 @@ def classify_collective(op: Operator, kernel: str, facts: RouteFacts | None = No
     judged = [_judge(name, next((d for d in sig.input_dtypes if d), None), kernel, facts, i)
               for i, sig in enumerate(op.signatures)] or [_judge(name, None, kernel, facts, None)]
     categories = tuple(category for category, _ in judged)
-    return ClassifiedOp(operator=op, category=str(Category.worst(categories)),
+    return ClassifiedOp(operator=op, category=Category.worst(categories),
                         signature_categories=tuple(str(c) for c in categories) if op.signatures else (),
                         reasons=tuple(reason for _, reason in judged), replacement=None, cann_op=None, known=True,
                         aten_support={}, confidence=Confidence.MEDIUM)

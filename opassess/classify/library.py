@@ -106,7 +106,7 @@ def adopt_site_verdicts(classified: tuple[ClassifiedOp, ...], sites) -> tuple[Cl
                                               "%(category)s, decides and its effort is counted there, once"),
                             {"site": f"{finding.file}:{finding.line}", "kind": finding.kind,
                              "category": finding.category}, "; ".join(finding.evidence) or "source scan")
-        out.append(replace(item, category=str(finding.category),
+        out.append(replace(item, category=Category(finding.category),
                            signature_categories=tuple(str(finding.category) for _ in item.signature_categories),
                            reasons=(*item.reasons, decided), confidence=finding.confidence,
                            replacement=item.replacement or (finding.npu_route or None)))

@@ -55,12 +55,12 @@ from .progress import portfolio_progress, scan_progress
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from ..assessment import Assessment
     from ..ci.diff import Diff
     from ..ci.policy import Breach, Policy
     from ..ci.snapshot import Snapshot
     from ..options import OutputOptions, ScanOptions
     from ..pipeline import Progress
-    from ..records import Assessment
     from ..report import View
 
 DEFAULT_FORMAT = "terminal"

@@ -17,8 +17,8 @@ from .process import Channel, Outcome, WorkerFailed
 from .wire import BadCapture, decode_capture, decode_onnx, encode_capture
 
 if TYPE_CHECKING:
+    from ..assessment import Assessment
     from ..options import ScanOptions
-    from ..records import Assessment
 
 DEFAULT_TIMEOUT = 600.0  # seconds a model may take, in a single scan and in a portfolio
 # What every worker imports, imported before the fork (single scans) or in the forkserver (portfolios) so each worker

@@ -30,7 +30,7 @@ def _scored(template: OpState, signatures: Sequence[SignatureState]) -> OpScore:
                         signatures=tuple(Signature(attrs={}, input_shapes=(), input_dtypes=(), count=s.count,
                                                    modules=(), sources=()) for s in signatures),
                         aten=(), sources=(), nodes=())
-    classified = ClassifiedOp(operator=operator, category=template.category or Category.DIRECT,
+    classified = ClassifiedOp(operator=operator, category=Category(template.category or Category.DIRECT),
                               signature_categories=tuple(s.category or template.category or Category.DIRECT
                                                          for s in signatures),
                               reasons=(), replacement=None, cann_op=None, known=template.known is not False,

@@ -17,7 +17,7 @@ from . import formats as _formats
 from .registry import REPORTERS, RenderContext, Reporter, register
 
 if TYPE_CHECKING:
-    from ..records import Assessment
+    from ..assessment import Assessment
     from .view import View, build_view
 
 __all__ = ["REPORTERS", "RenderContext", "Reporter", "View", "build_view", "formats", "register", "render",

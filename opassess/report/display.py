@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..assessment import Assessment
 from ..messages import say
-from ..records import Assessment, Capture, ClassifiedOp, Effort, Estimate
+from ..records import Capture, ClassifiedOp, Effort, Estimate
 from ..vocabulary import CATEGORIES, NO_CAPTURE, Category, CostBasis
 from .charts import _num, pareto_chart
 from .display_page import Display

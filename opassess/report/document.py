@@ -10,8 +10,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..assessment import Assessment
 from ..graphmode.document import graph_mode_doc, verdicts_doc
-from ..records import Assessment, ClassifiedOp, Effort, Operator, OpEstimate, Signature, SourceEstimate
+from ..records import ClassifiedOp, Effort, Operator, OpEstimate, Signature, SourceEstimate
 from ..score.cost import COST_BASES
 from ..source.records import SourceFinding, SourceScan
 from ..vocabulary import CATEGORIES

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..assessment import Assessment
 from ..messages import say
-from ..records import Assessment
 from .display_records import Record
 from .i18n import N_
 

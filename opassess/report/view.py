@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Assessment
+from ..assessment import Assessment
 from .display import (  # noqa: F401 - the view's helpers, re-exported for its tests
     build_display,
     heat,

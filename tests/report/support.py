@@ -12,9 +12,9 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from opassess.assessment import Assessment
 from opassess.pipeline import ScanOptions, assess, scan_inventory
 from opassess.records import (
-    Assessment,
     CaptureAttempt,
     ClassifiedOp,
     Effort,

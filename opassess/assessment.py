@@ -1,0 +1,42 @@
+"""The hub record: one scan's result, what every reporter renders, the CI reads and a worker's parent builds.
+
+It sits at the pipeline's layer (tests/test_layout.py LAYERS), above the stages whose records it holds, so each field
+has its real type: the capture and the operators (records.py), the source scan (source/), the routes (routes/), the
+graph-mode readiness (graphmode/) and the time model (perf/). Built by pipeline.assess_capture and
+pipeline.assess_sources; read by report/, ci/, isolation/ and the CLI.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .graphmode.records import GraphMode
+from .perf.records import Performance
+from .records import Capture, ClassifiedOp, Estimate, Finding, Inventory, ModelInfo
+from .routes.records import OnnxRoute, ServingCheck
+from .source.records import SourceScan
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The result of one scan: what every reporter renders."""
+
+    tool_version: str
+    model: ModelInfo
+    capture: Capture
+    inventory: Inventory
+    target: str  # Ascend product assessed against ("Atlas A2")
+    torch_version: str  # torch / torch_npu version assessed against ("2.13")
+    kb_version: str
+    classified: tuple[ClassifiedOp, ...]
+    estimate: Estimate | None
+    findings: tuple[Finding, ...]
+    weights_source: str  # path of the weights.toml used
+    seconds: Mapping[str, float]  # wall time per stage
+    # (low, high) person-days per category from the weights used, for rule texts (SARIF); None when not known
+    effort_ranges: Mapping[str, tuple[float, float]] | None = None
+    source_scan: SourceScan | None = None  # when source files were scanned (root, files, skipped)
+    onnx: OnnxRoute | None = None  # `scan --route onnx`
+    serving: ServingCheck | None = None  # `scan --route vllm-ascend`
+    graph_mode: GraphMode | None = None  # readiness per NPU graph back-end; None with --no-graph-mode
+    performance: Performance | None = None  # the time model's step on the target (and --compare products)
