@@ -44,6 +44,7 @@ class OpState:
     sources: tuple[str, ...]
     signatures: tuple[SignatureState, ...]
     replacement: str | None = None
+    cost: str | None = None  # its cost basis (score.cost): "validation-block" is a share of the validation line
 
     @property
     def first_source(self) -> str | None:
@@ -64,6 +65,10 @@ class Snapshot:
     band: tuple[float, float, float] | None = None  # summary p10, p50, p90; absent in older reports
     # graph_mode: per back-end its breaks (op, kind, source, reason); None when the report has no graph analysis
     graph_breaks: Mapping[str, tuple[tuple[str, str, str | None, str], ...]] | None = None
+    # summary.activities as (name, person-days); None in a report written before they were listed
+    activities: tuple[tuple[str, Effort], ...] | None = None
+    decisions: tuple[tuple[str, str, Effort], ...] = ()  # summary.decisions as (name, cause, what it costs once)
+    target: str | None = None  # the product the report was written for ("Atlas A2")
 
     @property
     def gated(self) -> float | None:
@@ -182,17 +187,34 @@ def _from_document(document: Any, origin: str) -> Snapshot:
                                                 count=int(s.get("count", 0)))
                                  for s in op.get("signatures") or ()),
                 replacement=op.get("replacement"),
+                cost=op.get("cost"),
             ))
         operators += _source_states(document.get("source_findings") or (), origin)
         return Snapshot(source=model["source"], class_name=model.get("class", ""),
                         total=_effort(summary.get("person_days"), f"{origin}: summary"),
                         operators=tuple(operators), origin=origin, entry=str(model.get("entry") or ""),
                         label=model.get("label"), band=_band(summary),
-                        graph_breaks=_graph_breaks(document.get("graph_mode")))
+                        graph_breaks=_graph_breaks(document.get("graph_mode")),
+                        activities=_activities(summary.get("activities"), origin),
+                        decisions=tuple((str(d["name"]), str(d.get("cause") or ""),
+                                         _effort(d.get("once"), f"{origin}: summary.decisions") or _NONE)
+                                        for d in summary.get("decisions") or ()),
+                        target=document.get("target") if isinstance(document.get("target"), str) else None)
     except ReportError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"{origin}: not an opassess JSON report: missing or malformed {exc}") from exc
+
+
+_NONE = Effort(0.0, 0.0, 0.0)
+
+
+def _activities(lines: Any, origin: str) -> tuple[tuple[str, Effort], ...] | None:
+    """summary.activities -> ((name, person-days), ...); None when the report does not list them."""
+    if lines is None:
+        return None
+    return tuple((str(line["name"]), _effort(line.get("person_days"), f"{origin}: summary.activities") or _NONE)
+                 for line in lines)
 
 
 def _graph_breaks(graph: Any) -> Mapping[str, tuple[tuple[str, str, str | None, str], ...]] | None:

@@ -123,7 +123,7 @@ def _assemble(results: Sequence[ModelResult], skipped: Sequence[Skipped], policy
     ok = [(r.name, r.target, r.snapshot) for r in results if r.status == "ok" and r.snapshot is not None]
     plan, demands, standalone, shared = plan_portfolio(ok, weights)
     breaches = tuple((name, b) for name, _, snapshot in ok for b in evaluate(snapshot, policy))
-    shared_band, standalone_band = bands(plan, [snapshot for _, _, snapshot in ok], weights)
+    shared_band, standalone_band = bands(plan, weights)
     return Portfolio(results=tuple(results), skipped=tuple(skipped), plan=plan, custom_dev=demands,
                      standalone_total=standalone, shared_total=shared, breaches=breaches, out_dir=out_dir,
                      shared_band=shared_band, standalone_band=standalone_band)

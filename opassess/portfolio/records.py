@@ -107,9 +107,11 @@ class ModelPlan:
     shared_ops: tuple[str, ...]  # already covered entirely by earlier models
     custom_dev: tuple[str, ...]
     costs: tuple[tuple[str, Effort], ...] = ()  # (operator, what this model pays for it) for new and extended ones
-    # its model-level activities and decisions (the report's total less its operators and sites): paid by every
-    # model, never shared; in standalone and marginal
+    # what it pays for its model-level activities and decisions (in marginal): its own validation, accuracy alignment
+    # and tuning in full, the environment bring-up and a decision's one-off fix only when no model before it paid them
     model_level: Effort = Effort(0.0, 0.0, 0.0)
+    # (what a piece of its work costs alone, the share of it this model pays): what the simulation draws
+    shares: tuple[tuple[Effort, float], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
