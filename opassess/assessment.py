@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .graphmode.records import GraphMode
 from .perf.records import Performance
-from .records import Capture, ClassifiedOp, Estimate, Finding, Inventory, ModelInfo
+from .records import Capture, ClassifiedOp, Estimate, Finding, InputFile, Inventory, ModelInfo
 from .routes.records import OnnxRoute, ServingCheck
 from .source.records import SourceScan
 
@@ -40,3 +40,5 @@ class Assessment:
     serving: ServingCheck | None = None  # `scan --route vllm-ascend`
     graph_mode: GraphMode | None = None  # readiness per NPU graph back-end; None with --no-graph-mode
     performance: Performance | None = None  # the time model's step on the target (and --compare products)
+    inputs: tuple[InputFile, ...] = ()  # what the verdict rests on, hashed before the model ran (isolation/inputs.py)
+    kb_overlay: str | None = None  # the knowledge-base overlay folder used (OPASSESS_KB_DIR, the user's, --kb), if any

@@ -7,6 +7,8 @@ a silent fallback to a default.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
 import os
@@ -24,6 +26,24 @@ T = TypeVar("T")
 
 
 READ_LIMIT = 256 * 1024 * 1024  # bytes: the largest data file, table or report opassess reads whole
+# While `recording_reads` is on: the absolute path and SHA-256 of every file read through `read_bytes` (the inputs a
+# scan pins before any model code runs: isolation/inputs.py)
+_LEDGER: list[dict[str, str]] = []
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[dict[str, str]]:
+    """Note the SHA-256 of every file `read_bytes` reads inside the block (the first read of each path wins)."""
+    ledger: dict[str, str] = {}
+    _LEDGER.append(ledger)
+    try:
+        yield ledger
+    finally:
+        _LEDGER.remove(ledger)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _kind(mode: int) -> str:
@@ -65,7 +85,10 @@ def read_bytes(path: Path | str, what: str = "data file", error: ErrorType = Con
             size += len(chunk)
             if size > limit:
                 raise error(f"{path}: cannot read {what}: larger than {limit} bytes")
-        return b"".join(chunks)
+        data = b"".join(chunks)
+        if _LEDGER:
+            _LEDGER[-1].setdefault(os.path.abspath(path), sha256_hex(data))
+        return data
     except OSError as exc:
         raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
     finally:

@@ -11,7 +11,7 @@ from . import __version__
 from .assessment import Assessment
 from .load import LoadRequest, load_model
 from .options import ScanOptions
-from .records import Capture, ClassifiedOp, Finding, Inventory, ModelInfo
+from .records import Capture, ClassifiedOp, Finding, InputFile, Inventory, ModelInfo
 from .trace.driver import trace_model
 from .trace.lazy_dynamo import dynamo_on_demand
 from .trace.methods import check_methods
@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the stages' records, named for the types only: the stages t
     from .kb.store import KnowledgeBase
     from .perf.records import Performance
     from .routes.records import OnnxExport, OnnxRoute, ServingCheck
+    from .score.weights import Weights
     from .source.records import SourceScan
 
 Progress = Callable[[str], None]
@@ -127,9 +128,12 @@ def assess(options: ScanOptions, progress: Progress = _noop) -> Assessment:
 
 
 def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seconds: dict[str, float],
-                   progress: Progress = _noop, onnx_export: OnnxExport | None = None) -> Assessment:
+                   progress: Progress = _noop, onnx_export: OnnxExport | None = None,
+                   pinned: tuple[KnowledgeBase, Weights, tuple[InputFile, ...]] | None = None) -> Assessment:
     """Stages 3-6 on a capture: inventory, classify, findings, score, estimate (run by the parent, never a worker);
-    with a route, its check too (`onnx_export`: what the worker's ONNX export sent, checked by isolation/wire.py)."""
+    with a route, its check too (`onnx_export`: what the worker's ONNX export sent, checked by isolation/wire.py).
+    `pinned`: the knowledge base, weights and input hashes read before the model ran (isolation/inputs.py), used
+    instead of reading the files again."""
     from .classify import classify
     from .classify.library import adopt_site_verdicts
     from .classify.verified import apply_verified
@@ -143,8 +147,10 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     from .score.weights_load import load_weights
 
     seconds = dict(seconds)
-    weights = load_weights(options.weights, options.profile)
-    kb = load_kb(options.kb_dir)
+    if pinned is not None:
+        kb, weights, inputs = pinned
+    else:
+        kb, weights, inputs = load_kb(options.kb_dir), load_weights(options.weights, options.profile), ()
     product = kb.resolve_product(options.product)
     torch_version = format_version(kb.resolve_version(options.torch_npu))
     inventory = build_inventory(info, capture)
@@ -200,6 +206,8 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         **_route_stage(options, info, onnx_export, kb),
         graph_mode=graph,
         performance=performance,
+        inputs=inputs,
+        kb_overlay=str(kb.overlay) if kb.overlay is not None else None,
     )
 
 

@@ -394,3 +394,12 @@ class Finding:
     metrics: Mapping[str, float] = field(default_factory=dict)
     # The title as a catalog message (title == message.text()), so the human formats say it in the reader's language
     message: Message | None = None
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One file the verdict rests on (knowledge base, overlay, weights, device profile, template, baseline, manifest),
+    read and hashed by the `opassess` process before any model code ran."""
+
+    path: str
+    sha256: str

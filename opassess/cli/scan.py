@@ -255,7 +255,11 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
         with scan_progress(out.quiet) as progress, contextlib.redirect_stdout(sys.stderr):
             view = build_view((run or assess)(options, progress), options.language)
     else:
-        job = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, debug=debug)
+        extra = tuple(Path(p) for p in (out.baseline,) if isinstance(p, (str, Path)) and str(p) != "-")
+        job = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, debug=debug,
+                               templates=_absolute(out.templates), extra=extra)
+        if job.pinned.kb.overlay is not None and not out.quiet:  # what the gate rests on besides the shipped facts
+            typer.echo(f"opassess: knowledge-base overlay: {job.pinned.kb.overlay}", err=True)
         with scan_progress(out.quiet) as progress:  # the spinner's thread starts after the fork
             view = finish_assessment(job, options, progress)
     # the view holds the one JSON document: report, snapshot and gates read it (the snapshot only when a baseline,

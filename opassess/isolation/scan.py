@@ -33,16 +33,18 @@ def in_process() -> bool:
     return os.environ.get(IN_PROCESS_ENV) == "1" or "fork" not in multiprocessing.get_all_start_methods()
 
 
-def start_assessment(options: ScanOptions, *, timeout: float, debug: bool) -> Job:
-    """Check the configuration, then fork the keeper and worker that capture `options` (before any thread, such as
-    a progress spinner, starts)."""
-    from ..pipeline import preflight
+def start_assessment(options: ScanOptions, *, timeout: float, debug: bool, templates: Path | None = None,
+                     extra: tuple[Path, ...] = ()) -> Job:
+    """Check the configuration and read every input (inputs.py: the knowledge base, weights, device profile,
+    `templates`, the `extra` files such as a baseline), then fork the keeper and worker that capture `options`
+    (before any thread, such as a progress spinner, starts)."""
     from ..startup import imports_without_gc
+    from .inputs import pin_inputs
 
     with imports_without_gc():  # torch's, in the command: frozen, and shared with the worker
         for name in PRELOAD:
             importlib.import_module(name)
-    preflight(options)  # a bad --weights, --kb, --target or --source fails before any model code runs
+    pinned = pin_inputs(options, templates, extra)  # a bad --weights, --kb, --target or --source fails here
     context: ForkContext | ForkServerContext = multiprocessing.get_context("fork")
     where = None
     if options.train and not _autograd_forks_cleanly():  # then a worker of a fresh forkserver runs the step
@@ -53,6 +55,7 @@ def start_assessment(options: ScanOptions, *, timeout: float, debug: bool) -> Jo
     job = Job(context, capture_body, (options, WorkerSetup(where=where, debug=debug)),
               name=f"opassess-{Path(options.target).stem}", timeout=timeout)
     job.start_up = start
+    job.pinned = pinned
     return job
 
 
@@ -77,10 +80,14 @@ def finish_assessment(job: Job, options: ScanOptions, progress: Callable[[str], 
     """Wait for the worker and assess its capture here: the View, the worker's error re-raised, or WorkerFailed
     naming the target and what happened."""
     from ..report import build_view
+    from .inputs import verify
 
     job.on_progress = progress
     try:
         outcome = job.wait()
     finally:
         job.stop()  # interrupted or terminated: no worker left behind
-    return build_view(assess_outcome(outcome, options, options.target, progress, job.start_up), options.language)
+    assessment = assess_outcome(outcome, options, options.target, progress, job.start_up, job.pinned)
+    if job.pinned is not None:
+        verify(job.pinned)  # what it rests on is what was read before the model ran, or there is no verdict
+    return build_view(assessment, options.language)

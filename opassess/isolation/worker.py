@@ -19,6 +19,7 @@ from .wire import BadCapture, decode_capture, decode_onnx, encode_capture
 if TYPE_CHECKING:
     from ..assessment import Assessment
     from ..options import ScanOptions
+    from .inputs import Pinned
 
 DEFAULT_TIMEOUT = 600.0  # seconds a model may take, in a single scan and in a portfolio
 # What every worker imports, imported before the fork (single scans) or in the forkserver (portfolios) so each worker
@@ -146,11 +147,15 @@ def worker_seconds(outcome: Outcome, seconds: dict[str, float], start: float | N
 
 
 def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
-                   progress: Callable[[str], None] | None = None, start: float | None = None) -> Assessment:
-    """The Assessment the parent builds from a worker's outcome; the worker's error raised again; WorkerFailed
-    naming the target when the worker failed or sent something that is not a capture."""
+                   progress: Callable[[str], None] | None = None, start: float | None = None,
+                   pinned: Pinned | None = None) -> Assessment:
+    """The Assessment the parent builds from a worker's outcome (from the `pinned` inputs: inputs.py); the worker's
+    error raised again; WorkerFailed naming the target when the worker failed or sent something that is not a
+    capture."""
     from ..pipeline import assess_capture
+    from .inputs import held
 
+    pinned = pinned or held()
     if outcome.status == "ok":
         try:
             info, capture, seconds = decode_capture(outcome.payload)
@@ -158,7 +163,8 @@ def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
         except BadCapture as exc:
             raise WorkerFailed(f"{target}: {exc}") from None
         seconds = worker_seconds(outcome, seconds, start)
-        return assess_capture(options, info, capture, seconds, progress or (lambda _text: None), onnx_export=export)
+        return assess_capture(options, info, capture, seconds, progress or (lambda _text: None), onnx_export=export,
+                              pinned=None if pinned is None else (pinned.kb, pinned.weights, pinned.recorded()))
     if outcome.status == "error":
         raise _error(cast("Mapping[str, str]", outcome.payload))  # Job._take admits only {type, message} strings
     raise WorkerFailed(f"{target}: {outcome.payload}")

@@ -111,7 +111,13 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
 
     pending = [m for m in models if m.target not in results]
     if pending:
-        (executor or LocalWorkers()).run(pending, options, finish, notify, done, len(models))
+        from ..isolation.inputs import holding, pin_inputs
+        from .manifest import is_manifest
+
+        # every input read and hashed before the first model runs, every verdict judged by those copies, and a file
+        # changed while the models ran an error naming it (isolation/inputs.py)
+        with holding(pin_inputs(options.scan, extra=[Path(t) for t in options.targets if is_manifest(t)])):
+            (executor or LocalWorkers()).run(pending, options, finish, notify, done, len(models))
     ordered = tuple(results[m.target] for m in models)
     return _assemble(ordered, skipped, options.policy, weights, out_dir)
 
