@@ -35,6 +35,7 @@ class AtenVerdict:
     # device-to-host copy (aten::_local_scalar_dense), whose dtypes no CANN kernel doc limits
     host_copy: bool = False
     view: bool = False  # it runs, and its schema makes it a view (reads no data: no dtype limit applies)
+    lacking: tuple[str, ...] = ()  # status "missing" for a composite: the ops its kernel calls that have no NPU kernel
 
     @property
     def kernel_ops(self) -> tuple[str, ...]:
@@ -108,19 +109,17 @@ class AtenJudge:
         where = dispatcher + DISPATCHED % {"op": aten, "kind": kinds[0]}
         calls = composite_calls(aten, *example) if depth < _MAX_DEPTH else None
         if calls is None:  # the composite could not be run on an example: its registration alone decides
-            if kinds[0] == "CompositeImplicitAutograd":
-                return AtenVerdict(aten, "decomposes", where, True)
-            if kinds[0] == "CompositeExplicitAutograd" or not has_backend_kernel(aten):
-                return AtenVerdict(aten, "everywhere", where, True)
-            return AtenVerdict(aten, "missing", f"{support.evidence}; {where} (it calls the backend's kernels)",
-                               False)
+            return self._registered(aten, kinds, where, support.evidence)
         parts = [self.aten_verdict(name, _Call(ins, out), depth + 1) for name, ins, out in calls]
         called = ", ".join(dict.fromkeys(v.op for v in parts)) or "nothing"
         lacking = [v for v in parts if not v.supported]
         if lacking:
             return AtenVerdict(aten, "missing", f"{support.evidence}; {dispatcher}"
                                f"{CALLING % {'op': aten, 'kind': kinds[0], 'called': called}}: "
-                               + "; ".join(dict.fromkeys(v.evidence for v in lacking)), False)
+                               + "; ".join(dict.fromkeys(v.evidence for v in lacking)), False,
+                               lacking=tuple(dict.fromkeys(v.op for v in lacking)))
+        if not calls.complete:  # the calls seen all run, but what came after the one that stopped is not known
+            return self._registered(aten, kinds, where, support.evidence)
         kernels = tuple(dict.fromkeys(k for v in parts for k in v.kernel_ops))
         base = aten.partition(".")[0]
         if len(parts) == 1 and parts[0].status == "kernel" and parts[0].op.partition(".")[0] == base:
@@ -131,6 +130,15 @@ class AtenJudge:
             v.status == "everywhere" or v.kernel_ops for v in parts) else "decomposes"
         calling = CALLING % {"op": aten, "kind": kinds[0], "called": called}
         return AtenVerdict(aten, status, dispatcher + calling, True, kernels)
+
+    @staticmethod
+    def _registered(aten: str, kinds: tuple[str, ...], where: str, support: str) -> AtenVerdict:
+        """The verdict the composite's registration alone gives, when its calls cannot be (fully) known."""
+        if kinds[0] == "CompositeImplicitAutograd":
+            return AtenVerdict(aten, "decomposes", where, True)
+        if kinds[0] == "CompositeExplicitAutograd" or not has_backend_kernel(aten):
+            return AtenVerdict(aten, "everywhere", where, True)
+        return AtenVerdict(aten, "missing", f"{support}; {where} (it calls the backend's kernels)", False)
 
 
 def support_line(verdict: AtenVerdict) -> str:

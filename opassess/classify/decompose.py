@@ -75,7 +75,7 @@ Tensors = tuple[tuple[Shape, str], ...]  # (shape, dtype) of each tensor argumen
 
 @cache
 def composite_calls(qualified: str, inputs: Tensors = (),
-                    output: Shape | None = None) -> tuple[tuple[str, Tensors, Shape | None], ...] | None:
+                    output: Shape | None = None) -> CompositeCalls | None:
     """What the composite kernel of `qualified` ('aten::select_backward') calls when given meta tensors shaped like
     `inputs` ((shape, dtype) of a recorded call's tensors, in order), int lists shaped like `output` and defaults
     elsewhere: ((callee, its inputs, its output shape), ...) without allocations; None when torch registers no
@@ -91,13 +91,20 @@ def composite_calls(qualified: str, inputs: Tensors = (),
 
     class Calls(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
             name = _qualified(func)
+            args = _wrapped_numbers(func, args)
+            try:
+                out = func(*args, **(kwargs or {}))
+            except Exception as error:  # a callee with no meta kernel (aten::_logcumsumexp): it is still called
+                if name not in _ALLOCATIONS:
+                    seen.append((name, _described(args, kwargs), None))
+                raise _CalleeStopped from error
             if name not in _ALLOCATIONS:
                 seen.append((name, _described(args, kwargs), _first_shape(out)))
             return out
 
     key = getattr(torch._C.DispatchKey, kinds[0])
+    stopped: CompositeCalls | None = None
     for number in (0, 1):  # an int argument is a dim or an index (0), or a count or a step (1)
         args = _example_args(op, inputs, output, number)
         if args is None:
@@ -106,10 +113,47 @@ def composite_calls(qualified: str, inputs: Tensors = (),
         try:
             with Calls():
                 op._op_dk(key, *args)
+        except _CalleeStopped:
+            stopped = stopped or CompositeCalls(seen, complete=False)
+            continue
         except Exception:  # noqa: BLE001 - the example does not fit: "cannot tell", not an error
             continue
-        return tuple(seen)
-    return None
+        return CompositeCalls(seen)
+    return stopped
+
+
+class CompositeCalls(tuple):
+    """composite_calls' answer: (callee, its inputs, its output shape) in order; `complete` False when a callee
+    could not run on meta (no meta kernel: aten::logcumsumexp -> aten::_logcumsumexp), so the calls end there:
+    those seen are called all the same, but what came after is not known."""
+
+    complete: bool
+
+    def __new__(cls, calls, complete: bool = True) -> CompositeCalls:
+        made = super().__new__(cls, calls)
+        made.complete = complete
+        return made
+
+
+class _CalleeStopped(Exception):
+    """A composite's callee refused the meta example: the calls recorded so far are the known part."""
+
+
+def _wrapped_numbers(func: Any, args: tuple) -> tuple:
+    """A composite that wraps a Scalar into a tensor (special_chebyshev_polynomial_t.n_scalar calls the Tensor
+    overload) passes the mode a plain number where its callee's schema wants a Tensor: give the callee the 0-dim
+    tensor the C++ side made, so it runs (and is recorded) as dispatched."""
+    import torch
+
+    schema = getattr(func, "_schema", None)
+    if schema is None or not any(isinstance(a, (bool, int, float)) for a in args):
+        return args
+    wrapped = list(args)
+    for i, (value, argument) in enumerate(zip(args, schema.arguments, strict=False)):
+        if isinstance(value, (bool, int, float)) and str(argument.type) == "Tensor":
+            wrapped[i] = torch.scalar_tensor(value, dtype=torch.float64 if isinstance(value, float) else
+                                             torch.bool if isinstance(value, bool) else torch.int64)
+    return tuple(wrapped)
 
 
 def _overload(qualified: str) -> Any:
