@@ -293,7 +293,7 @@ class _Classifier(AtenJudge, SignatureChecks):
                               {"ops": names, "api": required.api, "note": required.note}, required.evidence,
                               Category.PARAM_CONVERTED)
             elif any(v.lacking for v in missing):  # a composite judged by what its kernel calls
-                called = ", ".join(dict.fromkeys(c for v in missing for c in v.lacking))
+                callees = ", ".join(dict.fromkeys(c for v in missing for c in v.lacking))
                 j.add_message("no-kernel", N_("%(ops)s has no NPU kernel for torch %(version)s, and its composite "
                                               "kernel calls %(called)s, which has none: it would fall back to the "
                                               "CPU"), {"ops": names, "version": self.version_text, "called": called},
