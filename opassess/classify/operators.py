@@ -296,7 +296,7 @@ class _Classifier(AtenJudge, SignatureChecks):
                 callees = ", ".join(dict.fromkeys(c for v in missing for c in v.lacking))
                 j.add_message("no-kernel", N_("%(ops)s has no NPU kernel for torch %(version)s, and its composite "
                                               "kernel calls %(called)s, which has none: it would fall back to the "
-                                              "CPU"), {"ops": names, "version": self.version_text, "called": called},
+                                              "CPU"), {"ops": names, "version": self.version_text, "called": callees},
                               "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
             else:
                 j.add_message("no-kernel", N_("%(ops)s has no NPU kernel for torch %(version)s and no decomposition: "
