@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
@@ -31,6 +32,16 @@ Progress = Callable[[str], None]
 
 def _noop(_: str) -> None:
     return None
+
+
+@contextmanager
+def timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
+    """Time the `with` body as `stage`: seconds[stage] = its wall time (a report's `seconds`, stage by stage)."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[stage] = time.perf_counter() - started
 
 
 def scan_inventory(options: ScanOptions, progress: Progress = _noop) -> Inventory:
@@ -90,27 +101,25 @@ def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[Mod
         check_methods(options.methods)  # a mistyped --capture fails before any model code runs
     seconds: dict[str, float] = {}
     with dynamo_on_demand():  # torch._dynamo only if the model or a capture method uses it (trace/lazy_dynamo.py)
-        started = time.perf_counter()
-        progress(f"loading {options.target}")
-        loaded = load_model(LoadRequest(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
-                                        input_dtype=options.input_dtype, dtype=options.dtype, device=options.device))
-        seconds["load"] = time.perf_counter() - started
-        started = time.perf_counter()
-        train = TrainOptions(amp=options.amp) if options.train else None
-        capture = trace_model(loaded, options.methods, progress, train)
-        seconds["trace"] = time.perf_counter() - started
+        with timed(seconds, "load"):
+            progress(f"loading {options.target}")
+            loaded = load_model(LoadRequest(target=options.target, entry=options.entry,
+                                            input_shapes=options.input_shapes, input_dtype=options.input_dtype,
+                                            dtype=options.dtype, device=options.device))
+        with timed(seconds, "trace"):
+            train = TrainOptions(amp=options.amp) if options.train else None
+            capture = trace_model(loaded, options.methods, progress, train)
     if options.graph_mode == "dynamo":  # torch._dynamo on the model, here in the worker (model code runs here)
         from .graphmode.dynamo import run_dynamo
 
         progress("running torch._dynamo on the forward (--graph-mode dynamo)")
-        started = time.perf_counter()
-        on = loaded if capture.device == loaded.device else loaded.rebuild(capture.device)
-        run = run_dynamo(on.module, on.args, on.kwargs)
-        if run.error and on.device == "meta":  # a value read on the host (.item()) needs real data: the CPU
-            on = on.rebuild("cpu")
+        with timed(seconds, "dynamo"):
+            on = loaded if capture.device == loaded.device else loaded.rebuild(capture.device)
             run = run_dynamo(on.module, on.args, on.kwargs)
-        capture = replace(capture, dynamo=run)
-        seconds["dynamo"] = time.perf_counter() - started
+            if run.error and on.device == "meta":  # a value read on the host (.item()) needs real data: the CPU
+                on = on.rebuild("cpu")
+                run = run_dynamo(on.module, on.args, on.kwargs)
+            capture = replace(capture, dynamo=run)
     progress(f"captured {len(capture.nodes)} operator calls with {capture.method} on {capture.device}")
     return loaded.info, capture, seconds
 
@@ -154,11 +163,10 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     product = kb.resolve_product(options.product)
     torch_version = format_version(kb.resolve_version(options.torch_npu))
     inventory = build_inventory(info, capture)
-    started = time.perf_counter()
-    progress(f"classifying {len(inventory.operators)} operator types")
-    classified = classify(inventory, kb, target=product, torch_version=torch_version)
-    classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
-    seconds["classify"] = time.perf_counter() - started
+    with timed(seconds, "classify"):
+        progress(f"classifying {len(inventory.operators)} operator types")
+        classified = classify(inventory, kb, target=product, torch_version=torch_version)
+        classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
     graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode, info.inputs)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     if source_scan is not None and graph is not None:  # torch.compile sites: this model's readiness on their route
@@ -170,24 +178,20 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     if sites and options.source and source_scan is not None:  # --source DIR: what this model reaches is priced
         sites = mark_reached(sites, _reached_files(options, inventory, source_scan.root))
     classified = adopt_site_verdicts(classified, sites)  # a stand-in call the source scan saw: one verdict
-    started = time.perf_counter()
-    flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
-    graph_roles = Graph(flow, load_patterns())  # the roles, once: the findings and the time model read them
-    findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
-                             torch_version=torch_version, flow=flow, graph=graph_roles)
-    seconds["findings"] = time.perf_counter() - started
-    started = time.perf_counter()
-    performance = _performance_stage(options, kb, inventory, classified, findings, product, torch_version,
-                                      graph_roles)
-    seconds["performance"] = time.perf_counter() - started
-    started = time.perf_counter()
-    context = ModelContext.of(inventory, weights, flow, performance)  # time shares and the main path, measured once
-    signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read them
-    scores = score(classified, inventory, weights, findings, signals=signals)
-    seconds["score"] = time.perf_counter() - started  # measuring the signals and scoring every operator
-    started = time.perf_counter()
-    result = estimate(scores, inventory, weights, findings, signals=signals, source=sites)
-    seconds["estimate"] = time.perf_counter() - started
+    with timed(seconds, "findings"):
+        flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
+        graph_roles = Graph(flow, load_patterns())  # the roles, once: the findings and the time model read them
+        findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
+                                 torch_version=torch_version, flow=flow, graph=graph_roles)
+    with timed(seconds, "performance"):
+        performance = _performance_stage(options, kb, inventory, classified, findings, product, torch_version,
+                                          graph_roles)
+    with timed(seconds, "score"):  # measuring the signals and scoring every operator
+        context = ModelContext.of(inventory, weights, flow, performance)  # time shares and the main path, once
+        signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read
+        scores = score(classified, inventory, weights, findings, signals=signals)
+    with timed(seconds, "estimate"):
+        result = estimate(scores, inventory, weights, findings, signals=signals, source=sites)
     return Assessment(
         tool_version=__version__,
         model=replace(inventory.model, label=options.label) if options.label else inventory.model,
@@ -245,11 +249,9 @@ def _graph_stage(options: ScanOptions, capture: Capture, classified: tuple[Class
         return None
     from .graphmode import assess_graph_mode
 
-    started = time.perf_counter()
-    graph = assess_graph_mode(capture, classified, kb, torch_version, backend=options.graph_backend, rates=rates,
-                              inputs=inputs)
-    seconds["graph_mode"] = time.perf_counter() - started
-    return graph
+    with timed(seconds, "graph_mode"):
+        return assess_graph_mode(capture, classified, kb, torch_version, backend=options.graph_backend, rates=rates,
+                                 inputs=inputs)
 
 
 def _performance_stage(options: ScanOptions, kb: KnowledgeBase, inventory: Inventory,
@@ -282,11 +284,9 @@ def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, f
         paths += project_files(target)
     if not paths:
         return None
-    started = time.perf_counter()
-    progress(f"scanning the source of {len(paths)} path(s)")
-    scan = scan_sources(paths, product=kernel)
-    seconds["source"] = time.perf_counter() - started
-    return scan
+    with timed(seconds, "source"):
+        progress(f"scanning the source of {len(paths)} path(s)")
+        return scan_sources(paths, product=kernel)
 
 
 def _reached_files(options: ScanOptions, inventory: Inventory, root: str) -> set[str]:
@@ -322,25 +322,23 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     from .source import scan_sources
     from .vocabulary import NO_CAPTURE
 
-    started = time.perf_counter()
     seconds = {} if start is None else {"start": start}
-    weights = load_weights(options.weights, options.profile)
-    kb = load_kb(options.kb_dir)
-    product = kb.resolve_product(options.product)
-    torch_version = format_version(kb.resolve_version(options.torch_npu))
-    progress(f"scanning the source of {len(paths)} path(s)")
-    scan = scan_sources(paths, product=kb.product(options.product).kernel)
-    seconds["source"] = time.perf_counter() - started  # the facts it is judged by loaded too
-    started = time.perf_counter()
-    root = Path(scan.root)
-    model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",
-                      class_name=root.name or scan.root, parameters=0, dtype="", inputs=(), label=options.label)
-    capture = Capture(method=NO_CAPTURE, device="none", device_note="source scan only: no model was loaded",
-                      attempts=(), nodes=())
-    inventory = Inventory(model=model, capture=capture, operators=())
-    result = estimate((), inventory, weights, source=estimate_sources(scan.findings, (), weights, scan.root),
-                      model_level=False)
-    seconds["estimate"] = time.perf_counter() - started
+    with timed(seconds, "source"):  # the facts it is judged by loaded too
+        weights = load_weights(options.weights, options.profile)
+        kb = load_kb(options.kb_dir)
+        product = kb.resolve_product(options.product)
+        torch_version = format_version(kb.resolve_version(options.torch_npu))
+        progress(f"scanning the source of {len(paths)} path(s)")
+        scan = scan_sources(paths, product=kb.product(options.product).kernel)
+    with timed(seconds, "estimate"):
+        root = Path(scan.root)
+        model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",
+                          class_name=root.name or scan.root, parameters=0, dtype="", inputs=(), label=options.label)
+        capture = Capture(method=NO_CAPTURE, device="none", device_note="source scan only: no model was loaded",
+                          attempts=(), nodes=())
+        inventory = Inventory(model=model, capture=capture, operators=())
+        result = estimate((), inventory, weights, source=estimate_sources(scan.findings, (), weights, scan.root),
+                          model_level=False)
     return Assessment(tool_version=__version__, model=model, capture=capture, inventory=inventory, target=product,
                       torch_version=torch_version, kb_version=kb.version, classified=(), estimate=result,
                       findings=(), weights_source=str(weights.source), seconds=seconds,

@@ -57,3 +57,18 @@ def test_a_source_scan_s_seconds_add_up_to_its_wall_time(tmp_path):
     assert list(seconds) == ["start", "source", "estimate"] and seconds["start"] > 0, seconds
     total = sum(seconds.values())
     assert total <= wall and wall - total < max(1.0, 0.2 * wall), (total, wall, seconds)
+
+
+def test_timed_records_each_stage_in_the_order_run():
+    import pytest
+
+    from opassess.pipeline import timed
+
+    seconds: dict[str, float] = {"start": 0.5}
+    with timed(seconds, "load"):
+        time.sleep(0.01)
+    with timed(seconds, "trace"):
+        pass
+    assert list(seconds) == ["start", "load", "trace"] and seconds["load"] >= 0.01 > seconds["trace"] >= 0
+    with pytest.raises(ValueError), timed(seconds, "classify"):  # a failing stage raises through, as it always did
+        raise ValueError("bad model")
