@@ -182,6 +182,33 @@ def library_modules(library: str) -> tuple[str, tuple[str, ...], str]:
     return head, IMPORT_NAMES[head], context.group(1) if context else ""
 
 
+# The documented constraints a route text states, each kept with the words it was read from ("head dim 1-768"):
+# what a replacement call is checked against (opassess/advice). Only what the row says: a row without them has none.
+CONSTRAINT_PATTERNS = {
+    "layouts": r"\blayouts ([A-Z]+(?:/[A-Z]+)+)",
+    "dtypes": r"\bdtypes ([a-z0-9]+(?:/[a-z0-9]+)+)",
+    "head_dim": r"\bhead dim (\d+)-(\d+)",
+    "max_heads": r"\bNq<=(\d+)",
+}
+
+
+def route_constraints(route: str) -> dict:
+    """'layouts BSH/BNSD, dtypes fp16/bf16, head dim 1-768 (Dq=Dk>=Dv), Nq<=256 with Nq/Nkv integer (GQA)' ->
+    {"layouts": {"values": ["BSH", "BNSD"], "text": "layouts BSH/BNSD"}, "head_dim": {"values": [1, 768], ...}, ...}."""
+    found = {}
+    for name, pattern in CONSTRAINT_PATTERNS.items():
+        match = re.search(pattern, route)
+        if match is None:
+            continue
+        values = [int(v) if v.isdigit() else v for v in match.groups()]
+        if len(values) == 1 and isinstance(values[0], str):
+            values = values[0].split("/")
+        found[name] = {"values": values, "text": match.group(0)}
+    if "Nq/Nkv integer" in route:
+        found["gqa_ratio"] = {"values": [], "text": "Nq/Nkv integer"}
+    return found
+
+
 def build_libraries(rows) -> list[dict]:
     libraries = []
     for row_no, row in rows:
@@ -199,6 +226,7 @@ def build_libraries(rows) -> list[dict]:
             "dropped": english(row["dropped_features"]), "category": category,
             "category_note": english(row["suggested_category"]), "as_of": english(row["as_of"]),
             "evidence": [english(e) for e in row["evidence"].split(" | ") if e.strip() and e.strip() != "-"],
+            **({"constraints": found} if (found := route_constraints(row["npu_route"])) else {}),
         })
     return libraries
 

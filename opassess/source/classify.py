@@ -16,6 +16,8 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
+from ..advice import FLASH_CALLS, Constraints, flash_call
+from ..advice.flash import API
 from ..messages import N_, Text
 from ..vocabulary import Category, Confidence
 from .classify_distributed import KINDS as DISTRIBUTED
@@ -102,6 +104,8 @@ class Classifier:
         return None
 
     def _library_call(self, site, lib: KernelLibrary, kwargs: dict[str, str]) -> SourceFinding:
+        if site.subject in FLASH_CALLS and API in lib.route:
+            return self._flash_call(site, lib)
         dropped = lib.dropped_args(kwargs)
         notes = [Text(N_("the route drops: %(args)s"), {"args": ", ".join(dropped)})] if dropped else []
         notes.append(Text(N_("dropped by the route: %(what)s"), {"what": lib.dropped}))
@@ -109,6 +113,23 @@ class Classifier:
         if dropped and category is DIRECT:
             category = PARAM
         return self._finding(site, "library-call", category, lib.route, [lib.cite], "medium", notes)
+
+    def _flash_call(self, site, lib: KernelLibrary) -> SourceFinding:
+        """The npu_fusion_attention call with this call's arguments (opassess/advice/flash.py), its adapter lines, and
+        the op's documented constraints it fails, each named (the category stays the row's: pricing is not changed
+        here)."""
+        keywords = dict(kw.split("=", 1) for kw in site.all("keyword"))
+        call = flash_call(site.subject, list(site.all("argument")), keywords, Constraints(lib.cite, lib.constraints))
+        notes = [Text(N_("fails: %(constraint)s"), {"constraint": f}) for f in call.failures]
+        notes += [Text(N_("first: %(code)s"), {"code": line}) for line in call.adapters]
+        notes += [*call.notes, *self._imported(site)]
+        category = Category.parse(lib.category) if lib.category else PARAM
+        return self._finding(site, "library-call", PARAM if category is DIRECT else category, call.text(), [lib.cite],
+                             "medium", notes)
+
+    def _imported(self, site) -> list[Text]:
+        """The import that goes with this call (one item: source/python.py joined them)."""
+        return [Text(N_("imported at line %(line)s"), {"line": line}) for line in site.all("imported")]
 
     def _no_op(self, site, rule: MigrationRule) -> SourceFinding:
         precision = site.subject.startswith("torch.backends.") or "precision" in site.subject

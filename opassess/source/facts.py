@@ -6,10 +6,12 @@ its table and row so a finding can cite it as e.g. "cuda_api_migration.tsv:30".
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cache, cached_property
 from pathlib import Path
+from typing import Any
 
 from ..errors import KnowledgeBaseError
 from ..resources import data_path
@@ -82,6 +84,8 @@ class KernelLibrary:
     category: str
     category_note: str
     as_of: str
+    # the op's documented constraints the route states (tools/kb_source.py route_constraints): name -> values, words
+    constraints: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def cite(self) -> str:
@@ -159,7 +163,7 @@ class SourceFacts:
         """Every third_party_kernel_libs row, in table order."""
         return tuple(KernelLibrary(
             r["row"], r["library"], r["context"], tuple(r["modules"]), tuple(r["symbols"]), r["route"],
-            r["route_kind"], r["dropped"], r["category"], r["category_note"], r["as_of"])
+            r["route_kind"], r["dropped"], r["category"], r["category_note"], r["as_of"], r.get("constraints", {}))
             for r in self._data["libraries"])
 
     @cached_property

@@ -8,9 +8,11 @@ records; classify.py decides what each one means on the NPU.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable
 from functools import cached_property
 
+from ..advice import FLASH_CALLS
 from .distributed import scan_distributed
 from .facts import SourceFacts
 from .graph_sites import scan_graph
@@ -169,6 +171,9 @@ class PythonScanner:
         elif device:
             self.add(node, "device", q, [("literal", device[0]), *detail])
         elif self.facts.is_relevant(q):
+            if q in FLASH_CALLS:  # its replacement call is rendered from its own arguments (opassess/advice)
+                detail += [("argument", ast.unparse(a)) for a in node.args]
+                detail += [("keyword", f"{k.arg}={ast.unparse(k.value)}") for k in node.keywords if k.arg]
             self.add(node, "api", q, [("use", "call"), *detail])
 
     def _method(self, node: ast.Call, attr: str, kwargs: dict[str, str]) -> None:
@@ -225,6 +230,29 @@ class PythonScanner:
             self.add(node, "compare", literal, [("against", " ".join(others)[:60])])
 
 
+def join_imports(sites: list[Site]) -> list[Site]:
+    """An unguarded import whose names this file calls through a rendered replacement (a flash-attn call) is one item
+    with its first call: the call's finding says the whole edit (the import goes with it), and names the import's
+    line. A guarded import stays its own item (the except branch is what runs on the NPU)."""
+    calls = [i for i, s in enumerate(sites) if s.kind == "api" and s.subject in FLASH_CALLS and s.get("use") == "call"]
+    if not calls:
+        return sites
+    joined: dict[int, list[str]] = {}
+    dropped = set()
+    for i, site in enumerate(sites):
+        if site.kind != "import" or site.get("guarded") != "no":
+            continue
+        names = site.all("name")
+        wanted = {f"{site.subject}.{n}" for n in names} if names else None
+        mine = [c for c in calls if (sites[c].subject in wanted if wanted is not None
+                                     else sites[c].subject.startswith(site.subject + "."))]
+        if mine and (wanted is None or wanted <= {sites[c].subject for c in mine}):
+            dropped.add(i)
+            joined.setdefault(mine[0], []).append(str(site.line))
+    return [dataclasses.replace(s, detail=(*s.detail, *(("imported", line) for line in joined[i])))
+            if i in joined else s for i, s in enumerate(sites) if i not in dropped]
+
+
 def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None,
                 imports: list[tuple[str, str, int]] | None = None) -> list[Site]:
     """The sites of one Python source; raises SyntaxError (with its line) when the text does not parse.
@@ -236,7 +264,7 @@ def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None
     wanted = known_distributed is not None and ("distributed" in text or "NCCL_" in text)  # most files: no pass
     nodes = walk_file(tree, references=wanted)
     scanner = PythonScanner(nodes, text.splitlines(), file, facts)
-    sites = scanner.scan()
+    sites = join_imports(scanner.scan())
     if imports is not None:
         imports += [(file, module, line) for module, line in scanner.imports]
     kernels = kernel_sites(scanner.kernels, scanner.launches, scanner.qual, facts, file, scanner.code)

@@ -236,12 +236,12 @@ def test_source_sites_routes_and_notes_read_in_chinese_and_stay_english_in_json(
     assessment = model_assessment("gpu_only")
     text = render(assessment, "md", language="zh-CN")
     section = text.split("\n## 源码发现")[1].split("\n## ")[0]
-    assert "调用时 'cuda' 被替换为 'npu'" in section and "迁移路径丢弃：" in section
-    assert "becomes 'npu' at call time" not in section and "dropped by the route" not in section
+    assert "调用时 'cuda' 被替换为 'npu'" in section and "先执行：atten\\_mask = torch.triu(" in section
+    assert "becomes 'npu' at call time" not in section and "first: " not in section
     assert "6 行，1 个 kernel：arange、load" in section  # API names listed with the reader's separator
     sites = json.loads(render(assessment, "json", language="zh-CN"))["source_findings"]
     assert "'cuda' becomes 'npu' at call time" in [s["npu_route"] for s in sites]
-    assert any(n.startswith("dropped by the route: ") for s in sites for n in s.get("notes", ()))
+    assert any(n.startswith("first: atten_mask = ") for s in sites for n in s.get("notes", ()))
 
 
 def test_policy_breaches_in_the_step_summary_read_in_chinese_and_stay_english_elsewhere():

@@ -176,11 +176,12 @@ def test_channels_last_is_one_layout_decision(tmp_path):
 
 def test_a_single_attention_call_keeps_its_own_price():
     """tests/models/gpu_only.py calls flash_attn_func once: below [decisions.attention] min_members (2) there is no
-    wrapper to share, so its import and call keep their sites' own prices."""
+    wrapper to share, so the call (one item with its import) keeps its site's own price."""
     est = _assess("gpu_only").estimate
     assert not [d for d in est.decisions if d.name == "attention"]
     flash = [s for s in est.source if s.finding.subject.startswith("flash_attn")]
-    assert len(flash) == 2 and all(s.person_days.likely == 0.5 for s in flash)
+    assert len(flash) == 1 and flash[0].person_days.likely == 0.5
+    assert "imported at line 8" in flash[0].finding.notes
 
 
 def test_the_attention_decision_reads_in_the_reader_s_language():
