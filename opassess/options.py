@@ -14,6 +14,61 @@ DEFAULT_PRODUCT = "Atlas A2"  # the Ascend product assessed against when --targe
 DEVICES = ("meta", "cpu")  # where the model is built and run (--device)
 AMP_DTYPES = ("bf16", "fp16")  # autocast dtypes of a training step (--amp)
 IN_PROCESS_ENV = "OPASSESS_IN_PROCESS"  # =1: everything in this process, for a debugger (no worker, no fork)
+PARALLEL_KEYS = ("tp", "pp", "dp", "ep", "cp", "zero")  # --parallel's numeric keys; `sp` is a flag
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """A job's layout over devices (--parallel tp=8,pp=1,dp=4[,ep=N][,sp][,cp=N][,zero=N]): tensor, pipeline, data,
+    expert and context parallel sizes, sequence parallel on or off, and the ZeRO stage (0: none; 1: optimizer states
+    sharded over dp, as Megatron's distributed optimizer; 2: and gradients; 3: and weights). Devices = tp x pp x dp x
+    cp (experts are sharded over ep inside the dp x cp ranks, as Megatron lays them out)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    sp: bool = False
+    cp: int = 1
+    zero: int = 0
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    def text(self) -> str:
+        """'tp=8,pp=1,dp=1,sp': the layout as --parallel takes it (keys left at 1 dropped, tp, pp and dp kept)."""
+        parts = [f"{k}={getattr(self, k)}" for k in PARALLEL_KEYS
+                 if k in ("tp", "pp", "dp") or getattr(self, k) != (0 if k == "zero" else 1)]
+        return ",".join(parts + (["sp"] if self.sp else []))
+
+    @classmethod
+    def parse(cls, text: str) -> ParallelLayout:
+        """'tp=8,pp=2,dp=4,sp' -> ParallelLayout; a UsageError naming --parallel for anything else."""
+        values: dict[str, int | bool] = {}
+        for part in (p.strip() for p in text.split(",")):
+            key, sep, value = part.partition("=")
+            key = key.strip().lower()
+            if key == "sp" and not sep:
+                values["sp"] = True
+                continue
+            if key not in PARALLEL_KEYS or not sep:
+                raise UsageError(f"{part!r}: expected tp=N, pp=N, dp=N, ep=N, cp=N, zero=N or sp", option="--parallel")
+            if key in values:
+                raise UsageError(f"{key} given twice", option="--parallel")
+            if not value.strip().isdigit() or int(value) < (0 if key == "zero" else 1):
+                raise UsageError(f"{part!r}: expected a whole number of at least {0 if key == 'zero' else 1}",
+                                 option="--parallel")
+            values[key] = int(value)
+        layout = cls(**values)  # type: ignore[arg-type]
+        if layout.zero > 3:
+            raise UsageError("zero: expected 0, 1, 2 or 3", option="--parallel")
+        if layout.sp and layout.tp == 1:
+            raise UsageError("sp (sequence parallel) splits the sequence over the tensor-parallel group: it needs tp "
+                             "above 1", option="--parallel")
+        if layout.dp * layout.cp % layout.ep:
+            raise UsageError(f"ep={layout.ep} must divide dp x cp ({layout.dp * layout.cp})", option="--parallel")
+        return layout
 
 
 @dataclass(frozen=True)
@@ -50,6 +105,9 @@ class ScanOptions:
     compare: tuple[str, ...] = ()  # products to time the step on besides the target (--compare)
     device_profile: Path | None = None  # an overlay TOML over the target's device profile (--device-profile)
     graph_backend: str = GRAPH_BACKENDS[0]  # the back-end the graph-break gate and the graph effort item are for
+    parallel: ParallelLayout | None = None  # the job's layout (--parallel); None: one device
+    global_batch: int | None = None  # samples per step over all replicas (--global-batch); None: one micro-batch
+    # per data-parallel replica (the example inputs are one micro-batch)
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
@@ -76,6 +134,11 @@ class ScanOptions:
         if self.graph_backend not in GRAPH_BACKENDS:
             raise UsageError(f"{self.graph_backend!r}: expected one of {', '.join(GRAPH_BACKENDS)}",
                              option="--graph-backend")
+        if self.global_batch is not None and self.parallel is None:
+            raise UsageError("needs --parallel (the global batch is split over the data-parallel replicas)",
+                             option="--global-batch")
+        if self.global_batch is not None and self.global_batch < 1:
+            raise UsageError("expected a whole number of at least 1", option="--global-batch")
         if self.graph_mode == "off" and self.graph_backend != GRAPH_BACKENDS[0]:
             raise UsageError(f"{self.graph_backend!r} is a back-end of the graph-mode analysis, which is off (drop "
                              "--graph-backend or --no-graph-mode)", option="--graph-backend")

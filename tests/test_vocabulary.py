@@ -107,7 +107,7 @@ def test_every_schema_enum_is_a_known_vocabulary():
              tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES),  # tests/test_reasons.py
              DECISION_NAMES, EXPORTERS, (*EXPORTERS, None), VERDICTS, SERVING_STATUSES,
              graph.ALL_VERDICTS, graph.BREAK_KINDS, graph.METHODS, graph.BACKENDS,
-             perf.UNITS, perf.BOUNDS, perf.PENALTIES}
+             perf.UNITS, perf.BOUNDS, perf.PENALTIES, perf.MEMORY_PARTS, perf.COLLECTIVES}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
 

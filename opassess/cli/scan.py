@@ -124,6 +124,12 @@ def scan(
     device_profile: Annotated[Path | None, typer.Option(
         "--device-profile", help="A TOML overlay of the target's device profile (efficiencies, peaks, launch costs, "
                                  "host link) for the time model; see docs/cost-and-time.md.")] = None,
+    parallel: Annotated[str | None, typer.Option(
+        "--parallel", help="Time and size the job over devices: tp=N,pp=N,dp=N[,ep=N][,cp=N][,sp][,zero=N] (the "
+                           "example inputs are one micro-batch); see docs/cost-and-time.md.")] = None,
+    global_batch: Annotated[int | None, typer.Option(
+        "--global-batch", min=1, help="With --parallel: samples per optimizer step over all data-parallel "
+                                      "replicas (default: one micro-batch each).")] = None,
     weights: Weights = None,
     profile: Profile = "default",
     handoff: Annotated[Path | None, typer.Option(
@@ -177,7 +183,7 @@ def scan(
     Exit codes: 0 ok, 1 an error (bad input, a failed scan, any model of a portfolio failed), 2 bad usage,
     3 a --fail-on / --max-person-days / --max-risk gate was breached.
     """
-    from ..options import OutputOptions, ScanOptions
+    from ..options import OutputOptions, ParallelLayout, ScanOptions
 
     with reporting_errors(debug), terminating_on_signals():
         policy = build_policy(fail_on, max_person_days, max_risk, graph_backend, max_person_days_at)
@@ -202,6 +208,7 @@ def scan(
             compare=tuple(p.strip() for p in (compare or "").split(",") if p.strip()), device_profile=device_profile,
             **route_values(route, opset, exporter, quant),
             graph_mode=graph_mode, graph_backend=graph_backend,
+            parallel=ParallelLayout.parse(parallel) if parallel else None, global_batch=global_batch,
         )
         if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
             if baseline is not None:

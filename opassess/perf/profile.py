@@ -149,8 +149,19 @@ def device_table(kb: KnowledgeBase | None = None) -> DeviceTable:
     return _device_table(path if path.is_file() else data_path(f"kb/{DEVICES}"))
 
 
+@dataclass(frozen=True)
+class MemoryAssumptions:
+    """time_model.toml [memory]: what memory per device counts beyond the capture (perf/memory.py)."""
+
+    optimizer_states: Mapping[str, int]  # optimizer class name -> states kept per parameter
+    default_states: int
+    state_bytes: float
+    master_bytes: float
+    replicated_activation_share: float  # of a tensor-parallel layer's activations, kept whole without sp
+
+
 @cache
-def _assumptions(path: Path) -> tuple[HostLink, Penalties]:
+def _read_assumptions(path: Path) -> tuple[HostLink, Penalties, MemoryAssumptions]:
     root = TomlTable.of_file(path, "time-model assumptions", ConfigError)
     host = root.table("host")
     link = HostLink(host.number("link_gb_per_s") * GIGA, host.number("cpu_gflops") * GIGA,
@@ -161,15 +172,27 @@ def _assumptions(path: Path) -> tuple[HostLink, Penalties]:
                           pen.number("unaligned_attention_factor"), pen.integer("cube_inner_align"),
                           pen.integer("attention_align"), pen.number("transdata_copies"))
     pen.finish()
+    mem = root.table("memory")
+    memory = MemoryAssumptions(
+        MappingProxyType({k: int(v) for k, v in mem.number_table("optimizer_states").items()}),
+        mem.integer("default_states"), mem.number("state_bytes"), mem.number("master_bytes"),
+        mem.number("replicated_activation_share", maximum=1.0))
+    mem.finish()
     root.finish()
     if link.link <= 0 or link.cpu_flops <= 0 or link.cpu_bandwidth <= 0:
         raise ConfigError(f"{path}: host: link and CPU throughput must be above 0")
-    return link, penalties
+    return link, penalties, memory
 
 
 def assumptions() -> tuple[HostLink, Penalties]:
     """The shipped time-model assumptions (time_model.toml)."""
-    return _assumptions(data_path(ASSUMPTIONS))
+    host, penalties, _memory = _read_assumptions(data_path(ASSUMPTIONS))
+    return host, penalties
+
+
+def memory_assumptions() -> MemoryAssumptions:
+    """The shipped memory assumptions (time_model.toml [memory])."""
+    return _read_assumptions(data_path(ASSUMPTIONS))[2]
 
 
 def _variant(table: DeviceTable, name: str, product: str) -> DeviceProfile:

@@ -5,8 +5,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..messages import N_, Text
+from ..options import ParallelLayout
 
 UNITS = ("cube", "vector", "aicpu", "cpu-fallback", "none")  # "none": a view or host op that launches no kernel
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache")
+COLLECTIVES = ("tp-all-reduce", "sp-all-gather", "sp-reduce-scatter", "ep-all-to-all", "dp-all-reduce", "pp-send-recv")
 BOUNDS = ("compute", "memory", "launch", "host", "none")
 # Penalty codes, each the time a fact says is added over the roofline
 PENALTIES = ("cpu-fallback", "online-compile", "host-sync", "transdata", "unaligned-cube", "unaligned-attention",
@@ -75,6 +78,51 @@ class StepTime:
 
 
 @dataclass(frozen=True)
+class DeviceMemory:
+    """What one device holds during the step; `hbm_bytes` None when the tables give no figures for the product."""
+
+    bytes: float
+    hbm_bytes: float | None
+    breakdown: Mapping[str, float]  # one of MEMORY_PARTS -> bytes (parts that hold nothing left out)
+    basis: str  # how it was counted, in one sentence (English: the JSON contract)
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.hbm_bytes is None else self.bytes <= self.hbm_bytes
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One kind of communication a layout implies, over a step: what it moves and what of it is not hidden."""
+
+    kind: str  # one of COLLECTIVES
+    group: int  # ranks in the group
+    tier: str  # the link it crosses ("HCCS", "RoCE", ...)
+    calls: int  # per step
+    bytes: float  # per call (message size)
+    us: float  # per step, all calls
+    exposed_us: float  # per step, what compute does not hide
+
+
+@dataclass(frozen=True)
+class ParallelStep:
+    """`performance.parallel`: the step of the whole job under a --parallel layout, per device."""
+
+    layout: ParallelLayout
+    micro_batches: int  # per step and data-parallel replica
+    global_batch: int  # samples per step
+    memory: DeviceMemory
+    step_us: float | None = None  # None: the product has no device figures
+    compute_us: float | None = None
+    comm_us: float | None = None  # exposed communication
+    bubble_us: float | None = None
+    tokens_per_s_per_device: float | None = None
+    samples_per_s_per_device: float | None = None
+    collectives: tuple[Collective, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Performance:
     """`performance` in the JSON document: the target's step, and each --compare product's (None: no figures)."""
 
@@ -84,3 +132,5 @@ class Performance:
     compare: tuple[tuple[str, StepTime | None], ...] = ()
     note: str | None = None  # why there is no step, or how the profile was chosen
     estimate: str = ESTIMATE
+    memory: DeviceMemory | None = None  # the step's memory on one device
+    parallel: ParallelStep | None = None  # the job under --parallel

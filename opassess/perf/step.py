@@ -9,9 +9,12 @@ from ..findings.graph import DataFlow, Graph
 from ..findings.patterns import load_patterns
 from ..kb.store import KnowledgeBase
 from ..messages import N_, Text
+from ..options import ParallelLayout
 from ..records import ClassifiedOp, Finding, Inventory
 from .inputs import backward_work, flag_nodes, node_work, unfused_nodes
+from .memory import step_memory
 from .model import CallWork, time_call
+from .parallel import parallel_step
 from .profile import DeviceProfile, NoDeviceProfile, load_profile, product_note
 from .records import UNITS, CallTime, OperatorTime, Performance, StepTime
 
@@ -84,13 +87,16 @@ def step_time(works: Sequence[CallWork], profile: DeviceProfile) -> StepTime:
 def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp], findings: Sequence[Finding],
                          product: str, *, kb: KnowledgeBase | None = None, compare: Sequence[str] = (),
                          overlay: Path | None = None, aclop_only: Callable[[str], bool] | None = None,
-                         flow: DataFlow | None = None, graph: Graph | None = None) -> Performance:
-    """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures).
+                         flow: DataFlow | None = None, graph: Graph | None = None,
+                         layout: ParallelLayout | None = None, global_batch: int | None = None) -> Performance:
+    """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures),
+    its memory on one device, and the job under `layout` (with `global_batch` samples per step).
 
     A product the tables give no figures for gets step None and the table's note: a missing profile is data."""
     method = Text(METHOD, {"step": Text(N_("training step")) if inventory.capture.training else
                            Text(N_("forward pass"))})
     works: list[CallWork] | None = None
+    target: list[DeviceProfile] = []
 
     def on(name: str, over: Path | None) -> StepTime | None:
         nonlocal works
@@ -98,6 +104,8 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
             profile = load_profile(name, kb, over)
         except NoDeviceProfile:
             return None
+        if name == product:
+            target.append(profile)
         if works is None:  # the unit and flags do not depend on the product; the fusion anchors barely do
             works = call_works(inventory, classified, findings, profile, aclop_only=aclop_only, flow=flow,
                                graph=graph)
@@ -105,4 +113,9 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
 
     step = on(product, overlay)
     others = tuple((name, on(name, None)) for name in compare if name != product)
-    return Performance(product=product, step=step, method=method, compare=others, note=product_note(product, kb))
+    hbm = target[0].hbm_bytes if target else None
+    parallel = None
+    if layout is not None:
+        parallel = parallel_step(inventory, works or [], target[0] if target else None, layout, global_batch)
+    return Performance(product=product, step=step, method=method, compare=others, note=product_note(product, kb),
+                       memory=step_memory(inventory, hbm), parallel=parallel)

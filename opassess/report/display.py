@@ -39,6 +39,7 @@ from .display_records import (
 from .document import Row
 from .graph_view import graph_actions, graph_section
 from .i18n import DEFAULT, N_, number, translations
+from .job_view import with_job
 from .plan_view import (
     action_items,
     activity_rows,
@@ -337,7 +338,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
                                                                                      assessment.graph_mode),
         evidence_order=evidence_text(assessment.target, _),
         source=source_section(document, _),
-        time=time_section(document, _),
+        time=with_job(time_section(document, _), document, _),
         graph=graph_section(document, _, shown_source, assessment.graph_mode),
         source_only=capture.method == NO_CAPTURE,
         onnx=onnx_section(document, _),

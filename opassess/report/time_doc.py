@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..perf.records import Performance, StepTime
+from ..perf.records import DeviceMemory, ParallelStep, Performance, StepTime
 from ..records import Finding
 
 
@@ -18,9 +18,49 @@ def _step_doc(step: StepTime) -> dict[str, Any]:
             "notes": list(step.notes)}
 
 
+GIB = 1024 ** 3
+
+
+def _gib(value: float | None) -> float | None:
+    return None if value is None else round(value / GIB, 4)
+
+
+def memory_doc(memory: DeviceMemory | None) -> dict[str, Any] | None:
+    """{per_device_gib, hbm_gib, fits, breakdown: {part: gib}, basis}; fits null without the product's HBM."""
+    if memory is None:
+        return None
+    return {"per_device_gib": _gib(memory.bytes), "hbm_gib": _gib(memory.hbm_bytes), "fits": memory.fits,
+            "breakdown": {k: _gib(v) for k, v in memory.breakdown.items()}, "basis": memory.basis}
+
+
+def _maybe_us(value: float | None) -> float | None:
+    return None if value is None else _us(value)
+
+
+def parallel_doc(job: ParallelStep | None) -> dict[str, Any] | None:
+    """`performance.parallel`: {tp, pp, dp, ep, sp, cp, zero, devices, micro_batches, global_batch, step_us,
+    compute_us, comm_us, bubble_us, tokens_per_s_per_device, samples_per_s_per_device, memory, collectives, notes}."""
+    if job is None:
+        return None
+    lay = job.layout
+    rate = job.tokens_per_s_per_device
+    samples = job.samples_per_s_per_device
+    return {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "sp": lay.sp, "cp": lay.cp, "zero": lay.zero,
+            "devices": lay.devices, "micro_batches": job.micro_batches, "global_batch": job.global_batch,
+            "step_us": _maybe_us(job.step_us), "compute_us": _maybe_us(job.compute_us),
+            "comm_us": _maybe_us(job.comm_us), "bubble_us": _maybe_us(job.bubble_us),
+            "tokens_per_s_per_device": None if rate is None else round(rate, 1),
+            "samples_per_s_per_device": None if samples is None else round(samples, 3),
+            "memory": memory_doc(job.memory),
+            "collectives": [{"kind": c.kind, "group": c.group, "tier": c.tier, "calls": c.calls,
+                             "bytes": round(c.bytes), "us": _us(c.us), "exposed_us": _us(c.exposed_us)}
+                            for c in job.collectives],
+            "notes": list(job.notes)}
+
+
 def performance_doc(performance: Performance | None) -> dict[str, Any] | None:
-    """{product, step_us, at_risk_us, by_unit, method, estimate, variant, notes, compare}; None without a time model;
-    step_us null when the tables give no figures for the product (`note` says so)."""
+    """{product, step_us, at_risk_us, by_unit, method, estimate, variant, notes, compare, memory, parallel}; None
+    without a time model; step_us null when the tables give no figures for the product (`note` says so)."""
     if performance is None:
         return None
     step = performance.step
@@ -32,6 +72,8 @@ def performance_doc(performance: Performance | None) -> dict[str, Any] | None:
     doc["compare"] = [{"product": name, **(_step_doc(other) if other is not None else
                                            {"step_us": None, "at_risk_us": None, "by_unit": {}})}
                       for name, other in performance.compare]
+    doc["memory"] = memory_doc(performance.memory)
+    doc["parallel"] = parallel_doc(performance.parallel)
     return doc
 
 

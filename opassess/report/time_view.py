@@ -58,6 +58,8 @@ class TimeSection(Record):
     rows: tuple[TimeRow, ...]
     more: int  # operators not listed
     compare: tuple[CompareRow, ...]  # the target first, then each --compare product; empty without --compare
+    lead: tuple[str, ...] = ()  # said before the step: memory that does not fit (job_view.py)
+    job: tuple[str, ...] = ()  # after it: memory that fits, the --parallel layout's step and collectives
 
 
 def gain_text(time: Mapping[str, float] | None, _: Callable[[str], str] = str) -> str:

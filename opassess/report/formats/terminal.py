@@ -330,10 +330,14 @@ def _print_time(console: Console, section: TimeSection, _: Gettext) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    for lead in section.lead:  # what does not fit, before any time
+        console.print(Text(lead, style="bold red"))
     line = Text(_("Time on %s: ") % section.product, style="bold")
     line.append(section.headline + (f": {section.by_unit_text}" if section.by_unit_text else ""))
     console.print(line)
     console.print(Text(_("Every time here is an %s.") % section.estimate, style="dim"))
+    for text in section.job:
+        console.print(Text(text))
     if section.compare:
         table = Table(show_edge=False, pad_edge=False)
         _add_columns(table, ((_("Product"), "left"), (_("Step"), "right"), (_("At risk"), "right"),

@@ -1,0 +1,87 @@
+"""The job's lines of the time section: memory per device (one device, and under --parallel), the layout's step and
+throughput, its collectives; what does not fit is said first (`lead`), the rest after the step (`lines`)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from .time_view import SEPARATOR, TimeSection, us_text
+
+Gettext = Callable[[str], str]
+
+
+def _gib(value: float | None) -> str:
+    """12.55 -> '12.6 GiB'; 0.0625 -> '64.0 MiB'."""
+    if value is None:
+        return "-"
+    return f"{value:,.1f} GiB" if value >= 1 else f"{value * 1024:,.1f} MiB"
+
+
+def _parts(memory: Mapping[str, Any], _: Gettext) -> str:
+    return _(SEPARATOR).join(f"{part} {_gib(gib)}" for part, gib in memory["breakdown"].items())
+
+
+def memory_line(memory: Mapping[str, Any], where: str, _: Gettext) -> str:
+    """'Does not fit one device: 100.4 GiB against 64.0 GiB of HBM (weights 12.6, ...)' and its fitting forms."""
+    values = {"where": where, "need": _gib(memory["per_device_gib"]), "hbm": _gib(memory["hbm_gib"]),
+              "parts": _parts(memory, _)}
+    if memory["fits"] is False:
+        return _("Does not fit %(where)s: %(need)s per device against %(hbm)s of HBM (%(parts)s)") % values
+    if memory["fits"] is None:
+        return _("Memory %(where)s: %(need)s per device (%(parts)s); no HBM figure for this product") % values
+    return _("Memory %(where)s: %(need)s per device of %(hbm)s of HBM (%(parts)s)") % values
+
+
+def _bytes(value: float) -> str:
+    return f"{value / 1024 ** 2:,.1f} MiB" if value >= 1024 ** 2 else f"{value / 1024:,.1f} KiB"
+
+
+def parallel_lines(job: Mapping[str, Any], _: Gettext) -> list[str]:
+    """The layout's step, throughput and collectives (the memory line apart: `job_lines` places it)."""
+    layout = ",".join([f"tp={job['tp']}", f"pp={job['pp']}", f"dp={job['dp']}"]
+                      + [f"{k}={job[k]}" for k in ("ep", "cp") if job[k] != 1]
+                      + ([f"zero={job['zero']}"] if job.get("zero") else [])
+                      + (["sp"] if job["sp"] else []))
+    head = _("Layout %(layout)s on %(devices)d devices, %(mb)d micro-batches per replica (global batch "
+             "%(gbs)d)") % {"layout": layout, "devices": job["devices"], "mb": job["micro_batches"],
+                            "gbs": job.get("global_batch") or 0}
+    if job["step_us"] is None:
+        return [head]
+    lines = [head + ": " + _("step %(step)s (compute %(compute)s, exposed communication %(comm)s, bubble "
+                             "%(bubble)s)") % {"step": us_text(job["step_us"]), "compute": us_text(job["compute_us"]),
+                                               "comm": us_text(job["comm_us"]), "bubble": us_text(job["bubble_us"])}]
+    if job.get("tokens_per_s_per_device") is not None:
+        rate = f"{job['tokens_per_s_per_device']:,.0f}"
+        lines.append(_("Throughput: %(rate)s tokens/s per device") % {"rate": rate})
+    elif job.get("samples_per_s_per_device") is not None:
+        rate = f"{job['samples_per_s_per_device']:,.2f}"
+        lines.append(_("Throughput: %(rate)s samples/s per device") % {"rate": rate})
+    for c in job.get("collectives") or ():
+        lines.append(_("%(kind)s over %(group)d (%(tier)s): %(calls)d x %(size)s, %(us)s (exposed %(exposed)s)") % {
+            "kind": c["kind"], "group": c["group"], "tier": c["tier"], "calls": c["calls"], "size": _bytes(c["bytes"]),
+            "us": us_text(c["us"]), "exposed": us_text(c["exposed_us"])})
+    return lines + list(job.get("notes") or ())
+
+
+def job_lines(perf: Mapping[str, Any], _: Gettext) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(lines said before the step: what does not fit; lines after it: memory that fits, the layout's step)."""
+    lead: list[str] = []
+    after: list[str] = []
+    memory = perf.get("memory")
+    if memory:
+        (lead if memory["fits"] is False else after).append(memory_line(memory, _("on one device"), _))
+    job = perf.get("parallel")
+    if job:
+        where = _("under the layout")
+        (lead if job["memory"]["fits"] is False else after).append(memory_line(job["memory"], where, _))
+        after += parallel_lines(job, _)
+    return tuple(lead), tuple(after)
+
+
+def with_job(section: TimeSection | None, document: Mapping[str, Any], _: Gettext) -> TimeSection | None:
+    """The time section with the job's lines (memory per device, the layout)."""
+    if section is None:
+        return None
+    lead, after = job_lines(document["performance"], _)
+    return replace(section, lead=lead, job=after)
