@@ -15,6 +15,9 @@ from typing import Any
 
 from .datafile import check_regular
 from .errors import ModelLoadError
+from .huggingface import HFSettings, config_file
+from .huggingface import resolve as resolve_config
+from .options import ScanOptions
 from .records import ModelInfo
 
 DTYPES = {
@@ -45,6 +48,14 @@ class LoadRequest:
     input_dtype: str = "float32"
     dtype: str | None = None  # assess as mixed precision: "float16" / "bfloat16"
     device: str = "meta"
+    hf: HFSettings = HFSettings()  # a Hugging Face folder or config.json: its task, sequence length, batch size
+
+    @classmethod
+    def of(cls, options: ScanOptions, device: str | None = None) -> LoadRequest:
+        """What a scan's options ask to load (on `device` instead of --device: the ONNX export builds on the CPU)."""
+        return cls(target=options.target, entry=options.entry, input_shapes=options.input_shapes,
+                   input_dtype=options.input_dtype, dtype=options.dtype, device=device or options.device,
+                   hf=HFSettings(options.task, options.seq_len, options.batch_size, options.trust_remote_code))
 
 
 @dataclass(frozen=True)
@@ -182,7 +193,7 @@ def is_library_file(filename: str) -> bool:
     return filename.startswith(_library_dirs()) or any(marker in filename for marker in _MARKERS)
 
 
-def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[], Any], Path | None]:
+def _resolve_factory(req: LoadRequest) -> tuple[Any, str, str, Callable[[], Any], Path | None]:
     """Find the factory: FILE, FILE:FUNC, or package.module:FUNC; with the model file's directory, if any."""
     target, entry = req.target, req.entry
     if entry and ":" in entry:  # --entry FILE:FUNC
@@ -190,12 +201,18 @@ def _resolve_factory(req: LoadRequest) -> tuple[ModuleType, str, str, Callable[[
     path_part, _, func_part = (target.rpartition(":") if ":" in target and not Path(target).exists()
                                else (target, "", ""))
     entry = entry or func_part or "build_model"
+    config = config_file(path_part)
+    if config is not None:  # a Hugging Face model folder, or its config.json: built from the config
+        check_regular(config, "config file", ModelLoadError)
+        namespace, folder, config_entry, build, config_dir = resolve_config(config, req.hf)
+        return namespace, display_path(folder), config_entry, build, config_dir
     if path_part.endswith(".py") or Path(path_part).exists() or "/" in path_part:
         path = Path(path_part)
         if not path.exists():
             raise ModelLoadError(f"{path}: no such model file")
         if path.is_dir():
-            raise ModelLoadError(f"{path}: is a directory, expected a model file")
+            raise ModelLoadError(f"{path}: is a directory without a config.json, expected a model file or a Hugging "
+                                 "Face model folder")
         check_regular(path, "model file", ModelLoadError)  # a FIFO or device would hang the import
         module = _import_file(path)
         source = display_path(str(path))

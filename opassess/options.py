@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .dtypes import FLOAT_DTYPES
 from .errors import UsageError
-from .vocabulary import EXPORTERS, GRAPH_BACKENDS, GRAPH_MODES, ROUTES
+from .vocabulary import EXPORTERS, GRAPH_BACKENDS, GRAPH_MODES, HF_TASKS, ROUTES
 
 DEFAULT_PRODUCT = "Atlas A2"  # the Ascend product assessed against when --target is not given
 DEVICES = ("meta", "cpu")  # where the model is built and run (--device)
@@ -108,6 +108,13 @@ class ScanOptions:
     parallel: ParallelLayout | None = None  # the job's layout (--parallel); None: one device
     global_batch: int | None = None  # samples per step over all replicas (--global-batch); None: one micro-batch
     # per data-parallel replica (the example inputs are one micro-batch)
+    # A Hugging Face model folder or config.json as the target (opassess/huggingface.py): the task's Auto class (None:
+    # the config's architecture), the example inputs' sequence length (None: the config's, at most 2048) and batch,
+    # and whether the folder's own modelling code may run (in the worker)
+    task: str | None = None
+    seq_len: int | None = None
+    batch_size: int = 1
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
@@ -123,6 +130,12 @@ class ScanOptions:
             # --dtype casts every floating input, so the tensors would run as --dtype while the report said otherwise
             raise UsageError(f"{self.input_dtype} contradicts --dtype {self.dtype}, which casts the floating inputs "
                              "built from --input-shape (drop one of them)", option="--input-dtype")
+        if self.task is not None and self.task not in HF_TASKS:
+            raise UsageError(f"{self.task!r}: expected one of {', '.join(HF_TASKS)}", option="--task")
+        if self.seq_len is not None and self.seq_len < 1:
+            raise UsageError("expected a positive number of tokens", option="--seq-len")
+        if self.batch_size < 1:
+            raise UsageError("expected a positive batch size", option="--batch-size")
         if self.route is not None and self.route not in ROUTES:
             raise UsageError(f"{self.route!r}: expected one of {', '.join(ROUTES)}", option="--route")
         if self.exporter not in ("auto", *EXPORTERS):

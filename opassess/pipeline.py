@@ -103,9 +103,7 @@ def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[Mod
     with dynamo_on_demand():  # torch._dynamo only if the model or a capture method uses it (trace/lazy_dynamo.py)
         with timed(seconds, "load"):
             progress(f"loading {options.target}")
-            loaded = load_model(LoadRequest(target=options.target, entry=options.entry,
-                                            input_shapes=options.input_shapes, input_dtype=options.input_dtype,
-                                            dtype=options.dtype, device=options.device))
+            loaded = load_model(LoadRequest.of(options))
         with timed(seconds, "trace"):
             train = TrainOptions(amp=options.amp) if options.train else None
             capture = trace_model(loaded, options.methods, progress, train)

@@ -124,3 +124,18 @@ class CostBasis(StrEnum):
     SOURCE_FINDING = "source-finding"  # a library call the source scan found at the same line: costed there, once
     DECISION = "decision"  # covered by model-level decisions (score/decisions.py): their checks plus priced changes
     PRICED_CHANGE = "priced-change"  # its only limits are parameter changes priced by tier ([changes])
+
+
+# --task for a Hugging Face model folder: the transformers Auto class each task builds (the config's `architectures`
+# decide when it is not given).
+HF_TASKS: dict[str, str] = {
+    "causal-lm": "AutoModelForCausalLM",
+    "seq-cls": "AutoModelForSequenceClassification",
+    "masked-lm": "AutoModelForMaskedLM",
+    "seq2seq-lm": "AutoModelForSeq2SeqLM",
+    "image-classification": "AutoModelForImageClassification",
+    "image-text-to-text": "AutoModelForImageTextToText",
+    "speech-seq2seq": "AutoModelForSpeechSeq2Seq",
+    "ctc": "AutoModelForCTC",
+    "base": "AutoModel",
+}

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("opassess", "errors", "vocabulary", "messages", "reasons", "records", "dtypes", "datafile", "resources", "output",
      "options", "startup"),
     ("kb", "advice", "source"),  # advice: the replacement call a finding or a source site renders
-    ("load", "standins"),  # loading a model file installs the stand-ins of GPU-only libraries
+    ("load", "standins", "huggingface"),  # loading a model file installs the stand-ins of GPU-only libraries
     ("trace", "inventory", "graphmode"),
     ("classify", "routes"),
     ("findings",),

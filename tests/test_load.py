@@ -196,3 +196,35 @@ def test_building_resnet_on_meta_does_not_import_dynamo():
             "print('torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_model_folder_without_transformers_installed_is_one_line(tmp_path, monkeypatch):
+    import json
+    import sys
+
+    from opassess.errors import ModelLoadError
+    from opassess.load import LoadRequest, load_model
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if it were not installed
+    with pytest.raises(ModelLoadError, match="needs transformers: pip install transformers"):
+        load_model(LoadRequest(target=str(tmp_path)))
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 8}))
+    with pytest.raises(ModelLoadError, match=r'not a Hugging Face model config \(no "model_type"\)'):
+        load_model(LoadRequest(target=str(tmp_path)))
+    with pytest.raises(ModelLoadError, match="is a directory without a config.json"):
+        load_model(LoadRequest(target=str(tmp_path.parent)))
+
+
+def test_a_folder_of_model_folders_is_a_portfolio_of_them(tmp_path):
+    from opassess.portfolio.targets import expand_targets
+
+    for name in ("Qwen2.5-7B", "vit"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text('{"model_type": "qwen2"}')
+    (tmp_path / "Qwen2.5-7B" / "modeling_qwen.py").write_text("def build_model():\n    pass\n")
+    (tmp_path / "plain.py").write_text("def build_model():\n    pass\n")
+    models, _ = expand_targets([str(tmp_path)])
+    assert sorted(m.name for m in models) == ["Qwen2.5-7B", "plain", "vit"]
+    alone, _ = expand_targets([str(tmp_path / "vit")])
+    assert [m.name for m in alone] == ["vit"]

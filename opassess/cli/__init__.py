@@ -28,6 +28,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts are plain: 'opassess[ray]' keeps its brackets
 )
 app.command("scan")(scan)
 app.command("source")(source_command)

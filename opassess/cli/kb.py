@@ -13,7 +13,7 @@ from ..kb.store import load_kb, user_kb_dir
 from ..kb.wheel_import import import_wheel
 from .errors import reporting_errors
 
-kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_is_help=False,
+kb_app = typer.Typer(help="Show or refresh the Ascend knowledge base.", no_args_is_help=False, rich_markup_mode=None,
                      invoke_without_command=True)
 
 KbDir = Annotated[Path | None, typer.Option("--kb-dir", help="Knowledge-base folder or imported overlay to use.")]

@@ -176,3 +176,16 @@ def route_values(route: str | None, opset: int | None, exporter: str | None, qua
         except UsageError as exc:
             raise typer.BadParameter(str(exc).split(": ", 1)[1], param_hint="'--opset'") from exc
     return {"route": route, "opset": opset, "exporter": exporter or "auto", "quant": quant or ""}
+# A Hugging Face model folder (or its config.json) as the target: opassess/huggingface.py.
+Task = Annotated[str | None, typer.Option(
+    "--task", help="For a Hugging Face model folder or config.json: the transformers Auto class to build, causal-lm, "
+                   "seq-cls, masked-lm, seq2seq-lm, image-classification, image-text-to-text, speech-seq2seq, ctc or "
+                   "base (default: the config's architectures).")]
+SeqLen = Annotated[int | None, typer.Option(
+    "--seq-len", min=1, help="For a Hugging Face model folder: tokens (or audio samples) of the example inputs "
+                             "(default: 2048, at most the config's max_position_embeddings).")]
+BatchSize = Annotated[int, typer.Option(
+    "--batch-size", min=1, help="For a Hugging Face model folder: the example inputs' batch size.")]
+TrustRemoteCode = Annotated[bool, typer.Option(
+    "--trust-remote-code", help="For a Hugging Face model folder whose config names its own modelling code "
+                                "(auto_map): run that code (in the worker) to build the model.")]

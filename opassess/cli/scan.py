@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import EXIT_ERROR
+from ..huggingface import is_model_folder, with_config_defaults
 from ..isolation import terminating_on_signals
 from ..options import DEFAULT_PRODUCT
 from ..report.registry import REPORTERS, format_for_suffix
@@ -20,6 +21,7 @@ from .errors import fail_on_breaches, one_line, reporting_errors
 from .options import (
     CAST_DTYPES,
     Baseline,
+    BatchSize,
     Debug,
     Exporter,
     FailOn,
@@ -38,9 +40,12 @@ from .options import (
     Quant,
     Quiet,
     Route,
+    SeqLen,
     Target,
+    Task,
     Templates,
     TorchNpu,
+    TrustRemoteCode,
     Weights,
     build_policy,
     check_values,
@@ -85,8 +90,9 @@ def _format_names(*, exclude: tuple[str, ...] = ()) -> str:
 
 def scan(
     targets: Annotated[list[str], typer.Argument(
-        help="Model files (each defines build_model() and example_inputs()), directories of model files, or "
-             "package.module:factory. Several make a portfolio.", metavar="TARGET")],
+        help="Model files (each defines build_model() and example_inputs()), Hugging Face model folders (a "
+             "config.json; no weights are read) or config.json files, directories of model files or model folders, "
+             "or package.module:factory. Several make a portfolio.", metavar="TARGET")],
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", help=f"Report format: {_format_names()} (default: from -o's extension, else "
                                f"{DEFAULT_FORMAT}). With several models: the per-model format written besides JSON "
@@ -173,6 +179,10 @@ def scan(
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="With --executor ray: the cluster to join (HOST:PORT, ray://HOST:PORT, or auto for "
                               "RAY_ADDRESS); without it a Ray instance is started on this machine.")] = None,
+    task: Task = None,
+    seq_len: SeqLen = None,
+    batch_size: BatchSize = 1,
+    trust_remote_code: TrustRemoteCode = False,
     quiet: Quiet = False,
     lang: Lang = None,
     label: Label = None,
@@ -209,8 +219,10 @@ def scan(
             **route_values(route, opset, exporter, quant),
             graph_mode=graph_mode, graph_backend=graph_backend,
             parallel=ParallelLayout.parse(parallel) if parallel else None, global_batch=global_batch,
+            task=task, seq_len=seq_len, batch_size=batch_size, trust_remote_code=trust_remote_code,
         )
-        if len(targets) > 1 or any(Path(t).is_dir() or t.endswith(".toml") for t in targets):
+        if len(targets) > 1 or any((Path(t).is_dir() and not is_model_folder(t)) or t.endswith(".toml")
+                                   for t in targets):
             if baseline is not None:
                 raise typer.BadParameter("compares one model; with several, run `opassess diff` on each model's "
                                          "JSON report", param_hint="'--baseline'")
@@ -229,7 +241,7 @@ def scan(
                      if value is not None]
             if given:
                 raise typer.BadParameter(_SEVERAL, param_hint=f"'{given[0]}'")
-            _scan_one(options, out, policy, timeout=timeout, debug=debug)
+            _scan_one(with_config_defaults(options), out, policy, timeout=timeout, debug=debug)
 
 
 def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeout: float | None = None,

@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import ModelLoadError
+from ..huggingface import CONFIG_NAME, is_model_folder, with_config_defaults
 from ..options import ScanOptions
 
 STATE_FILE = "portfolio.state.json"
@@ -24,7 +26,11 @@ class ModelTarget:
 
     def scan_options(self, base: ScanOptions) -> ScanOptions:
         """The portfolio's scan options with this model's target and its own settings."""
-        return replace(base, target=self.target, **dict(self.settings))
+        options = replace(base, target=self.target, **dict(self.settings))
+        try:
+            return with_config_defaults(options)  # a Hugging Face folder: the dtype its config names
+        except ModelLoadError:  # a bad config.json: the worker fails on it and the model is reported failed
+            return options
 
 
 @dataclass(frozen=True)
@@ -61,9 +67,17 @@ def expand_targets(targets: Sequence[str], entry: str | None = None
                 found.append(model_target)
                 # a file named twice is scanned once, with the settings it was first given
                 given.setdefault(model_target, ModelTarget(model_target, name or "", tuple(sorted(settings.items()))))
+        elif is_model_folder(target):  # one Hugging Face model
+            found.append(target)
         elif path.is_dir():
+            # Hugging Face model folders inside it are models; the Python files in them are their modelling code
+            folders = sorted(c.parent for c in path.rglob(CONFIG_NAME) if c.is_file()
+                             and not any(p.startswith(".") for p in c.parent.relative_to(path).parts))
+            found.extend(str(folder) for folder in folders)
             for candidate in sorted(path.rglob("*.py")):
                 if any(part.startswith(".") or part == "__pycache__" for part in candidate.relative_to(path).parts):
+                    continue
+                if any(folder in candidate.parents for folder in folders):
                     continue
                 if not candidate.is_file():  # follows links: a link to nothing or to a folder is no model file
                     reason = "a symbolic link to nothing" if candidate.is_symlink() and not candidate.exists() \
@@ -100,7 +114,9 @@ def no_models_message(targets: Sequence[str], skipped: Sequence[Skipped], entry:
 
 def _stem(target: str) -> str:
     """'examples/resnet_like.py' -> 'resnet_like'; 'torchvision.models:resnet50' -> 'resnet50'."""
-    if target.endswith(".py") or Path(target).exists():
+    if Path(target).is_dir():  # a Hugging Face model folder: 'Qwen2.5-7B', not 'Qwen2'
+        stem = Path(target).resolve().name
+    elif target.endswith(".py") or Path(target).exists():
         stem = Path(target).stem
     else:
         stem = target.rsplit(":", 1)[-1] or target

@@ -153,9 +153,7 @@ def export_model(options: ScanOptions, progress: Callable[[str], None] | None = 
     if progress:
         progress(f"exporting to ONNX at opset {options.opset}")
     try:
-        loaded = load_model(LoadRequest(target=options.target, entry=options.entry,
-                                        input_shapes=options.input_shapes, input_dtype=options.input_dtype,
-                                        dtype=options.dtype, device="cpu"))
+        loaded = load_model(LoadRequest.of(options, device="cpu"))
     except Exception as exc:  # noqa: BLE001 - the capture succeeded; the route's failure is a finding of its own
         exporter = "dynamo" if options.exporter == "dynamo" else "torchscript"
         failure = _failure(exporter, f"the model could not be built on the CPU for the export: {exc}")
