@@ -19,13 +19,13 @@ Built from the JSON document only; every file goes through opassess/output.py.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..output import write_files
 from ..vocabulary import Category, Confidence
+from .escape import file_stem, one_line
 from .handoff_opdesc import op_desc_json, op_plugin_yaml
 from .handoff_verify import MODEL_LOADING, verification_harness, wants_harness
 from .plan_view import shown_source
@@ -63,11 +63,6 @@ def write_handoffs(document: Mapping[str, Any], directory: Path) -> list[Path]:
     return write_files(handoff_files(document), directory)
 
 
-def file_stem(key: str) -> str:
-    """'opassess_examples::fused_bias_gelu' -> 'opassess_examples__fused_bias_gelu'."""
-    return re.sub(r"[^A-Za-z0-9_]+", "_", key.replace("::", "__")).strip("_") or "operator"
-
-
 def to_verify(op: Mapping[str, Any]) -> str | None:
     """Why an operator must be verified numerically after the port, or None."""
     if op.get("category") not in (None, Category.DIRECT):
@@ -86,17 +81,22 @@ def to_verify(op: Mapping[str, Any]) -> str | None:
 
 def verify_list(document: Mapping[str, Any]) -> str:
     lines = [
-        f"# Operators to verify numerically after porting {document['model']['source']} to {document['target']}",
+        f"# Operators to verify numerically after porting {one_line(document['model']['source'])} to "
+        f"{one_line(document['target'])}",
         "# (opassess hand-off format: one qualified API per line; '#' starts a comment; the reason follows it)",
     ]
     for op in document["operators"]:
         why = to_verify(op)
         if why:
-            lines.append(f"{op['op']}  # {why}")
+            lines.append(f"{one_line(op['op'])}  # {one_line(why)}")  # a name's newline cannot add a line
     return "\n".join(lines) + "\n"
 
 
 def ticket(op: Mapping[str, Any], document: Mapping[str, Any], total_flops: int) -> str:
+    """ticket_<op>.md: model-derived names as escaped single lines (a newline in one cannot start a heading)."""
+    op = {**op, "op": one_line(op["op"]), "kind": one_line(op["kind"])}
+    document = {**document, "model": {**document["model"], "source": one_line(document["model"]["source"]),
+                                      "class": one_line(document["model"]["class"])}}
     flops = op.get("flops") or 0
     flop_share = percent(share(flops, total_flops)) if total_flops else "not measured (the trace counted no FLOPs)"
     candidates = [c for c in (op.get("replacement"), op.get("cann_op")) if c]
@@ -155,13 +155,16 @@ def ticket(op: Mapping[str, Any], document: Mapping[str, Any], total_flops: int)
 def reproduction(op: Mapping[str, Any], document: Mapping[str, Any]) -> str:
     signatures = [{k: sig[k] for k in ("attrs", "input_shapes", "input_dtypes", "count")}
                   for sig in op.get("signatures") or ()]
+    # model-derived text enters the code as repr() literals and the docstring as escaped single lines (escape.py)
     return _REPRO.format(
         op=op["op"], kind=op["kind"], target=document["target"], model=document["model"]["source"],
+        op_line=one_line(op["op"]), kind_line=one_line(op["kind"]), target_line=one_line(document["target"]),
         signatures=json.dumps(signatures, indent=1), loading=MODEL_LOADING,
     )
 
 
-_REPRO = '''"""Minimal reproduction of {op} ({kind}), custom-dev on {target}: written by `opassess scan --handoff`.
+_REPRO = '''"""Minimal reproduction of {op_line} ({kind_line}), custom-dev on {target_line}: written by `opassess scan
+--handoff`.
 
 Run it from the project root: python THIS_FILE. It imports the model file first (which registers the project's
 operators), then calls the operator once per captured signature with random inputs of the captured shapes and

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..resources import package_path
+from .escape import identifier, one_line, yaml_scalar
 
 SCHEMA = package_path("report", "opdesc.schema.json")
 # torch dtype -> msOpGen `type` name (msOpGen's documented type list: float16, float, int8 ... bfloat16, double).
@@ -140,7 +141,7 @@ def _schema_default(value: Any, kind: str) -> str:
     if kind == "bool":
         return "True" if value else "False"
     if kind == "string":
-        return "'" + str(value).replace("'", "\\'") + "'"
+        return "'" + one_line(value).replace("'", "\\'") + "'"
     return json.dumps(value)
 
 
@@ -151,8 +152,8 @@ def op_plugin_yaml(op: Mapping[str, Any], document: Mapping[str, Any], stem: str
     name = "npu_" + re.sub(r"(?<!^)(?=[A-Z])", "_", description["op"]).lower()
     tensors = [f"Tensor{'?' if d['param_type'] == 'optional' else ''} {d['name']}" for d in description["input_desc"]]
     attrs = []
-    for attr in description.get("attr", ()):
-        text = f"{SCHEMA_TYPES[attr['type']]} {attr['name']}"
+    for index, attr in enumerate(description.get("attr", ())):
+        text = f"{SCHEMA_TYPES[attr['type']]} {identifier(attr['name'], f'attr{index}')}"
         if "default_value" in attr:
             text += "=" + _schema_default(attr["default_value"], attr["type"])
         attrs.append(text)
@@ -160,14 +161,15 @@ def op_plugin_yaml(op: Mapping[str, Any], document: Mapping[str, Any], stem: str
     first = description["input_desc"][0]["name"] if description["input_desc"] else "self"
     version = str(document.get("torch_npu") or "2.1")
     lines = [
-        f"# torch_npu binding of {op['op']} for op-plugin's op_plugin/config/op_plugin_functions.yaml (`custom:`),",
+        f"# torch_npu binding of {one_line(op['op'])} for op-plugin's op_plugin/config/op_plugin_functions.yaml "
+        "(`custom:`),",
         f"# written by `opassess scan --handoff` beside op_desc_{stem}.json (msOpGen prototype {description['op']}).",
         "# Inferred (the capture does not record them): the function name, argument names, the output (one tensor of",
         f"# the first input's size and dtype), the version range (from torch_npu {version}, the report's), and",
         "# attribute defaults taken from a single captured value; the kernel entry aclnn<Op> is the name msOpGen's",
         "# project generates for the operator.",
         "custom:",
-        f"  - func: {name}({arguments}) -> Tensor",
+        f"  - func: {yaml_scalar(f'{name}({arguments}) -> Tensor')}",  # quoted: no model text ends the scalar
         f"    op_api: [v{version}, newest]",
         "    gen_opapi:",
         "      out:",

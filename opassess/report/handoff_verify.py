@@ -17,6 +17,7 @@ from typing import Any
 
 from ..kb.verified import signature_key
 from ..vocabulary import Category
+from .escape import one_line
 
 SKIPPED_KINDS = ("optimizer", "library")  # an optimizer step or a GPU-only library call: nothing to call on the CPU
 
@@ -39,8 +40,11 @@ def wants_harness(op: Mapping[str, Any]) -> bool:
 
 def verification_harness(op: Mapping[str, Any], document: Mapping[str, Any]) -> str:
     """The text of test_<op>.py."""
+    # model-derived text enters the code as repr() literals and the docstring as escaped single lines (escape.py)
     return _HARNESS.format(op=op["op"], kind=op["kind"], target=document["target"],
                            model=document["model"]["source"], category=op.get("category"),
+                           op_line=one_line(op["op"]), kind_line=one_line(op["kind"]),
+                           category_line=one_line(op.get("category")), target_line=one_line(document["target"]),
                            signatures=json.dumps(harness_signatures(op), indent=1), loading=MODEL_LOADING)
 
 
@@ -107,7 +111,8 @@ def schema_arguments(call, inputs, attrs):
 '''
 
 
-_HARNESS = '''"""Verification harness for {op} ({kind}, {category} on {target}): written by `opassess scan --handoff`.
+_HARNESS = '''"""Verification harness for {op_line} ({kind_line}, {category_line} on {target_line}): written by
+`opassess scan --handoff`.
 
 Run it from the project root on the NPU host, then read the results back into opassess:
     python -m pytest THIS_FILE --junitxml=results.xml

@@ -66,6 +66,7 @@ def render_terminal(view: View, context: RenderContext) -> str:
     from rich.console import Console
 
     from ..i18n import translations
+    from ..text import inert
 
     d = view.display
     _ = translations(view.language).gettext
@@ -88,7 +89,9 @@ def render_terminal(view: View, context: RenderContext) -> str:
     _print_actions(console, d.actions, context.width, _)
     text = out.getvalue()
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
-        text = "\n".join(line.rstrip() for line in text.split("\n"))
+        # and holds no control character at all (every model-derived name went through inert already: this is the
+        # last guard, as the Markdown renderer's)
+        text = "\n".join(inert(line.rstrip()) for line in text.split("\n"))
     return text
 
 
@@ -328,7 +331,8 @@ def _print_graph(console: Console, section: GraphSection, _: Gettext) -> None:
 def _print_time(console: Console, section: TimeSection, _: Gettext) -> None:
     """The time model: the step (an estimate), the compared products, the operators carrying most time at risk."""
     from rich.table import Table
-    from rich.text import Text
+
+    Text = _inert_text()  # noqa: N806 - model-derived names shown as escapes
 
     for lead in section.lead:  # what does not fit, before any time
         console.print(Text(lead, style="bold red"))
@@ -360,7 +364,8 @@ def _print_routes(console: Console, onnx: OnnxSection | None, serving: ServingSe
                    ) -> None:
     """The ONNX -> ATC section (gaps first, every row) and the serving check's lines."""
     from rich.table import Table
-    from rich.text import Text
+
+    Text = _inert_text()  # noqa: N806 - model-derived names shown as escapes
 
     if onnx:
         table = Table(title=_("ONNX -> ATC: %s") % onnx.summary, title_justify="left", show_edge=False,
@@ -392,7 +397,8 @@ def _print_routes(console: Console, onnx: OnnxSection | None, serving: ServingSe
 def _print_source(console: Console, section: SourceSection, _: Gettext) -> None:
     """The source scan's sites: work (category, route, person-days, stars), then the notes, then skipped files."""
     from rich.table import Table
-    from rich.text import Text
+
+    Text = _inert_text()  # noqa: N806 - model-derived names shown as escapes
 
     if section.work:
         table = Table(title=_("Source findings: %s") % section.summary, title_justify="left", show_edge=False,
