@@ -89,8 +89,7 @@ def render_terminal(view: View, context: RenderContext) -> str:
     _print_actions(console, d.actions, context.width, _)
     text = out.getvalue()
     if not context.color:  # rich pads titles and cells to the full width; plain text needs no trailing blanks
-        # and holds no control character at all (every model-derived name went through inert already: this is the
-        # last guard, as the Markdown renderer's)
+        # nor any control character (every model-derived name went through inert already: this is the last guard)
         text = "\n".join(inert(line.rstrip()) for line in text.split("\n"))
     return text
 
@@ -331,7 +330,6 @@ def _print_graph(console: Console, section: GraphSection, _: Gettext) -> None:
 def _print_time(console: Console, section: TimeSection, _: Gettext) -> None:
     """The time model: the step (an estimate), the compared products, the operators carrying most time at risk."""
     from rich.table import Table
-
     Text = _inert_text()  # noqa: N806 - model-derived names shown as escapes
 
     for lead in section.lead:  # what does not fit, before any time
@@ -364,7 +362,6 @@ def _print_routes(console: Console, onnx: OnnxSection | None, serving: ServingSe
                    ) -> None:
     """The ONNX -> ATC section (gaps first, every row) and the serving check's lines."""
     from rich.table import Table
-
     Text = _inert_text()  # noqa: N806 - model-derived names shown as escapes
 
     if onnx:
@@ -397,7 +394,6 @@ def _print_routes(console: Console, onnx: OnnxSection | None, serving: ServingSe
 def _print_source(console: Console, section: SourceSection, _: Gettext) -> None:
     """The source scan's sites: work (category, route, person-days, stars), then the notes, then skipped files."""
     from rich.table import Table
-
     Text = _inert_text()  # noqa: N806 - model-derived names shown as escapes
 
     if section.work:
