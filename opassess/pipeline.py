@@ -288,13 +288,30 @@ def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, f
         return scan_sources(paths, product=kernel)
 
 
+TRAINING_SCRIPT = "train.py"  # beside the model: the entry point of its training run
+
+
+def training_scripts(options: ScanOptions) -> list[Path]:
+    """With --train, the training run's entry points: each Python file --source names, and a train.py beside the
+    model file."""
+    if not options.train:
+        return []
+    scripts = [Path(p) for p in options.source if Path(p).suffix == ".py" and Path(p).is_file()]
+    beside = Path(options.target).parent / TRAINING_SCRIPT
+    if Path(options.target).suffix == ".py" and beside.is_file() and beside.resolve() != Path(options.target).resolve():
+        scripts.append(beside)
+    return scripts
+
+
 def _reached_files(options: ScanOptions, inventory: Inventory, root: str) -> set[str]:
-    """Files (relative to the scan root) this model reaches: the model file and the project files it imports, and
-    every file a captured operator was called from."""
+    """Files (relative to the scan root) this model reaches: the model file and the project files it imports, every
+    file a captured operator was called from, and with --train the training scripts and what they import."""
     from .source.imports import project_files
 
     target = Path(options.target)
     paths = [Path(p) for p in project_files(target)] if target.suffix == ".py" and target.is_file() else []
+    for entry in training_scripts(options):  # --train: the training script runs the model, so its sites are reached
+        paths += [Path(p) for p in project_files(entry)]
     paths += [Path(source.rpartition(":")[0]) for node in inventory.capture.nodes
               for source in (node.source, node.project_source) if source and ":" in source]
     base = Path(root).resolve()

@@ -10,7 +10,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from ..messages import N_, Text, joined
-from ..records import Activity, ClassifiedOp, Effort, Finding, Operator, OpScore
+from ..records import Activity, ClassifiedOp, Effort, Finding, Operator, OpScore, SourceEstimate
+from ..source.records import is_distributed
 from ..vocabulary import PROJECT_KINDS as _OWN_KINDS  # the project's own kernels: never zero-cost, never in the block
 from ..vocabulary import Category, CostBasis
 from .signals import OpSignals
@@ -25,6 +26,9 @@ MODEL_LEVEL = "model-level"  # the by_origin key of the model-level activities
 VALIDATION = "validation"  # the activity the validation-block operators share
 SITE_PACKAGES = re.compile(r"(?:^|[/\\])(?:site|dist)-packages[/\\]([^/\\]+)")  # also a report's "site-packages/x"
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
+OPTIMIZER_KIND = "optimizer"  # an operator of a training step's optimizer step, clipping or GradScaler
+LOSS_SCALER = "GradScaler"  # in the key of a loss scaler's calls (torch.amp.GradScaler.scale, ...) or its site
+OPTIMIZER_SUBJECT = re.compile(r"\boptim(?:izers)?\.")  # a source site of an optimizer (apex.optimizers.FusedAdam)
 
 
 def cost_basis(op: ClassifiedOp, rules: EffortRules, dispatch_seen: bool) -> CostBasis:
@@ -85,11 +89,13 @@ def operator_effort(score: OpScore, weights: Weights) -> Effort:
 
 
 def activity_units(scores: Sequence[OpScore], bases: Mapping[str, str], signals: Mapping[str, OpSignals],
-                   findings: Sequence[Finding], weights: Weights, decided: Mapping[str, tuple[str, ...]] | None = None
-                   ) -> dict[str, int]:
+                   findings: Sequence[Finding], weights: Weights, decided: Mapping[str, tuple[str, ...]] | None = None,
+                   sites: Sequence[SourceEstimate] = ()) -> dict[str, int]:
     """What the model shows, counted per activity unit (weights.ACTIVITY_UNITS). Operators a decision or a priced
     change covers (`decided`: key -> decision names) are not types at risk of their own (the decision carries the
-    accuracy check), and a mixed-precision finding on a precision decision's operators is that decision's work."""
+    accuracy check), and a mixed-precision finding on a precision decision's operators is that decision's work.
+    A training step's optimizer operators (its optimizer step, clipping, GradScaler calls) and loss scalers are
+    counted; `sites` (the source scan's) count their reached distributed sites (distributed_site)."""
     decided = decided or {}
     threshold = weights.risk.likelihood.dtype_threshold
     dtype_rules = weights.signals.dtype_support
@@ -102,6 +108,7 @@ def activity_units(scores: Sequence[OpScore], bases: Mapping[str, str], signals:
             or any(sub.criterion == "dtype_support" and sub.value >= threshold for sub in s.subscores))
     ]
     no_work = weights.signals.fusion.no_work_findings
+    reached = [item for item in sites if item.reached and item.covered_by is None]
     findings = [f for f in findings if not (f.kind == "mixed-precision" and f.ops
                                             and all("precision" in decided.get(key, ()) for key in f.ops))]
     return {
@@ -109,15 +116,24 @@ def activity_units(scores: Sequence[OpScore], bases: Mapping[str, str], signals:
         "dtype_at_risk": len(at_risk_dtypes),
         "type_at_risk": len(at_risk_types),
         "finding": sum(1 for f in findings if f.kind not in no_work),
+        "optimizer": sum(1 for s in scores if s.classified.operator.kind == OPTIMIZER_KIND)
+        + sum(1 for item in reached if OPTIMIZER_SUBJECT.search(item.finding.subject)),
+        "loss_scaling": min(1, sum(1 for s in scores if s.classified.operator.kind == OPTIMIZER_KIND
+                                   and LOSS_SCALER in s.classified.operator.key)
+                            + sum(1 for item in reached if LOSS_SCALER in item.finding.subject)),
+        "distributed_site": sum(1 for item in reached if is_distributed(item.finding)),
     }
 
 
-def activities(units: Mapping[str, int], weights: Weights) -> tuple[Activity, ...]:
+def activities(units: Mapping[str, int], weights: Weights, step: str = "forward") -> tuple[Activity, ...]:
     """The model-level lines: each rule's three points plus min(max_extra, sum of per-unit days x units), added to
-    all three; a rule that comes to nothing (all zero, as in the classic profile) is left out.
+    all three; a rule that comes to nothing (all zero, as in the classic profile), one for another step (a training
+    step's loss-curve alignment on a forward pass) or one needing a unit the model does not show is left out.
     Example (default profile): performance 0.25/0.5/1.5 with 3 findings x 0.25 = 0.75 -> 1.0/1.25/2.25."""
     lines = []
     for rule in weights.activities:
+        if (rule.step and rule.step != step) or (rule.needs and not units.get(rule.needs, 0)):
+            continue
         terms = [(unit, per, units.get(unit, 0)) for unit, per in rule.per.items() if per and units.get(unit, 0)]
         raw = sum(per * count for _, per, count in terms)
         extra = min(rule.max_extra, raw)
@@ -128,9 +144,11 @@ def activities(units: Mapping[str, int], weights: Weights) -> tuple[Activity, ..
         if raw > extra:
             basis = Text(N_("%(basis)s (capped at %(cap)s)"), {"basis": basis, "cap": f"{rule.max_extra:g}"})
         once = Text(N_("%(low)s-%(high)s once per model"), {"low": f"{rule.low:g}", "high": f"{rule.high:g}"})
+        said = Text(N_("%(once)s + %(basis)s"), {"once": once, "basis": basis}) if basis else once
+        if rule.note:
+            said = Text(N_("%(basis)s; %(note)s"), {"basis": said, "note": Text(rule.note)})
         lines.append(Activity(rule.name, rule.title,
-                              Effort(rule.low + extra, rule.likely + extra, rule.high + extra),
-                              Text(N_("%(once)s + %(basis)s"), {"once": once, "basis": basis}) if basis else once))
+                              Effort(rule.low + extra, rule.likely + extra, rule.high + extra), said))
     return tuple(lines)
 
 

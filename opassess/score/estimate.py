@@ -59,8 +59,8 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     decisions = decide(scores, inventory, findings, weights, covers, site_members, linked)
     decided = {key: item.decisions for key, item in covers.items()}
     decided.update({op: (name,) for name, ops in linked.items() for op in ops})
-    lines = activities(activity_units(scores, bases, signals, findings, weights, decided), weights) \
-        if model_level else ()
+    lines = activities(activity_units(scores, bases, signals, findings, weights, decided, source), weights,
+                       inventory.capture.step) if model_level else ()
     validation = next((line.person_days for line in lines if line.name == VALIDATION), NO_EFFORT)
     in_block = sum(1 for basis in bases.values() if basis == VALIDATION_BLOCK)
     block_share = Effort(validation.low / in_block, validation.likely / in_block,

@@ -151,7 +151,11 @@ ACTIVITY_UNITS: Mapping[str, str] = MappingProxyType({
     "dtype_at_risk": N_("dtype(s) at risk"),
     "type_at_risk": N_("operator type(s) at risk"),
     "finding": N_("performance finding(s)"),
+    "optimizer": N_("optimizer step(s) and GradScaler call(s)"),
+    "loss_scaling": N_("loss scaler(s)"),
+    "distributed_site": N_("distributed site(s)"),
 })
+ACTIVITY_STEPS = ("", "forward", "train")  # an activity's `step`: every capture, a forward pass only, a training step
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,9 @@ class ActivityRule:
     high: float
     per: Mapping[str, float]  # unit (ACTIVITY_UNITS) -> person-days per unit
     max_extra: float
+    step: str = ""  # ACTIVITY_STEPS: only for a forward pass ("forward") or a training step ("train"); "" always
+    needs: str = ""  # a unit (ACTIVITY_UNITS) the model must show for the activity to apply ("" none)
+    note: str = ""  # what the activity does, said after its basis (a loss-curve alignment's protocol)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from ..reasons import REASONS, unknown_codes
 from ..resources import shipped_path
 from ..vocabulary import CATEGORIES
 from .weights import (
+    ACTIVITY_STEPS,
     ACTIVITY_UNITS,
     CRITERIA,
     DIMENSIONS,
@@ -366,7 +367,8 @@ def _calibration(table: TomlTable) -> CalibrationRules:
 
 
 def _activities(table: TomlTable) -> tuple[ActivityRule, ...]:
-    """[activities.NAME]: title, low <= likely <= high, per-unit days (units from ACTIVITY_UNITS), max_extra."""
+    """[activities.NAME]: title, low <= likely <= high, per-unit days (units from ACTIVITY_UNITS), max_extra, and
+    optionally the step it applies to, a unit it needs and a note."""
     rules = []
     for name in table.keys():
         t = table.table(name)
@@ -377,8 +379,14 @@ def _activities(table: TomlTable) -> tuple[ActivityRule, ...]:
             if per[unit] > MAX_DAYS:
                 raise t.table("per").error(unit, f"{per[unit]:g} is above the largest value accepted here, "
                                                  f"{MAX_DAYS:g}")
+        step = t.string("step") if "step" in t else ""
+        if step not in ACTIVITY_STEPS:
+            raise t.error("step", f"expected one of {', '.join(repr(s) for s in ACTIVITY_STEPS)}, got {step!r}")
+        needs = t.string("needs") if "needs" in t else ""
+        if needs and needs not in ACTIVITY_UNITS:
+            raise t.error("needs", f"unknown unit: expected one of {', '.join(ACTIVITY_UNITS)}")
         rule = ActivityRule(name, t.string("title"), _days(t, "low"), _days(t, "likely"), _days(t, "high"), per,
-                            _days(t, "max_extra", 0.0))
+                            _days(t, "max_extra", 0.0), step, needs, t.string("note") if "note" in t else "")
         if not rule.low <= rule.likely <= rule.high:
             raise t.error("likely", f"expected low <= likely <= high, got {rule.low:g}, {rule.likely:g}, "
                                     f"{rule.high:g}")

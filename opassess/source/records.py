@@ -32,6 +32,17 @@ KINDS = (
 )
 
 
+# Kinds that are distributed work (a process group, its collectives and options), and the APIs of the other kinds
+# that are (DataParallel, DistributedDataParallel, torch.distributed): a distributed bring-up's sites
+DISTRIBUTED_KINDS = ("backend-string", "collective", "reduce-op", "comm-hook", "dist-api", "env-var", "process-group")
+DISTRIBUTED_APIS = ("torch.distributed.", "torch.nn.parallel.", "torch.nn.DataParallel", "torch.cuda.nccl")
+
+
+def is_distributed(finding: SourceFinding) -> bool:
+    """Whether a source finding is part of the code's distributed set-up."""
+    return finding.kind in DISTRIBUTED_KINDS or finding.subject.startswith(DISTRIBUTED_APIS)
+
+
 # Native kinds an extension's sources hold: priced with the extension that builds them (SourceFinding.built_by)
 BUILT_KINDS = ("cuda-kernel", "native-binding", "native-runtime")
 
