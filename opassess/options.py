@@ -36,6 +36,11 @@ class ParallelLayout:
     def devices(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
 
+    @property
+    def dimensions(self) -> int:
+        """How many of tp, pp, dp, ep and cp split the job over more than one device (tp=8,dp=4: 2)."""
+        return sum(1 for size in (self.tp, self.pp, self.dp, self.ep, self.cp) if size > 1)
+
     def text(self) -> str:
         """'tp=8,pp=1,dp=1,sp': the layout as --parallel takes it (keys left at 1 dropped, tp, pp and dp kept)."""
         parts = [f"{k}={getattr(self, k)}" for k in PARALLEL_KEYS

@@ -189,7 +189,8 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         signals = measure_all(classified, context, weights, findings)  # per operator, once: scores and risks read
         scores = score(classified, inventory, weights, findings, signals=signals)
     with timed(seconds, "estimate"):
-        result = estimate(scores, inventory, weights, findings, signals=signals, source=sites)
+        result = estimate(scores, inventory, weights, findings, signals=signals, source=sites,
+                      parallel_dimensions=options.parallel.dimensions if options.parallel else 0)
     return Assessment(
         tool_version=__version__,
         model=replace(inventory.model, label=options.label) if options.label else inventory.model,

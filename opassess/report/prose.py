@@ -23,7 +23,8 @@ SEPARATOR_SEMICOLON = N_("; ")  # between the parts of a list that have commas o
 
 # weights.toml's [activities.*] titles and the shipped profiles' (shown translated; the JSON keeps them)
 ACTIVITY_TITLES = (N_("environment bring-up"), N_("validation of direct operators"), N_("accuracy alignment"),
-                   N_("performance tuning"), N_("loss-curve alignment"), N_("mixed-precision strategy and loss scaling"),
+                   N_("performance tuning"), N_("loss-curve alignment"),
+                   N_("mixed-precision strategy and loss scaling"),
                    N_("optimizer and checkpoint conversion"), N_("gradient and optimizer memory"),
                    N_("distributed bring-up"),
                    # weights.toml's [activities.*] notes (said after the activity's basis)

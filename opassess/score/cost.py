@@ -90,12 +90,13 @@ def operator_effort(score: OpScore, weights: Weights) -> Effort:
 
 def activity_units(scores: Sequence[OpScore], bases: Mapping[str, str], signals: Mapping[str, OpSignals],
                    findings: Sequence[Finding], weights: Weights, decided: Mapping[str, tuple[str, ...]] | None = None,
-                   sites: Sequence[SourceEstimate] = ()) -> dict[str, int]:
+                   sites: Sequence[SourceEstimate] = (), parallel_dimensions: int = 0) -> dict[str, int]:
     """What the model shows, counted per activity unit (weights.ACTIVITY_UNITS). Operators a decision or a priced
     change covers (`decided`: key -> decision names) are not types at risk of their own (the decision carries the
     accuracy check), and a mixed-precision finding on a precision decision's operators is that decision's work.
     A training step's optimizer operators (its optimizer step, clipping, GradScaler calls) and loss scalers are
-    counted; `sites` (the source scan's) count their reached distributed sites (distributed_site)."""
+    counted; `sites` (the source scan's) count their reached distributed sites (distributed_site), and
+    `parallel_dimensions` the dimensions --parallel splits over more than one device (tp=8,dp=4: 2)."""
     decided = decided or {}
     threshold = weights.risk.likelihood.dtype_threshold
     dtype_rules = weights.signals.dtype_support
@@ -122,6 +123,7 @@ def activity_units(scores: Sequence[OpScore], bases: Mapping[str, str], signals:
                                    and LOSS_SCALER in s.classified.operator.key)
                             + sum(1 for item in reached if LOSS_SCALER in item.finding.subject)),
         "distributed_site": sum(1 for item in reached if is_distributed(item.finding)),
+        "parallel_dimension": parallel_dimensions,
     }
 
 
@@ -132,7 +134,7 @@ def activities(units: Mapping[str, int], weights: Weights, step: str = "forward"
     Example (default profile): performance 0.25/0.5/1.5 with 3 findings x 0.25 = 0.75 -> 1.0/1.25/2.25."""
     lines = []
     for rule in weights.activities:
-        if (rule.step and rule.step != step) or (rule.needs and not units.get(rule.needs, 0)):
+        if (rule.step and rule.step != step) or (rule.needs and not any(units.get(u, 0) for u in rule.needs)):
             continue
         terms = [(unit, per, units.get(unit, 0)) for unit, per in rule.per.items() if per and units.get(unit, 0)]
         raw = sum(per * count for _, per, count in terms)

@@ -36,7 +36,8 @@ from .weights import RISK_LEVELS, Weights, level
 
 def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
              findings: Sequence[Finding] = (), *, signals: Mapping[str, OpSignals] | None = None,
-             source: Sequence[SourceEstimate] = (), model_level: bool = True) -> Estimate:
+             source: Sequence[SourceEstimate] = (), model_level: bool = True, parallel_dimensions: int = 0
+             ) -> Estimate:
     """Turn scored operators into per-operator and whole-model effort, the 20/80 view and the risk grid.
 
     Each operator is costed by its basis (cost.cost_basis): zero-cost operators 0, validation-block operators an
@@ -49,7 +50,8 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     `source` (score.source_cost.estimate_sources) are the source scan's sites: their person-days join the total, the
     simulation, by_category and the project's origin, their cells the risk grid (notes, costing 0, stay off it);
     operators a site links cost nothing here (basis source-finding), so one call is counted once. Without a model
-    (`opassess source`), model_level=False leaves out the model-level activities.
+    (`opassess source`), model_level=False leaves out the model-level activities. `parallel_dimensions`: how many
+    dimensions --parallel splits over more than one device (each a part of the distributed bring-up).
     """
     if signals is None:
         signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
@@ -59,8 +61,8 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     decisions = decide(scores, inventory, findings, weights, covers, site_members, linked)
     decided = {key: item.decisions for key, item in covers.items()}
     decided.update({op: (name,) for name, ops in linked.items() for op in ops})
-    lines = activities(activity_units(scores, bases, signals, findings, weights, decided, source), weights,
-                       inventory.capture.step) if model_level else ()
+    lines = activities(activity_units(scores, bases, signals, findings, weights, decided, source, parallel_dimensions),
+                       weights, inventory.capture.step) if model_level else ()
     validation = next((line.person_days for line in lines if line.name == VALIDATION), NO_EFFORT)
     in_block = sum(1 for basis in bases.values() if basis == VALIDATION_BLOCK)
     block_share = Effort(validation.low / in_block, validation.likely / in_block,

@@ -154,6 +154,7 @@ ACTIVITY_UNITS: Mapping[str, str] = MappingProxyType({
     "optimizer": N_("optimizer step(s) and GradScaler call(s)"),
     "loss_scaling": N_("loss scaler(s)"),
     "distributed_site": N_("distributed site(s)"),
+    "parallel_dimension": N_("parallel dimension(s) of --parallel"),
 })
 ACTIVITY_STEPS = ("", "forward", "train")  # an activity's `step`: every capture, a forward pass only, a training step
 
@@ -170,7 +171,7 @@ class ActivityRule:
     per: Mapping[str, float]  # unit (ACTIVITY_UNITS) -> person-days per unit
     max_extra: float
     step: str = ""  # ACTIVITY_STEPS: only for a forward pass ("forward") or a training step ("train"); "" always
-    needs: str = ""  # a unit (ACTIVITY_UNITS) the model must show for the activity to apply ("" none)
+    needs: tuple[str, ...] = ()  # units (ACTIVITY_UNITS) of which the model must show one for it to apply (): always
     note: str = ""  # what the activity does, said after its basis (a loss-curve alignment's protocol)
 
 

@@ -368,7 +368,7 @@ def _calibration(table: TomlTable) -> CalibrationRules:
 
 def _activities(table: TomlTable) -> tuple[ActivityRule, ...]:
     """[activities.NAME]: title, low <= likely <= high, per-unit days (units from ACTIVITY_UNITS), max_extra, and
-    optionally the step it applies to, a unit it needs and a note."""
+    optionally the step it applies to, the units of which it needs one and a note."""
     rules = []
     for name in table.keys():
         t = table.table(name)
@@ -382,9 +382,9 @@ def _activities(table: TomlTable) -> tuple[ActivityRule, ...]:
         step = t.string("step") if "step" in t else ""
         if step not in ACTIVITY_STEPS:
             raise t.error("step", f"expected one of {', '.join(repr(s) for s in ACTIVITY_STEPS)}, got {step!r}")
-        needs = t.string("needs") if "needs" in t else ""
-        if needs and needs not in ACTIVITY_UNITS:
-            raise t.error("needs", f"unknown unit: expected one of {', '.join(ACTIVITY_UNITS)}")
+        needs = t.strings("needs") if "needs" in t else ()
+        if any(unit not in ACTIVITY_UNITS for unit in needs):
+            raise t.error("needs", f"unknown unit: expected some of {', '.join(ACTIVITY_UNITS)}")
         rule = ActivityRule(name, t.string("title"), _days(t, "low"), _days(t, "likely"), _days(t, "high"), per,
                             _days(t, "max_extra", 0.0), step, needs, t.string("note") if "note" in t else "")
         if not rule.low <= rule.likely <= rule.high:

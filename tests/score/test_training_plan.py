@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from opassess.errors import ConfigError
+from opassess.options import ParallelLayout
 from opassess.pipeline import ScanOptions, assess
 from opassess.score.weights_load import load_weights
 
@@ -102,6 +103,13 @@ def test_a_training_script_named_by_source_is_an_entry_point(tmp_path):
     assert "distributed" in names(estimate)
 
 
+def test_a_parallel_layout_is_a_distributed_bring_up_without_any_source(project):
+    options = ScanOptions(target=str(project / "model.py"), train=True, parallel=ParallelLayout.parse("tp=2,dp=4"))
+    distributed = next(a for a in assess(options).estimate.activities if a.name == "distributed")
+    assert "2 parallel dimension(s) of --parallel x 0.5" in distributed.basis
+    assert distributed.person_days.likely == pytest.approx(1.0 + 2 * 0.5)
+
+
 def test_the_classic_profile_prices_no_training_lines(project):
     estimate = assess(ScanOptions(target=str(project / "model.py"), train=True, profile="classic")).estimate
     assert estimate.activities == ()
@@ -112,6 +120,6 @@ def test_an_activity_for_an_unknown_step_or_unit_is_refused(tmp_path):
     bad.write_text('[activities.loss_curve]\nstep = "eval"\n')
     with pytest.raises(ConfigError, match="step"):
         load_weights(bad)
-    bad.write_text('[activities.distributed]\nneeds = "gpus"\n')
+    bad.write_text('[activities.distributed]\nneeds = ["gpus"]\n')
     with pytest.raises(ConfigError, match="needs"):
         load_weights(bad)
