@@ -72,6 +72,9 @@ BINDING = reason_code("binding", "an ATen op torch_npu does not register whose C
                       "product: an op-plugin registration to write (a binding, not a new kernel)", decides=_PARAM)
 HOST_OP = reason_code("host-op", "the operator dispatched no ATen op (Python-level indexing or metadata): nothing "
                       "runs on the device", decides=_DIRECT, exclusion=True)
+HOST_FACTORY = reason_code("host-factory", "a factory given Python data (torch.tensor([...])): filled on the host and "
+                          "copied to the device, no device kernel computes it, so an API page's product mark does not "
+                          "decide; the ATen ops it dispatched do", exclusion=True)
 REPLACEMENT = reason_code("replacement", "a torch_npu replacement: required (another signature), optional (a fused "
                           "kernel) or for when the model cannot stay within a limit", decides=_PARAM, exclusion=True)
 

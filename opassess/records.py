@@ -69,6 +69,12 @@ class OpNode:
     # When `source` lies in an installed library (site-packages): the innermost frame in the project itself, if any
     project_source: str | None = None
 
+    @property
+    def entry_names(self) -> tuple[str, ...]:
+        """The entry ops without the overload that ran ('aten::add.Tensor' -> 'aten::add'): the names the finding
+        patterns use."""
+        return tuple(dict.fromkeys(e.partition(".")[0] for e in self.entry))
+
 
 @dataclass(frozen=True)
 class CaptureAttempt:

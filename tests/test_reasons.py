@@ -81,7 +81,7 @@ def test_a_code_is_registered_once():
 def test_the_exclusion_trail_is_the_codes_registered_as_exclusions():
     assert EXCLUSION_CODES == {"view-op", "host-op", "composite", "cpu-only-decomposition", "taken-whole",
                                "decomposes", "options-only", "kernel-dtype", "host-copy", "kernel-product",
-                               "kernel-param", "replacement"}
+                               "kernel-param", "replacement", "host-factory"}
     relu = Operator("torch.relu", "function", 1, (), (), ("aten::relu",), (), ())
     op = ClassifiedOp(operator=relu, category="direct", signature_categories=(),
                       reasons=(Reason("kernel", "m", "e"), Reason("view-op", "m", "e")),

@@ -119,7 +119,8 @@ class _Classifier(AtenJudge, SignatureChecks):
         was left out."""
         kb = self.kb
         composite = kb.rules.composite_for_api(op.key)
-        api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS else None
+        host_factory = op.key in kb.rules.host_factories and _from_python_data(op)
+        api = kb.api(op.key, self.version_text) if op.kind not in PROJECT_KINDS and not host_factory else None
         replacements = kb.replacements_for(op.key)
         judged = [composite.aten] if composite else [a for a in op.aten if not kb.rules.cpu_only_of(a)]
         skipped = ([a for a in op.aten if a != composite.aten] if composite
@@ -136,6 +137,11 @@ class _Classifier(AtenJudge, SignatureChecks):
             aten_support.setdefault(a, (removed[a] if a in removed else self.aten_verdict(a, self.samples.get(a))
                                         ).supported)
         shared: list[Reason] = []
+        if host_factory:
+            shared.append(Reason.of("host-factory", N_("%(op)s fills its tensor from Python data on the host and "
+                                                       "copies it to the device: no device kernel computes it, so its "
+                                                       "API page's product mark does not apply"), {"op": op.key},
+                                    f"rules.toml: host_factories ({kb.rules.host_factory_evidence})"))
         if composite:
             whole_text = N_("torch_npu runs %(op)s whole; the decomposition traced here (%(traced)s) is not judged") \
                 if skipped else N_("torch_npu runs %(op)s whole")
@@ -346,6 +352,11 @@ def _not_in_kb(op: Operator, judgements: list[Judgement]) -> None:
                                                     "kernel for its ATen ops, no replacement")
         j.add_message("not-in-kb", text, {"op": op.key, "aten": ", ".join(op.aten)}, "knowledge base: no entry",
                       Category.CUSTOM_DEV)
+
+
+def _from_python_data(op: Operator) -> bool:
+    """Every call of `op` was given Python data, no tensor (torch.tensor([1.0, 2.0]), not torch.as_tensor(x))."""
+    return all(not any(sig.input_dtypes) for sig in op.signatures)
 
 
 def _dedupe(reasons: tuple[Reason, ...]) -> tuple[Reason, ...]:

@@ -33,6 +33,8 @@ def taken_whole(kb: KnowledgeBase, version: Version, op: Operator) -> tuple[str,
         if kb.kernel_support(entry, version).supported:
             out.append(entry)
             continue
+        if "." in entry.partition("::")[2]:  # the overload the dispatcher ran (trace/keys.py): no other one speaks
+            continue
         variants = [f.name for f in kb.kernels_for_base(entry) if f.supports(version)
                     and "." in f.name and not f.name.endswith(".out")]
         if variants:  # the entry op has no overload: prefer the plain-tensor one (lstm.input, not lstm.data)

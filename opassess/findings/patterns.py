@@ -137,7 +137,7 @@ class PatternBook:
 
     def roles_of(self, node: OpNode) -> frozenset[str]:
         """Every role this node plays."""
-        keys = {node.key} if node.kind == "module" else {node.key, *node.entry}
+        keys = {node.key} if node.kind == "module" else {node.key, *node.entry_names}
         candidates = {role for key in keys for role in self._by_key.get(key, ())}
         if self._by_aten:
             candidates |= {role for call in node.aten for role in self._by_aten.get(call.op, ())}

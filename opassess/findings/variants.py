@@ -45,7 +45,7 @@ INTERLEAVED_ROUTE = N_("interleaved rotary layout (view to (..., d/2, 2) and swa
 
 def _keys(graph: Graph, name: str) -> set[str]:
     node = graph.node[name]
-    return {node.key, *node.entry, *(c.op for c in node.aten)}
+    return {node.key, *node.entry, *node.entry_names, *(c.op for c in node.aten)}
 
 
 def _custom(kb, name: str) -> bool:

@@ -110,6 +110,8 @@ class Rules:
     category_notes: Mapping[Category, str]
     options_only: frozenset[str] = frozenset()  # Tensor.new_ones & co: self lends only dtype and device
     options_evidence: str = ""
+    host_factories: frozenset[str] = frozenset()  # torch.tensor & co: Python data filled on the host, then copied
+    host_factory_evidence: str = ""
 
     def options_only_of(self, op: str) -> str | None:
         """The evidence when `op` takes only dtype and device from self (a dtype limit on self is not on the data)."""
@@ -195,6 +197,7 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
     calls, calls_evidence = _read_calls(root, names)
     host_ops, host_evidence = _read_op_set(root, "host_ops")
     options_only, options_evidence = _read_op_set(root, "options_only", names)
+    host_factories, host_factory_evidence = _read_op_set(root, "host_factories", names)
     families = _read_families(root, names)
     composites = _read_composites(root, names)
     everywhere = root.table("everywhere", None)
@@ -213,7 +216,8 @@ def load_rules(path: Path, facts: KnownFacts) -> Rules:
         host_ops=host_ops, host_evidence=host_evidence, families=families, composites=composites,
         everywhere=frozenset(everywhere_ops), everywhere_evidence=everywhere_evidence, third_party=names.third_party,
         replacements=replacements, attr_mappings=mappings, category_notes=notes,
-        options_only=options_only, options_evidence=options_evidence, fused_steps=fused_steps)
+        options_only=options_only, options_evidence=options_evidence, fused_steps=fused_steps,
+        host_factories=host_factories, host_factory_evidence=host_factory_evidence)
 
 
 def _read_third_party(root: TomlTable) -> dict[str, ThirdPartyOp]:
@@ -242,7 +246,8 @@ def _read_calls(root: TomlTable, names: _Names) -> tuple[dict[str, str], str]:
 
 
 def _read_op_set(root: TomlTable, name: str, names: _Names | None = None) -> tuple[frozenset[str], str]:
-    """[host_ops] or [options_only]: a set of ops and its evidence; with `names`, each op a documented API."""
+    """[host_ops], [options_only] or [host_factories]: a set of ops and its evidence; with `names`, each op a
+    documented API."""
     table = root.table(name, None)
     ops, evidence = frozenset(table.strings("ops", ())), table.string("evidence", "")
     if names is not None:

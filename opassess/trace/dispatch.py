@@ -20,7 +20,7 @@ from typing import Any
 from ..load import LoadedModel
 from ..records import AtenCall
 from .blame import call_out
-from .keys import NOT_OPERATORS, entry_op, function_key, is_leaf_module, is_operator_property, module_op
+from .keys import NOT_OPERATORS, entry_overload, function_key, is_leaf_module, is_operator_property, module_op
 from .nodes import NodeBuild
 from .patches import autograd_call, compiling, patched_extensions, patched_function_apply, routed_stand_ins
 from .recorder import AtenRecorder, meta_substitute
@@ -221,7 +221,7 @@ class _Recording:
     def on_function(self, func, args, kwargs):
         """A call the torch-function mode saw: F.gelu, x.view, w.T."""
         if self.leaf_depth and not self.fn_depth and self.leaf_entries:
-            entry = entry_op(func)  # F.conv2d inside nn.Conv2d, _VF.lstm inside nn.LSTM
+            entry = entry_overload(func, args, kwargs)  # F.conv2d inside nn.Conv2d, _VF.lstm inside nn.LSTM
             if entry:
                 self.leaf_entries[-1].append(entry)
             return call_out(func, *args, **kwargs)
@@ -232,7 +232,7 @@ class _Recording:
             return call_out(func, *args, **kwargs)
         op, kind = function_key(func)
         attrs = {} if name == "__get__" else call_attrs(func, args, kwargs, skip_first=(kind == "method"))
-        entry = entry_op(func)
+        entry = entry_overload(func, args, kwargs)
         substitute = meta_substitute(func, args, kwargs)
         recorder = self.recorder
         run = (lambda: substitute(recorder, *args, **kwargs)) if substitute else \

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..load import LoadedModel
 from .blame import call_out
-from .keys import OPERATOR_PROPERTIES, entry_op, function_key, is_leaf_module, method_key, module_op
+from .keys import OPERATOR_PROPERTIES, entry_overload, function_key, is_leaf_module, method_key, module_op
 from .nodes import NodeBuild, NodeFailure
 from .patches import autograd_call, patched_extensions, patched_function_apply
 from .recorder import AtenRecorder, meta_substitute
@@ -116,7 +116,7 @@ def capture_fx(loaded: LoadedModel, progress: Progress = no_progress) -> Graph:
                 attrs = call_attrs(n.target, args, kwargs)
                 called = n.target
             if called is not None:
-                entries = [e for e in (entry_op(called),) if e]
+                entries = [e for e in (entry_overload(called, args, kwargs),) if e]
             project = project_from_stack_trace(n.stack_trace) if is_installed(source) else None
             node = NodeBuild(n.name, op, kind, path, attrs, describe((args, kwargs)), describe(result),
                              calls, source, flops, nbytes, tuple(dict.fromkeys(entries)), project)
@@ -148,7 +148,7 @@ def _EntryRecorder(sink: list[str]):  # noqa: N802 - a mode factory, used like a
 
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            entry = entry_op(func)
+            entry = entry_overload(func, args, kwargs or {})
             if entry:
                 sink.append(entry)
             return call_out(func, *args, **(kwargs or {}))

@@ -149,6 +149,31 @@ def entry_op(fn: Any) -> str | None:
     return f"aten::{name}" if name and not name.startswith("__") and _aten_exists(name) else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _overloads(entry: str) -> tuple[str, ...]:
+    import torch
+
+    return tuple(getattr(torch.ops.aten, entry.partition("::")[2]).overloads())
+
+
+def entry_overload(fn: Any, args: tuple, kwargs: dict) -> str | None:
+    """`entry_op` with the overload the dispatcher takes for these arguments: torch.repeat_interleave(x, 2) ->
+    'aten::repeat_interleave.self_int' (the tensor-repeats overload is another kernel, with other support), x.add(1,
+    out=y) -> 'aten::add.out'; the bare name when the schemas cannot tell (Python-level arguments the ATen op does not
+    take, e.g. F.dropout's inplace) or when the op has one overload."""
+    entry = entry_op(fn)
+    if entry is None or not entry.startswith("aten::") or entry in ("aten::index", "aten::index_put") \
+            or len(_overloads(entry)) < 2:
+        return entry
+    import torch
+
+    try:
+        overload = torch._C._jit_resolve_packet(entry, *args, **kwargs)
+    except Exception:  # noqa: BLE001 - no schema takes these arguments as given: the name alone is known
+        return entry
+    return entry if overload in ("", "default") else f"{entry}.{overload}"
+
+
 def is_operator_property(getter: Any) -> bool:
     """A `__get__` of a Tensor attribute that computes a view (w.T), not of metadata (x.shape)."""
     return getattr(getattr(getter, "__self__", None), "__name__", None) in OPERATOR_PROPERTIES

@@ -549,3 +549,20 @@ def test_grouped_mm_runs_on_meta_in_every_dtype_with_its_flops(model_file, metho
     assert node.output_dtypes[0] == expected and node.aten[0].output_dtypes[0] == expected
     # 32 tokens x (64 -> 256) through one expert each: 2 x 32 x 64 x 256
     assert node.flops == 2 * 32 * 64 * 256 == 1_048_576
+
+
+def test_entry_ops_name_the_overload_the_dispatcher_takes():
+    import torch
+
+    from opassess.trace.keys import entry_overload
+
+    x = torch.randn(4, 3, device="meta")
+    assert entry_overload(torch.repeat_interleave, (x, 2), {"dim": 0}) == "aten::repeat_interleave.self_int"
+    assert entry_overload(torch.Tensor.repeat_interleave, (x, torch.tensor([1, 2, 1, 1])), {"dim": 0}) == \
+        "aten::repeat_interleave.self_Tensor"
+    assert entry_overload(torch.add, (x, x), {"out": x}) == "aten::add.out"
+    assert entry_overload(torch.special.chebyshev_polynomial_t, (x, 3), {}) == \
+        "aten::special_chebyshev_polynomial_t.n_scalar"
+    # arguments no schema takes (F.dropout's inplace): the name alone; one overload: the name
+    assert entry_overload(torch.dropout, (x, 0.1, False, "?"), {}) == "aten::dropout"
+    assert entry_overload(torch.nn.functional.linear, (x, torch.randn(2, 3, device="meta")), {}) == "aten::linear"

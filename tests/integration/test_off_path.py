@@ -1,0 +1,44 @@
+"""Verdicts off the beaten path (issue 37), on real models built here (random weights, tiny configs, nothing
+downloaded): host-only factories, the overload the dispatcher ran, and the other classes the issue names."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opassess.classify import classify
+from opassess.pipeline import ScanOptions, scan_inventory
+from tests.integration.support import causal_lm_file
+
+MODELS = Path(__file__).resolve().parent / "models"
+TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64)
+
+
+def verdicts(inventory, kb, target: str) -> dict:
+    return {c.operator.key: c for c in classify(inventory, kb, target=target)}
+
+
+def test_torch_tensor_of_python_data_is_a_host_factory_not_an_api_page_mark_on_ascend_950(kb):
+    pytest.importorskip("torchvision")
+    # SSDlite's transform builds its mean and std with torch.tensor(list): the 950DT API page marks torch.tensor ✘,
+    # but the data is filled on the host and copied: lift_fresh, which runs everywhere, is all it dispatches
+    on_950 = verdicts(scan_inventory(ScanOptions(target=str(MODELS / "detection.py"))), kb, "950")
+    tensor = on_950["torch.tensor"]
+    assert tensor.category == "direct"
+    assert [r.code for r in tensor.reasons][:1] == ["host-factory"]
+    assert "api-unsupported" not in {r.code for r in tensor.reasons}
+    assert tensor.aten_support == {"aten::lift_fresh": True}
+
+
+def test_integer_repeat_interleave_is_judged_by_its_own_overload_on_910a(tmp_path, kb):
+    pytest.importorskip("transformers")
+    # Ernie 4.5's rotary embedding calls cos.repeat_interleave(2, dim=-1): the dispatcher runs self_int, whose
+    # kernel (aclnnRepeatInterleaveIntWithDim) falls back to aclop on 910A; the tensor-repeats overload's kernel
+    # (aclnnRepeatInterleaveTensor, no fallback there) is another row and must not decide
+    inventory = scan_inventory(ScanOptions(target=causal_lm_file(tmp_path, "Ernie4_5Config", TINY)))
+    repeat = verdicts(inventory, kb, "910A")["Tensor.repeat_interleave"]
+    assert repeat.operator.entry == ("aten::repeat_interleave.self_int",)
+    assert repeat.category == "direct"
+    assert "aten::repeat_interleave.Tensor" not in repeat.aten_support
+    assert not any("aclnnRepeatInterleaveTensor" in r.message for r in repeat.reasons)
