@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 import opassess.classify
 from opassess.cli import app
 from opassess.errors import ConfigError
+from opassess.handoff import CHECK_REASONS
 from opassess.reasons import EXCLUSION_CODES, REASONS, reason_code
 from opassess.records import ClassifiedOp, Operator, Reason
-from opassess.report.handoff import CHECK_REASONS
 from opassess.score.weights_load import load_weights
 from opassess.vocabulary import Category
 from tests.support import EXAMPLES, ROOT

@@ -290,7 +290,7 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
         else ()  # (it has a baseline)
     _write_report(view, chosen, out, breaches, written_to)
     if handoff_dir is not None:
-        from ..report.handoff import write_handoffs
+        from ..handoff import write_handoffs
 
         written = write_handoffs(view.document, handoff_dir)
         if not out.quiet:

@@ -6,9 +6,9 @@
 - per custom-dev operator `ticket_<name>.md`, a ticket skeleton for the kernel team (schema, dtypes, shapes, call
   count, FLOP share, candidate NPU ops, source lines);
 - per custom-dev operator `op_desc_<name>.json`, the operator prototype Ascend's msOpGen takes, and
-  `op_plugin_<name>.yaml`, the op-plugin entry binding it into torch_npu (handoff_opdesc.py);
+  `op_plugin_<name>.yaml`, the op-plugin entry binding it into torch_npu (opdesc.py);
 - per operator with non-direct signatures `test_<name>.py`, a pytest verification harness running each of them on the
-  NPU against the CPU (handoff_verify.py), whose JUnit results `opassess calibrate --verified` reads back;
+  NPU against the CPU (verify.py), whose JUnit results `opassess calibrate --verified` reads back;
 - `verify_apis.txt`, the operators to verify numerically after the port (non-direct ones and those whose
   classification is of medium or low confidence): one qualified API per line, `#` starts a comment. This is
   opassess's own format (not checked against any precision tool's config format): feed the names to the
@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from ..output import write_files
+from ..report.plan_view import shown_source
+from ..report.text import days_detail, percent, share
 from ..vocabulary import Category, Confidence
 from .escape import file_stem, one_line
-from .handoff_opdesc import op_desc_json, op_plugin_yaml
-from .handoff_verify import MODEL_LOADING, verification_harness, wants_harness
-from .plan_view import shown_source
-from .text import days_detail, percent, share
+from .opdesc import op_desc_json, op_plugin_yaml
+from .verify import MODEL_LOADING, verification_harness, wants_harness
 
 VERIFY_FILE = "verify_apis.txt"
 # Reasons after which a direct operator's numbers still need a look (the classification's confidence is medium, low

@@ -23,7 +23,7 @@ from typing import Any
 from ..resources import package_path
 from .escape import identifier, one_line, yaml_scalar
 
-SCHEMA = package_path("report", "opdesc.schema.json")
+SCHEMA = package_path("handoff", "opdesc.schema.json")
 # torch dtype -> msOpGen `type` name (msOpGen's documented type list: float16, float, int8 ... bfloat16, double).
 MSOPGEN_TYPES = {"float16": "float16", "float32": "float", "bfloat16": "bfloat16", "float64": "double",
                  "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",

@@ -1,4 +1,4 @@
-"""Tests for opassess.report.handoff: per custom-dev operator a runnable reproduction and a ticket skeleton, and the
+"""Tests for opassess.handoff: per custom-dev operator a runnable reproduction and a ticket skeleton, and the
 list of operators to verify numerically, written by `opassess scan --handoff DIR`."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from opassess.cli import app
+from opassess.handoff import file_stem, handoff_files, to_verify, write_handoffs
 from opassess.pipeline import ScanOptions, assess
 from opassess.report import build_view
-from opassess.report.handoff import file_stem, handoff_files, to_verify, write_handoffs
 from tests.score.records import MODELS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""opassess.report.handoff_opdesc: op_desc_<op>.json (msOpGen's operator prototype form) and op_plugin_<op>.yaml per
+"""opassess.handoff.opdesc: op_desc_<op>.json (msOpGen's operator prototype form) and op_plugin_<op>.yaml per
 custom-dev operator, on tests/models/opdesc_custom.py (a torch.library op with attributes, called in float32 and
 float16) and tests/models/two_custom_ops.py.
 
@@ -14,11 +14,11 @@ import json
 
 import jsonschema
 
+from opassess.handoff import handoff_files
+from opassess.handoff.opdesc import SCHEMA, describe, op_type
 from opassess.kb.wheel_import import parse_functions_yaml
 from opassess.pipeline import ScanOptions, assess
 from opassess.report import build_view
-from opassess.report.handoff import handoff_files
-from opassess.report.handoff_opdesc import SCHEMA, describe, op_type
 from tests.score.records import MODELS
 
 

@@ -1,4 +1,4 @@
-"""opassess.report.handoff_verify: the verification harness per operator with non-direct signatures, run for real on
+"""opassess.handoff.verify: the verification harness per operator with non-direct signatures, run for real on
 the CPU (the CPU reference, and the device part skipped without torch_npu, or run on the CPU as the device)."""
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from opassess.handoff import handoff_files, write_handoffs
+from opassess.handoff.verify import harness_signatures
 from opassess.kb.verified import FILE, load_verified, read_junit, record_verified, signature_key
 from opassess.pipeline import ScanOptions, assess
 from opassess.report import build_view
-from opassess.report.handoff import handoff_files, write_handoffs
-from opassess.report.handoff_verify import harness_signatures
 from tests.score.records import MODELS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Hostile names in the hand-offs (report/escape.py): a model's operator, class and attribute names cannot add code
+"""Hostile names in the hand-offs (handoff/escape.py): a model's operator, class and attribute names cannot add code
 to a generated Python file, lines to a line file or a YAML entry, or a file name the file system refuses. The
 generated files are executed here, and nothing the names carry runs.
 """
@@ -13,8 +13,8 @@ import sys
 from opassess.kb.wheel_import import parse_functions_yaml
 from opassess.pipeline import ScanOptions, assess
 from opassess.report import build_view
-from opassess.report.escape import STEM_LIMIT, file_stem, one_line
-from opassess.report.handoff import VERIFY_FILE, handoff_files, to_verify, write_handoffs
+from opassess.handoff.escape import STEM_LIMIT, file_stem, one_line
+from opassess.handoff import VERIFY_FILE, handoff_files, to_verify, write_handoffs
 from tests.score.records import MODELS
 
 # A name that closes a docstring and imports what it likes, with ESC, CR, a bidi override and a line separator.
