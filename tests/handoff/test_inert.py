@@ -10,11 +10,11 @@ import functools
 import subprocess
 import sys
 
+from opassess.handoff import VERIFY_FILE, handoff_files, to_verify, write_handoffs
+from opassess.handoff.escape import STEM_LIMIT, file_stem, one_line
 from opassess.kb.wheel_import import parse_functions_yaml
 from opassess.pipeline import ScanOptions, assess
 from opassess.report import build_view
-from opassess.handoff.escape import STEM_LIMIT, file_stem, one_line
-from opassess.handoff import VERIFY_FILE, handoff_files, to_verify, write_handoffs
 from tests.score.records import MODELS
 
 # A name that closes a docstring and imports what it likes, with ESC, CR, a bidi override and a line separator.
