@@ -193,14 +193,31 @@ def is_library_file(filename: str) -> bool:
     return filename.startswith(_library_dirs()) or any(marker in filename for marker in _MARKERS)
 
 
-def _resolve_factory(req: LoadRequest) -> tuple[Any, str, str, Callable[[], Any], Path | None]:
-    """Find the factory: FILE, FILE:FUNC, or package.module:FUNC; with the model file's directory, if any."""
+def _split_target(req: LoadRequest) -> tuple[str, str]:
+    """(file or module, factory name) of FILE, FILE:FUNC, package.module:FUNC or --entry FILE:FUNC."""
     target, entry = req.target, req.entry
     if entry and ":" in entry:  # --entry FILE:FUNC
         target, entry = entry.rsplit(":", 1)
     path_part, _, func_part = (target.rpartition(":") if ":" in target and not Path(target).exists()
                                else (target, "", ""))
-    entry = entry or func_part or "build_model"
+    return path_part, entry or func_part or "build_model"
+
+
+def named_source(req: LoadRequest) -> tuple[str, str] | None:
+    """(source, entry) as a load of `req` reports them, found without running anything, for the process that never
+    imports the model to name the scanned file itself (a worker's own word is a claim); None for a Hugging Face
+    folder or config, whose entry only the load finds."""
+    path_part, entry = _split_target(req)
+    if config_file(path_part) is not None:
+        return None
+    if path_part.endswith(".py") or Path(path_part).exists() or "/" in path_part:
+        return display_path(path_part), entry
+    return f"{path_part}:{entry}", entry
+
+
+def _resolve_factory(req: LoadRequest) -> tuple[Any, str, str, Callable[[], Any], Path | None]:
+    """Find the factory: FILE, FILE:FUNC, or package.module:FUNC; with the model file's directory, if any."""
+    path_part, entry = _split_target(req)
     config = config_file(path_part)
     if config is not None:  # a Hugging Face model folder, or its config.json: built from the config
         check_regular(config, "config file", ModelLoadError)

@@ -9,7 +9,7 @@ import resource
 import sys
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, cast
 
 from .. import errors
@@ -19,6 +19,7 @@ from .wire import BadCapture, decode_capture, decode_onnx, encode_capture
 if TYPE_CHECKING:
     from ..assessment import Assessment
     from ..options import ScanOptions
+    from ..records import ModelInfo
     from .inputs import Pinned
 
 DEFAULT_TIMEOUT = 600.0  # seconds a model may take, in a single scan and in a portfolio
@@ -123,6 +124,15 @@ def _error(payload: Mapping[str, str]) -> errors.OpassessError:
     return cls(payload["message"])
 
 
+def _named_here(info: ModelInfo, options: ScanOptions) -> ModelInfo:
+    """The capture's model named by this process, which knows what it asked the worker to scan: the file (or module)
+    and factory come from the options, never from the worker; the class name stays the worker's claim."""
+    from ..load import LoadRequest, named_source
+
+    named = named_source(LoadRequest(target=options.target, entry=options.entry))
+    return info if named is None else replace(info, source=named[0], entry=named[1])
+
+
 def process_age() -> float | None:
     """Seconds since this process started (its interpreter start and imports included), from /proc; None elsewhere."""
     try:
@@ -163,6 +173,7 @@ def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
         except BadCapture as exc:
             raise WorkerFailed(f"{target}: {exc}") from None
         seconds = worker_seconds(outcome, seconds, start)
+        info = _named_here(info, options)
         return assess_capture(options, info, capture, seconds, progress or (lambda _text: None), onnx_export=export,
                               pinned=None if pinned is None else (pinned.kb, pinned.weights, pinned.recorded()))
     if outcome.status == "error":

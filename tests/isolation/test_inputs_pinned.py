@@ -129,3 +129,26 @@ def test_in_a_portfolio_an_overlay_written_by_a_model_is_an_error_naming_it(tmp_
     result = CliRunner().invoke(app, ["scan", str(models), "-o", str(tmp_path / "out"), "-q"])
     assert result.exit_code == 1, result.output
     assert f"{overlay / 'verified.json'}: appeared while the model ran" in result.output
+
+
+# A model that claims to be another file: it patches the loader's naming in its worker.
+OTHER_NAME = textwrap.dedent('''
+    import torch
+    import opassess.load
+    opassess.load.display_path = lambda target: "trusted/resnet50.py"
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+    def build_model():
+        return M()
+    def example_inputs():
+        return (torch.randn(2, 3),)
+''')
+
+
+def test_the_report_names_the_scanned_file_not_the_workers_claim(tmp_path):
+    done = _scan(tmp_path, OTHER_NAME)
+    assert done.returncode == 0, done.stderr
+    model = json.loads(done.stdout)["model"]
+    assert model["source"] == "model.py" and model["entry"] == "build_model"  # (made portable, as every path)
+    assert model["class"] == "M"  # the worker's claim, kept as such
