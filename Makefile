@@ -53,6 +53,7 @@ bench: install
 kb: install
 	$(BIN)/python tools/build_kb.py --facts ../shared/reference/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_devices.py --facts ../shared/reference/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_interconnect.py --facts ../shared/reference/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_graph.py --facts ../shared/reference/ascend --out opassess/data/kb
 
 # Report messages: extract from the code and templates (babel.cfg), then update every catalog's .po (no .mo is kept:

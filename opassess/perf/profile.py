@@ -151,13 +151,15 @@ def device_table(kb: KnowledgeBase | None = None) -> DeviceTable:
 
 @dataclass(frozen=True)
 class MemoryAssumptions:
-    """time_model.toml [memory]: what memory per device counts beyond the capture (perf/memory.py)."""
+    """time_model.toml [memory] and [parallel]: what memory per device counts beyond the capture (perf/memory.py),
+    how data-parallel gradients are bucketed (perf/parallel.py)."""
 
     optimizer_states: Mapping[str, int]  # optimizer class name -> states kept per parameter
     default_states: int
     state_bytes: float
     master_bytes: float
     replicated_activation_share: float  # of a tensor-parallel layer's activations, kept whole without sp
+    bucket_params: float  # [parallel]: parameters per data-parallel gradient bucket
 
 
 @cache
@@ -173,11 +175,13 @@ def _read_assumptions(path: Path) -> tuple[HostLink, Penalties, MemoryAssumption
                           pen.integer("attention_align"), pen.number("transdata_copies"))
     pen.finish()
     mem = root.table("memory")
+    par = root.table("parallel")
     memory = MemoryAssumptions(
         MappingProxyType({k: int(v) for k, v in mem.number_table("optimizer_states").items()}),
         mem.integer("default_states"), mem.number("state_bytes"), mem.number("master_bytes"),
-        mem.number("replicated_activation_share", maximum=1.0))
+        mem.number("replicated_activation_share", maximum=1.0), par.number("bucket_params"))
     mem.finish()
+    par.finish()
     root.finish()
     if link.link <= 0 or link.cpu_flops <= 0 or link.cpu_bandwidth <= 0:
         raise ConfigError(f"{path}: host: link and CPU throughput must be above 0")

@@ -12,6 +12,7 @@ from ..messages import N_, Text
 from ..options import ParallelLayout
 from ..records import ClassifiedOp, Finding, Inventory
 from .inputs import backward_work, flag_nodes, node_work, unfused_nodes
+from .interconnect import load_interconnect
 from .memory import step_memory
 from .model import CallWork, time_call
 from .parallel import parallel_step
@@ -116,6 +117,7 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
     hbm = target[0].hbm_bytes if target else None
     parallel = None
     if layout is not None:
-        parallel = parallel_step(inventory, works or [], target[0] if target else None, layout, global_batch)
+        parallel = parallel_step(inventory, works or [], target[0] if target else None, layout, global_batch,
+                                 load_interconnect(product, kb))
     return Performance(product=product, step=step, method=method, compare=others, note=product_note(product, kb),
                        memory=step_memory(inventory, hbm), parallel=parallel)

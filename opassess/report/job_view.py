@@ -15,7 +15,9 @@ def _gib(value: float | None) -> str:
     """12.55 -> '12.6 GiB'; 0.0625 -> '64.0 MiB'."""
     if value is None:
         return "-"
-    return f"{value:,.1f} GiB" if value >= 1 else f"{value * 1024:,.1f} MiB"
+    if value >= 1:
+        return f"{value:,.1f} GiB"
+    return f"{value * 1024:,.1f} MiB" if value * 1024 >= 1 else f"{value * 1024 ** 2:,.1f} KiB"
 
 
 def _parts(memory: Mapping[str, Any], _: Gettext) -> str:

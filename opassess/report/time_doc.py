@@ -22,7 +22,7 @@ GIB = 1024 ** 3
 
 
 def _gib(value: float | None) -> float | None:
-    return None if value is None else round(value / GIB, 4)
+    return None if value is None else round(value / GIB, 6)
 
 
 def memory_doc(memory: DeviceMemory | None) -> dict[str, Any] | None:
