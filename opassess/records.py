@@ -123,6 +123,18 @@ class Registration:
 
 
 @dataclass(frozen=True)
+class FunctionReach:
+    """One Python function the captured forward entered (the model's code or a library's, never torch's own): which
+    of its lines ran and which did not (trace/reach.py). Lines are the function's own, not those of nested defs."""
+
+    file: str  # the absolute path of its file, as the code object names it
+    name: str  # its qualified name ("FCOSHead.postprocess_detections", "_batched_nms_coordinate_trick")
+    first_line: int  # its def line (the first decorator's)
+    ran: tuple[int, ...]
+    missed: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Capture:
     """Everything the trace stage learned about one forward pass."""
 
@@ -138,6 +150,9 @@ class Capture:
     stand_ins: tuple[StandIn, ...] = ()  # GPU-only libraries and calls the capture stood in for
     dynamo: DynamoRun | None = None  # torch._dynamo's report on the forward (--graph-mode dynamo), else None
     registrations: tuple[Registration, ...] = ()  # the composite keys of the non-ATen ops seen (forward, backward)
+    # the functions the recorded run entered, with their lines run and not run; None when no record was kept (another
+    # tracer, a debugger or coverage, held sys.settrace)
+    reach: tuple[FunctionReach, ...] | None = None
 
     @property
     def training(self) -> bool:

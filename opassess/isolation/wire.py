@@ -20,6 +20,7 @@ from ..records import (
     CaptureAttempt,
     DynamoBreak,
     DynamoRun,
+    FunctionReach,
     ModelInfo,
     OpNode,
     Registration,
@@ -62,14 +63,16 @@ _DYNAMO: dict[str, _Kind] = {
 _CAPTURE: dict[str, _Kind] = {
     "method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
     "edges": "edges", "module_types": "names", "step": CaptureStep, "step_note": "str?", "stand_ins": [StandIn],
-    "dynamo": (DynamoRun,), "registrations": [Registration]}
+    "dynamo": (DynamoRun,), "registrations": [Registration], "reach": "reach"}
+_REACH: dict[str, _Kind] = {"file": "str", "name": "str", "first_line": "int", "ran": "ints", "missed": "ints"}
 _REGISTRATION: dict[str, _Kind] = {"op": "str", "kinds": "strs"}
 _INFO: dict[str, _Kind] = {
     "source": "str", "entry": "str", "class_name": "str", "parameters": "int", "dtype": "str", "inputs": "strs",
     "label": "str?"}
 _SCHEMA: dict[type, dict[str, _Kind]] = {AtenCall: _ATEN, OpNode: _NODE, CaptureAttempt: _ATTEMPT, StandIn: _STAND_IN,
                                        Capture: _CAPTURE, ModelInfo: _INFO, DynamoRun: _DYNAMO,
-                                       DynamoBreak: _DYNAMO_BREAK, Registration: _REGISTRATION}
+                                       DynamoBreak: _DYNAMO_BREAK, Registration: _REGISTRATION,
+                                       FunctionReach: _REACH}
 
 
 def _plain(record: object) -> dict[str, object]:
@@ -83,6 +86,8 @@ def _plain(record: object) -> dict[str, object]:
             value = None if value is None else _plain(value)
         elif kind in ("attrs", "names"):
             value = dict(value)
+        elif kind == "reach":
+            value = None if value is None else [_plain(item) for item in value]
         elif isinstance(kind, type):
             value = value.value
         out[name] = value
@@ -166,6 +171,11 @@ def _field(kind: _Kind, value: object, where: str) -> object:
         return _float(value, where)
     if kind == "strs":
         return tuple(_text(v, where) for v in _list(value, where))
+    if kind == "ints":
+        return tuple(_int(v, where) for v in _list(value, where))
+    if kind == "reach":
+        return None if value is None else tuple(
+            _record(FunctionReach, item, f"{where}[{i}]") for i, item in enumerate(_list(value, where)))
     if kind == "dtypes":
         return tuple(_maybe_text(v, where) for v in _list(value, where))
     if kind == "shapes":

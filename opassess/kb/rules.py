@@ -78,6 +78,9 @@ class ThirdPartyOp:
     op: str
     schema: str
     evidence: str
+    # the library's Python functions that dispatch it ("torchvision.ops.boxes.nms"): a call of one on a line the
+    # capture did not reach is this op, present but not reached (classify/reach.py)
+    apis: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,10 @@ class Rules:
 
     def nature(self, op: str) -> Family | None:
         return next((f for f in self.families if op in f.ops), None)
+
+    def third_party_for_api(self, api: str) -> ThirdPartyOp | None:
+        """The library op a Python function of the library dispatches ("torchvision.ops.nms" -> torchvision::nms)."""
+        return next((t for t in self.third_party.values() if api in t.apis), None)
 
     def composite_for_api(self, op: str) -> Composite | None:
         return next((c for c in self.composites if op in c.apis), None)
@@ -227,7 +234,8 @@ def _read_third_party(root: TomlTable) -> dict[str, ThirdPartyOp]:
         op = item.string("op")
         if "::" not in op:
             raise _refuse(item, "op", f"{op!r} is not a namespaced op (ns::name)")
-        third_party[op] = ThirdPartyOp(op, item.string("schema", ""), item.string("evidence"))
+        third_party[op] = ThirdPartyOp(op, item.string("schema", ""), item.string("evidence"),
+                                       item.strings("apis", ()))
         item.finish()
     return third_party
 

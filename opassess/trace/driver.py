@@ -14,6 +14,7 @@ from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_methods
 from .nodes import NodeFailure
 from .registrations import registrations
+from .reach import record_reach
 from .registry import Skipped, no_progress
 from .train import TrainOptions
 
@@ -68,7 +69,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
             _restore_dispatch_state(baseline, attempts)
             started = time.perf_counter()
             try:
-                with _standins(current, device):
+                with _standins(current, device), record_reach() as reach:
                     nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
@@ -96,7 +97,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step=capturer.step, step_note=capturer.note,
                            stand_ins=current.standins.records() if current.standins is not None else (),
-                           registrations=registrations(nodes))
+                           registrations=registrations(nodes), reach=reach[0])
         if forward_error is None or not is_meta_problem(forward_error):
             break
     where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"

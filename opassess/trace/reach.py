@@ -1,0 +1,102 @@
+"""Which lines of the functions the captured forward entered ran, and which did not: the reach record.
+
+A capture reports what one run with example inputs executed. The functions that run (the model's own and the
+libraries' it calls, never torch's or opassess's own, nor the standard library's) are traced with sys.settrace while
+the capture runs: a 'call' event for every function (answered from a per-file cache, so a torch function costs one
+dictionary look-up), and 'line' events only inside the functions kept. Threads the forward starts are traced too
+(threading.settrace). After the run each entered function's lines are split into ran and missed (its code object's
+line table less those seen); what the missed lines call is judged by the parent (classify/reach.py).
+
+Another tracer already holding sys.settrace (a debugger, coverage) is left alone: no record is kept then (None).
+"""
+from __future__ import annotations
+
+import sys
+import sysconfig
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+from ..records import FunctionReach
+
+
+def _skipped_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the folders whose functions are never recorded: torch's and opassess's; the standard library's, which a
+    virtual environment's site-packages may lie beneath)."""
+    import torch
+
+    own = (str(Path(torch.__file__).parent) + "/", str(Path(__file__).resolve().parents[1]) + "/")
+    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    stdlib = tuple(sorted({paths[key].rstrip("/") + "/" for key in ("stdlib", "platstdlib") if paths.get(key)}))
+    return own, stdlib
+
+
+class ReachRecorder:
+    """The trace functions and what they saw; use `record_reach`."""
+
+    def __init__(self) -> None:
+        self.skipped, self.stdlib = _skipped_roots()
+        self.files: dict[str, bool] = {}
+        self.lines: dict[CodeType, set[int]] = {}
+        self.tracers: dict[CodeType, Any] = {}
+
+    def _wanted(self, filename: str) -> bool:
+        if not filename.endswith(".py") or filename.startswith(self.skipped):
+            return False
+        installed = "/site-packages/" in filename or "/dist-packages/" in filename
+        return (installed or not filename.startswith(self.stdlib)) and Path(filename).is_file()
+
+    def call(self, frame: FrameType, event: str, arg: Any) -> Any:
+        code = frame.f_code
+        tracer = self.tracers.get(code)
+        if tracer is not None:
+            return tracer
+        wanted = self.files.get(code.co_filename)
+        if wanted is None:
+            wanted = self.files[code.co_filename] = self._wanted(code.co_filename)
+        if not wanted:
+            return None
+        add = self.lines.setdefault(code, set()).add
+
+        def line(frame: FrameType, event: str, arg: Any) -> Any:
+            if event == "line":
+                add(frame.f_lineno)
+            return line
+
+        self.tracers[code] = line
+        return line
+
+    def functions(self) -> tuple[FunctionReach, ...]:
+        """Each entered function (merged by file, name and def line), its lines split into ran and missed."""
+        merged: dict[tuple[str, str, int], tuple[set[int], set[int]]] = {}
+        for code, ran in self.lines.items():
+            own = {line for _, _, line in code.co_lines() if line is not None} - {code.co_firstlineno}
+            key = (code.co_filename, code.co_qualname, code.co_firstlineno)
+            lines, seen = merged.setdefault(key, (set(), set()))
+            lines |= own
+            seen |= ran
+        return tuple(FunctionReach(file, name, first, tuple(sorted(seen & lines)), tuple(sorted(lines - seen)))
+                     for (file, name, first), (lines, seen) in sorted(merged.items()))
+
+
+@contextmanager
+def record_reach() -> Iterator[list[tuple[FunctionReach, ...] | None]]:
+    """Record the reach of what runs inside; the list it gives holds the record once the block ends (None when
+    another tracer held sys.settrace)."""
+    out: list[tuple[FunctionReach, ...] | None] = [None]
+    if sys.gettrace() is not None:
+        yield out
+        return
+    recorder = ReachRecorder()
+    previous_thread = threading._trace_hook  # type: ignore[attr-defined]
+    threading.settrace(recorder.call)
+    sys.settrace(recorder.call)
+    try:
+        yield out
+    finally:
+        sys.settrace(None)
+        threading.settrace(previous_thread)  # type: ignore[arg-type]
+        out[0] = recorder.functions()
