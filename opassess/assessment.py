@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .records import Capture, ClassifiedOp, Estimate, Finding, InputFile, Inventory, ModelInfo
 
 if TYPE_CHECKING:  # for the types only: importing these packages at run time costs a command's start-up 0.4 s
+    from .classify.reach import Reach
     from .graphmode.records import GraphMode
     from .perf.records import Performance
     from .routes.records import OnnxRoute, ServingCheck
@@ -45,3 +46,5 @@ class Assessment:
     performance: Performance | None = None  # the time model's step on the target (and --compare products)
     inputs: tuple[InputFile, ...] = ()  # what the verdict rests on, hashed before the model ran (isolation/inputs.py)
     kb_overlay: str | None = None  # the knowledge-base overlay folder used (OPASSESS_KB_DIR, the user's, --kb), if any
+    # what the capture's run did not reach of the functions it entered (present-not-reached calls, costed apart)
+    reach: Reach | None = None

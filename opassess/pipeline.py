@@ -12,13 +12,14 @@ from . import __version__
 from .assessment import Assessment
 from .load import LoadRequest, load_model
 from .options import ScanOptions
-from .records import Capture, ClassifiedOp, Finding, InputFile, Inventory, ModelInfo
+from .records import Capture, ClassifiedOp, Effort, Finding, InputFile, Inventory, ModelInfo
 from .trace.driver import trace_model
 from .trace.lazy_dynamo import dynamo_on_demand
 from .trace.methods import check_methods
 from .trace.train import TrainOptions
 
 if TYPE_CHECKING:  # the stages' records, named for the types only: the stages themselves are imported when run
+    from .classify.reach import Reach
     from .findings.graph import Graph
     from .graphmode.records import GraphMode
     from .kb.store import KnowledgeBase
@@ -165,6 +166,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         progress(f"classifying {len(inventory.operators)} operator types")
         classified = classify(inventory, kb, target=product, torch_version=torch_version)
         classified = apply_verified(classified, kb.verified)  # results from the user's own hardware win over facts
+        reach = _reach_stage(inventory, kb, product, torch_version, weights)
     graph = _graph_stage(options, capture, classified, kb, torch_version, seconds, weights.graph_mode, info.inputs)
     source_scan = _source_stage(options, progress, seconds, kb.product(options.product).kernel)
     if source_scan is not None and graph is not None:  # torch.compile sites: this model's readiness on their route
@@ -211,7 +213,27 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         performance=performance,
         inputs=inputs,
         kb_overlay=str(kb.overlay) if kb.overlay is not None else None,
+        reach=reach,
     )
+
+
+def _reach_stage(inventory: Inventory, kb: KnowledgeBase, product: str, torch_version: str, weights: Weights
+                 ) -> Reach | None:
+    """The present-not-reached calls of the capture's run, judged; each operator the capture did not see and that is
+    not direct priced once as a source site of its category ([source] in the weights): apart from the total."""
+    from .classify.reach import judge_reach
+
+    reach = judge_reach(inventory, kb, target=product, torch_version=torch_version)
+    rules = weights.source_rules
+    if reach is None or rules is None or not reach.uncaptured:
+        return reach
+    total = Effort(0.0, 0.0, 0.0)
+    for op in reach.uncaptured:
+        low, likely, high = rules.effort[str(op.category)]
+        total = total + Effort(low, likely, high)
+    basis = " + ".join(f"{op.operator.key} ({op.category} site "
+                       f"{'-'.join(f'{v:g}' for v in rules.effort[str(op.category)])})" for op in reach.uncaptured)
+    return replace(reach, person_days=total, basis=basis)
 
 
 class _Route(TypedDict, total=False):

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..records import ClassifiedOp, FunctionReach, Inventory, Operator
+from ..records import AtenCall, ClassifiedOp, Effort, FunctionReach, Inventory, Operator, OpNode
 from ..vocabulary import Category
 
 _MAX_BRANCH = 120  # characters of a branch's text kept
@@ -51,6 +51,9 @@ class Reach:
     ran: int  # of which ran
     calls: tuple[UnreachedCall, ...]  # present, not reached, in file and line order
     classified: tuple[ClassifiedOp, ...] = ()  # the verdicts of the operators the calls are judged as
+    # the uncaptured non-direct operators priced as source sites of their category (pipeline.py): not in the total
+    person_days: Effort = Effort(0.0, 0.0, 0.0)
+    basis: str = ""
 
     @property
     def share(self) -> float:
@@ -59,9 +62,9 @@ class Reach:
 
     @property
     def uncaptured(self) -> tuple[ClassifiedOp, ...]:
-        """The judged operators the capture did not see anywhere: the ones costed apart."""
+        """The judged non-direct operators the capture did not see anywhere: the ones costed apart."""
         captured = {c.operator for c in self.calls if c.captured}
-        return tuple(c for c in self.classified if c.operator.key not in captured)
+        return tuple(c for c in self.classified if c.operator.key not in captured and c.category != Category.DIRECT)
 
 
 class _File:
@@ -122,9 +125,24 @@ def _operator_of(call: str, kb) -> tuple[str, str, tuple[str, ...]] | None:
     third = kb.rules.third_party_for_api(call)
     if third is not None:
         return third.op, "custom", (third.op,)
-    if call.startswith("torch.") and kb.api(call) is not None:
-        return call, "function", ()
+    if call.startswith("torch."):
+        aten = _aten_of(call)
+        if aten is not None or kb.api(call) is not None:
+            return call, "function", (aten,) if aten else ()
     return None
+
+
+def _aten_of(call: str) -> str | None:
+    """The ATen op a torch function of the same name dispatches ('torch.logcumsumexp' -> aten::logcumsumexp,
+    'torch.special.erf' -> aten::special_erf), when torch has one."""
+    import torch
+
+    namespace, _, name = call.rpartition(".")
+    prefix = {"torch.special": "special_", "torch.linalg": "linalg_", "torch.fft": "fft_"}.get(namespace, "")
+    if namespace not in ("torch", "torch.nn.functional") and not prefix:
+        return None
+    base = prefix + name
+    return f"aten::{base}" if base and not base.startswith("_") and hasattr(torch.ops.aten, base) else None
 
 
 def _ends(body: Sequence[ast.stmt]) -> bool:
@@ -141,7 +159,9 @@ def _branch(file: _File, call: ast.AST, function: ast.AST, ran: set[int]) -> str
             side = "" if node in parent.body else "else of "
             return _cut(f"{side}if {ast.unparse(parent.test)}:")
         if isinstance(parent, ast.While | ast.For | ast.AsyncFor) and node in parent.body:
-            return _cut(f"{'while ' + ast.unparse(parent.test) if isinstance(parent, ast.While) else 'for ' + ast.unparse(parent.target) + ' in ' + ast.unparse(parent.iter)}: (no iteration)")
+            loop = f"while {ast.unparse(parent.test)}" if isinstance(parent, ast.While) else \
+                f"for {ast.unparse(parent.target)} in {ast.unparse(parent.iter)}"
+            return _cut(f"{loop}: (no iteration)")
         for field in ("body", "orelse", "finalbody"):
             block = getattr(parent, field, None)
             if isinstance(block, list) and node in block:
@@ -202,6 +222,17 @@ def _sites(functions: Sequence[FunctionReach], kb) -> list[_Site]:
     return out
 
 
+def _example_nodes(key: str, site: _Site) -> tuple[OpNode, ...]:
+    """A call nobody ran has no recorded shapes: its ATen op's composite kernel (if any) is run on one float32 [4, 4]
+    tensor per tensor argument, as `opassess kb show` does, so what the kernel calls is judged too."""
+    calls = tuple(AtenCall(op, "default", ((4, 4),), ("float32",), ((4, 4),), ("float32",))
+                  for op in site.ops if op.startswith("aten::"))
+    if not calls:
+        return ()
+    return (OpNode(f"unreached:{key}", key, site.kind, "", {}, ((4, 4),), ("float32",), ((4, 4),), ("float32",),
+                   calls, f"{site.file}:{site.line}"),)
+
+
 def judge_reach(inventory: Inventory, kb, *, target: str, torch_version: str) -> Reach | None:
     """The reach of the capture's run and its present-not-reached calls, each judged (None: no record was kept)."""
     from .operators import classify
@@ -214,7 +245,8 @@ def judge_reach(inventory: Inventory, kb, *, target: str, torch_version: str) ->
     for site in sites:
         operators.setdefault(site.operator, []).append(site)
     made = tuple(Operator(key=key, kind=group[0].kind, count=len(group), modules=(), signatures=(),
-                          aten=group[0].ops, sources=tuple(f"{s.file}:{s.line}" for s in group), nodes=())
+                          aten=group[0].ops, sources=tuple(f"{s.file}:{s.line}" for s in group),
+                          nodes=_example_nodes(key, group[0]))
                  for key, group in operators.items())
     classified = classify(replace(inventory, operators=made), kb, target=target,
                           torch_version=torch_version) if made else ()

@@ -51,6 +51,7 @@ from .plan_view import (
     shown_source,
 )
 from .prose import capture_step_text, device_note_text, evidence_text, headline_text, note_text
+from .reach_view import reach_text
 from .reasons import cited, reason_rows, reason_text, signature_rows
 from .route_view import onnx_section, serving_section
 from .source_view import source_section
@@ -438,4 +439,4 @@ def _model_header(assessment: Assessment, document: Mapping[str, Any], language:
                        device_note=device_note_text(written.get("device_note") or capture.device_note or "", _),
                        attempts=attempts,
                        step_text=capture_step_text(capture, _), training=capture.training,
-                       stand_ins_text=_stand_ins_text(capture, _))
+                       stand_ins_text=_stand_ins_text(capture, _), reach_text=reach_text(document, _))

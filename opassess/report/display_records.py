@@ -41,6 +41,7 @@ class ModelHeader(Record):
     step_text: str = "forward pass only"  # what was captured: a forward pass, or a training step (--train)
     training: bool = False
     stand_ins_text: str = ""  # the GPU-only libraries and CUDA calls the capture stood in for (English data text)
+    reach_text: str = ""  # what the run did not reach: the present-not-reached calls, not direct ones named first
 
 
 @dataclass(frozen=True)

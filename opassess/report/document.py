@@ -18,6 +18,7 @@ from ..source.records import SourceFinding, SourceScan
 from ..vocabulary import CATEGORIES
 from .i18n import N_
 from .paths import portable, roots_of, scrub, scrub_in_place
+from .reach_view import reach_doc
 from .route_view import routes_doc
 from .text import days, share
 from .time_doc import finding_time_doc, operator_time_doc, performance_doc
@@ -254,6 +255,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                                "source": [portable(s, roots) for s in r.operator.sources]}
                               for r in unknown],
         "graph_mode": graph_mode_doc(assessment.graph_mode),
+        "reach": reach_doc(assessment, roots),
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
         **routes_doc(assessment),
     }, roots)  # and no absolute path left in any message (capture errors, graph-mode breaks, ...)

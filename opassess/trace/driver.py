@@ -13,8 +13,8 @@ from ..records import Capture, CaptureAttempt
 from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_methods
 from .nodes import NodeFailure
-from .registrations import registrations
 from .reach import record_reach
+from .registrations import registrations
 from .registry import Skipped, no_progress
 from .train import TrainOptions
 

@@ -3,7 +3,8 @@
 A capture reports what one run with example inputs executed. The functions that run (the model's own and the
 libraries' it calls, never torch's or opassess's own, nor the standard library's) are traced with sys.settrace while
 the capture runs: a 'call' event for every function (answered from a per-file cache, so a torch function costs one
-dictionary look-up), and 'line' events only inside the functions kept. Threads the forward starts are traced too
+dictionary look-up), and 'line' events only inside the functions kept: those of modules that import torch (an import
+hook or a logging helper that runs meanwhile is not the model's code). Threads the forward starts are traced too
 (threading.settrace). After the run each entered function's lines are split into ran and missed (its code object's
 line table less those seen); what the missed lines call is judged by the parent (classify/reach.py).
 
@@ -17,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import CodeType, FrameType
+from types import CodeType, FrameType, ModuleType
 from typing import Any
 
 from ..records import FunctionReach
@@ -32,6 +33,13 @@ def _skipped_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
     paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
     stdlib = tuple(sorted({paths[key].rstrip("/") + "/" for key in ("stdlib", "platstdlib") if paths.get(key)}))
     return own, stdlib
+
+
+def _uses_torch(names: dict[str, Any]) -> bool:
+    """The module imports torch (a name bound to torch or one of its modules): model code, not an import hook's or a
+    logging helper's that happened to run during the forward."""
+    return any(isinstance(value, ModuleType) and (value.__name__ == "torch" or value.__name__.startswith("torch."))
+               for value in list(names.values()))
 
 
 class ReachRecorder:
@@ -56,7 +64,7 @@ class ReachRecorder:
             return tracer
         wanted = self.files.get(code.co_filename)
         if wanted is None:
-            wanted = self.files[code.co_filename] = self._wanted(code.co_filename)
+            wanted = self.files[code.co_filename] = self._wanted(code.co_filename) and _uses_torch(frame.f_globals)
         if not wanted:
             return None
         add = self.lines.setdefault(code, set()).add

@@ -123,6 +123,8 @@ def _print_header(console: Console, d: Display, _: Gettext) -> None:
         console.print(Text(model.device_note, style="yellow"))
     if model.stand_ins_text:
         console.print(Text(model.stand_ins_text, style="yellow"))
+    if model.reach_text:
+        console.print(Text(model.reach_text, style="yellow"))
     console.print()
 
 

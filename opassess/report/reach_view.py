@@ -1,0 +1,72 @@
+"""The reach record in the report: the JSON `reach` block and the summary's first line about what the run missed.
+
+"Present, not reached": calls on lines of the entered functions that did not run, judged as operators
+(classify/reach.py). They are costed apart from the headline, like `scan --source`'s unreached sites.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..assessment import Assessment
+from ..vocabulary import Category
+from .paths import portable
+from .plan_view import shorten_paths
+
+
+def reach_doc(assessment: Assessment, roots: Sequence[str]) -> dict[str, Any] | None:
+    """The `reach` block: the share of the entered functions' lines that ran, and each present-not-reached call."""
+    reach = assessment.reach
+    if reach is None:
+        return None
+    not_direct = [c for c in reach.calls if c.category != Category.DIRECT]
+    return {
+        "functions": reach.functions, "lines": reach.lines, "ran": reach.ran, "share": round(reach.share, 4),
+        "not_direct": list(dict.fromkeys(c.operator for c in not_direct)),
+        "person_days": {"low": round(reach.person_days.low, 2), "likely": round(reach.person_days.likely, 2),
+                        "high": round(reach.person_days.high, 2)},
+        "basis": reach.basis,
+        "present": [{"source": portable(f"{c.file}:{c.line}", roots), "code": c.code, "call": c.call,
+                     "operator": c.operator, "function": c.function, "branch": c.branch,
+                     "category": str(c.category), "reason": c.reason, "captured": c.captured}
+                    for c in reach.calls],
+    }
+
+
+def reach_text(document: Mapping[str, Any], _: Callable[[str], str] = str) -> str:
+    """'Not reached by this run: 25 calls present in the functions it entered (2 not direct: torchvision::nms
+    param-converted at torchvision/ops/boxes.py:108, skipped by `if boxes.numel() == 0: return`); 78.5% of those
+    functions' lines ran; 3.0 person-days apart, not in the total.' ('' when no record was kept)."""
+    reach = document.get("reach")
+    if not reach:
+        return ""
+    share = _("%(share)s of the lines of the %(functions)d functions the run entered ran") % {
+        "share": f"{reach['share'] * 100:.1f}%", "functions": reach["functions"]}
+    present = reach["present"]
+    if not present:
+        return _("Reach: %(share)s; no call the knowledge base judges is on a line it missed.") % {"share": share}
+    named = []
+    for key in reach["not_direct"]:
+        sites = [p for p in present if p["operator"] == key]
+        where = ", ".join(_site(p, _) for p in sites[:2]) + (_(" and %(n)d more") % {"n": len(sites) - 2}
+                                                             if len(sites) > 2 else "")
+        named.append(_("%(op)s %(category)s at %(where)s") % {"op": key, "category": sites[0]["category"],
+                                                              "where": where}
+                     + (_(" (captured elsewhere)") if sites[0]["captured"] else ""))
+    text = _("Not reached by this run: %(n)d call(s) present in the functions it entered") % {"n": len(present)}
+    if named:
+        text += _(" (%(k)d not direct: %(named)s)") % {"k": len(named), "named": "; ".join(named)}
+    text += "; " + share
+    if reach["person_days"]["likely"]:
+        text += _("; %(days)s person-days apart, not in the total") % {"days": f"{reach['person_days']['likely']:g}"}
+    return text + "."
+
+
+def _site(site: Mapping[str, Any], _: Callable[[str], str]) -> str:
+    """'torchvision/ops/boxes.py:108 (skipped by `if boxes.numel() == 0: return`)'."""
+    where = shorten_paths(site["source"])
+    branch = site["branch"]
+    if not branch:
+        return where
+    branch = branch if len(branch) <= 60 else branch[:59] + "…"
+    return where + _(" (skipped by `%(branch)s`)") % {"branch": branch}
