@@ -48,7 +48,7 @@ from .judgement import Judgement, worst
 from .library import classify_library
 from .limits import SignatureChecks
 from .project import judge_project_op
-from .scope import deprecation, judge_backward, taken_whole
+from .scope import backward_of, deprecation, judge_backward, taken_whole
 
 _NON_ATEN = ("aten", "prims")
 
@@ -70,6 +70,8 @@ class _Scope:
     aten_support: dict[str, bool]  # every ATen op it dispatched -> runs on the NPU
     known: bool  # something in the knowledge base speaks for it
     shared: list[Reason] = field(default_factory=list)  # reasons that hold for every signature
+    whole: tuple[str, ...] = ()  # entry ops torch_npu runs whole
+    decomposition: tuple[str, ...] = ()  # their CPU/meta decomposition's ATen ops (not judged)
 
 
 class _Classifier(AtenJudge, SignatureChecks):
@@ -165,7 +167,7 @@ class _Classifier(AtenJudge, SignatureChecks):
         required, optional, on_limit = (next((r for r in replacements if r.when == when), None)
                                         for when in ("required", "optional", "on-limit"))
         return _Scope(composite, api, required, optional, on_limit, verdicts=verdicts, aten_support=aten_support,
-                      known=known, shared=shared)
+                      known=known, shared=shared, whole=whole, decomposition=tuple(decomposition))
 
     def _judge(self, op: Operator, index: int, sig: Signature | None, scope: _Scope) -> Judgement:
         """One signature: a project's own op, or a native API with its ATen ops; then the kernels' argument checks."""
@@ -183,8 +185,10 @@ class _Classifier(AtenJudge, SignatureChecks):
 
     def _backward(self, op: Operator, judgements: list[Judgement], scope: _Scope) -> dict[str, bool]:
         """With --train: the ATen ops op's backward dispatched, judged (scope.py); op -> runs on the NPU."""
-        verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in op.backward_aten}
-        return judge_backward(judgements, verdicts, scope.composite, scope.required, self.version_text)
+        decomposed = [a for a in op.backward_aten if backward_of(a, scope.decomposition)]
+        verdicts = {a: self.aten_verdict(a, self.samples.get(a)) for a in op.backward_aten if a not in decomposed}
+        return judge_backward(judgements, verdicts, scope.composite, scope.required, self.version_text,
+                              (scope.whole, decomposed))
 
     def _verdict(self, op: Operator, judgements: list[Judgement], scope: _Scope, backward_support: dict[str, bool],
                  fused: FusedStep | None) -> ClassifiedOp:

@@ -50,14 +50,33 @@ def deprecation(kb: KnowledgeBase, replacement: Replacement | None) -> dict[str,
     return {"replacement_deprecated": True,
             "replacement_successor": None if successor.startswith("(") or not successor else successor}
 
+def backward_of(aten: str, decomposition: Sequence[str]) -> bool:
+    """Whether a backward ATen op is the derivative of an op of a CPU/meta decomposition (by PyTorch's naming of
+    derivative kernels: aten::_weight_norm_interface -> aten::_weight_norm_interface_backward)."""
+    name = aten.partition(".")[0]
+    return any(name == f"{op.partition('.')[0]}_backward" for op in decomposition)
+
+
 def judge_backward(judgements: Sequence[Judgement], verdicts: Mapping[str, AtenVerdict], composite: Composite | None,
-                   required: Replacement | None, version_text: str) -> dict[str, bool]:
+                   required: Replacement | None, version_text: str,
+                   decomposed: tuple[Sequence[str], Sequence[str]] = ((), ())) -> dict[str, bool]:
     """Judge the ATen ops an operator's backward dispatched (`verdicts`, one per op); returns op -> runs on the
-    NPU."""
+    NPU. `decomposed`: the entry ops taken whole and the backward ops of their CPU/meta decomposition, not judged
+    (a weight-norm parametrization: torch_npu runs aten::_weight_norm, so the backward of the CPU's fused
+    _weight_norm_interface never runs there)."""
+    whole, skipped = decomposed
     missing = [v.op for v in verdicts.values() if not v.supported]
     bindings = [v for v in verdicts.values() if v.status == "binding"]
     evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
     for j in judgements:
+        if skipped:
+            j.add_message("taken-whole", N_("torch_npu runs %(ops)s whole; %(skipped)s, the backward of its CPU/meta "
+                                            "decomposition, is not judged"),
+                          {"ops": ", ".join(whole), "skipped": ", ".join(skipped)},
+                          Text(N_("trace: backward ATen ops; the decomposition's derivative kernels")), None,
+                          per_signature=False)
+        if not verdicts:
+            continue
         if missing and len(bindings) == len(missing) and not composite and required is None:
             apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
             j.add_message("binding", N_("its backward dispatches %(ops)s, which has no torch_npu registration but a "

@@ -42,3 +42,17 @@ def test_integer_repeat_interleave_is_judged_by_its_own_overload_on_910a(tmp_pat
     assert repeat.category == "direct"
     assert "aten::repeat_interleave.Tensor" not in repeat.aten_support
     assert not any("aclnnRepeatInterleaveTensor" in r.message for r in repeat.reasons)
+
+
+def test_a_weight_norm_parametrized_conv_follows_the_taken_whole_op_into_the_training_step(kb):
+    pytest.importorskip("transformers")
+    # wav2vec2's positional convolution is weight-normed through torch.nn.utils.parametrize: torch_npu runs
+    # aten::_weight_norm whole, so the backward of the CPU's fused _weight_norm_interface never runs there
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / "hf_speech.py"), train=True))
+    for target in ("A2", "910A"):
+        conv = verdicts(inventory, kb, target)["torch.nn.utils.parametrize.ParametrizedConv1d"]
+        assert "aten::_weight_norm_interface_backward" in conv.operator.backward_aten
+        assert conv.category != "custom-dev", [r.message for r in conv.reasons]
+        assert "backward-no-kernel" not in {r.code for r in conv.reasons}
+        assert any(r.code == "taken-whole" and "_weight_norm_interface_backward" in r.message for r in conv.reasons)
+        assert conv.backward_support == {"aten::convolution_backward": True}
