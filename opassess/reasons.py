@@ -156,10 +156,14 @@ SOURCE_SITE = reason_code("source-site", "the source scan found the same call: t
 
 # ---------------------------------------------------------- results from the user's hardware (classify/verified.py)
 VERIFIED_PASSED = reason_code("verified-passed", "the verification harness ran this signature on the user's NPU and it "
-                              "matched the CPU (the overlay's verified.json): direct, high confidence",
+                              "matched the CPU (the overlay's verified.json): direct, high confidence (through the "
+                              "replacement the report recommends: its category kept, high confidence)",
                               decides=_DIRECT)
 VERIFIED_FAILED = reason_code("verified-failed", "the verification harness failed this signature on the user's NPU "
                               "(the overlay's verified.json, the failure quoted): custom-dev", decides=_CUSTOM)
+VERIFIED_ORIGINAL = reason_code("verified-original", "the verification harness ran the operator itself on the user's "
+                                "NPU where the report recommends a replacement, and it failed: expected of an "
+                                "operator without an NPU kernel, it decides nothing (the replacement's result does)")
 
 # Reason codes of the exclusion trail: what was checked and ruled out (ClassifiedOp.exclusions).
 EXCLUSION_CODES = frozenset(code for code, record in REASONS.items() if record.exclusion)

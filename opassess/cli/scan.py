@@ -269,6 +269,7 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
     # Paths are resolved before any model code runs: a model's os.chdir() cannot move them.
     written_to = output if output in (None, "-") else os.path.abspath(output)
     handoff_dir = None if out.handoff is None else Path(os.path.abspath(out.handoff))
+    model_file = Path(os.path.abspath(options.target.split(":")[0]))  # the hand-offs find it relative to themselves
     options = dataclasses.replace(options, weights=_absolute(options.weights), kb_dir=_absolute(options.kb_dir))
     if run is not None or in_process():  # OPASSESS_IN_PROCESS=1: for a debugger; model output still goes to stderr
         with scan_progress(out.quiet) as progress, contextlib.redirect_stdout(sys.stderr):
@@ -292,7 +293,7 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
     if handoff_dir is not None:
         from ..handoff import write_handoffs
 
-        written = write_handoffs(view.document, handoff_dir)
+        written = write_handoffs(view.document, handoff_dir, model_file)
         if not out.quiet:
             typer.echo(f"opassess: wrote {len(written)} hand-off file(s) to {out.handoff}", err=True)
     _finish_ci(after, diff, out, breaches, options.language)

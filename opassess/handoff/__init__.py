@@ -29,7 +29,8 @@ from ..report.text import days_detail, percent, share
 from ..vocabulary import Category, Confidence
 from .escape import file_stem, one_line
 from .opdesc import op_desc_json, op_plugin_yaml
-from .verify import MODEL_LOADING, verification_harness, wants_harness
+from .routes import MODEL_LOADING
+from .verify import model_from_here, verification_harness, wants_harness
 
 VERIFY_FILE = "verify_apis.txt"
 # Reasons after which a direct operator's numbers still need a look (the classification's confidence is medium, low
@@ -40,27 +41,30 @@ CHECK_REASONS = ("decomposes", "dtype-cast", "kernel-product", "cpu-fallback", "
 LOW_CONFIDENCE_LIKELIHOOD = 3  # a risk likelihood at or above this: the port may go wrong, verify it
 
 
-def handoff_files(document: Mapping[str, Any]) -> dict[str, str]:
-    """File name -> text of every hand-off for one assessment document."""
+def handoff_files(document: Mapping[str, Any], directory: Path | None = None,
+                  model_file: Path | None = None) -> dict[str, str]:
+    """File name -> text of every hand-off for one assessment document (to be written to `directory`: the generated
+    files find the model file, `model_file` or the document's source, relative to themselves)."""
+    here = model_from_here(document, directory, model_file)
     files: dict[str, str] = {}
     total_flops = sum(op.get("flops") or 0 for op in document["operators"])
     for op in document["operators"]:
         if wants_harness(op):
-            files[f"test_{file_stem(op['op'])}.py"] = verification_harness(op, document)
+            files[f"test_{file_stem(op['op'])}.py"] = verification_harness(op, document, here)
         if op.get("category") != Category.CUSTOM_DEV:
             continue
         name = file_stem(op["op"])
         files[f"op_desc_{name}.json"] = op_desc_json(op)
         files[f"op_plugin_{name}.yaml"] = op_plugin_yaml(op, document, name)
-        files[f"repro_{name}.py"] = reproduction(op, document)
+        files[f"repro_{name}.py"] = reproduction(op, document, here)
         files[f"ticket_{name}.md"] = ticket(op, document, total_flops)
     files[VERIFY_FILE] = verify_list(document)
     return files
 
 
-def write_handoffs(document: Mapping[str, Any], directory: Path) -> list[Path]:
+def write_handoffs(document: Mapping[str, Any], directory: Path, model_file: Path | None = None) -> list[Path]:
     """Write the hand-offs into `directory` (created when missing); the paths written."""
-    return write_files(handoff_files(document), directory)
+    return write_files(handoff_files(document, directory, model_file), directory)
 
 
 def to_verify(op: Mapping[str, Any]) -> str | None:
@@ -152,27 +156,30 @@ def ticket(op: Mapping[str, Any], document: Mapping[str, Any], total_flops: int)
     return "\n".join(lines)
 
 
-def reproduction(op: Mapping[str, Any], document: Mapping[str, Any]) -> str:
+def reproduction(op: Mapping[str, Any], document: Mapping[str, Any], here: str | None = None) -> str:
     signatures = [{k: sig[k] for k in ("attrs", "input_shapes", "input_dtypes", "count")}
                   for sig in op.get("signatures") or ()]
     # model-derived text enters the code as repr() literals and the docstring as escaped single lines (escape.py)
     return _REPRO.format(
         op=op["op"], kind=op["kind"], target=document["target"], model=document["model"]["source"],
         op_line=one_line(op["op"]), kind_line=one_line(op["kind"]), target_line=one_line(document["target"]),
-        signatures=json.dumps(signatures, indent=1), loading=MODEL_LOADING,
+        here=here, signatures=json.dumps(signatures, indent=1), loading=MODEL_LOADING,
     )
 
 
 _REPRO = '''"""Minimal reproduction of {op_line} ({kind_line}), custom-dev on {target_line}: written by `opassess scan
 --handoff`.
 
-Run it from the project root: python THIS_FILE. It imports the model file first (which registers the project's
-operators), then calls the operator once per captured signature with random inputs of the captured shapes and
-dtypes, on the NPU when torch_npu is importable, else on the CPU (the reference).
+Run it from anywhere: python THIS_FILE (it finds the model relative to itself, or at $OPASSESS_MODEL). It imports the
+model file first (which registers the project's operators), then calls the operator once per captured signature with
+random inputs of the captured shapes and dtypes, on the NPU when torch_npu is importable, else on the CPU (the
+reference).
 """
 import importlib
 import importlib.util
+import inspect
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -181,6 +188,7 @@ import torch
 OPERATOR = {op!r}
 KIND = {kind!r}
 MODEL_SOURCE = {model!r}
+MODEL_FROM_HERE = {here!r}
 SIGNATURES = json.loads(r"""{signatures}""")
 
 

@@ -8,7 +8,15 @@ device test passed becomes direct with high confidence, one whose test failed cu
 
 verified.json (format 1): {"format": 1, "kind": "verified", "entries": {OP: {SIGNATURE_KEY: {"status": "passed" |
 "failed", "device": "npu", "latency_us": float | null, "failure": str | null, "case": str, "results": str,
-"recorded_at": ISO time}}}}. SIGNATURE_KEY is `signature_key` of the captured attributes, shapes and dtypes.
+"recorded_at": ISO time, "route": what the device ran ("original": the operator itself, else the replacement the
+report recommends, e.g. "torch_npu.npu_deformable_conv2d"), "torch_npu", "cann", "product": str | null (as the
+harness read them on the host)}}}}. SIGNATURE_KEY is `signature_key` of the captured attributes (every argument),
+shapes and dtypes. Entries written before routes were recorded have no "route": the operator itself.
+
+A result is kept by what was tested: a newer result for the same route replaces the older one, and a result of the
+original operator never replaces one of a replacement (the report recommends the replacement: whether the original
+runs on the NPU is no longer the question). A case whose arguments held placeholders (the capture missed one) tested
+another signature than the model's: it is read as not-run, like one that never reached the device.
 """
 from __future__ import annotations
 
@@ -30,6 +38,7 @@ STATUSES = ("passed", "failed")
 FAILURE_LIMIT = 300  # characters of a failure message kept (the first line of the assertion)
 DEVICE_TEST = "test_device"  # the harness's test on the device; test_cpu_reference checks the harness itself
 JUNIT_LIMIT = 64 * 1024 * 1024
+ORIGINAL = "original"  # the route of a case that ran the operator itself
 
 
 def _plain(value: Any) -> Any:
@@ -64,10 +73,15 @@ class VerifiedCase:
     latency_us: float | None
     failure: str | None
     case: str  # classname::name
+    route: str = ORIGINAL  # what the device ran: the operator itself, or the replacement the report recommends
+    torch_npu: str | None = None
+    cann: str | None = None
+    product: str | None = None
 
     def entry(self, results: str, recorded_at: str) -> dict[str, object]:
         return {"status": self.status, "device": self.device, "latency_us": self.latency_us,
-                "failure": self.failure, "case": self.case, "results": results, "recorded_at": recorded_at}
+                "failure": self.failure, "case": self.case, "results": results, "recorded_at": recorded_at,
+                "route": self.route, "torch_npu": self.torch_npu, "cann": self.cann, "product": self.product}
 
 
 def read_junit(path: Path) -> list[VerifiedCase]:
@@ -98,6 +112,8 @@ def read_junit(path: Path) -> list[VerifiedCase]:
         device = props.get("device") or "npu"
         if status in STATUSES and device.split(":")[0] == "cpu":
             status = "not-run"  # OPASSESS_VERIFY_DEVICE=cpu: CPU against CPU says nothing about the NPU
+        if status in STATUSES and (props.get("opassess_arguments") or "captured") != "captured":
+            status = "not-run"  # placeholders stood for arguments the capture missed: not the model's signature
         failure = None
         if failed is not None:
             text = (failed.get("message") or failed.text or "").strip()
@@ -107,9 +123,10 @@ def read_junit(path: Path) -> list[VerifiedCase]:
             latency = float(latency_text) if latency_text else None
         except ValueError:
             latency = None
-        cases.append(VerifiedCase(op, signature, status,
-                                  device, latency, failure,
-                                  f"{case.get('classname', '')}::{case.get('name', '')}"))
+        cases.append(VerifiedCase(op, signature, status, device, latency, failure,
+                                  f"{case.get('classname', '')}::{case.get('name', '')}",
+                                  props.get("opassess_route") or ORIGINAL, props.get("torch_npu"), props.get("cann"),
+                                  props.get("product")))
     return cases
 
 
@@ -146,8 +163,12 @@ def merge_results(entries: Mapping[str, Mapping[str, object]], cases: list[Verif
     counts = {"passed": 0, "failed": 0, "skipped": 0, "not-run": 0}
     for case in cases:
         counts[case.status] += 1
-        if case.status in STATUSES:
-            merged.setdefault(case.op, {})[case.signature] = case.entry(results, stamp)
+        if case.status not in STATUSES:
+            continue
+        older = merged.setdefault(case.op, {}).get(case.signature)
+        if case.route == ORIGINAL and isinstance(older, Mapping) and (older.get("route") or ORIGINAL) != ORIGINAL:
+            continue  # the replacement's result stands: the original operator is not what the report recommends
+        merged[case.op][case.signature] = case.entry(results, stamp)
     return merged, counts
 
 

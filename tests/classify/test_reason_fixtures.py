@@ -43,9 +43,10 @@ def test_every_registered_reason_code_has_a_fixture_model():
     assert all(path.stem == code.replace("-", "_") for code, path in found.items())
 
 
-def _verified_overlay(tmp_path: Path, op: str, status: str) -> Path:
-    """A knowledge-base overlay recording one NPU verification case of `op`'s (4, 32) float32 signature."""
-    key = signature_key({}, [[4, 32], [4, 32]], ["float32", "float32"])
+def _verified_overlay(tmp_path: Path, op: str, status: str, signature: tuple | None = None) -> Path:
+    """A knowledge-base overlay recording one NPU verification case of `op`'s signature (SIGNATURE: attributes,
+    shapes, dtypes; by default two (4, 32) float32 inputs), run on the operator itself."""
+    key = signature_key(*(signature or ({}, [[4, 32], [4, 32]], ["float32", "float32"])))
     props = "".join(f"<property name={quoteattr(k)} value={quoteattr(v)} />" for k, v in (
         ("opassess_op", op), ("opassess_signature", key), ("device", "npu"), ("latency_us", "10")))
     failure = '<failure message="AssertionError: Tensor-likes are not close!">trace</failure>' \
@@ -67,7 +68,8 @@ def test_the_fixture_gives_its_reason(code, tmp_path):
     fixture = spec(path)
     options = dict(fixture.get("OPTIONS", {}))
     if "VERIFIED" in fixture:
-        options["kb_dir"] = _verified_overlay(tmp_path, fixture["OPERATOR"], fixture["VERIFIED"])
+        options["kb_dir"] = _verified_overlay(tmp_path, fixture["OPERATOR"], fixture["VERIFIED"],
+                                              fixture.get("SIGNATURE"))
     scan = ScanOptions(target=str(path), **options)
     document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
     operators = {op["op"]: op for op in document["operators"]}

@@ -83,17 +83,54 @@ def test_a_module_is_built_from_its_captured_fields(tmp_path):
 
 
 def test_a_harness_that_cannot_build_its_cpu_reference_records_no_verdict(tmp_path):
-    """Run from another folder, the harness cannot import the model file (MODEL_SOURCE is relative to the project
-    root): test_device fails before the device ran anything. That failure says nothing about the NPU: it is
-    'not-run', and `calibrate --verified` records no verdict for it (it used to record custom-dev, quoting the
-    ModuleNotFoundError)."""
+    """A model file that is not there (OPASSESS_MODEL naming a missing file): test_device fails before the device
+    ran anything. That failure says nothing about the NPU: it is 'not-run', and `calibrate --verified` records no
+    verdict for it (it used to record custom-dev, quoting the ModuleNotFoundError)."""
     written = write_handoffs(document("custom_op.py"), tmp_path / "handoff")
     harness = next(p for p in written if p.name == "test_custom_op_SignSTE.py")
     junit = tmp_path / "results.xml"
-    result = run_harness(harness, junit, cwd=tmp_path, OPASSESS_VERIFY_DEVICE="cpu")
+    result = run_harness(harness, junit, cwd=tmp_path, OPASSESS_VERIFY_DEVICE="cpu",
+                         OPASSESS_MODEL=str(tmp_path / "missing.py"))
     assert result.returncode == 1 and "ModuleNotFoundError" in result.stdout, result.stdout
     [case] = read_junit(junit)
     assert (case.op, case.status) == ("custom_op.SignSTE", "not-run") and "ModuleNotFoundError" in case.failure
     target, _, counts = record_verified(junit, tmp_path / "kb")
     assert (counts["failed"], counts["not-run"]) == (0, 1) and load_verified(target) == {}
     assert target.name == FILE
+
+
+def test_the_harness_finds_the_model_relative_to_itself_and_tests_the_backward(tmp_path):
+    """Run from another folder than the one scanned from, the harness finds the model file relative to itself. The
+    autograd.Function's captured scalar goes to its forward, and its backward (the hand-written one the report says
+    to port) is tested against the CPU's; test ids are the JSON's signature numbers."""
+    written = write_handoffs(document("custom_op.py"), tmp_path / "handoff")
+    harness = next(p for p in written if p.name == "test_custom_op_SignSTE.py")
+    assert "MODEL_FROM_HERE = '../../" in harness.read_text(encoding="utf-8")
+    junit = tmp_path / "results.xml"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = run_harness(harness, junit, cwd=elsewhere, OPASSESS_VERIFY_DEVICE="cpu")
+    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
+    text = junit.read_text(encoding="utf-8")
+    assert 'name="test_device[sig0]"' in text  # the JSON's signature 0
+    assert 'name="opassess_backward" value="tested"' in text
+    assert 'name="opassess_route" value="original"' in text and 'value="captured"' in text
+
+
+def test_a_case_with_placeholders_says_so_and_never_records_a_pass(tmp_path):
+    """row_rescale(x, eps): with eps left out of the capture (as a capture that records no scalars did), the harness
+    calls it with a placeholder, records opassess_arguments 'placeholder: eps', and the pass is read back as not-run:
+    it tested another signature than the model's."""
+    doc = json.loads(json.dumps(document("two_custom_ops.py")))
+    row = next(op for op in doc["operators"] if op["op"] == "opassess_two::row_rescale")
+    assert row["signatures"][0]["attrs"] == {"eps": 1e-06}  # captured (schema-named)
+    row["signatures"][0]["attrs"] = {}
+    written = write_handoffs(doc, tmp_path / "handoff")
+    harness = next(p for p in written if p.name == "test_opassess_two__row_rescale.py")
+    junit = tmp_path / "results.xml"
+    result = run_harness(harness, junit, OPASSESS_VERIFY_DEVICE="cpu")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'name="opassess_arguments" value="placeholder: eps"' in junit.read_text(encoding="utf-8")
+    text = junit.read_text(encoding="utf-8").replace('value="cpu"', 'value="npu"')  # as if run on the NPU
+    junit.write_text(text, encoding="utf-8")
+    assert [c.status for c in read_junit(junit)] == ["not-run"]

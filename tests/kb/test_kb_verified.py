@@ -116,3 +116,48 @@ def test_a_device_case_run_on_the_cpu_is_no_verdict(tmp_path):
     assert (case.status, case.device) == ("not-run", "cpu")
     target, _, counts = record_verified(path, tmp_path / "kb")
     assert counts["passed"] == 0 and counts["not-run"] == 1 and load_verified(target) == {}
+
+
+NMS = signature_key({"iou_threshold": 0.5}, [[8, 4], [8]], ["float32", "float32"])
+
+
+def _nms_junit(tmp_path: Path, route: str, failed: bool, name: str = "results.xml") -> Path:
+    props = "".join(f"<property name={quoteattr(k)} value={quoteattr(v)} />" for k, v in (
+        ("opassess_op", "torchvision::nms"), ("opassess_signature", NMS), ("device", "npu"), ("latency_us", "3.0"),
+        ("opassess_route", route), ("opassess_arguments", "captured"), ("opassess_stage", "device"),
+        ("torch_npu", "2.6.0"), ("cann", "8.1.RC1"), ("product", "Ascend910B3")))
+    inner = '<failure message="RuntimeError: no kernel">trace</failure>' if failed else ""
+    path = tmp_path / name
+    path.write_text(f'<testsuites><testsuite name="pytest"><testcase classname="test_nms" name="test_device[sig0]">'
+                    f'<properties>{props}</properties>{inner}</testcase></testsuite></testsuites>', encoding="utf-8")
+    return path
+
+
+def _nms(overlay: Path) -> dict:
+    document = build_view(assess(ScanOptions(target=str(MODELS / "nms.py"), kb_dir=overlay))).document
+    return next(op for op in document["operators"] if op["op"] == "torchvision::nms")
+
+
+def test_results_are_kept_by_the_route_tested_and_the_original_failing_never_makes_it_custom_dev(tmp_path):
+    """torchvision::nms: param-converted, the report recommends torch_npu.npu_nms_v4. The operator itself failing
+    on the NPU is what the facts say (no kernel): it leaves the category (verified-original); the replacement
+    passing keeps param-converted with high confidence and is not overwritten by a later run of the original; the
+    replacement failing makes it custom-dev. Each entry says what ran: route, torch_npu, CANN, the chip."""
+    overlay = tmp_path / "kb"
+    record_verified(_nms_junit(tmp_path, "original", failed=True), overlay)
+    nms = _nms(overlay)
+    assert nms["category"] == "param-converted"
+    assert any(r["code"] == "verified-original" and "torch_npu.npu_nms_v4" in r["message"] for r in nms["reasons"])
+
+    record_verified(_nms_junit(tmp_path, "torch_npu.npu_nms_v4", failed=False, name="r2.xml"), overlay)
+    record_verified(_nms_junit(tmp_path, "original", failed=True, name="r3.xml"), overlay)  # does not replace it
+    entry = load_verified(overlay / FILE)["torchvision::nms"][NMS]
+    assert (entry["route"], entry["status"], entry["cann"], entry["product"]) == (
+        "torch_npu.npu_nms_v4", "passed", "8.1.RC1", "Ascend910B3")
+    nms = _nms(overlay)
+    assert nms["category"] == "param-converted" and nms["confidence"] == "high"
+    passed = next(r for r in nms["reasons"] if r["code"] == "verified-passed")
+    assert "through torch_npu.npu_nms_v4" in passed["message"] and "Ascend910B3" in passed["evidence"]
+
+    record_verified(_nms_junit(tmp_path, "torch_npu.npu_nms_v4", failed=True, name="r4.xml"), overlay)
+    assert _nms(overlay)["category"] == "custom-dev"
