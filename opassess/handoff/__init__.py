@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..output import write_files
-from ..report.plan_view import shown_source
+from ..report.sections.plan import shown_source
 from ..report.text import days_detail, percent, share
 from ..vocabulary import Category, Confidence
 from .escape import file_stem, one_line

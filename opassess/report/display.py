@@ -37,10 +37,13 @@ from .display_records import (
     Totals,
 )
 from .document import Row
-from .graph_view import graph_actions, graph_section
 from .i18n import DEFAULT, N_, number, translations
 from .job_view import with_job
-from .plan_view import (
+from .prose import capture_step_text, device_note_text, evidence_text, headline_text, note_text
+from .reach_view import reach_text
+from .reasons import cited, reason_rows, reason_text, signature_rows
+from .sections.graph import graph_actions, graph_section
+from .sections.plan import (
     action_items,
     activity_rows,
     decision_rows,
@@ -50,11 +53,8 @@ from .plan_view import (
     shorten_paths,
     shown_source,
 )
-from .prose import capture_step_text, device_note_text, evidence_text, headline_text, note_text
-from .reach_view import reach_text
-from .reasons import cited, reason_rows, reason_text, signature_rows
-from .route_view import onnx_section, serving_section
-from .source_view import source_section
+from .sections.routes import onnx_section, serving_section
+from .sections.source import source_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
 from .time_view import gain_text, slow_card, time_section
 

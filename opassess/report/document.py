@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..assessment import Assessment
-from ..graphmode.document import graph_mode_doc, verdicts_doc
 from ..records import ClassifiedOp, Effort, Operator, OpEstimate, Signature, SourceEstimate
 from ..score.cost import COST_BASES
 from ..source.records import SourceFinding, SourceScan
@@ -19,7 +18,8 @@ from ..vocabulary import CATEGORIES
 from .i18n import N_
 from .paths import portable, roots_of, scrub, scrub_in_place
 from .reach_view import reach_doc
-from .route_view import routes_doc
+from .sections.graph import graph_mode_doc, verdicts_doc
+from .sections.routes import routes_doc
 from .text import days, share
 from .time_doc import finding_time_doc, operator_time_doc, performance_doc
 

@@ -1,8 +1,8 @@
-"""Tests for opassess.report.plan_view: paths a reader can use, repeated modules grouped, action items, wrapping."""
+"""Tests for opassess.report.sections.plan: paths a reader can use, repeated modules grouped, action items, wrapping."""
 from __future__ import annotations
 
 from opassess.records import Effort, Finding
-from opassess.report.plan_view import (
+from opassess.report.sections.plan import (
     action_items,
     group_repeats,
     is_library_source,

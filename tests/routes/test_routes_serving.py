@@ -109,7 +109,7 @@ def test_a_scheme_no_row_names_is_bad_usage_naming_the_choices(tmp_path):
 
 def test_the_serving_section_reads_in_chinese_and_the_json_stays_english():
     from opassess.report.i18n import translations
-    from opassess.report.route_view import routes_doc, serving_section
+    from opassess.report.sections.routes import routes_doc, serving_section
 
     check = check_serving("TinyLM", "w8a8", "950", "Ascend 950", load_route_facts())
 

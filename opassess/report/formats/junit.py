@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any
 
 from ..registry import RenderContext, register
-from ..source_view import NOTE_KINDS
+from ..sections.source import NOTE_KINDS
 from ..text import days, days_detail, inert, step_text
 
 if TYPE_CHECKING:

@@ -97,7 +97,7 @@ def _message(op: dict[str, Any]) -> str:
 
 def _result(op: dict[str, Any], source: str | None, model_source: str, breached: list[str],
             library: list[str]) -> dict[str, Any]:
-    from ..plan_view import shown_source
+    from ..sections.plan import shown_source
 
     category = op["category"]
     text = _message(op)
@@ -178,7 +178,7 @@ def _source_results(document: dict[str, Any], model_source: str, breaches: dict[
 def render_sarif(view: View, context: RenderContext) -> str:
     """One result per (operator, source line) for every custom-dev or param-converted operator; breached operators
     (context.breaches) at level error."""
-    from ..plan_view import project_source  # the display's helpers load with a report, not at start-up
+    from ..sections.plan import project_source  # the display's helpers load with a report, not at start-up
 
     document = view.document
     model_source = document["model"]["source"]

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 
     from ..display_page import Display
     from ..display_records import ActionItem
-    from ..graph_view import GraphSection
-    from ..route_view import OnnxSection, ServingSection
-    from ..source_view import SourceSection
+    from ..sections.graph import GraphSection
+    from ..sections.routes import OnnxSection, ServingSection
+    from ..sections.source import SourceSection
     from ..time_view import TimeSection
     from ..view import View
 
@@ -31,7 +31,7 @@ HEAT_STYLE = {"low": "on dark_green", "moderate": "black on yellow", "high": "bl
               "critical": "white on red"}
 CELL_NAMES = 2  # operator names shown per risk cell before "+N"
 TERMINAL_TIME_ROWS = 8  # operators in the terminal's time table (Markdown and HTML list more, the JSON every one)
-TERMINAL_SITES = 20  # source notes and skipped files listed in the terminal summary (sites: source_view.LARGEST)
+TERMINAL_SITES = 20  # source notes and skipped files listed in the terminal summary (sites: sections/source.LARGEST)
 ROUTE_CHARS = 90  # a source site's NPU route is cut here (the Markdown, HTML and JSON reports have it whole)
 
 
@@ -433,7 +433,7 @@ def _print_source(console: Console, section: SourceSection, _: Gettext) -> None:
 def _print_actions(console: Console, actions: Sequence[ActionItem], width: int, _: Gettext = str) -> None:
     """The action items, last: one per operator that needs work or finding, wrapped by hand (names break at '.'
     and '::', never mid-word) so they read at 80 columns."""
-    from ..plan_view import wrap
+    from ..sections.plan import wrap
 
     Text = _inert_text()  # noqa: N806
     if not actions:

@@ -9,20 +9,20 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..messages import say
-from ..reasons import REASONS
-from ..records import Effort, Estimate, Finding
+from ...messages import say
+from ...reasons import REASONS
+from ...records import Effort, Estimate, Finding
 
 # SITE_PACKAGES: '.../site-packages/' + the package (group 1)
-from ..score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
-from ..score.decisions import basis_text
-from ..score.weights_decisions import CHANGE_TIERS
-from ..vocabulary import Category, CostBasis
-from .display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
-from .paths import portable
-from .prose import Translate, origin_who
-from .text import days, days_range, percent, share
-from .time_view import us_text
+from ...score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
+from ...score.decisions import basis_text
+from ...score.weights_decisions import CHANGE_TIERS
+from ...vocabulary import Category, CostBasis
+from ..display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
+from ..paths import portable
+from ..prose import Translate, origin_who
+from ..text import days, days_range, percent, share
+from ..time_view import us_text
 
 # an absolute '/venv/.../site-packages/' or the portable document's 'site-packages/' (report/paths.py) before a package
 _IN_TEXT = re.compile(r"(?:[^\s()'\"]*?[/\\])?(?<![\w.-])(?:site|dist)-packages[/\\]")

@@ -6,10 +6,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..assessment import Assessment
-from ..messages import say
-from .display_records import Record
-from .i18n import N_
+from ...assessment import Assessment
+from ...messages import say
+from ..display_records import Record
+from ..i18n import N_
 
 # The ONNX verdicts (JSON values) as the reports say them
 VERDICTS = (N_("supported"), N_("opset-dependent"), N_("no CANN mapping"))

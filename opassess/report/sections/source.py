@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from ..messages import say
-from ..source.catalog import said_contexts
-from ..vocabulary import CATEGORIES, Confidence
-from .display_records import Record
-from .text import days
+from ...messages import say
+from ...source.catalog import said_contexts
+from ...vocabulary import CATEGORIES, Confidence
+from ..display_records import Record
+from ..text import days
 
 NOTE_KINDS = ("precision-note", "no-op")  # notes, not work: 0 person-days, listed after the work
 LARGEST = 20  # sites the terminal summary lists (the Markdown, HTML and JSON reports list every one)
