@@ -38,11 +38,10 @@ from .display_records import (
 )
 from .document import Row
 from .i18n import DEFAULT, N_, number, translations
-from .job_view import with_job
 from .prose import capture_step_text, device_note_text, evidence_text, headline_text, note_text
-from .reach_view import reach_text
 from .reasons import cited, reason_rows, reason_text, signature_rows
 from .sections.graph import graph_actions, graph_section
+from .sections.job import with_job
 from .sections.plan import (
     action_items,
     activity_rows,
@@ -53,10 +52,11 @@ from .sections.plan import (
     shorten_paths,
     shown_source,
 )
+from .sections.reach import reach_text
 from .sections.routes import onnx_section, serving_section
 from .sections.source import source_section
+from .sections.time import gain_text, slow_card, time_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
-from .time_view import gain_text, slow_card, time_section
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)

@@ -1,6 +1,6 @@
 """The display of one assessment: the records and sections every format reads (report/display.py builds it).
 
-Apart from display_records.py because its sections (sections/graph, routes, source; time_view) are built on those
+Apart from display_records.py because its sections (report/sections/) are built on those
 records: this module names both without a circle."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from .display_records import (
 from .sections.graph import GraphSection
 from .sections.routes import OnnxSection, ServingSection
 from .sections.source import SourceSection
-from .time_view import TimeSection
+from .sections.time import TimeSection
 
 
 @dataclass(frozen=True)

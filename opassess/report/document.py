@@ -17,11 +17,11 @@ from ..source.records import SourceFinding, SourceScan
 from ..vocabulary import CATEGORIES
 from .i18n import N_
 from .paths import portable, roots_of, scrub, scrub_in_place
-from .reach_view import reach_doc
 from .sections.graph import graph_mode_doc, verdicts_doc
+from .sections.reach import reach_doc
 from .sections.routes import routes_doc
+from .sections.time import finding_time_doc, operator_time_doc, performance_doc
 from .text import days, share
-from .time_doc import finding_time_doc, operator_time_doc, performance_doc
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from opassess.pipeline import ScanOptions, assess
-from opassess.report.time_doc import finding_time_doc
+from opassess.report.sections.time import finding_time_doc
 from tests.support import EXAMPLES, MODELS
 
 

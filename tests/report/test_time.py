@@ -1,4 +1,4 @@
-"""The time model in the reports (report/time_view.py, time_doc.py) through the CLI: --compare gives one table with
+"""The time model in the reports (report/sections/time.py) through the CLI: --compare gives one table with
 a row per product (a product without published figures says so), --device-profile calibrates the target and a bad
 overlay is one line with exit 1; the JSON carries performance and estimated_time."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from opassess.cli import app
-from opassess.report.time_view import gain_text, us_text
+from opassess.report.sections.time import gain_text, us_text
 from tests.support import MODELS
 
 runner = CliRunner()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..sections.graph import GraphSection
     from ..sections.routes import OnnxSection, ServingSection
     from ..sections.source import SourceSection
-    from ..time_view import TimeSection
+    from ..sections.time import TimeSection
     from ..view import View
 
 Gettext = Callable[[str], str]  # the reader's language: translations(language).gettext

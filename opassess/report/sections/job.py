@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from .time_view import SEPARATOR, TimeSection, us_text
+from .time import SEPARATOR, TimeSection, us_text
 
 Gettext = Callable[[str], str]
 

@@ -22,7 +22,7 @@ from ..display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from ..paths import portable
 from ..prose import Translate, origin_who
 from ..text import days, days_range, percent, share
-from ..time_view import us_text
+from .time import us_text
 
 # an absolute '/venv/.../site-packages/' or the portable document's 'site-packages/' (report/paths.py) before a package
 _IN_TEXT = re.compile(r"(?:[^\s()'\"]*?[/\\])?(?<![\w.-])(?:site|dist)-packages[/\\]")

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..assessment import Assessment
-from ..vocabulary import Category
-from .paths import portable
-from .plan_view import shorten_paths
+from ...assessment import Assessment
+from ...vocabulary import Category
+from ..paths import portable
+from .plan import shorten_paths
 
 
 def reach_doc(assessment: Assessment, roots: Sequence[str]) -> dict[str, Any] | None:
