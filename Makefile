@@ -55,6 +55,7 @@ kb: install
 	$(BIN)/python tools/kb_devices.py --facts ../shared/reference/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_interconnect.py --facts ../shared/reference/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_graph.py --facts ../shared/reference/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_versions.py --facts ../shared/reference/ascend --out opassess/data/kb
 
 # Report messages: extract from the code and templates (babel.cfg), then update every catalog's .po (no .mo is kept:
 # opassess compiles the .po in memory when it loads it).

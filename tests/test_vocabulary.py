@@ -15,6 +15,7 @@ from opassess.graphmode import records as graph
 from opassess.kb import load_kb
 from opassess.perf import records as perf
 from opassess.reasons import EXCLUSION_CODES, REASONS
+from opassess.report.versions_section import VERSION_WARNINGS
 from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
 from opassess.score.weights import CRITERIA
@@ -107,7 +108,7 @@ def test_every_schema_enum_is_a_known_vocabulary():
              tuple(REASONS), tuple(code for code in REASONS if code in EXCLUSION_CODES),  # tests/test_reasons.py
              DECISION_NAMES, EXPORTERS, (*EXPORTERS, None), VERDICTS, SERVING_STATUSES,
              graph.ALL_VERDICTS, graph.BREAK_KINDS, graph.METHODS, graph.BACKENDS,
-             perf.UNITS, perf.BOUNDS, perf.PENALTIES, perf.MEMORY_PARTS, perf.COLLECTIVES}
+             perf.UNITS, perf.BOUNDS, perf.PENALTIES, perf.MEMORY_PARTS, perf.COLLECTIVES, VERSION_WARNINGS}
     unknown = {path: enum for path, enum in _enums(SCHEMA) if tuple(enum) not in known}
     assert not unknown
 

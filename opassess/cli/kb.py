@@ -43,7 +43,7 @@ def kb_show(
     name: Annotated[list[str], typer.Argument(
         help="torch.nn.Conv2d, aten::lgamma, npu_fusion_attention, torchvision::nms, flash_attn.flash_attn_func, "
              "torch.cuda.synchronize, tl.atomic_add ...; or `device PRODUCT` (A2, A3, 950, a variant name): the "
-             "device profile the time model uses.")],
+             "device profile the time model uses; or `versions`: the torch / torch_npu / CANN releases.")],
     torch_npu: Annotated[str | None, typer.Option(
         "--torch-npu", help="Torch/torch_npu version (default: newest in the facts).")] = None,
     kb_dir: KbDir = None,
@@ -59,8 +59,14 @@ def kb_show(
         with _errors():
             typer.echo(format_device(load_kb(kb_dir or ctx.obj), name[1]))
         return
+    if name == ["versions"]:
+        from ..kb.releases import format_releases, load_releases
+
+        with _errors():
+            typer.echo(format_releases(load_releases((kb_dir or ctx.obj) and load_kb(kb_dir or ctx.obj).directory)))
+        return
     if len(name) != 1:
-        raise typer.BadParameter("expected one NAME, or `device PRODUCT`", param_hint="'NAME'")
+        raise typer.BadParameter("expected one NAME, `device PRODUCT` or `versions`", param_hint="'NAME'")
     with _errors():
         typer.echo(format_entry_with_source(load_kb(kb_dir or ctx.obj), name[0], torch_npu, decomposition))
 

@@ -57,6 +57,7 @@ from .sections.routes import onnx_section, serving_section
 from .sections.source import source_section
 from .sections.time import gain_text, slow_card, time_section
 from .text import bound, bounds_range, days, days_range, percent, share, step_text
+from .versions_section import version_lines
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
@@ -341,6 +342,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         source=source_section(document, _),
         time=with_job(time_section(document, _), document, _),
         graph=graph_section(document, _, shown_source, assessment.graph_mode),
+        versions=version_lines(document, _),
         source_only=capture.method == NO_CAPTURE,
         onnx=onnx_section(document, _),
         serving=serving_section(document, _),

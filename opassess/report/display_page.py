@@ -79,6 +79,7 @@ class Display(Record):
     serving: ServingSection | None = None  # --route vllm-ascend; None without
     time: TimeSection | None = None  # the time model's step and operators; None without one
     graph: GraphSection | None = None  # readiness per NPU graph back-end; None with --no-graph-mode
+    versions: tuple[str, ...] = ()  # the torch / torch_npu / CANN set to install (report/versions_section.py)
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)

@@ -22,6 +22,7 @@ from .sections.reach import reach_doc
 from .sections.routes import routes_doc
 from .sections.time import finding_time_doc, operator_time_doc, performance_doc
 from .text import days, share
+from .versions_section import versions_doc
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"
@@ -256,6 +257,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                               for r in unknown],
         "graph_mode": graph_mode_doc(assessment.graph_mode),
         "reach": reach_doc(assessment, roots),
+        "versions": versions_doc(assessment),
         "seconds": {stage: _round(value, 3) for stage, value in assessment.seconds.items()},
         **routes_doc(assessment),
     }, roots)  # and no absolute path left in any message (capture errors, graph-mode breaks, ...)

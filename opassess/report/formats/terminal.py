@@ -76,14 +76,13 @@ def render_terminal(view: View, context: RenderContext) -> str:
                       legacy_windows=False, soft_wrap=False)
     for block in (_print_header, _print_effort, _print_categories, _print_top_operators, _print_risk_grid):
         block(console, d, _)
-    if d.time:
-        _print_time(console, d.time, _)
-    if d.graph:
-        _print_graph(console, d.graph, _)
-    if d.source:
-        _print_source(console, d.source, _)
+    for section, printer in ((d.time, _print_time), (d.graph, _print_graph), (d.source, _print_source)):
+        if section:
+            printer(console, section, _)  # type: ignore[operator,arg-type]
     if d.onnx or d.serving:
         _print_routes(console, d.onnx, d.serving, _)
+    for index, line in enumerate(d.versions):  # the versions to install, the first (a warning to pin) in bold
+        console.print(line, markup=False, style="" if index else "bold")
     for block in (_print_deprecated, _print_activities, _print_decisions, _print_origins, _print_next_report):
         block(console, d, _)
     _print_actions(console, d.actions, context.width, _)

@@ -1,0 +1,100 @@
+"""The versions section: which torch, torch_npu, CANN and Python to install for the target and the features the model
+uses, from the release table (kb/versions.json); its JSON part (`versions_doc`) and its lines (`version_lines`).
+
+The torch_npu wheel is the one paired with the torch line the scan assessed against; a feature whose facts state a
+minimum (npu_fusion_attention's `sink=`: torch_npu 7.3.0 / CANN 8.5.0+) is listed when the model's findings or
+replacements call it; a torch newer than any torch_npu release is a warning to pin."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..assessment import Assessment
+from ..kb.releases import Releases, load_releases
+from ..kb.versions import format_version, parse_version
+
+Gettext = Callable[[str], str]
+VERSION_WARNINGS = ("torch-newer",)  # the schema's versions.warnings[].code
+
+
+def _running_torch() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return str(torch.__version__).split("+")[0]
+
+
+def _texts(assessment: Assessment) -> Iterable[str]:
+    for finding in assessment.findings:
+        yield finding.title
+        if finding.npu_api:
+            yield finding.npu_api
+    for op in assessment.classified:
+        if op.replacement:
+            yield op.replacement
+
+
+def versions_doc(assessment: Assessment, releases: Releases | None = None,
+                 running: str | None = None) -> dict[str, Any]:
+    """The `versions` part of the JSON report."""
+    table = releases or load_releases()
+    line = parse_version(assessment.torch_version)
+    release = table.for_torch(line)
+    stated = table.newest_stated()
+    texts = list(_texts(assessment))
+    needs = [r for r in table.requirements if any(r.used_in(t) for t in texts)]
+    running = running if running is not None else _running_torch()
+    warnings = []
+    newest = table.newest_torch()
+    if running and parse_version(running) > newest:
+        warnings.append({"code": VERSION_WARNINGS[0], "running": running, "newest": format_version(newest)})
+    return {
+        "torch": release.torch if release else assessment.torch_version,
+        "torch_npu": release.wheel if release else None,
+        "product_version": release.product_version if release else None,
+        "cann": release.cann if release else None,
+        "cann_note": release.cann_text if release and not release.cann else None,
+        "python": release.python if release else None,
+        "status": release.status if release else None,
+        "source": table.cite(release.row) if release else None,
+        "newest_with_cann": None if stated is None else {
+            "torch_npu": stated.wheel, "torch": stated.torch, "product_version": stated.product_version,
+            "cann": stated.cann, "source": table.cite(stated.row)},
+        "requirements": [{"feature": r.feature, "op": r.op, "param": r.param, "torch_npu": r.product_version,
+                          "cann": r.cann, "source": r.cite} for r in needs],
+        "driver": None if table.driver is None else {"text": table.driver["text"],
+                                                     "source": table.cite(table.driver["row"])},
+        "running_torch": running,
+        "warnings": warnings,
+    }
+
+
+def version_lines(document: Mapping[str, Any], _: Gettext) -> tuple[str, ...]:
+    """The section's lines, for the terminal, Markdown and HTML."""
+    doc = document.get("versions")
+    if not doc:
+        return ()
+    lines = []
+    for warning in doc["warnings"]:
+        if warning["code"] == VERSION_WARNINGS[0]:
+            lines.append(_("torch %(running)s is newer than any torch_npu release (the newest pairs with torch "
+                           "%(newest)s): install torch %(newest)s in the environment that runs on the NPU") % warning)
+    if doc["torch_npu"]:
+        cann = (_("CANN %(cann)s") % doc if doc["cann"] else
+                _("CANN not stated for this wheel (%(note)s)") % {"note": doc["cann_note"]})
+        lines.append(_("Install: torch %(torch)s, torch_npu %(wheel)s, %(cann)s, Python %(python)s (%(status)s; "
+                       "%(source)s)") % {"torch": doc["torch"], "wheel": doc["torch_npu"], "cann": cann,
+                                         "python": doc["python"], "status": doc["status"], "source": doc["source"]})
+    else:
+        lines.append(_("No torch_npu release pairs with torch %(torch)s in the facts") % doc)
+    newest = doc["newest_with_cann"]
+    if newest and newest["torch_npu"] != doc["torch_npu"]:
+        lines.append(_("Newest pairing with a stated CANN: torch_npu %(torch_npu)s (product %(product_version)s) with "
+                       "torch %(torch)s and CANN %(cann)s (%(source)s)") % newest)
+    for need in doc["requirements"]:
+        lines.append(_("%(feature)s (%(op)s %(param)s=) needs torch_npu %(torch_npu)s or newer and CANN %(cann)s or "
+                       "newer (%(source)s)") % need)
+    if doc["driver"]:
+        lines.append(_("Driver and firmware: %(text)s (%(source)s)") % doc["driver"])
+    return tuple(lines)
