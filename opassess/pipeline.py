@@ -58,7 +58,7 @@ def preflight(options: ScanOptions) -> None:
     --quant) before any model code runs, in the process that will assess the capture: the rules that need the data
     files, which ScanOptions (below the knowledge base) cannot read."""
     from .kb import format_version, load_kb
-    from .score.weights_load import load_weights
+    from .score.weights.load import load_weights
 
     load_weights(options.weights, options.profile)
     kb = load_kb(options.kb_dir)
@@ -152,7 +152,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     from .score.estimate import estimate
     from .score.signals import ModelContext, measure_all
     from .score.source_cost import estimate_sources, mark_reached
-    from .score.weights_load import load_weights
+    from .score.weights.load import load_weights
 
     seconds = dict(seconds)
     if pinned is not None:
@@ -357,7 +357,7 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
     from .records import Capture, ModelInfo
     from .score.estimate import estimate
     from .score.source_cost import estimate_sources
-    from .score.weights_load import load_weights
+    from .score.weights.load import load_weights
     from .source import scan_sources
     from .vocabulary import NO_CAPTURE
 

@@ -180,7 +180,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 # grow it. A module near the cap is split into a package of small modules (score/weights/{records,load,decisions}.py),
 # not into `foo.py` + `foo_more.py` siblings.
 SUFFIX_SIBLINGS_PENDING = {"opassess/ci/diff", "opassess/cli/calibrate", "opassess/report/display",
-                           "opassess/score/weights", "opassess/source/classify"}
+                           "opassess/source/classify"}
 
 
 def suffix_siblings(root: Path) -> dict[str, list[str]]:

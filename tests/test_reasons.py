@@ -16,7 +16,7 @@ from opassess.errors import ConfigError
 from opassess.handoff import CHECK_REASONS
 from opassess.reasons import EXCLUSION_CODES, REASONS, reason_code
 from opassess.records import ClassifiedOp, Operator, Reason
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 from opassess.vocabulary import Category
 from tests.support import EXAMPLES, ROOT
 

@@ -19,8 +19,8 @@ from opassess.report.versions_section import VERSION_WARNINGS
 from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
 from opassess.score.weights import CRITERIA
-from opassess.score.weights_decisions import DECISION_NAMES
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.decisions import DECISION_NAMES
+from opassess.score.weights.load import load_weights
 from opassess.trace import METHODS
 from opassess.vocabulary import (
     CAPTURE_STEPS,

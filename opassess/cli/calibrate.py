@@ -147,7 +147,7 @@ def calibrate_command(
 def _calibrate_effort(actuals: Path, weights: Path | None, profile: str, output: Path | None) -> None:
     from ..output import write_output
     from ..score.calibrate import calibrate
-    from ..score.weights_load import load_weights, profile_path
+    from ..score.weights.load import load_weights, profile_path
 
     result = calibrate(actuals, load_weights(weights, profile))
     typer.echo(format_table(result))

@@ -111,7 +111,7 @@ def input_shapes(values: list[str] | None) -> tuple[tuple[int, ...], ...]:
 
 def check_values(capture: str | None, profile: str) -> None:
     """--capture and --profile name only what exists (usage errors, exit 2, listing what does)."""
-    from ..score.weights_load import profile_names
+    from ..score.weights.load import profile_names
 
     if profile not in profile_names():
         raise typer.BadParameter(f"{profile!r}: expected one of {', '.join(profile_names())}",

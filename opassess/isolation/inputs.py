@@ -105,7 +105,7 @@ def pin_inputs(options: ScanOptions, templates: Path | None = None, extra: Itera
     from ..kb.routes import load_route_facts
     from ..pipeline import preflight
     from ..resources import data_path, shipped_path
-    from ..score.weights_load import load_weights
+    from ..score.weights.load import load_weights
 
     with recording_reads() as ledger:
         preflight(options)

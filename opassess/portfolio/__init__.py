@@ -45,7 +45,7 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
     one's reports as it finishes, and plan."""
     from ..output import write_output
     from ..report import REPORTERS
-    from ..score.weights_load import load_weights
+    from ..score.weights.load import load_weights
 
     notify = on_event or (lambda _event: None)
     if weights is None:  # fail before any scan

@@ -28,7 +28,7 @@ from ..datafile import read_text
 from ..errors import ConfigError
 from ..vocabulary import CATEGORIES
 from .weights import Weights
-from .weights_load import MAX_DAYS
+from .weights.load import MAX_DAYS
 
 REQUIRED_COLUMNS = ("operator", "category", "person_days")
 DEFAULT_COMPOSITE = 0.5  # the middle of the range, when the actuals carry no composite score

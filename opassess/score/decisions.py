@@ -27,7 +27,7 @@ from ..reasons import REASONS
 from ..records import ClassifiedOp, Decision, Effort, Finding, Inventory, OpScore, Reason, SourceEstimate
 from ..vocabulary import PROJECT_KINDS, Category
 from .weights import Weights
-from .weights_decisions import ALGORITHM, DecisionRules
+from .weights.decisions import ALGORITHM, DecisionRules
 
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
 PRECISION, KERNEL_CHECK, ATTENTION, LAYOUT = "precision", "kernel-check", "attention", "layout"

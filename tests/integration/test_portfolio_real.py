@@ -16,7 +16,7 @@ from opassess.ci.snapshot import read_snapshot  # noqa: E402
 from opassess.pipeline import ScanOptions, assess  # noqa: E402
 from opassess.portfolio import plan_portfolio  # noqa: E402
 from opassess.portfolio.plan import bands  # noqa: E402
-from opassess.score.weights_load import load_weights  # noqa: E402
+from opassess.score.weights.load import load_weights  # noqa: E402
 from tests.integration.support import causal_lm_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

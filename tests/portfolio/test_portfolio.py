@@ -13,7 +13,7 @@ from opassess.pipeline import ScanOptions
 from opassess.portfolio import STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio
 from opassess.portfolio.report import render_portfolio
 from opassess.records import Effort
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 from tests.ci.records import op, report, sig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from opassess.pipeline import ScanOptions, assess
 from opassess.portfolio import plan_portfolio
 from opassess.portfolio.plan import bands
 from opassess.records import Effort
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 from tests.ci.records import op, report, sig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from opassess.portfolio import _assemble
 from opassess.portfolio.records import ModelResult
 from opassess.portfolio.report import render_portfolio
 from opassess.report import render
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 from tests.report.language import english_sentences
 from tests.report.support import ROOT
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from opassess.cli.calibrate import calibrate_command, format_snippet, format_table
 from opassess.errors import ConfigError
 from opassess.score.calibrate import calibrate
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 
 WEIGHTS = load_weights(None, "classic")  # the hand-worked ranges below are the practice table's
 

@@ -21,7 +21,7 @@ from opassess.score.cost import (
     distinct_limits,
     origin_of,
 )
-from opassess.score.weights_load import load_weights, profile_names
+from opassess.score.weights.load import load_weights, profile_names
 from tests.score.records import MODELS, call, classified, inventory, node
 
 DEFAULT = load_weights(None)

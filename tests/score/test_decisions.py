@@ -11,7 +11,7 @@ import pytest
 from opassess.pipeline import ScanOptions, assess
 from opassess.records import Reason
 from opassess.score.decisions import change_of
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 WEIGHTS = load_weights()

@@ -10,7 +10,7 @@ import pytest
 from opassess.records import Effort, Finding, Reason
 from opassess.score.criteria import score
 from opassess.score.estimate import effort, estimate
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 from tests.score.records import call, classified, inventory, node
 
 WEIGHTS = load_weights(None, "classic")  # the per-operator table worked by hand below (no block, no activities)

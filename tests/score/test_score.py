@@ -15,7 +15,7 @@ import pytest
 from opassess.records import Finding, Reason
 from opassess.score.criteria import score
 from opassess.score.weights import CRITERIA, DIMENSIONS
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 from tests.score.records import call, classified, inventory, node, operator, scan
 
 WEIGHTS = load_weights(None)

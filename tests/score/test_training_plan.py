@@ -12,7 +12,7 @@ import pytest
 from opassess.errors import ConfigError
 from opassess.options import ParallelLayout
 from opassess.pipeline import ScanOptions, assess
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 
 MODEL = textwrap.dedent("""
     import torch

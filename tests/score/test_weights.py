@@ -11,7 +11,7 @@ from opassess.errors import ConfigError
 from opassess.records import CATEGORIES
 from opassess.resources import shipped_path
 from opassess.score.weights import CRITERIA, DIMENSIONS
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 
 
 def write(tmp_path: Path, text: str) -> Path:

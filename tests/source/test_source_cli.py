@@ -203,7 +203,7 @@ def test_the_examples_own_files_add_no_site_of_their_own(name):
 
 def test_portfolio_totals_include_the_sites(project):
     from opassess.portfolio.plan import plan_portfolio
-    from opassess.score.weights_load import load_weights
+    from opassess.score.weights.load import load_weights
 
     snapshot = read_snapshot(_json(["source", "proj"]))
     sites = [o for o in snapshot.operators if o.kind == "source"]

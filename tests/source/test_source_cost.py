@@ -12,7 +12,7 @@ from opassess.records import Effort
 from opassess.score.criteria import score
 from opassess.score.estimate import estimate
 from opassess.score.source_cost import estimate_sources, linked_operators, site_effort, site_keys, site_risk
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 from opassess.source import KernelSize, SourceFinding, scan_sources
 from opassess.source.imports import project_files
 from opassess.vocabulary import Category

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from opassess.cli import app
 from opassess.score.estimate import estimate
 from opassess.score.source_cost import estimate_sources
-from opassess.score.weights_load import load_weights
+from opassess.score.weights.load import load_weights
 from opassess.source import scan_sources
 from opassess.source.package import own_modules
 from opassess.vocabulary import Category

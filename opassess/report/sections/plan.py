@@ -16,7 +16,7 @@ from ...records import Effort, Estimate, Finding
 # SITE_PACKAGES: '.../site-packages/' + the package (group 1)
 from ...score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
 from ...score.decisions import basis_text
-from ...score.weights_decisions import CHANGE_TIERS
+from ...score.weights.decisions import CHANGE_TIERS
 from ...vocabulary import Category, CostBasis
 from ..display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from ..paths import portable

@@ -1,14 +1,14 @@
 """The scoring model (weights.toml) as frozen records: dimension and criterion weights, signal parameters, effort,
-risk, calibration. Read and validated by `opassess.score.weights_load.load_weights`."""
+risk, calibration. Read and validated by `opassess.score.weights.load.load_weights`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ..messages import N_, Text
-from ..records import Risk
-from .weights_decisions import DecisionRules
+from ...messages import N_, Text
+from ...records import Risk
+from .decisions import DecisionRules
 
 DIMENSIONS = ("functional", "performance", "ecosystem")
 CRITERIA: Mapping[str, tuple[str, ...]] = MappingProxyType(

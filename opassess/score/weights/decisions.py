@@ -1,7 +1,7 @@
 """[decisions] and [changes] of weights.toml as frozen records: what a model-level decision costs (priced once, plus a
 check per operator or source site it covers), what each decision recognises as its cause (attention routes, layout
 parameters and subjects), the precision plan's overflow-prone operators and GradScaler settings, and what a parameter
-limit costs by the change it needs (no-op argument, local rewrite). Read by weights_load."""
+limit costs by the change it needs (no-op argument, local rewrite). Read by load.py."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ..datafile import TomlTable
-from ..findings.patterns import unknown_kinds
+from ...datafile import TomlTable
+from ...findings.patterns import unknown_kinds
 
 Triple = tuple[float, float, float]
 DECISION_NAMES = ("precision", "kernel-check", "attention", "layout")  # the causes opassess.score.decisions knows
@@ -56,7 +56,7 @@ class DecisionRules:
 
 def read_decisions(decisions: TomlTable, changes: TomlTable, triple) -> DecisionRules:
     """[decisions] and [changes] through the strict reader; `triple(table, key)` reads a [low, likely, high] list
-    (weights_load's helper)."""
+    (load.py's helper)."""
     rules = {}
     for name in DECISION_NAMES:
         t = decisions.table(name)

@@ -11,13 +11,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..datafile import TomlTable, merge_layer, read_toml
-from ..errors import ConfigError
-from ..findings.patterns import shipped_patterns, unknown_kinds
-from ..reasons import REASONS, unknown_codes
-from ..resources import shipped_path
-from ..vocabulary import CATEGORIES
-from .weights import (
+from ...datafile import TomlTable, merge_layer, read_toml
+from ...errors import ConfigError
+from ...findings.patterns import shipped_patterns, unknown_kinds
+from ...reasons import REASONS, unknown_codes
+from ...resources import shipped_path
+from ...vocabulary import CATEGORIES
+from . import (
     ACTIVITY_STEPS,
     ACTIVITY_UNITS,
     CRITERIA,
@@ -47,7 +47,7 @@ from .weights import (
     VersionRules,
     Weights,
 )
-from .weights_decisions import read_decisions
+from .decisions import read_decisions
 
 # Bounds on what a weights file may say, so every sum stays finite and a scan's time bounded: a person-day figure
 # above 10,000 (about forty working years) is a typo, as is a pessimism factor above 100; a million Monte Carlo
@@ -406,7 +406,7 @@ def _triple(table: TomlTable, key: str) -> tuple[float, float, float]:
 
 def _graph_mode(table: TomlTable) -> Mapping[str, tuple[float, float, float]]:
     """[graph_mode]: a triple per graph break kind (opassess.graphmode.BREAK_KINDS), every kind named."""
-    from ..graphmode.records import BREAK_KINDS
+    from ...graphmode.records import BREAK_KINDS
 
     values = {kind: _triple(table, kind) for kind in BREAK_KINDS}
     table.finish()
@@ -426,7 +426,7 @@ def _source(table: TomlTable) -> SourceRules:
         kernel_kinds=table.strings("kernel_kinds"), impact=_level(table, "impact"),
         kernel_impact=_level(table, "kernel_impact"), low_confidence=table.integer("low_confidence"),
         repeat=table.number("repeat", 1.0))
-    from ..source.records import KINDS  # the scan's vocabulary of kinds
+    from ...source.records import KINDS  # the scan's vocabulary of kinds
 
     if rules.repeat > 1:
         raise table.error("repeat", f"{rules.repeat:g} is above 1: a repeated edit costs at most what the first did")
