@@ -28,7 +28,7 @@ read strictly (an unknown key is one error naming the file and the key).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -89,6 +89,9 @@ class DeviceProfile:
     cite: Mapping[str, str]  # "peak.cube.bfloat16" -> "ascend_hw_figures.tsv:4:peak"; assumptions -> the toml key
     notes: tuple[str, ...] = ()  # derived values, assumptions, the product note
     overlay: str | None = None  # the overlay file applied, with its `source` text
+    # a calibration's "cube.flops" -> per-call (min, max) it was fitted on ([fitted] in the overlay): a scan's calls
+    # outside them are an extrapolation
+    fitted_sizes: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
 
     def peak(self, unit: str, dtype: str | None) -> tuple[float, str]:
         """(FLOP/s, dtype used) of `unit` for `dtype`; a dtype the table does not list uses the unit's float32 peak
@@ -304,6 +307,14 @@ def apply_overlay(profile: DeviceProfile, root: TomlTable, path: Path | str) -> 
     if host_table.keys():
         cite["host"] = where
     host_table.finish()
+    fitted_table = root.table("fitted", {})
+    sizes = {}
+    for key in fitted_table.keys():
+        bounds = fitted_table.numbers(key)
+        if len(bounds) != 2:
+            raise ConfigError(f"{path}: fitted.{key}: expected [min, max] per call")
+        sizes[key.replace("_", ".", 1)] = (float(bounds[0]), float(bounds[1]))
+    fitted_table.finish()
     root.finish()
     if bandwidth is not None and bandwidth <= 0 or host.link <= 0 or host.cpu_flops <= 0 or host.cpu_bandwidth <= 0:
         raise ConfigError(f"{path}: bandwidths and throughputs must be above 0")
@@ -313,4 +324,4 @@ def apply_overlay(profile: DeviceProfile, root: TomlTable, path: Path | str) -> 
                    hbm_bandwidth=bandwidth * GIGA if bandwidth is not None else profile.hbm_bandwidth,
                    efficiency=MappingProxyType(efficiency), memory_efficiency=mem_eff,
                    launch_us=MappingProxyType(launch), host=host, cite=MappingProxyType(cite),
-                   overlay=f"{path}" + (f" ({source})" if source else ""))
+                   overlay=f"{path}" + (f" ({source})" if source else ""), fitted_sizes=MappingProxyType(sizes))

@@ -74,11 +74,26 @@ def operator_times(calls: Sequence[CallTime]) -> tuple[OperatorTime, ...]:
     return tuple(sorted(out, key=lambda o: (-o.at_risk_us, -o.us, o.op)))
 
 
+def outside_fitted(works: Sequence[CallWork], profile: DeviceProfile) -> list[str]:
+    """A warning per unit and size whose calls reach outside the per-call sizes the calibration was fitted on (more
+    than a factor 2 beyond them): its fitted values are an extrapolation there."""
+    notes = []
+    for name, (low, high) in sorted(profile.fitted_sizes.items()):
+        unit, kind = name.split(".")
+        sizes = [getattr(w, kind) for w in works if w.unit == unit and getattr(w, kind) > 0]
+        if sizes and (max(sizes) > 2 * high or min(sizes) < low / 2):
+            notes.append(f"warning: the calibration was fitted on {unit} calls of {low:.3g}-{high:.3g} {kind} per "
+                         f"call; this scan's reach {min(sizes):.3g}-{max(sizes):.3g}: outside the fitted sizes, the "
+                         f"calibrated {unit} values are an extrapolation")
+    return notes
+
+
 def step_time(works: Sequence[CallWork], profile: DeviceProfile) -> StepTime:
     """The step on `profile`: every call timed and summed."""
     calls = tuple(time_call(w, profile) for w in works)
     by_unit = {unit: sum(c.us for c in calls if c.unit == unit) for unit in UNITS}
-    notes = (*profile.notes, *([f"calibrated by {profile.overlay}"] if profile.overlay else ()))
+    notes = (*profile.notes, *([f"calibrated by {profile.overlay}"] if profile.overlay else ()),
+             *outside_fitted(works, profile))
     return StepTime(product=profile.product, variant=profile.variant, label=profile.label,
                     step_us=sum(c.us for c in calls), at_risk_us=sum(c.at_risk_us for c in calls),
                     by_unit={u: v for u, v in by_unit.items() if v > 0}, operators=operator_times(calls), calls=calls,

@@ -14,6 +14,17 @@ placement's. Each row says where its unit came from. Per row the prediction is
 calls x (max(compute, memory) + launch) for the average call (the report's FLOPs and bytes over its calls) plus the
 penalties the report's time model added (`estimated_time.at_risk_us`, held fixed: they are not efficiencies).
 
+Regimes: a kernel's time identifies only the parameter its time is made of. At the modelled values each row is
+compute-bound (compute at least half its time: it identifies its unit's efficiency), memory-bound (memory at least
+half: the memory efficiency) or launch-bound (launch at least half: its unit's launch cost), else mixed (it counts
+in the loss, identifies nothing). Only parameters some row identifies are fitted; the others keep their modelled
+value and the result says which and why (a profile of launch-bound 128x256x768 matmuls says nothing of the cube's
+efficiency on a 7B model's 4096-wide ones). Each fitted value is then shrunk towards the modelled one by how much
+measured time its evidence covers: ln(value) moves T / (T + EVIDENCE_US) of the way from the modelled value to the
+fit, T the identifying rows' measured microseconds (EVIDENCE_US = 5 us, about one kernel launch: an assumption, not
+an Ascend figure). Worked example: 40 us of launch-bound kernels fitting a launch of 17 us against 5 us modelled
+gives 5 x (17 / 5)^(40 / 45) = 14.8 us.
+
 Objective: the sum over rows of ln(predicted / measured)^2 (every operator counts by its relative error, whatever its
 size), minimised by coordinate descent (a golden-section search per parameter over ln(value), efficiencies in
 [0.01, 1], launch costs in [0.1, 1000] us), sweeps until no parameter moves. A parameter no row depends on keeps its
@@ -25,7 +36,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -40,6 +51,8 @@ EFFICIENCY_RANGE = (0.01, 1.0)
 LAUNCH_RANGE = (0.1, 1000.0)  # us
 SWEEPS = 60
 CARVED = ("fp32-cube", "unfused")  # penalties perf/model.py takes out of the roofline instead of adding to it
+REGIME_SHARE = 0.5  # a row identifies a parameter when that part is at least half its modelled time
+EVIDENCE_US = 5.0  # measured time that moves a parameter half way from the modelled value to the fit (assumption)
 RIDGE = 1e-3  # weight of the pull towards the modelled values, against ln-ratio errors of order 0.01-1 per operator
 GOLDEN = (math.sqrt(5) - 1) / 2
 
@@ -71,6 +84,12 @@ class DeviceFit:
     predicted_before: tuple[float, ...]  # per row
     predicted_after: tuple[float, ...]
     skipped: tuple[tuple[str, str], ...]  # (op, why) of measured operators the fit leaves out
+    # parameter -> why it keeps its modelled value (no row in the regime that identifies it)
+    kept: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # fitted parameter -> the measured time of the rows identifying it
+    evidence_us: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    # "cube.flops" -> (min, max) per call of the rows fitted on
+    sizes: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
 
     @staticmethod
     def error(predicted: Sequence[float], rows: Sequence[FitRow]) -> float:
@@ -94,6 +113,8 @@ class DeviceFit:
         if len(self.rows) < len(self.fitted):
             notes.append(f"{len(self.rows)} measured operators for {len(self.fitted)} parameters: the fit is "
                          f"underdetermined, the values are one of many that fit; profile more operators")
+        for name, why in self.kept.items():
+            notes.append(f"{name} kept at its modelled value {self.before[name]:.4g}: {why}")
         for name in self.fitted:
             low, high = LAUNCH_RANGE if name.endswith("launch_us") else EFFICIENCY_RANGE
             if not low * 1.01 < self.after[name] < high * 0.99:
@@ -121,6 +142,35 @@ def predict(row: FitRow, profile: DeviceProfile) -> float:
                     bytes=row.bytes / row.calls)
     compute, memory, launch = roofline(work, profile)
     return row.calls * (max(compute, memory) + launch) + row.fixed_us
+
+
+def regime(row: FitRow, profile: DeviceProfile) -> str:
+    """compute, memory or launch: the part of the row's modelled time (per call) that is at least REGIME_SHARE of
+    it; mixed when none is."""
+    work = CallWork(node="", op=row.op, unit=row.unit, dtype=row.dtype, flops=row.flops / row.calls,
+                    bytes=row.bytes / row.calls)
+    compute, memory, launch = roofline(work, profile)
+    total = max(compute, memory) + launch
+    if total <= 0:
+        return "mixed"
+    for name, part in (("launch", launch), ("compute", compute if compute >= memory else 0.0),
+                       ("memory", memory if memory > compute else 0.0)):
+        if part >= REGIME_SHARE * total:
+            return name
+    return "mixed"
+
+
+def identified_by(name: str, row: FitRow, row_regime: str) -> bool:
+    """Whether a row in `row_regime` identifies parameter `name`."""
+    section, key = name.split(".")
+    if section == "memory":
+        return row_regime == "memory"
+    if section != row.unit:
+        return False
+    return row_regime == ("launch" if key == "launch_us" else "compute")
+
+
+_WANTED = {"efficiency": "compute-bound", "launch_us": "launch-bound"}
 
 
 def _loss(rows: Sequence[FitRow], profile: DeviceProfile) -> float:
@@ -168,6 +218,10 @@ def fit(rows: Sequence[FitRow], profile: DeviceProfile, skipped: Sequence[tuple[
     candidates = [n for n in values if n.split(".")[0] in units or n == "memory.efficiency"]
 
     fitted: list[str] = []
+    regimes = [regime(r, profile) for r in rows]
+    evidence = {n: sum(r.measured_us for r, g in zip(rows, regimes, strict=True) if identified_by(n, r, g))
+                for n in candidates}
+    kept: dict[str, str] = {}
 
     def loss_at(name: str, log_value: float) -> float:
         trial = {**values, name: math.exp(log_value)}
@@ -177,7 +231,14 @@ def fit(rows: Sequence[FitRow], profile: DeviceProfile, skipped: Sequence[tuple[
         low, high = (math.log(v) for v in _range(name))
         if abs(_loss(rows, with_parameters(profile, {**values, name: math.exp(low)}))
                - _loss(rows, with_parameters(profile, {**values, name: math.exp(high)}))) > 1e-12:
-            fitted.append(name)
+            if evidence[name] > 0:
+                fitted.append(name)
+                continue
+            section, key = name.split(".")
+            wanted = "memory-bound" if section == "memory" else f"{_WANTED[key]} {section}"
+            seen = ", ".join(f"{sum(1 for g in regimes if g == k)} {k}-bound" for k in ("compute", "memory", "launch")
+                             if k in regimes) or "none in one regime"
+            kept[name] = f"no {wanted} kernel in the profile identifies it (of {len(rows)} measured: {seen})"
     for _ in range(SWEEPS):
         moved = 0.0
         for name in fitted:
@@ -188,11 +249,22 @@ def fit(rows: Sequence[FitRow], profile: DeviceProfile, skipped: Sequence[tuple[
                 values[name] = math.exp(best)
         if moved < 1e-6:
             break
+    for name in fitted:  # shrunk towards the modelled value by the time its evidence covers
+        weight = evidence[name] / (evidence[name] + EVIDENCE_US)
+        values[name] = before[name] * (values[name] / before[name]) ** weight
     after_profile = with_parameters(profile, values)
+    sizes = {}
+    for unit in units:
+        for kind in ("flops", "bytes"):
+            per_call = [getattr(r, kind) / r.calls for r in rows if r.unit == unit and getattr(r, kind) > 0]
+            if per_call:
+                sizes[f"{unit}.{kind}"] = (min(per_call), max(per_call))
     return DeviceFit(product=profile.product, rows=tuple(rows), before=MappingProxyType(before),
                      after=MappingProxyType(values), fitted=tuple(fitted),
                      predicted_before=tuple(predict(r, profile) for r in rows),
-                     predicted_after=tuple(predict(r, after_profile) for r in rows), skipped=tuple(skipped))
+                     predicted_after=tuple(predict(r, after_profile) for r in rows), skipped=tuple(skipped),
+                     kept=MappingProxyType(kept), evidence_us=MappingProxyType({n: evidence[n] for n in fitted}),
+                     sizes=MappingProxyType(sizes))
 
 
 def _dtype(op: Mapping[str, Any]) -> str | None:
@@ -264,4 +336,7 @@ def overlay_text(result: DeviceFit, source: str) -> str:
     for section in ("memory", *UNITS):
         if section in sections:
             lines += ["", f"[{section}]", *sections[section]]
+    if result.sizes:  # a scan whose calls reach outside these per-call sizes is warned (perf/step.outside_fitted)
+        lines += ["", "[fitted]", *(f"{name.replace('.', '_')} = [{low:.6g}, {high:.6g}]"
+                                    for name, (low, high) in sorted(result.sizes.items()))]
     return "\n".join(lines) + "\n"
