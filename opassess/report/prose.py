@@ -15,6 +15,7 @@ from ..messages import parsed, say
 from ..records import Capture
 from ..trace.driver import DEVICE_NOTES
 from ..trace.train.step import STEP_NOTES
+from ..trace.upcast import UPCAST_NOTE
 from .i18n import N_
 from .text import days
 
@@ -62,7 +63,7 @@ def capture_step_text(capture: Capture, _: Translate) -> str:
 def device_note_text(note: str, _: Translate) -> str:
     """Why the CPU was used (the worker's English, trace/driver.DEVICE_NOTES) in the reader's language, torch's error
     quoted as it is."""
-    return say(parsed(note, DEVICE_NOTES), _)
+    return " ".join(say(parsed(part, (*DEVICE_NOTES, UPCAST_NOTE)), _) for part in note.split("\n"))
 
 
 def headline_text(p10: float, p50: float, p90: float, _: Translate) -> str:

@@ -17,6 +17,7 @@ from .reach import record_reach
 from .registrations import registrations
 from .registry import Skipped, no_progress
 from .train import TrainOptions
+from .upcast import upcast_note, upcast_refused
 
 # The CPU fallback allocates real weights: it is refused when they would take more than this share of the
 # machine's memory (activations and the interpreter need the rest).
@@ -69,7 +70,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
             _restore_dispatch_state(baseline, attempts)
             started = time.perf_counter()
             try:
-                with _standins(current, device), record_reach() as reach:
+                upcast: dict[str, str] = {}
+                with _standins(current, device), _upcast(device, upcast), record_reach() as reach:
                     nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
@@ -93,7 +95,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                                            time.perf_counter() - started))
             types = {name: type(m).__name__ for name, m in current.module.named_modules()}
             return Capture(method=capturer.reported_as or method, device=device,
-                           device_note=device_note, attempts=tuple(attempts),
+                           device_note="\n".join(n for n in (device_note, upcast_note(upcast)) if n) or None,
+                           attempts=tuple(attempts),
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step=capturer.step, step_note=capturer.note,
                            stand_ins=current.standins.records() if current.standins is not None else (),
@@ -146,6 +149,13 @@ def _standins(loaded: LoadedModel, device: str):
     return loaded.standins.active(device) if loaded.standins is not None else contextlib.nullcontext()
 
 
+def _upcast(device: str, ops: dict[str, str]):
+    """On the CPU: ops the CPU refuses in half precision run in float32 (trace/upcast.py), collected in `ops`."""
+    import contextlib
+
+    return upcast_refused(ops) if device == "cpu" else contextlib.nullcontext()
+
+
 def _first_line(exc: BaseException | None) -> str:
     if exc is None:
         return "unknown error"
@@ -155,7 +165,8 @@ def _first_line(exc: BaseException | None) -> str:
 
 
 # Why the CPU was used. The worker sends it as English; the reports read it back as one of these message ids
-# (messages.parsed) and say it in the reader's language, torch's error quoted as it is.
+# (messages.parsed) and say it in the reader's language, torch's error quoted as it is. A note of the CPU's
+# half-precision stand-in (trace/upcast.py) follows on a line of its own.
 DEVICE_NOTES = (
     N_("the model does not run on the %(device)s device (the meta kernel of %(op)s raised %(error)s; the CPU kernel "
        "is the judge); it was built and run on the CPU with real weights"),

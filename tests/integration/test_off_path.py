@@ -56,3 +56,18 @@ def test_a_weight_norm_parametrized_conv_follows_the_taken_whole_op_into_the_tra
         assert "backward-no-kernel" not in {r.code for r in conv.reasons}
         assert any(r.code == "taken-whole" and "_weight_norm_interface_backward" in r.message for r in conv.reasons)
         assert conv.backward_support == {"aten::convolution_backward": True}
+
+
+@pytest.mark.parametrize("file", ["detection.py", "detector_inputs.py"])
+def test_bf16_detectors_are_scanned_when_the_cpu_has_no_bf16_nms(file, kb):
+    pytest.importorskip("torchvision")
+    # SSDlite and Faster R-CNN cannot run on meta (nonzero); on the CPU torchvision's nms has no bfloat16 kernel. It
+    # runs in float32 there and is judged in bfloat16, the dtype asked for; the report says so
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / file), dtype="bfloat16"))
+    assert inventory.capture.device == "cpu"
+    note = inventory.capture.device_note.splitlines()[-1]
+    assert note.startswith("on the CPU, torchvision::nms") and note.endswith(  # Faster R-CNN: roi_align as well
+        " refused bfloat16: run in float32 there, and judged in bfloat16 as the model asked")
+    nms = verdicts(inventory, kb, "A2")["torchvision::nms"]
+    assert {d for s in nms.operator.signatures for d in s.input_dtypes if d} == {"bfloat16"}
+    assert nms.category == "param-converted"  # torch_npu.npu_nms_v4 replaces it, as in float32

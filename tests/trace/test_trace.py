@@ -566,3 +566,16 @@ def test_entry_ops_name_the_overload_the_dispatcher_takes():
     # arguments no schema takes (F.dropout's inplace): the name alone; one overload: the name
     assert entry_overload(torch.dropout, (x, 0.1, False, "?"), {}) == "aten::dropout"
     assert entry_overload(torch.nn.functional.linear, (x, torch.randn(2, 3, device="meta")), {}) == "aten::linear"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_half_precision_cpu_fallback_runs_what_the_cpu_refuses_in_float32_and_records_the_asked_dtype(dtype):
+    cap = capture_of(MODELS / "dirichlet_mixture.py", ("dispatch",), dtype=dtype)
+    assert cap.device == "cpu"
+    sample = next(n for n in cap.nodes if any(c.op == "aten::_sample_dirichlet" for c in n.aten))
+    call = next(c for c in sample.aten if c.op == "aten::_sample_dirichlet")
+    assert call.input_dtypes == (dtype,) and call.output_dtypes == (dtype,)
+    assert cap.device_note.splitlines()[-1] == (f"on the CPU, aten::_sample_dirichlet refused {dtype}: run in float32 "
+                                                f"there, and judged in {dtype} as the model asked")
+    # the ops the CPU runs in half precision are left alone
+    assert {c.input_dtypes[0] for n in cap.nodes for c in n.aten if c.op == "aten::addmm"} == {dtype}
