@@ -415,6 +415,11 @@ class Finding:
     metrics: Mapping[str, float] = field(default_factory=dict)
     # The title as a catalog message (title == message.text()), so the human formats say it in the reader's language
     message: Message | None = None
+    # The replacement written out with what the capture saw (opassess/advice): `torch_npu.npu_fusion_attention(q, k,
+    # v, head_num=8, ...)[0]`; None when the finding names no call
+    call: str | None = None
+    # what goes with the call: adapter lines ("first: ..."), documented constraints it fails ("fails: ..."), notes
+    call_notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

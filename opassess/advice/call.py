@@ -31,7 +31,7 @@ class Call:
     notes: tuple[Text, ...] = ()
 
     def text(self) -> str:
-        """`torch_npu.npu_fusion_attention(q, k, v, head_num=8, input_layout="BSND", ...)[0]`."""
+        """`torch_npu.npu_fusion_attention(query=q, key=k, value=v, head_num=8, input_layout="BSND", ...)[0]`."""
         return f"{self.api}({', '.join(a.text() for a in self.arguments)}){self.result}"
 
     def argument(self, name: str) -> str | None:

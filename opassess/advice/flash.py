@@ -6,7 +6,8 @@ The mapping is the knowledge base's route rows for flash_attn (third_party_kerne
 "sliding window via sparse_mode=4 (band, pre_tockens/next_tockens)") applied to one call:
 
     flash_attn_func(q, k, v, causal=True, window_size=(256, 0))
-    -> torch_npu.npu_fusion_attention(q, k, v, head_num=q.shape[2], input_layout="BSND", scale=q.shape[-1] ** -0.5,
+    -> torch_npu.npu_fusion_attention(query=q, key=k, value=v, head_num=q.shape[2], input_layout="BSND",
+           scale=q.shape[-1] ** -0.5,
            atten_mask=mask, sparse_mode=4, pre_tockens=256, next_tockens=0)[0]
        with  mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)
 
@@ -77,7 +78,7 @@ def flash_call(subject: str, positional: list[str], keywords: dict[str, str],
         q, k, v = args.get("q", "q"), args.get("k", "k"), args.get("v", "v")
     varlen = subject.endswith("varlen_func")
     layout = "TND" if varlen else "BSND"
-    out = [Argument("", q), Argument("", k), Argument("", v),
+    out = [Argument("query", q), Argument("key", k), Argument("value", v),
            Argument("head_num", f"{q}.shape[1]" if varlen else f"{q}.shape[2]"),
            Argument("input_layout", f'"{layout}"')]
     dropout = _value(args.get("dropout_p"))

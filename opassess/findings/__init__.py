@@ -28,7 +28,7 @@ from ..options import DEFAULT_PRODUCT
 from ..records import Finding, Inventory
 
 # Importing a family module registers it (and its detail functions, FLOP formulas and roles).
-from . import attention, compute, dynamic, layout, llm, match, precision, slow, variants  # noqa: F401
+from . import attention, compute, dynamic, layout, llm, match, precision, recurrence, slow, variants  # noqa: F401
 from .families import Survey, families
 from .graph import DataFlow, Graph
 from .patterns import PatternBook, load_patterns

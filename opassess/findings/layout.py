@@ -53,9 +53,11 @@ def _flow_flags(graph: Graph, anchor: str) -> tuple[set[str], set[str]]:
 
 
 def _moves_channels(perm: tuple[int, ...]) -> bool:
-    """The channel axis goes from position 1 to the last or back (NCHW <-> NHWC, NCL <-> NLC, NCDHW <-> NDHWC)."""
+    """The channel axis goes from position 1 to the last or back on a 4-D or 5-D tensor (NCHW <-> NHWC, NCDHW <->
+    NDHWC): what the NPU's private formats (NC1HWC0) are about. A 3-D [B, L, D] <-> [B, D, L] swap around a conv1d is
+    a plain transpose, not a TransData (Mamba's slow path has one on each side of its conv)."""
     rank = len(perm)
-    return rank >= 3 and perm[0] == 0 and (perm[-1] == 1 or perm[1] == rank - 1)
+    return rank >= 4 and perm[0] == 0 and (perm[-1] == 1 or perm[1] == rank - 1)
 
 
 @family("layout", order=20, kinds=("layout-churn",))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..messages import Message
 from ..records import Finding
+from .calls import RENDERERS, call_fields
 from .families import Survey, family
 from .graph import Graph
 from .patterns import Pattern
@@ -34,6 +35,8 @@ def match_chain(graph: Graph, pattern: Pattern, start: str) -> list[str] | None:
     def extend(i: int, current: str, path: list[str], repeats: int) -> None:
         nonlocal best
         if i == len(steps):
+            if pattern.partner_from and not _partners_fit(graph, pattern, path):
+                return
             if best is None or len(path) > len(best):
                 best = list(path)
             return
@@ -58,6 +61,13 @@ def match_chain(graph: Graph, pattern: Pattern, start: str) -> list[str] | None:
 
     extend(1, start, [start], 0)
     return best
+
+
+def _partners_fit(graph: Graph, pattern: Pattern, path: list[str]) -> bool:
+    """The last step's operands from outside the chain come from the pattern's `partner_from` roles: silu(a) * b is
+    SwiGLU when b is the projection's other half (a Linear, a chunk of one), not when it is Mamba's scan output."""
+    others = [p for p in graph.ancestors_through_transparent(path[-1]) if p not in path]
+    return bool(others) and all(graph.plays(p, pattern.partner_from) for p in others)
 
 
 def match_all(graph: Graph) -> dict[str, list[list[str]]]:
@@ -98,8 +108,10 @@ def pattern_findings(survey: Survey) -> list[Finding]:
         for (ops, _), members in groups.items():
             names = tuple(name for chain, _ in members for name in chain)
             title = Message.of(pattern.title, count=len(members), **members[0][1])
+            render = RENDERERS.get(pattern.id)
+            call = render(graph, members[0][0], members[0][1]) if render else None
             findings.append(Finding(
                 kind=pattern.kind, title=title.text(), message=title, nodes=names, ops=tuple(dict.fromkeys(ops)),
                 source=graph.first_source(names), npu_api=pattern.npu_api, effect=book.effects[pattern.kind],
-                metrics={"occurrences": len(members)}))
+                metrics={"occurrences": len(members)}, **call_fields(call)))
     return findings

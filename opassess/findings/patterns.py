@@ -89,6 +89,8 @@ class Pattern:
     reject_inputs: tuple[str, ...] = ()
     yields_to: tuple[str, ...] = ()
     detail: str | None = None
+    # roles the last step's other operands must come from (through transparent nodes); () accepts any
+    partner_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -330,7 +332,8 @@ class _Validator:
         for item in root.tables("pattern"):
             pid = item.value("id", None)  # messages name a pattern by its id once it has one: pattern[id=ffn].steps
             spec = item.renamed(f"pattern[id={pid}].") if isinstance(pid, str) else item
-            spec.only("id", "kind", "title", "steps", "npu_api", "exclusive", "reject_inputs", "yields_to", "detail")
+            spec.only("id", "kind", "title", "steps", "npu_api", "exclusive", "reject_inputs", "yields_to", "detail",
+                      "partner_from")
             patterns.append(self.pattern(spec, roles, kinds))
         if not patterns:
             raise root.error("pattern", "expected at least one [[pattern]]")
@@ -373,6 +376,7 @@ class _Validator:
         pattern = Pattern(id=pid, kind=kind, title=self.title(spec, "title", fields), steps=tuple(steps),
                           npu_api=spec.string("npu_api") or None, exclusive=spec.boolean("exclusive", False),
                           reject_inputs=self.names(spec, "reject_inputs", roles, ()),
-                          yields_to=spec.strings("yields_to", ()), detail=detail)
+                          yields_to=spec.strings("yields_to", ()), detail=detail,
+                          partner_from=self.names(spec, "partner_from", roles, ()))
         spec.finish()
         return pattern

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..advice import AttentionFacts, Call, attention_call
 from ..messages import N_, Message
 from ..records import Finding
+from .calls import attention_constraints, call_fields, manual_attention_facts
 from .families import Survey, family
 from .graph import Graph
 from .registry import uses_roles
@@ -114,6 +116,43 @@ def _bands(graph: Graph) -> list[tuple[str, int]]:
     return out
 
 
+COMPARE_KEYS = ("aten::gt", "aten::ge", "aten::lt", "aten::le")
+
+
+def _index_windows(graph: Graph) -> list[tuple[str, int]]:
+    """A window built from position indices (transformers' sliding_window_causal_mask_function): q_idx - W
+    compared with kv_idx, giving a bool (.., S, S) mask. (comparison, W) for each."""
+    out = []
+    for node in graph.nodes:
+        window = node.attrs.get("other", node.attrs.get("arg1"))
+        if not isinstance(window, int) or isinstance(window, bool) or window <= 0 \
+                or not ({node.key, *node.entry} & {"aten::sub", "Tensor.sub", "torch.sub"}) \
+                or node.output_dtypes[:1] != ("int64",):
+            continue
+        for c in graph.data_consumers(node.name):
+            consumer = graph.node[c]
+            if _keys(graph, c) & set(COMPARE_KEYS) and consumer.output_dtypes[:1] == ("bool",) \
+                    and consumer.output_shapes and len(consumer.output_shapes[0] or ()) >= 2:
+                out.append((c, window))
+    return out
+
+
+def _softmaxes_after(graph: Graph, start: str) -> set[str]:
+    """The softmax nodes downstream of `start` (the attention layers a mask reaches)."""
+    seen, frontier, found = {start}, [start], set()
+    while frontier:
+        name = frontier.pop()
+        for c in graph.consumers[name]:
+            if c in seen:
+                continue
+            seen.add(c)
+            if graph.plays(c, ("softmax", "sdpa")):
+                found.add(c)
+            else:
+                frontier.append(c)
+    return found
+
+
 def _mask_chain(graph: Graph, band: str) -> list[str]:
     """The band mask's construction: the tril/triu, what combines it (or, and) up to the masked_fill that applies it,
     and the other triangle combined with it."""
@@ -185,13 +224,15 @@ def variant_findings(survey: Survey) -> list[Finding]:
     effect = graph.book.effects[KIND]
     findings = []
 
-    def add(title: Message, names: Iterable[str], api: str | None, **metrics: float) -> None:
+    def add(title: Message, names: Iterable[str], api: str | None, call: Call | None = None, **metrics: float) -> None:
         names = tuple(dict.fromkeys(names))
         findings.append(Finding(kind=KIND, title=title.text(), message=title, nodes=names,
                                 ops=tuple(dict.fromkeys(graph.node[n].key for n in names)),
                                 source=graph.first_source(names), npu_api=api, effect=effect,
-                                metrics={"occurrences": metrics.pop("occurrences", 1), **metrics}))
+                                metrics={"occurrences": metrics.pop("occurrences", 1), **metrics}, **call_fields(call)))
 
+    windows = {softmax: window for name, window in (*_bands(graph), *_index_windows(graph))
+               for softmax in _softmaxes_after(graph, name)}
     sinks = _sinks(graph)
     if sinks:
         routes = []
@@ -199,16 +240,26 @@ def variant_findings(survey: Survey) -> list[Finding]:
             routes.append(Message(N_("npu_fusion_attention(sink=...) in training")))
         if _schema_has(kb, "npu_fused_infer_attention_score_v2", "learnable_sink"):
             routes.append(Message(N_("npu_fused_infer_attention_score_v2(learnable_sink=...) in inference")))
+        windowed = [w for chain in sinks for n in chain if (w := windows.get(n))]
+        call = attention_call(manual_attention_facts(graph, sinks[0], "BNSD", sink=True),
+                              attention_constraints()) if routes else None
         add(Message.of(SINKS, count=len(sinks), routes=Message.join(routes, "; ") if routes else Message(NO_SINK_OP)),
             [n for chain in sinks for n in chain], "torch_npu.npu_fusion_attention" if routes else None,
-            occurrences=len(sinks))
-    bands = _bands(graph)
+            call=call, occurrences=len(sinks), **({"sliding_layers": len(windowed)} if windowed else {}))
+    bands = [*_bands(graph), *_index_windows(graph)]
     if bands:
         window = max(w for _, w in bands)
         params = "pre_tockens/next_tockens" if _schema_has(kb, "npu_fusion_attention", "pre_tockens") else ""
-        add(Message.of(BAND_ROUTE if params else BAND, window=window, count=len(bands), params=params),
+        layers = sorted({s for s, w in windows.items() if w == window}, key=graph.order.__getitem__)
+        chain = _attention_around(graph, layers[0]) if layers and graph.plays(layers[0], ("softmax",)) else None
+        call = attention_call(manual_attention_facts(graph, chain, "BNSD", sink=bool(sinks), window=window)
+                              if chain else AttentionFacts("BNSD", None, window=window),
+                              attention_constraints()) if params else None
+        add(Message.of(BAND_ROUTE if params else BAND, window=window, count=max(len(bands), len(layers)),
+                       params=params),
             [n for name, _ in bands for n in _mask_chain(graph, name)],
-            "torch_npu.npu_fusion_attention" if params else None, occurrences=len(bands), window=window)
+            "torch_npu.npu_fusion_attention" if params else None, call=call,
+            occurrences=max(len(bands), len(layers)), window=window)
     decode = _decode(graph)
     if decode:
         apis = [a for a in ("npu_fused_infer_attention_score", "npu_incre_flash_attention") if _custom(kb, a)]

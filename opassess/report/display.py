@@ -38,7 +38,7 @@ from .display_records import (
 )
 from .document import Row
 from .i18n import DEFAULT, N_, number, translations
-from .prose import capture_step_text, device_note_text, evidence_text, headline_text, note_text
+from .prose import call_text, capture_step_text, device_note_text, evidence_text, headline_text, note_text
 from .reasons import cited, reason_rows, reason_text, signature_rows
 from .sections.graph import graph_actions, graph_section
 from .sections.job import with_job
@@ -323,7 +323,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         module_rows=MODULE_ROWS,
         findings=tuple(FindingRow(kind=f.kind, title=finding_title(f, _), ops=tuple(f.ops),
                                   source=shown_source(f.source) if f.source else "",
-                                  npu_api=f.npu_api or "", effect=_(f.effect), time_text=gain_text(doc["time"], _))
+                                  npu_api=call_text(f, _) or f.npu_api or "", effect=_(f.effect),
+                                  time_text=gain_text(doc["time"], _))
                        for f, doc in zip(assessment.findings, document["findings"], strict=True)),
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",

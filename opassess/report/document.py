@@ -246,7 +246,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "by_module": by_module,
         "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
                       "source": portable(f.source, roots) if f.source else None, "npu_api": f.npu_api,
-                      "effect": f.effect,
+                      "effect": f.effect, **({"call": f.call, "call_notes": list(f.call_notes)} if f.call else {}),
                       "time": finding_time_doc(assessment.performance, f)} for f in assessment.findings],
         "performance": performance_doc(assessment.performance),
         "source_findings": [],

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from ..errors import KnowledgeBaseError
 from ..kb import products
 from ..messages import parsed, say
-from ..records import Capture
+from ..records import Capture, Finding
 from ..trace.driver import DEVICE_NOTES
 from ..trace.train.step import STEP_NOTES
 from ..trace.upcast import UPCAST_NOTE
@@ -85,3 +85,11 @@ def origin_who(origin: str, project: str, model_level: str, _: Translate) -> str
         return _("the team: model-level activities")
     return _("upstream: %(origin)s's maintainers (or a local patch / a torch_npu replacement around the call)") % {
         "origin": origin}
+
+
+def call_text(finding: Finding, _: Callable[[str], str] = str) -> str:
+    """The replacement call a finding renders, with what goes with it ("first: ...", "fails: ...") in the reader's
+    language; "" when the finding names no call."""
+    if not finding.call:
+        return ""
+    return "; ".join([finding.call, *(say(note, _) for note in finding.call_notes)])

@@ -36,8 +36,9 @@ def test_a_sliding_window_call_renders_band_mode_with_its_window_and_the_mask_it
     assert [(f.line, f.kind) for f in scan.findings] == [(5, "library-call")]  # the import is one item with it
     site = scan.findings[0]
     api, args, kwargs = _call(site.npu_route)
-    assert api == "torch_npu.npu_fusion_attention" and args == ["q", "k", "v"]
-    assert kwargs == {"head_num": "q.shape[2]", "input_layout": "'BSND'", "scale": "q.shape[-1] ** (-0.5)",
+    assert api == "torch_npu.npu_fusion_attention" and args == []
+    assert kwargs == {"query": "q", "key": "k", "value": "v", "head_num": "q.shape[2]", "input_layout": "'BSND'",
+                      "scale": "q.shape[-1] ** (-0.5)",
                       "atten_mask": "atten_mask", "sparse_mode": "4", "pre_tockens": "256", "next_tockens": "0"}
     assert ("first: atten_mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)"
             in site.notes)
@@ -54,7 +55,7 @@ def test_causal_dropout_scale_and_softcap_map_or_fail_by_name(tmp_path):
         """)
     site = scan.findings[0]
     _, args, kwargs = _call(site.npu_route)
-    assert args == ["query", "key", "value"]
+    assert [kwargs[n] for n in ("query", "key", "value")] == ["query", "key", "value"]
     assert kwargs["head_num"] == "query.shape[2]" and kwargs["keep_prob"] == "0.9" and kwargs["scale"] == "0.125"
     assert kwargs["sparse_mode"] == "3" and "pre_tockens" not in kwargs  # causal: bottom-right, no window
     assert site.notes[0] == "fails: softcap=30.0: npu_fusion_attention has no soft-capping argument"
@@ -77,7 +78,8 @@ def test_varlen_and_packed_calls_take_tnd_and_an_unbind(tmp_path):
     assert kwargs["sparse_mode"] == "3 if causal else 0"  # causal known at run time only
     assert "imported at line 1" in varlen.notes or "imported at line 1" in packed.notes
     _, args, kwargs = _call(packed.npu_route)
-    assert args == ["q", "k", "v"] and "first: q, k, v = qkv.unbind(dim=2)" in packed.notes
+    assert (kwargs["query"], kwargs["key"], kwargs["value"]) == ("q", "k", "v")
+    assert "first: q, k, v = qkv.unbind(dim=2)" in packed.notes
     assert (kwargs["sparse_mode"], kwargs["pre_tockens"], kwargs["next_tockens"]) == ("4", "64", "64")
 
 

@@ -54,7 +54,7 @@ def test_routes_and_evidence_cite_table_rows(project):
     assert "DistributedDataParallel" in site(scan, "train.py", 31, "gpu-api").npu_route
     assert "NpuFusedAdam" in site(scan, "train.py", 32, "library-call").npu_route
     fa = site(scan, "train.py", 37, "library-call")
-    assert fa.npu_route.startswith("torch_npu.npu_fusion_attention(model.weight, model.weight, model.weight, ")
+    assert fa.npu_route.startswith("torch_npu.npu_fusion_attention(query=model.weight, key=model.weight, ")
     assert fa.notes[0] == "fails: softcap=1.0: npu_fusion_attention has no soft-capping argument"
     assert fa.evidence == ("third_party_kernel_libs.tsv:3 flash_attn (direct calls)",)
     note = site(scan, "train.py", 15, "precision-note")

@@ -1,0 +1,161 @@
+"""The call each pattern's finding names, written out from what the capture saw (opassess/advice renders it).
+
+A renderer is registered per pattern id next to nothing else (`@renders("attention-sdpa")`); it reads the matched
+chain and the detail facts the pattern's title already has (layout, heads) and returns an advice.Call. The
+attention op's documented constraints come from the knowledge base's route row that states them
+(third_party_kernel_libs.tsv, flash_attn direct calls: npu_fusion_attention's layouts, dtypes, head dim, heads).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from ..advice import AttentionFacts, Call, Constraints, attention_call, rms_norm_call, rotary_call, swiglu_call
+from ..advice.call import Argument
+from ..messages import N_, Text
+from ..source.facts import load_source_facts
+from .graph import Graph
+from .registry import uses_roles
+
+uses_roles(__name__, "sdpa", "matmul", "mask", "scale", "eps", "slice")
+
+Renderer = Callable[[Graph, Sequence[str], Mapping[str, Any]], Call | None]
+RENDERERS: dict[str, Renderer] = {}
+
+
+def renders(*pattern_ids: str) -> Callable[[Renderer], Renderer]:
+    """Register the call renderer of these patterns (a pattern id registered twice is an error)."""
+    def register(fn: Renderer) -> Renderer:
+        for pid in pattern_ids:
+            if pid in RENDERERS:
+                raise ValueError(f"call renderer for pattern {pid!r} registered twice")
+            RENDERERS[pid] = fn
+        return fn
+    return register
+
+
+@cache
+def attention_constraints() -> Constraints | None:
+    """npu_fusion_attention's documented constraints: the route row that states them, cited."""
+    row = next((lib for lib in load_source_facts().libraries
+                if lib.constraints and "npu_fusion_attention" in lib.route), None)
+    return Constraints(row.cite, row.constraints) if row else None
+
+
+def call_fields(call: Call | None) -> dict[str, Any]:
+    """Finding(call=..., call_notes=...) for a rendered call: failures first, then the adapter lines, then notes."""
+    if call is None:
+        return {}
+    notes = [*(Text(N_("fails: %(constraint)s"), {"constraint": f}) for f in call.failures),
+             *(Text(N_("first: %(code)s"), {"code": line}) for line in call.adapters), *call.notes]
+    return {"call": call.text(), "call_notes": tuple(notes)}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _scalar(graph: Graph, name: str) -> float | None:
+    """The scalar operand of a one-tensor op (x * 0.125, x + 1e-6), from its attributes."""
+    for key in ("other", "arg1", "alpha"):
+        value = graph.node[name].attrs.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _heads(q: tuple[int, ...] | None, k: tuple[int, ...] | None) -> tuple[int | None, int | None, int | None]:
+    """(query heads, key/value heads, head dim) of (B, N, S, D) operands."""
+    if q is None or len(q) != 4:
+        return None, None, None
+    return q[1], (k[1] if k is not None and len(k) == 4 else None), q[-1]
+
+
+@renders("attention-sdpa")
+def _sdpa(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    node = graph.node[chain[0]]
+    shapes = node.input_shapes
+    heads, kv_heads, dim = _heads(shapes[0] if shapes else None, shapes[1] if len(shapes) > 1 else None)
+    mask = "causal" if node.attrs.get("is_causal") else "none"
+    if mask == "none" and len(node.input_dtypes) > 3:
+        mask = "bool" if node.input_dtypes[3] == "bool" else "additive"
+    scale = node.attrs.get("scale")
+    facts = AttentionFacts(layout=fields.get("layout", "BNSD"), heads=_int(fields.get("heads")) or heads,
+                           kv_heads=kv_heads, head_dim=dim, dtype=node.input_dtypes[0] if node.input_dtypes else None,
+                           scale=float(scale) if isinstance(scale, int | float) else None, mask=mask)
+    return attention_call(facts, attention_constraints())
+
+
+def manual_attention_facts(graph: Graph, chain: Sequence[str], layout: str, sink: bool = False,
+                           window: int | None = None) -> AttentionFacts:
+    """What a hand-written attention's chain says: q and k from the scores matmul, the scale, the mask's form."""
+    first = next((n for n in chain if graph.plays(n, ("matmul",))), chain[0])
+    node = graph.node[first]
+    shapes = node.input_shapes
+    q = shapes[0] if shapes else None
+    heads, kv_heads, dim = _heads(q, shapes[1] if len(shapes) > 1 else None)
+    scale = None
+    for name in chain:
+        if graph.plays(name, ("scale",)) and (value := _scalar(graph, name)):
+            keys = " ".join((graph.node[name].key, *graph.node[name].entry))
+            scale = 1 / value if "div" in keys else value
+    mask = "none"
+    for name in chain:
+        keys = " ".join((graph.node[name].key, *graph.node[name].entry))
+        if "masked_fill" in keys:
+            mask = "masked_fill"
+        elif graph.plays(name, ("mask",)):
+            mask = "where" if "where" in keys else "additive"
+    return AttentionFacts(layout=layout, heads=heads, kv_heads=kv_heads, head_dim=dim,
+                          dtype=node.input_dtypes[0] if node.input_dtypes else None, scale=scale, mask=mask,
+                          window=window, sink=sink)
+
+
+@renders("attention-manual")
+def _manual(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    return attention_call(manual_attention_facts(graph, chain, fields.get("layout", "BNSD")), attention_constraints())
+
+
+@renders("attention-mha")
+def _mha(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    attrs = graph.node[chain[0]].attrs
+    heads, embed = _int(attrs.get("num_heads")), _int(attrs.get("embed_dim"))
+    dtypes = graph.node[chain[0]].input_dtypes
+    facts = AttentionFacts(layout=fields.get("layout", "BSH"), heads=heads, kv_heads=heads,
+                           head_dim=embed // heads if embed and heads else None, dtype=dtypes[0] if dtypes else None)
+    return attention_call(facts, attention_constraints())
+
+
+@renders("rmsnorm", "rmsnorm-sqrt")
+def _rmsnorm(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    eps = next((_scalar(graph, n) for n in chain if graph.plays(n, ("eps",))), None)
+    return rms_norm_call(eps)
+
+
+@renders("rmsnorm-module")
+def _rmsnorm_module(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    eps = graph.node[chain[0]].attrs.get("eps")
+    return rms_norm_call(float(eps) if isinstance(eps, int | float) else None)
+
+
+@renders("swiglu", "geglu")
+def _glu(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    from_split = any(graph.plays(p, ("slice",)) for p in graph.ancestors_through_transparent(chain[0]))
+    api = "torch_npu.npu_geglu" if any("gelu" in graph.node[n].key for n in chain) else "torch_npu.npu_swiglu"
+    return swiglu_call(from_split, api)
+
+
+@renders("rotary-half")
+def _rotary_half(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    return rotary_call("half")
+
+
+@renders("rotary-interleave", "rotary-complex")
+def _rotary_interleave(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    return rotary_call("interleave")
+
+
+@renders("rotary-pairs")
+def _rotary_pairs(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
+    return Call("torch_npu.npu_interleave_rope", (Argument("", "x"), Argument("cos", "cos"), Argument("sin", "sin")))
