@@ -54,6 +54,7 @@ kb: install
 	$(BIN)/python tools/build_kb.py --facts ../shared/reference/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_devices.py --facts ../shared/reference/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_interconnect.py --facts ../shared/reference/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_gpus.py --facts ../shared/reference/gpu --out opassess/data/kb
 	$(BIN)/python tools/kb_graph.py --facts ../shared/reference/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_versions.py --facts ../shared/reference/ascend --out opassess/data/kb
 

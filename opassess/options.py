@@ -113,6 +113,8 @@ class ScanOptions:
     parallel: ParallelLayout | None = None  # the job's layout (--parallel); None: one device
     global_batch: int | None = None  # samples per step over all replicas (--global-batch); None: one micro-batch
     # per data-parallel replica (the example inputs are one micro-batch)
+    gpu_baseline: str | None = None  # an NVIDIA GPU to time the same step on (--gpu-baseline H100)
+    match_gpus: int | None = None  # with gpu_baseline: the NPUs that match this many GPUs (--match-gpus)
     # A Hugging Face model folder or config.json as the target (opassess/huggingface.py): the task's Auto class (None:
     # the config's architecture), the example inputs' sequence length (None: the config's, at most 2048) and batch,
     # and whether the folder's own modelling code may run (in the worker)
@@ -155,6 +157,8 @@ class ScanOptions:
         if self.global_batch is not None and self.parallel is None:
             raise UsageError("needs --parallel (the global batch is split over the data-parallel replicas)",
                              option="--global-batch")
+        if self.match_gpus is not None and (self.gpu_baseline is None or self.match_gpus < 1):
+            raise UsageError("needs --gpu-baseline and a whole number of at least 1", option="--match-gpus")
         if self.global_batch is not None and self.global_batch < 1:
             raise UsageError("expected a whole number of at least 1", option="--global-batch")
         if self.graph_mode == "off" and self.graph_backend != GRAPH_BACKENDS[0]:

@@ -290,7 +290,8 @@ def _performance_stage(options: ScanOptions, kb: KnowledgeBase, inventory: Inven
     return estimate_performance(inventory, classified, findings, product, kb=kb,
                                 compare=_device_profiles(options, kb), overlay=options.device_profile,
                                 aclop_only=aclop_only, graph=graph, layout=options.parallel,
-                                global_batch=options.global_batch)
+                                global_batch=options.global_batch, gpu=options.gpu_baseline,
+                                match_gpus=options.match_gpus)
 
 
 def _source_stage(options: ScanOptions, progress: Progress, seconds: dict[str, float], kernel: str

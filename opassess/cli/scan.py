@@ -136,6 +136,12 @@ def scan(
     global_batch: Annotated[int | None, typer.Option(
         "--global-batch", min=1, help="With --parallel: samples per optimizer step over all data-parallel "
                                       "replicas (default: one micro-batch each).")] = None,
+    gpu_baseline: Annotated[str | None, typer.Option(
+        "--gpu-baseline", help="Also time the step on this NVIDIA GPU from its datasheet figures (A100, H100, H20, "
+                               "H200, L40S, B200): the NPU/GPU ratio, per operator too.")] = None,
+    match_gpus: Annotated[int | None, typer.Option(
+        "--match-gpus", min=1, help="With --gpu-baseline: the NPUs (whole --parallel replicas) whose throughput "
+                                    "matches N GPUs.")] = None,
     weights: Weights = None,
     profile: Profile = "default",
     handoff: Annotated[Path | None, typer.Option(
@@ -219,8 +225,13 @@ def scan(
             **route_values(route, opset, exporter, quant),
             graph_mode=graph_mode, graph_backend=graph_backend,
             parallel=ParallelLayout.parse(parallel) if parallel else None, global_batch=global_batch,
+            gpu_baseline=gpu_baseline, match_gpus=match_gpus,
             task=task, seq_len=seq_len, batch_size=batch_size, trust_remote_code=trust_remote_code,
         )
+        if gpu_baseline:  # an unknown GPU is bad usage before any model runs
+            from ..perf.gpu import gpu_entry
+
+            gpu_entry(gpu_baseline)
         if len(targets) > 1 or any((Path(t).is_dir() and not is_model_folder(t)) or t.endswith(".toml")
                                    for t in targets):
             if baseline is not None:

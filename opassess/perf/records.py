@@ -123,6 +123,20 @@ class ParallelStep:
 
 
 @dataclass(frozen=True)
+class GpuBaseline:
+    """`performance.gpu_baseline`: the captured step on one GPU, and the NPU step's ratio to it."""
+
+    gpu: str
+    label: str
+    step_us: float
+    ratio: float  # NPU step / GPU step
+    operators: dict[str, float] = field(default_factory=dict)  # operator key -> us on the GPU
+    notes: tuple[str, ...] = ()
+    match_gpus: int | None = None  # --match-gpus N
+    matching_npus: int | None = None  # NPUs whose throughput matches N GPUs
+
+
+@dataclass(frozen=True)
 class Performance:
     """`performance` in the JSON document: the target's step, and each --compare product's (None: no figures)."""
 
@@ -134,3 +148,4 @@ class Performance:
     estimate: str = ESTIMATE
     memory: DeviceMemory | None = None  # the step's memory on one device
     parallel: ParallelStep | None = None  # the job under --parallel
+    gpu_baseline: GpuBaseline | None = None  # the same step on an NVIDIA GPU (--gpu-baseline)

@@ -11,6 +11,7 @@ from ..kb.store import KnowledgeBase
 from ..messages import N_, Text
 from ..options import ParallelLayout
 from ..records import ClassifiedOp, Finding, Inventory
+from .gpu import gpu_baseline, gpu_profile
 from .inputs import backward_work, flag_nodes, node_work, unfused_nodes
 from .interconnect import load_interconnect
 from .memory import step_memory
@@ -104,7 +105,8 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
                          product: str, *, kb: KnowledgeBase | None = None, compare: Sequence[str] = (),
                          overlay: Path | None = None, aclop_only: Callable[[str], bool] | None = None,
                          flow: DataFlow | None = None, graph: Graph | None = None,
-                         layout: ParallelLayout | None = None, global_batch: int | None = None) -> Performance:
+                         layout: ParallelLayout | None = None, global_batch: int | None = None,
+                         gpu: str | None = None, match_gpus: int | None = None) -> Performance:
     """The step on the target `product` (with the overlay applied) and on each `compare` product (shipped figures),
     its memory on one device, and the job under `layout` (with `global_batch` samples per step).
 
@@ -134,5 +136,10 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
     if layout is not None:
         parallel = parallel_step(inventory, works or [], target[0] if target else None, layout, global_batch,
                                  load_interconnect(product, kb))
+    baseline = None
+    if gpu is not None and step is not None and works is not None:
+        replica = layout.tp * layout.pp * layout.cp if layout is not None else 1
+        baseline = gpu_baseline(works, step.step_us, gpu_profile(gpu, target[0], kb), match_gpus=match_gpus,
+                                replica=replica)
     return Performance(product=product, step=step, method=method, compare=others, note=product_note(product, kb),
-                       memory=step_memory(inventory, hbm), parallel=parallel)
+                       memory=step_memory(inventory, hbm), parallel=parallel, gpu_baseline=baseline)

@@ -78,7 +78,20 @@ def job_lines(perf: Mapping[str, Any], _: Gettext) -> tuple[tuple[str, ...], tup
         where = _("under the layout")
         (lead if job["memory"]["fits"] is False else after).append(memory_line(job["memory"], where, _))
         after += parallel_lines(job, _)
+    base = perf.get("gpu_baseline")
+    if base:
+        after.append(gpu_line(base, _))
     return tuple(lead), tuple(after)
+
+
+def gpu_line(base: Mapping[str, Any], _: Gettext) -> str:
+    """'On H100 SXM5 (datasheet figures, the same method): 119.2 us; the NPU takes 2.50x as long; 20 NPUs match 8
+    GPUs'."""
+    text = _("On %(gpu)s (datasheet figures, the same method): %(step)s; the NPU takes %(ratio).2fx as long") % {
+        "gpu": base["label"], "step": us_text(base["step_us"]), "ratio": base["ratio"]}
+    if base.get("matching_npus"):
+        text += _("; %(npus)d NPUs match %(gpus)d GPUs") % {"npus": base["matching_npus"], "gpus": base["match_gpus"]}
+    return text
 
 
 def with_job(section: TimeSection | None, document: Mapping[str, Any], _: Gettext) -> TimeSection | None:

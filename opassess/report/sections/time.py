@@ -38,6 +38,7 @@ class TimeRow(Record):
     bar_pct: str  # the operator's time, as a share of the largest operator's time
     risk_pct: str  # the part at risk, same scale
     risk_of_bar_pct: str  # the part at risk as a share of the operator's own bar (the inner bar's width)
+    gpu_text: str = ""  # the operator on the --gpu-baseline GPU
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class TimeSection(Record):
     compare: tuple[CompareRow, ...]  # the target first, then each --compare product; empty without --compare
     lead: tuple[str, ...] = ()  # said before the step: memory that does not fit (sections/job.py)
     job: tuple[str, ...] = ()  # after it: memory that fits, the --parallel layout's step and collectives
+    gpu: str = ""  # the --gpu-baseline GPU, when the rows carry its column
 
 
 def gain_text(time: Mapping[str, float] | None, _: Callable[[str], str] = str) -> str:
@@ -121,7 +123,8 @@ def time_section(document: Mapping[str, Any], _: Callable[[str], str] = str) -> 
         share_text=f"{100 * t['us'] / step:.0f}%" if step else "", bound=t["bound"], unit=t["unit"],
         penalties_text=_(SEPARATOR).join(f"{p['code']} {us_text(p['us'])}" for p in t["penalties"]),
         bar_pct=_num(100 * t["us"] / largest), risk_pct=_num(100 * t["at_risk_us"] / largest),
-        risk_of_bar_pct=_num(100 * t["at_risk_us"] / t["us"]))
+        risk_of_bar_pct=_num(100 * t["at_risk_us"] / t["us"]),
+        gpu_text=us_text(t["gpu_us"]) if "gpu_us" in t else "")
         for op, t in timed[:ROWS])
     compare: tuple[CompareRow, ...] = ()
     if perf.get("compare"):
@@ -132,7 +135,8 @@ def time_section(document: Mapping[str, Any], _: Callable[[str], str] = str) -> 
     return TimeSection(product=perf["product"], headline=headline, by_unit_text=_by_unit(perf["by_unit"], _),
                        estimate=say(perf["estimate"], _), method=say(perf["method"], _),
                        notes=tuple(perf.get("notes") or ()),
-                       rows=rows, more=max(0, len(timed) - ROWS), compare=compare)
+                       rows=rows, more=max(0, len(timed) - ROWS), compare=compare,
+                       gpu=(perf.get("gpu_baseline") or {}).get("gpu", ""))
 
 
 # ------------------------------------------------------------------ the JSON part (top-level `performance`, each
@@ -204,6 +208,10 @@ def performance_doc(performance: Performance | None) -> dict[str, Any] | None:
                                            {"step_us": None, "at_risk_us": None, "by_unit": {}})}
                       for name, other in performance.compare]
     doc["memory"] = memory_doc(performance.memory)
+    base = performance.gpu_baseline
+    doc["gpu_baseline"] = None if base is None else {
+        "gpu": base.gpu, "label": base.label, "step_us": _us(base.step_us), "ratio": round(base.ratio, 3),
+        "match_gpus": base.match_gpus, "matching_npus": base.matching_npus, "notes": list(base.notes)}
     doc["parallel"] = parallel_doc(performance.parallel)
     return doc
 
@@ -214,10 +222,14 @@ def operator_time_doc(performance: Performance | None, key: str) -> dict[str, An
     op = step.operator(key) if step is not None else None
     if op is None:
         return None
-    return {"us": _us(op.us), "at_risk_us": _us(op.at_risk_us), "bound": op.bound, "unit": op.unit,
-            "penalties": [{"code": code, "us": _us(us)} for code, us in sorted(op.penalties.items(),
-                                                                               key=lambda kv: -kv[1])],
-            "calls": op.calls}
+    doc = {"us": _us(op.us), "at_risk_us": _us(op.at_risk_us), "bound": op.bound, "unit": op.unit,
+           "penalties": [{"code": code, "us": _us(us)} for code, us in sorted(op.penalties.items(),
+                                                                              key=lambda kv: -kv[1])],
+           "calls": op.calls}
+    base = performance.gpu_baseline if performance is not None else None
+    if base is not None:
+        doc["gpu_us"] = _us(base.operators.get(key, 0.0))
+    return doc
 
 
 def finding_gain_us(performance: Performance | None, finding: Finding) -> float | None:
