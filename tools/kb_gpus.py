@@ -29,6 +29,7 @@ TERA, GIGA = 1e12, 1e9
 DEFAULT_FORM = {"A100": "SXM4 80GB", "H100": "SXM5", "H200": "SXM", "H800": "SXM", "H20": "SXM", "L40S": "PCIe",
                 "B200": "HGX (1,000 W)"}
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "float8", "tf32": "tf32", "fp4": "float4"}
+_URL = re.compile(r"https?://[^\s;()]+")
 _MEMORY = re.compile(r"([\d.,]+)\s*GB\b.*?/\s*([\d,]+)")
 
 
@@ -57,8 +58,9 @@ def build_gpus(rows: list[tuple[int, dict[str, str]]]) -> dict[str, dict]:
                                        "cite": {}, "unverified": False, "sources": []})
         if "unverified" in row["notes"]:
             entry["unverified"] = True
-        if row["source"] not in entry["sources"]:
-            entry["sources"].append(row["source"])
+        for url in _URL.findall(row["source"]):  # the pages only (their prose stays in the table)
+            if url not in entry["sources"]:
+                entry["sources"].append(url)
         metric, value = row["metric"], row["value"]
         if metric == "tensor peak" and row["dtype"] in DTYPES and number(value) is not None:
             if row["unit"] != "TFLOPS":
