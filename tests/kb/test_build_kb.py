@@ -17,6 +17,7 @@ import kb_devices  # noqa: E402
 import kb_gpus  # noqa: E402
 import kb_graph  # noqa: E402
 import kb_interconnect  # noqa: E402
+import kb_versions  # noqa: E402
 from limitations import parse_limitation, split_clauses  # noqa: E402
 
 FACTS = ROOT.parent / "shared" / "reference" / "ascend"
@@ -118,7 +119,7 @@ def test_shipped_data_is_small():
 @pytest.mark.skipif(not FACTS.is_dir(), reason="../shared/reference/ascend is not beside the checkout")
 def test_rebuild_from_facts_reproduces_shipped_data(tmp_path, capsys):
     # the generators `make kb` runs, in its order
-    for generator in (build_kb, kb_devices, kb_interconnect, kb_graph):
+    for generator in (build_kb, kb_devices, kb_interconnect, kb_graph, kb_versions):
         assert generator.main(["--facts", str(FACTS), "--out", str(tmp_path)]) == 0
     assert kb_gpus.main(["--facts", str(FACTS.parent / "gpu"), "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
