@@ -179,8 +179,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 # Modules split by name suffix to stay under the cap, still to become sub-packages (issue 44, move 7): shrink it, never
 # grow it. A module near the cap is split into a package of small modules (score/weights/{records,load,decisions}.py),
 # not into `foo.py` + `foo_more.py` siblings.
-SUFFIX_SIBLINGS_PENDING = {"opassess/ci/diff", "opassess/cli/calibrate", "opassess/report/display",
-                           "opassess/source/classify"}
+SUFFIX_SIBLINGS_PENDING = {"opassess/report/display"}
 
 
 def suffix_siblings(root: Path) -> dict[str, list[str]]:

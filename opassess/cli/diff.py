@@ -40,7 +40,7 @@ def diff_command(
     Exit codes: 0 ok, 1 an unreadable report, 2 bad usage, 3 a gate was breached.
     """
     from ..ci.diff import diff_snapshots
-    from ..ci.diff_format import DIFF_FORMATS, render_diff
+    from ..ci.diff.format import DIFF_FORMATS, render_diff
     from ..ci.policy import evaluate
     from ..ci.snapshot import read_snapshot
     from ..output import write_output

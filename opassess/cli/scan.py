@@ -338,7 +338,7 @@ def _write_report(view: View, chosen: str, out: OutputOptions, breaches: Sequenc
 def _finish_ci(after: Snapshot | None, diff: Diff | None, out: OutputOptions, breaches: Sequence[Breach],
                language: str) -> None:
     """The baseline diff's one-line account, the step summary, then the gates."""
-    from ..ci.diff_format import new_custom_dev, render_diff
+    from ..ci.diff.format import new_custom_dev, render_diff
     from ..ci.summary import STEP_SUMMARY_ENV, append_step_summary, render_summary
     from ..report.text import signed_days
 

@@ -1,6 +1,6 @@
 """The distributed pre-flight of one parsed Python file: the torch.distributed constructs HCCL treats differently.
 
-Sites (raw; classify_distributed.py judges them against the HCCL facts and the target product):
+Sites (raw; classify/distributed.py judges them against the HCCL facts and the target product):
 - `collective`: a torch.distributed collective call, with the reduce op and the tensor's dtype where visible (one
   level of data flow: the argument itself, or the nearest earlier assignment of that name in the same function);
 - `reduce-op`: a ReduceOp member HCCL lacks or emulates (BAND/BOR/BXOR, AVG, PREMUL_SUM), wherever it is named;

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from opassess.ci.diff import diff_snapshots, effort_delta
-from opassess.ci.diff_format import render_diff
+from opassess.ci.diff.format import render_diff
 from opassess.ci.snapshot import read_snapshot
 from opassess.errors import ReportError
 from opassess.records import Effort

@@ -11,7 +11,7 @@ from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
 from opassess.ci.diff import diff_snapshots
-from opassess.ci.diff_format import render_diff
+from opassess.ci.diff.format import render_diff
 from opassess.ci.policy import Policy, evaluate
 from opassess.ci.snapshot import read_snapshot
 from opassess.ci.summary import render_summary

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from opassess.ci.diff import diff_snapshots
-from opassess.ci.diff_format import render_diff
+from opassess.ci.diff.format import render_diff
 from opassess.ci.policy import Policy
 from opassess.ci.snapshot import read_snapshot
 from opassess.ci.summary import render_summary

@@ -1,4 +1,4 @@
-"""The distributed pre-flight (source/distributed.py, classify_distributed.py): a data-parallel trainer's HCCL sites,
+"""The distributed pre-flight (source/distributed.py, classify/distributed.py): a data-parallel trainer's HCCL sites,
 each citing its hccl_distributed_support.tsv row, and the target product deciding the float64 collective."""
 from __future__ import annotations
 

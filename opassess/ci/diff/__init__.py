@@ -1,16 +1,16 @@
 """Baseline diff: operators added, removed and re-classified between two reports of a model, and the change in effort.
 
 Both sides are Snapshots (opassess.ci.snapshot), so a baseline JSON report from an earlier run compares with a fresh
-Assessment or with another JSON report in the same terms. opassess.ci.diff_format renders a diff as Markdown for a
+Assessment or with another JSON report in the same terms. opassess.ci.diff.format renders a diff as Markdown for a
 pull-request comment (templates/diff.md.j2) or as JSON.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..records import Effort
-from ..vocabulary import category_rank
-from .snapshot import OpState, Snapshot
+from ...records import Effort
+from ...vocabulary import category_rank
+from ..snapshot import OpState, Snapshot
 
 CHANGES = ("added", "reclassified", "changed", "removed")  # report order
 _ZERO = Effort(0.0, 0.0, 0.0)

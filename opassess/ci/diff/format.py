@@ -7,16 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ReportError
-from ..messages import Text
-from ..records import Effort
-from ..report.document import effort_doc
-from ..report.i18n import N_
-from ..report.text import MISSING, days, days_or, signed_days
-from ..vocabulary import Category
-from .diff import CHANGES, Diff, OpChange
-from .policy import Breach
-from .snapshot import OpState
+from ...errors import ReportError
+from ...messages import Text
+from ...records import Effort
+from ...report.document import effort_doc
+from ...report.i18n import N_
+from ...report.text import MISSING, days, days_or, signed_days
+from ...vocabulary import Category
+from ..policy import Breach
+from ..snapshot import OpState
+from . import CHANGES, Diff, OpChange
 
 DIFF_FORMAT_VERSION = 1
 DIFF_FORMATS = ("md", "json")
@@ -116,7 +116,7 @@ def render_diff(diff: Diff, fmt: str = "md", *, breaches: Sequence[Breach] = (),
     if fmt == "json":
         return json.dumps(diff_document(diff), indent=2, ensure_ascii=False) + "\n"
     if fmt == "md":
-        from ..report.templates import render_template
+        from ...report.templates import render_template
 
         text = render_template("diff.md.j2", "markdown", diff_view(diff, breaches), templates_dir, language)
         return text if text.endswith("\n") else text + "\n"

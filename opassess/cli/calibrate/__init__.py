@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import reporting_errors
-from .options import Debug
+from ..errors import reporting_errors
+from ..options import Debug
 
 if TYPE_CHECKING:
-    from ..score.calibrate import Calibration
+    from ...score.calibrate import Calibration
 
 
 def format_table(result: Calibration) -> str:
     """The error table: one row per category, then the whole file."""
-    from ..report.text import bounds_range
+    from ...report.text import bounds_range
 
     header = ("category", "actuals", "range before", "range after", "MAE before", "MAE after", "inside before",
               "inside after")
@@ -135,7 +135,7 @@ def calibrate_command(
         if verified is not None:
             _record_verified(verified, kb_dir)
         elif profile_data is not None:
-            from .calibrate_device import calibrate_device
+            from .device import calibrate_device
 
             assert report is not None  # refused above without it
             calibrate_device(profile_data, report, output)
@@ -145,9 +145,9 @@ def calibrate_command(
 
 
 def _calibrate_effort(actuals: Path, weights: Path | None, profile: str, output: Path | None) -> None:
-    from ..output import write_output
-    from ..score.calibrate import calibrate
-    from ..score.weights.load import load_weights, profile_path
+    from ...output import write_output
+    from ...score.calibrate import calibrate
+    from ...score.weights.load import load_weights, profile_path
 
     result = calibrate(actuals, load_weights(weights, profile))
     typer.echo(format_table(result))
@@ -159,8 +159,8 @@ def _calibrate_effort(actuals: Path, weights: Path | None, profile: str, output:
 
 
 def _record_verified(results: Path, kb_dir: Path | None) -> None:
-    from ..kb.store import user_kb_dir
-    from ..kb.verified import record_verified
+    from ...kb.store import user_kb_dir
+    from ...kb.verified import record_verified
 
     env = os.environ.get("OPASSESS_KB_DIR")  # the overlay folder later scans read (kb/store.load_kb)
     folder = kb_dir if kb_dir is not None else Path(env) if env else user_kb_dir()
@@ -181,6 +181,6 @@ def _days(value: float | None) -> str:
 
 
 def _share(value: float | None) -> str:
-    from ..report.text import percent
+    from ...report.text import percent
 
     return "-" if value is None else percent(value)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import typer
 
-from ..options import DEFAULT_PRODUCT
-from ..profile.fit import DeviceFit
+from ...options import DEFAULT_PRODUCT
+from ...profile.fit import DeviceFit
 
 
 def format_fit(result: DeviceFit, source: str) -> str:
     """The parameter table, then one row per measured operator with its prediction before and after."""
-    from ..report.text import inert
+    from ...report.text import inert
 
     header = ("parameter", "before", "after")
     params = [header] + [(name, f"{result.before[name]:.4g}", f"{result.after[name]:.4g}")
@@ -44,10 +44,10 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 def calibrate_device(profile_data: Path, report: Path, output: Path | None) -> None:
     """Fit, print the table and the overlay, write the overlay to `output` when given."""
-    from ..output import write_output
-    from ..perf import load_profile
-    from ..profile import assess_profile, read_report
-    from ..profile.fit import fit, fit_rows, overlay_text
+    from ...output import write_output
+    from ...perf import load_profile
+    from ...profile import assess_profile, read_report
+    from ...profile.fit import fit, fit_rows, overlay_text
 
     document = read_report(report)
     measured = assess_profile(profile_data, report, report=document)

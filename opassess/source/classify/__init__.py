@@ -16,16 +16,16 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from ..advice import FLASH_CALLS, Constraints, flash_call
-from ..advice.flash import API
-from ..messages import N_, Text
-from ..vocabulary import Category, Confidence
-from .classify_distributed import KINDS as DISTRIBUTED
-from .classify_distributed import DistributedClassifier
-from .facts import KernelLibrary, MigrationRule, SourceFacts
-from .graph_sites import KINDS as GRAPH_SITES
-from .graph_sites import classify_graph
-from .records import SourceFinding
+from ...advice import FLASH_CALLS, Constraints, flash_call
+from ...advice.flash import API
+from ...messages import N_, Text
+from ...vocabulary import Category, Confidence
+from ..facts import KernelLibrary, MigrationRule, SourceFacts
+from ..graph_sites import KINDS as GRAPH_SITES
+from ..graph_sites import classify_graph
+from ..records import SourceFinding
+from .distributed import KINDS as DISTRIBUTED
+from .distributed import DistributedClassifier
 
 DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
 CUDA_SOURCES = (".cu", ".cuh")
@@ -310,8 +310,8 @@ def classify_sites(sites: Iterable, facts: SourceFacts, routes=None, product: st
     for site in sites:
         if site.kind in GRAPH_SITES:
             if graph is None:
-                from ..kb.graph_facts import load_graph_facts
-                from ..resources import data_path
+                from ...kb.graph_facts import load_graph_facts
+                from ...resources import data_path
 
                 graph = load_graph_facts(data_path("kb"))
             out.append(classify_graph(site, graph, facts))

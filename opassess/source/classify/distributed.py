@@ -13,11 +13,11 @@ row (pg_options) and the HCCL timeout row (timeout).
 """
 from __future__ import annotations
 
-from ..kb.routes import HcclFact, RouteFacts
-from ..messages import N_, Text
-from ..vocabulary import Category, Confidence
-from .facts import SourceFacts
-from .records import SourceFinding
+from ...kb.routes import HcclFact, RouteFacts
+from ...messages import N_, Text
+from ...vocabulary import Category, Confidence
+from ..facts import SourceFacts
+from ..records import SourceFinding
 
 KINDS = ("collective", "reduce-op", "comm-hook", "dist-api", "env-var", "process-group")
 DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
