@@ -8,7 +8,7 @@ from typing import Any
 from opassess.errors import KnowledgeBaseError
 
 from . import kernels
-from .error_codes import codes_in_text, listed_codes
+from .error_codes import ErrorCode, blamed_operators, codes_in_text, listed_codes, messages_in_text
 from .facts import ApiFact, Limitation
 from .store import KnowledgeBase
 
@@ -255,22 +255,49 @@ def format_error_code(kb: KnowledgeBase, code: str) -> str:
 
 
 def format_errors_in_text(kb: KnowledgeBase, text: str) -> str:
-    """`opassess explain` on a pasted log line or block: every code found in it, explained or said unknown."""
+    """`opassess explain` on a pasted log line or block: every code found in it, explained or said unknown, what the
+    message after it says (out of memory, HCCL timeouts), and the operator the log blames."""
     single = text.strip()
     if single and not any(ch.isspace() for ch in single) and kb.error_code(single) is not None:
         return format_error_code(kb, single)
     found = codes_in_text(text)
-    if not found:
+    messages = messages_in_text(kb.error_codes, text)
+    if not found and not messages:
         if single and not any(ch.isspace() for ch in single):
             return format_error_code(kb, single)  # raises: one word that is not a known code
         raise KnowledgeBaseError("no error code found in the text (looked for ACL_ERROR_*, ERRxxyyy, E-codes such "
                                  "as EZ9999, and the number after 'error code')")
     known = [kb.error_code(code) for code in found]
-    if all(entry is None for entry in known):
+    if not messages and all(entry is None for entry in known):
         raise KnowledgeBaseError(f"unknown error code(s) {', '.join(found)} (try `opassess explain --list`)")
     blocks = [format_error_code(kb, code) if entry is not None else f"{code}: not in opassess's error-code facts"
               for code, entry in zip(found, known, strict=True)]
-    return "\n\n".join(blocks)
+    blocks += [_message_block(entry) for entry in messages]
+    blamed = blamed_operators(text)
+    return "\n\n".join([*blocks, *([_blame(kb, blamed)] if blamed else [])])
+
+
+def _message_block(entry: ErrorCode) -> str:
+    return "\n".join([f"the message says: {entry.meaning}", f"  cause:  {entry.cause}", f"  remedy: {entry.remedy}",
+                      f"  source: {entry.evidence}"])
+
+
+def _blame(kb: KnowledgeBase, names: list[str]) -> str:
+    """The operators the log names, with the ATen ops whose NPU kernel calls an aclnn API (the op-plugin map)."""
+    callers: dict[str, set[str]] = {}
+    for overload, entry in kb.kernel_facts.data["aten"].items():
+        for api in entry.get("apis") or ():
+            callers.setdefault(api, set()).add(overload.partition(".")[0])
+    parts, seen = [], set()
+    for name in names:
+        api = name if name.startswith("aclnn") else f"aclnn{name}"
+        if api in seen:  # "aclnnFlashAttentionScore" and its kernel "FlashAttentionScore_1_mix_aiv": one operator
+            continue
+        seen.add(api)
+        atens = sorted(callers.get(api, ()))
+        parts.append(name + (f" (called by aten::{', aten::'.join(atens)})" if atens else ""))
+    return ("the log blames: " + "; ".join(parts) + "\n  check its inputs against `opassess kb show OP` (shapes, "
+            "dtypes, layout); with ASCEND_LAUNCH_BLOCKING=1 the operator reported is the one that failed")
 
 
 def format_error_list(kb: KnowledgeBase) -> str:

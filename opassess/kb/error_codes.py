@@ -9,7 +9,7 @@ from pathlib import Path
 from opassess.datafile import TomlTable
 from opassess.errors import KnowledgeBaseError
 
-SECTIONS = ("acl", "torch_npu_module", "torch_npu_code", "cann_module", "cann_code")
+SECTIONS = ("acl", "torch_npu_module", "torch_npu_code", "cann_module", "cann_code", "message")
 # A code as it appears in a log: an ACL/aclnn name, torch_npu's ERRxxyyy, CANN's E-codes (EZ9999), or the number
 # after "error code" / "ret" (507015).
 _IN_TEXT = re.compile(r"\b(ACL_ERROR_[A-Z_]+|ACLNN_ERR_[A-Z_]+|ERR\d{5}|E[0-9A-Z]\d{4})\b"
@@ -27,6 +27,7 @@ class ErrorCode:
     cause: str
     remedy: str
     evidence: str
+    pattern: str | None = None  # a `message` entry: the text after a code it explains (a regular expression)
 
 
 def load_error_codes(path: Path) -> Mapping[str, ErrorCode]:
@@ -39,8 +40,14 @@ def load_error_codes(path: Path) -> Mapping[str, ErrorCode]:
             if code in codes:
                 raise item.error("code", f"{code} defined twice")
             value = item.integer("value", None)
+            pattern = item.string("pattern") if section == "message" else None
+            if pattern is not None:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise item.error("pattern", f"not a regular expression ({exc})") from exc
             codes[code] = ErrorCode(code, value, item.string("module", None), item.string("meaning"),
-                                    item.string("cause"), item.string("remedy"), item.string("evidence"))
+                                    item.string("cause"), item.string("remedy"), item.string("evidence"), pattern)
             item.finish()
     root.finish()
     if not codes:
@@ -99,5 +106,29 @@ def codes_in_text(text: str) -> list[str]:
 
 
 def listed_codes(codes: Mapping[str, ErrorCode]) -> list[ErrorCode]:
-    """The codes `explain --list` shows: every concrete code (not the module and class entries), sorted."""
-    return sorted((c for c in codes.values() if "*" not in c.code and c.module is None), key=lambda c: c.code)
+    """The codes `explain --list` shows: every concrete code (not the module, class and message entries), sorted."""
+    return sorted((c for c in codes.values() if "*" not in c.code and c.module is None and c.pattern is None),
+                  key=lambda c: c.code)
+
+
+def messages_in_text(codes: Mapping[str, ErrorCode], text: str) -> list[ErrorCode]:
+    """The `message` entries whose pattern the text matches (out of memory, HCCL timeouts), in file order."""
+    return [c for c in codes.values() if c.pattern is not None and re.search(c.pattern, text, re.IGNORECASE)]
+
+
+# Where a log names the operator that failed: an aclnn API ("call aclnnFlashAttentionScore failed"), or a kernel,
+# op or node name after its label ("kernel_name=FlashAttentionScore_1_mix_aiv", "op_name: Add", "[Op: Conv2D]").
+_BLAMED = re.compile(r"\b(aclnn[A-Z][A-Za-z0-9]*?)(?:GetWorkspaceSize)?\b"
+                     r"|(?:kernel[_ ]name|op[_ ]?name|op[_ ]type|node[_ ]name|opType|\[Op)\s*(?:is|=|:)?\s*\[?"
+                     r"([A-Za-z][A-Za-z0-9_]*)", re.IGNORECASE)
+
+
+def blamed_operators(text: str) -> list[str]:
+    """The operators a pasted log blames, in order, each once: aclnn APIs first as written, kernel and op names with
+    a compiled kernel's suffixes left off (FlashAttentionScore_1_mix_aiv -> FlashAttentionScore)."""
+    found: dict[str, None] = {}
+    for m in _BLAMED.finditer(text):
+        name = m.group(1) or re.sub(r"(_\d+)?(_mix_ai[cv]|_ai[cv])?(_\d+)*$", "", m.group(2))
+        if name and name.lower() not in ("is", "none", "null"):
+            found.setdefault(name, None)
+    return list(found)

@@ -122,9 +122,39 @@ def test_explain_answers_cann_e_codes_and_pasted_logs():
     pasted = runner.invoke(app, ["explain"], input=log)  # nothing on the command line: read standard input
     assert pasted.exit_code == 0, pasted.output
     blocks = pasted.output.split("\n\n")
-    assert [b.split(":")[0] for b in blocks] == ["EZ9999", "ACLNN_ERR_INNER_FIND_KERNEL_ERROR = 561003", "ERR99999"]
+    assert [b.split(":")[0] for b in blocks] == ["EZ9999", "ACLNN_ERR_INNER_FIND_KERNEL_ERROR = 561003", "ERR99999",
+                                                 "the log blames"]
+    assert blocks[-1].startswith("the log blames: aclnnAdd (called by aten::add")
     assert run("explain", "RuntimeError: error code is 999999 EQ0").exit_code == 1
     assert "no error code found" in run("explain", "nothing to see here").output
+
+
+def test_explain_answers_the_vector_core_family_the_message_after_a_code_and_the_blamed_operator():
+    """507034-507036 (raised in aclnn kernels such as FlashAttentionScore) are explained as themselves; the message
+    after an E-code whose module says little is read (out of memory; HCCL connect and execution timeouts, naming
+    HCCL_CONNECT_TIMEOUT / HCCL_EXEC_TIMEOUT); the operator a log blames is picked out, with the ATen ops calling it."""
+    for value, name in ((507034, "VECTOR_CORE_TIMEOUT"), (507035, "VECTOR_CORE_EXCEPTION"),
+                        (507036, "VECTOR_CORE_TRAP_EXCEPTION")):
+        result = run("explain", str(value))
+        assert result.exit_code == 0 and result.output.startswith(f"ACL_ERROR_RT_{name} = {value}:"), result.output
+    assert "Vector Core kernel raised an exception" in run("explain", "507035").output
+
+    memory = run("explain", "EL0004 Failed to allocate memory")
+    assert memory.exit_code == 0 and "the message says: Device memory ran out" in memory.output
+    assert "PYTORCH_NPU_ALLOC_CONF" in memory.output
+    connect = run("explain", "EJ0001 HCCL init failed: connect timeout")
+    assert "HCCL could not connect the ranks in time" in connect.output and "HCCL_CONNECT_TIMEOUT" in connect.output
+    assert "HCCL_EXEC_TIMEOUT" not in connect.output
+    execute = run("explain", "EI9999 HCCL execute timeout: notify wait timeout")
+    assert "collective waited too long" in execute.output and "raise HCCL_EXEC_TIMEOUT" in execute.output
+
+    log = ("[ERROR] RuntimeError: call aclnnFlashAttentionScore failed, error code is 507035\n"
+           "[ERROR] fault kernel_name=FlashAttentionScore_1_mix_aiv, func_name=FlashAttentionScore")
+    result = run("explain", log)
+    assert result.exit_code == 0 and "ACL_ERROR_RT_VECTOR_CORE_EXCEPTION = 507035" in result.output
+    blame = result.output.split("\n\n")[-1]
+    assert blame.startswith("the log blames: aclnnFlashAttentionScore (called by aten::")
+    assert "scaled_dot_product_attention" in blame and blame.count("FlashAttentionScore") == 1
 
 
 def test_explain_list_shows_every_concrete_code_and_the_families():
