@@ -48,3 +48,4 @@ class Assessment:
     kb_overlay: str | None = None  # the knowledge-base overlay folder used (OPASSESS_KB_DIR, the user's, --kb), if any
     # what the capture's run did not reach of the functions it entered (present-not-reached calls, costed apart)
     reach: Reach | None = None
+    torch_running: str | None = None  # the torch release opassess ran with ("2.15.0"; None: not known)

@@ -53,6 +53,16 @@ def scan_inventory(options: ScanOptions, progress: Progress = _noop) -> Inventor
     return build_inventory(info, capture)
 
 
+def installed_torch() -> str | None:
+    """The torch release installed here ('2.15.0'), read from its metadata (a source scan never imports torch)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch").split("+")[0]
+    except PackageNotFoundError:
+        return None
+
+
 def preflight(options: ScanOptions) -> None:
     """Check the configuration (weights, knowledge base, --target, --torch-npu, --source, the route's --opset and
     --quant) before any model code runs, in the process that will assess the capture: the rules that need the data
@@ -194,7 +204,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         result = estimate(scores, inventory, weights, findings, signals=signals, source=sites,
                       parallel_dimensions=options.parallel.dimensions if options.parallel else 0)
     return Assessment(
-        tool_version=__version__,
+        tool_version=__version__, torch_running=installed_torch(),
         model=replace(inventory.model, label=options.label) if options.label else inventory.model,
         capture=inventory.capture,
         inventory=inventory,
@@ -379,7 +389,8 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
         inventory = Inventory(model=model, capture=capture, operators=())
         result = estimate((), inventory, weights, source=estimate_sources(scan.findings, (), weights, scan.root),
                           model_level=False)
-    return Assessment(tool_version=__version__, model=model, capture=capture, inventory=inventory, target=product,
+    return Assessment(tool_version=__version__, torch_running=installed_torch(), model=model, capture=capture,
+                      inventory=inventory, target=product,
                       torch_version=torch_version, kb_version=kb.version, classified=(), estimate=result,
                       findings=(), weights_source=str(weights.source), seconds=seconds,
                       effort_ranges={c: (e.low, e.high) for c, e in weights.effort.categories.items()},

@@ -8,6 +8,7 @@ them, the Markdown one escapes them. Records are read by attribute (`op.likely_t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..assessment import Assessment
@@ -255,8 +256,11 @@ def _module_rows(by_module: Mapping[str, Effort], module_types: Mapping[str, str
 
 
 def _stem(source: str) -> str:
-    """'examples/resnet_like.py' -> 'resnet_like'; 'torchvision.models:resnet50' -> 'resnet50'."""
-    name = source.replace("\\", "/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    """'examples/resnet_like.py' -> 'resnet_like'; 'torchvision.models:resnet50' -> 'resnet50'; '.' (a source scan of
+    the working folder) -> the folder's name."""
+    name = source.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    if name in ("", ".", ".."):
+        name = Path(source).resolve().name
     return name[:-3] if name.endswith(".py") else (name or "report")
 
 

@@ -17,14 +17,6 @@ Gettext = Callable[[str], str]
 VERSION_WARNINGS = ("torch-newer",)  # the schema's versions.warnings[].code
 
 
-def _running_torch() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    return str(torch.__version__).split("+")[0]
-
-
 def _texts(assessment: Assessment) -> Iterable[str]:
     for finding in assessment.findings:
         yield finding.title
@@ -35,8 +27,7 @@ def _texts(assessment: Assessment) -> Iterable[str]:
             yield op.replacement
 
 
-def versions_doc(assessment: Assessment, releases: Releases | None = None,
-                 running: str | None = None) -> dict[str, Any]:
+def versions_doc(assessment: Assessment, releases: Releases | None = None) -> dict[str, Any]:
     """The `versions` part of the JSON report."""
     table = releases or load_releases()
     line = parse_version(assessment.torch_version)
@@ -44,7 +35,7 @@ def versions_doc(assessment: Assessment, releases: Releases | None = None,
     stated = table.newest_stated()
     texts = list(_texts(assessment))
     needs = [r for r in table.requirements if any(r.used_in(t) for t in texts)]
-    running = running if running is not None else _running_torch()
+    running = assessment.torch_running
     warnings = []
     newest = table.newest_torch()
     if running and parse_version(running) > newest:

@@ -226,3 +226,22 @@ def test_train_flag_reports_the_step_in_every_human_format(tmp_path):
     header, *rows = csv.read_text().splitlines()
     assert "step" in header.split(",") and "backward_aten" in header.split(",")
     assert any(row.startswith("torch.optim.AdamW.step,optimizer") and ",optimizer," in row for row in rows)
+
+
+def test_help_shows_the_extras_and_the_hugging_face_options():
+    """Help text is plain: 'opassess[ray]' keeps its brackets (rich markup would eat them as a style)."""
+    scan_help = runner.invoke(app, ["scan", "--help"], env={"COLUMNS": "200"}).output
+    assert "opassess[ray]" in scan_help and "opassess[onnx]" in scan_help
+    for option in ("--task", "--seq-len", "--batch-size", "--trust-remote-code"):
+        assert option in scan_help
+    assert "config.json" in scan_help
+
+
+def test_the_source_hint_names_a_real_file(tmp_path, monkeypatch):
+    project = tmp_path / "myproject"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    monkeypatch.chdir(project)
+    result = runner.invoke(app, ["source", "."])
+    assert result.exit_code == 0, result.output
+    assert "-o myproject.html" in result.output and "..html" not in result.output

@@ -164,7 +164,7 @@ def scrubbed(assessment: Assessment) -> Assessment:
                       attempts=tuple(replace(a, seconds=0.0) for a in assessment.capture.attempts))
     inventory = replace(assessment.inventory, capture=capture)
     return replace(assessment, tool_version="VERSION", kb_version="KB-VERSION", capture=capture, inventory=inventory,
-                   weights_source="weights.toml", seconds={})
+                   weights_source="weights.toml", seconds={}, torch_running=None)
 
 
 # A model whose class and module names are markup: a report that runs them is an injection hole.
