@@ -101,7 +101,7 @@ class SignatureChecks:
                 verdicts: dict[str, AtenVerdict]) -> None:
         """The data-carrying tensor's dtype: kernel facts for the product, then the API page (kb/evidence.py)."""
         dtype = next((d for d in sig.input_dtypes if d), None)
-        if dtype is None:
+        if dtype is None or not op.aten:  # no ATen op ran (nn.Identity, Dropout in eval): no kernel reads the data
             return
         borrower = self.kb.rules.options_only_of(op.key)
         if borrower is not None:

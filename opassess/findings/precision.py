@@ -54,7 +54,7 @@ def precision_findings(survey: Survey) -> list[Finding]:
     findings = []
     for operator in survey.inventory.operators:
         floating = [n for n in operator.nodes if FLOAT_DTYPES.intersection((*n.input_dtypes, *n.output_dtypes))]
-        if not floating:
+        if not floating or not operator.aten:  # no ATen op ran (nn.Identity): nothing on the device takes a dtype
             continue
         if dtype is not None:
             allowed = _allowed_dtypes(survey.kb, operator.key, floating[0].attrs, survey.product,

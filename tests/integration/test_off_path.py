@@ -71,3 +71,23 @@ def test_bf16_detectors_are_scanned_when_the_cpu_has_no_bf16_nms(file, kb):
     nms = verdicts(inventory, kb, "A2")["torchvision::nms"]
     assert {d for s in nms.operator.signatures for d in s.input_dtypes if d} == {"bfloat16"}
     assert nms.category == "param-converted"  # torch_npu.npu_nms_v4 replaces it, as in float32
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_identity_dispatches_nothing_and_never_drives_a_precision_decision_on_310p(dtype):
+    pytest.importorskip("timm")
+    from opassess.pipeline import assess
+    from opassess.report import build_view
+
+    # timm's ViT keeps nn.Identity where a layer is off; the 310P API page lists float32 only for it, but Identity
+    # runs no operator: it is zero-cost, and float16 (that card's native inference dtype) needs no plan at all
+    options = ScanOptions(target=str(MODELS / "timm_models.py"), entry="vit", dtype=dtype, product="310P")
+    document = build_view(assess(options)).document
+    identity = next(o for o in document["operators"] if o["op"] == "torch.nn.Identity")
+    assert (identity["category"], identity["aten"], identity["cost"]) == ("direct", [], "zero-cost")
+    assert "dtype" not in {r["code"] for r in identity["reasons"]}
+    decisions = document["summary"]["decisions"]
+    assert all("torch.nn.Identity" not in d["operators"] for d in decisions)
+    assert not any("Identity" in f["title"] and "documents" in f["title"] for f in document["findings"])
+    if dtype == "float16":
+        assert not any(d["name"] == "precision" for d in decisions)
