@@ -178,6 +178,7 @@ class OutputOptions:
     baseline: Path | None = None  # an earlier JSON report to compare with (--baseline)
     fail_on_new: bool = False  # gate only what changed since the baseline
     handoff: Path | None = None  # the folder of the custom-dev hand-offs (--handoff)
+    patch: Path | None = None  # the unified diff of the safe rewrites of the project's files (--patch)
 
     def __post_init__(self) -> None:
         if self.fail_on_new and self.baseline is None:

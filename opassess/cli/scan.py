@@ -36,6 +36,7 @@ from .options import (
     MaxRisk,
     NoGraphMode,
     Opset,
+    PatchFile,
     Profile,
     Quant,
     Quiet,
@@ -147,6 +148,7 @@ def scan(
     handoff: Annotated[Path | None, typer.Option(
         help="Write hand-offs to this directory: per custom-dev operator a runnable reproduction and a ticket "
              "skeleton, and the list of operators to verify numerically.")] = None,
+    patch: PatchFile = None,
     kb: KbFolder = None,
     source: Annotated[list[Path] | None, typer.Option(
         "--source", help="Also scan this folder or file statically for GPU-specific code (CUDA APIs, kernel "
@@ -205,7 +207,7 @@ def scan(
         policy = build_policy(fail_on, max_person_days, max_risk, graph_backend, max_person_days_at)
         graph_mode = graph_mode_value(graph_mode, no_graph_mode, fail_on)
         out = OutputOptions(fmt=fmt, output=output, templates=templates, quiet=quiet, baseline=baseline,
-                            fail_on_new=fail_on_new, handoff=handoff)
+                            fail_on_new=fail_on_new, handoff=handoff, patch=patch)
         if executor not in ("local", "ray"):
             raise typer.BadParameter("expected local or ray", param_hint="'--executor'")
         if ray_address is not None and executor != "ray":
@@ -240,9 +242,10 @@ def scan(
             if label is not None:
                 raise typer.BadParameter("names one model; a portfolio names each model by its file",
                                          param_hint="'--label'")
-            if handoff is not None:
-                raise typer.BadParameter("writes one model's hand-offs; scan the models one by one",
-                                         param_hint="'--handoff'")
+            for name, value in (("--handoff", handoff), ("--patch", patch)):
+                if value is not None:
+                    raise typer.BadParameter("writes one model's files; scan the models one by one",
+                                             param_hint=f"'{name}'")
             _scan_portfolio(targets, options, out, policy, jobs=jobs, timeout=timeout, memory_limit=memory_limit,
                             resume=resume, executor=executor, ray_address=ray_address)
         else:
@@ -280,6 +283,7 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
     # Paths are resolved before any model code runs: a model's os.chdir() cannot move them.
     written_to = output if output in (None, "-") else os.path.abspath(output)
     handoff_dir = None if out.handoff is None else Path(os.path.abspath(out.handoff))
+    patch_roots = [Path(os.path.abspath(p)) for p in (*options.source, options.target.split(":")[0])]
     model_file = Path(os.path.abspath(options.target.split(":")[0]))  # the hand-offs find it relative to themselves
     options = dataclasses.replace(options, weights=_absolute(options.weights), kb_dir=_absolute(options.kb_dir))
     if run is not None or in_process():  # OPASSESS_IN_PROCESS=1: for a debugger; model output still goes to stderr
@@ -307,6 +311,10 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
         written = write_handoffs(view.document, handoff_dir, model_file)
         if not out.quiet:
             typer.echo(f"opassess: wrote {len(written)} hand-off file(s) to {out.handoff}", err=True)
+    if out.patch is not None:
+        from .patch import write_patch
+
+        write_patch(view.document, out.patch, patch_roots, out.quiet)
     _finish_ci(after, diff, out, breaches, options.language)
 
 

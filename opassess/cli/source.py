@@ -19,6 +19,7 @@ from .options import (
     MaxPersonDays,
     MaxPersonDaysAt,
     MaxRisk,
+    PatchFile,
     Profile,
     Quiet,
     Target,
@@ -53,6 +54,7 @@ def source_command(
     baseline: Baseline = None,
     fail_on_new: FailOnNew = False,
     quiet: Quiet = False,
+    patch: PatchFile = None,
     lang: Lang = None,
     label: Label = None,
     debug: Debug = False,
@@ -73,7 +75,7 @@ def source_command(
                                      "runs nothing)", param_hint="'--fail-on graph-break'")
         policy = build_policy(fail_on, max_person_days, max_risk, percentile=max_person_days_at)
         out = OutputOptions(fmt=fmt, output=output, templates=templates, quiet=quiet, baseline=baseline,
-                            fail_on_new=fail_on_new)
+                            fail_on_new=fail_on_new, patch=patch)
         given = tuple(str(p) for p in paths)
         options = ScanOptions(target=given[0], product=product, torch_npu=torch_npu, weights=weights, kb_dir=kb,
                               label=label, language=report_language(lang), profile=profile, source=given)

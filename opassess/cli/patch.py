@@ -1,0 +1,32 @@
+"""`--patch FILE.diff` on `scan` and `source`: the safe rewrites of the project's files (source/patch.py), written."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def _root(document: Mapping[str, Any], candidates: Sequence[Path]) -> Path:
+    """The folder the findings' paths are relative to: the report's source root, else the first folder given (or the
+    folder of a file given) that holds every Python file the findings name."""
+    findings = [f for f in document.get("source_findings") or () if f["file"].endswith(".py")]
+    source = document.get("source") or {}
+    roots = [Path(source["root"])] if source.get("root") else []
+    roots += [c if c.is_dir() else c.parent for c in candidates]
+    return next((r for r in roots if all((r / f["file"]).is_file() for f in findings)), roots[0] if roots
+                else Path.cwd())
+
+
+def write_patch(document: Mapping[str, Any], destination: Path, candidates: Sequence[Path], quiet: bool) -> None:
+    """Write the unified diff (empty when nothing is safe to rewrite) and say how many sites it covers."""
+    from ..output import write_output
+    from ..source.facts import load_source_facts
+    from ..source.patch import project_patch
+
+    text, done, left = project_patch(document.get("source_findings") or (), _root(document, candidates),
+                                     load_source_facts())
+    write_output(text, destination, "the patch")
+    if not quiet:
+        typer.echo(f"opassess: wrote {destination}: {done} site(s) rewritten, {left} left as advice", err=True)

@@ -1,0 +1,106 @@
+"""`--patch FILE.diff` (source/patch.py): the safe rewrites of a GPU project as a unified diff, applied to a copy of
+the project with `patch -p1`, then scanned again: fewer non-direct items, nothing new, each hunk commented with the
+finding it resolves, and the unsafe sites (a flash-attn call with softcap, a bf16 GradScaler) left as advice."""
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import textwrap
+
+from typer.testing import CliRunner
+
+from opassess.cli import app
+from opassess.source import scan_sources
+
+runner = CliRunner()
+
+TRAIN = '''\
+import os
+import torch
+import torch.distributed as dist
+from flash_attn import flash_attn_func
+from apex.optimizers import FusedAdam
+
+
+class Block(torch.nn.Module):
+    def forward(self, q, k, v):
+        return flash_attn_func(q, k, v, causal=True, window_size=(256, 0))
+
+
+def capped(q, k, v):
+    import flash_attn
+    return flash_attn.flash_attn_func(q, k, v, softcap=30.0)
+
+
+def main():
+    dist.init_process_group("nccl")
+    device = torch.device("cuda:0")
+    model = Block().cuda()
+    x = torch.randn(2, 16, 4, 8, device="cuda")
+    opt = FusedAdam(model.parameters(), lr=1e-3)
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        y = model(x, x, x)
+    scaler.scale(y.sum()).backward()
+    opt.step()
+'''
+
+
+def _key(f) -> tuple[str, str, str]:
+    return f.file, f.kind, f.subject
+
+
+def test_the_patch_applies_and_the_rescan_has_fewer_non_direct_items_and_nothing_new(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text(TRAIN)
+    (project / "notes.md").write_text("not Python: never touched\n")
+    before = scan_sources(project)
+    result = runner.invoke(app, ["source", str(project), "--patch", str(tmp_path / "npu.diff"), "-f", "json",
+                                 "-o", str(tmp_path / "report.json")])
+    assert result.exit_code == 0, result.output
+    diff = (tmp_path / "npu.diff").read_text()
+    assert diff.startswith("--- a/train.py\n+++ b/train.py\n") and "notes.md" not in diff
+    assert "site(s) rewritten" in result.output
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    subprocess.run(["patch", "-p1", "--quiet", "-i", str(tmp_path / "npu.diff")], cwd=copy, check=True)
+    patched = (copy / "train.py").read_text()
+    ast.parse(patched)  # still Python
+    assert "import torch_npu  # noqa: F401" in patched and "from flash_attn import" not in patched
+    assert 'dist.init_process_group("hccl")' in patched and 'torch.device("npu:0")' in patched
+    assert "model = Block().npu()" in patched and 'device="npu")' in patched
+    assert "opt = torch_npu.optim.NpuFusedAdam(model.parameters(), lr=1e-3)" in patched
+    # the flash-attn call with its mapped arguments and the mask it needs, above it the finding it resolves
+    block = patched.split("def forward(self, q, k, v):\n")[1].split("\n\n")[0]
+    assert block.splitlines()[0].strip().startswith("# opassess: flash_attn.flash_attn_func -> "
+                                                    "torch_npu.npu_fusion_attention (third_party_kernel_libs.tsv:3)")
+    assert "atten_mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=q.device), diagonal=1)" in block
+    assert "sparse_mode=4, pre_tockens=256, next_tockens=0)[0]" in block
+    # unsafe: softcap has no counterpart (the call stays), the bf16 GradScaler needs no NPU scaler (advice)
+    assert "flash_attn.flash_attn_func(q, k, v, softcap=30.0)" in patched
+    assert "scaler = torch.cuda.amp.GradScaler()" in patched
+    after = scan_sources(copy)
+    non_direct = [f for f in before.findings if str(f.category) != "direct"]
+    non_direct_after = [f for f in after.findings if str(f.category) != "direct"]
+    assert len(non_direct_after) < len(non_direct)
+    assert {_key(f) for f in non_direct_after} <= {_key(f) for f in non_direct}  # nothing new to do
+    # what is new is the same call seen as an API now that its 'nccl' / 'cuda' literal is gone: direct, no work
+    assert {(_key(f), str(f.category)) for f in after.findings if _key(f) not in {_key(b) for b in before.findings}} \
+        == {(("train.py", "gpu-api", "torch.distributed.init_process_group"), "direct"),
+            (("train.py", "gpu-api", "torch.autocast"), "direct")}
+
+
+def test_a_project_with_nothing_safe_to_rewrite_gets_an_empty_patch(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "k.py").write_text(textwrap.dedent("""\
+        import flash_attn
+        def f(q, k, v, s):
+            return flash_attn.flash_attn_func(q, k, v, softcap=s)
+        """))
+    result = runner.invoke(app, ["source", str(project), "--patch", str(tmp_path / "p.diff"), "-q",
+                                 "-o", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "p.diff").read_text() == ""
