@@ -49,3 +49,4 @@ class Assessment:
     # what the capture's run did not reach of the functions it entered (present-not-reached calls, costed apart)
     reach: Reach | None = None
     torch_running: str | None = None  # the torch release opassess ran with ("2.15.0"; None: not known)
+    sandbox: str | None = None  # what confined the worker ('landlock-abi7+network-namespace', 'off'); None: none ran

@@ -122,8 +122,12 @@ class ScanOptions:
     seq_len: int | None = None
     batch_size: int = 1
     trust_remote_code: bool = False
+    # The worker's sandbox (isolation/sandbox.py): "auto" (what the kernel offers), "require" (fail without one), "off"
+    sandbox: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.sandbox not in ("auto", "require", "off"):
+            raise UsageError("expected auto, require or off", option="--sandbox")
         if self.device not in DEVICES:
             raise UsageError(f"expected {' or '.join(DEVICES)}", option="--device")
         if self.amp is not None and self.amp not in AMP_DTYPES:

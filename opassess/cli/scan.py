@@ -191,6 +191,12 @@ def scan(
     seq_len: SeqLen = None,
     batch_size: BatchSize = 1,
     trust_remote_code: TrustRemoteCode = False,
+    sandbox: Annotated[str, typer.Option(
+        help="The model's worker on Linux: auto (the file system read-only but a private temporary folder, and no "
+             "network, with Landlock where the kernel has it, else unprivileged user, mount and network namespaces; "
+             "the JSON report's 'sandbox' says which applied), require (fail where neither is available), off. It "
+             "keeps a model from changing files and reaching the network, not from reading your files or faking "
+             "its own capture.")] = "auto",
     quiet: Quiet = False,
     lang: Lang = None,
     label: Label = None,
@@ -228,7 +234,7 @@ def scan(
             graph_mode=graph_mode, graph_backend=graph_backend,
             parallel=ParallelLayout.parse(parallel) if parallel else None, global_batch=global_batch,
             gpu_baseline=gpu_baseline, match_gpus=match_gpus,
-            task=task, seq_len=seq_len, batch_size=batch_size, trust_remote_code=trust_remote_code,
+            task=task, seq_len=seq_len, batch_size=batch_size, trust_remote_code=trust_remote_code, sandbox=sandbox,
         )
         if gpu_baseline:  # an unknown GPU is bad usage before any model runs
             from ..perf.gpu import gpu_entry

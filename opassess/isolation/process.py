@@ -281,6 +281,7 @@ class Job:
         self.begun: float | None = None
         self.start_up: float | None = None  # seconds from this process's start to the job's (set by a single scan)
         self.pinned: Any = None  # the inputs read before the model ran (inputs.Pinned), verified after it
+        self.sandbox: Any = None  # a single scan's (what its sandbox applies, what removes its private folder)
         self.ended: int | None = None
         self.result: tuple[str, object] | None = None
         self.violation: str | None = None

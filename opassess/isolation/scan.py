@@ -8,6 +8,7 @@ OPASSESS_IN_PROCESS=1 runs the model in the CLI process instead, for a debugger 
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing
 import os
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..options import IN_PROCESS_ENV
 from .process import Job
+from .sandbox import prepared
 
 if TYPE_CHECKING:
     from ..options import ScanOptions
@@ -45,6 +47,8 @@ def start_assessment(options: ScanOptions, *, timeout: float, debug: bool, templ
         for name in PRELOAD:
             importlib.import_module(name)
     pinned = pin_inputs(options, templates, extra)  # a bad --weights, --kb, --target or --source fails here
+    sandbox = contextlib.ExitStack()
+    plan = sandbox.enter_context(prepared(options.sandbox))  # --sandbox require fails here, before any model code
     context: ForkContext | ForkServerContext = multiprocessing.get_context("fork")
     where = None
     if options.train and not _autograd_forks_cleanly():  # then a worker of a fresh forkserver runs the step
@@ -52,10 +56,15 @@ def start_assessment(options: ScanOptions, *, timeout: float, debug: bool, templ
         context.set_forkserver_preload(list(PRELOAD))
         where = (os.getcwd(), dict(os.environ), tuple(sys.path))
     start = process_age()  # the run so far: interpreter start, imports, checks (the report's seconds['start'])
-    job = Job(context, capture_body, (options, WorkerSetup(where=where, debug=debug)),
-              name=f"opassess-{Path(options.target).stem}", timeout=timeout)
+    try:
+        job = Job(context, capture_body, (options, WorkerSetup(where=where, debug=debug, sandbox=plan)),
+                  name=f"opassess-{Path(options.target).stem}", timeout=timeout)
+    except BaseException:
+        sandbox.close()
+        raise
     job.start_up = start
     job.pinned = pinned
+    job.sandbox = (plan.applied, sandbox)
     return job
 
 
@@ -83,11 +92,13 @@ def finish_assessment(job: Job, options: ScanOptions, progress: Callable[[str], 
     from .inputs import verify
 
     job.on_progress = progress
+    applied, sandbox = job.sandbox
     try:
         outcome = job.wait()
     finally:
         job.stop()  # interrupted or terminated: no worker left behind
-    assessment = assess_outcome(outcome, options, options.target, progress, job.start_up, job.pinned)
+        sandbox.close()  # nor its private folder
+    assessment = assess_outcome(outcome, options, options.target, progress, job.start_up, job.pinned, applied)
     if job.pinned is not None:
         verify(job.pinned)  # what it rests on is what was read before the model ran, or there is no verdict
     return build_view(assessment, options.language)

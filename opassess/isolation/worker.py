@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from .. import errors
 from .process import Channel, Outcome, WorkerFailed
+from .sandbox import Plan, apply, refused
 from .wire import BadCapture, decode_capture, decode_onnx, encode_capture
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class WorkerSetup:
     where: tuple[str, Mapping[str, str], tuple[str, ...]] | None = None
     memory_cap: int = 0
     debug: bool = False
+    sandbox: Plan | None = None  # what the worker applies before the model runs (sandbox.py); None: nothing
 
 
 def _mapped_bytes() -> int:
@@ -91,6 +93,13 @@ def capture_body(options: ScanOptions, setup: WorkerSetup, channel: Channel) -> 
 
     cap_memory(setup.memory_cap)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
+    if setup.sandbox is not None:
+        try:
+            apply(setup.sandbox)  # before any model code: its files and the network are out of reach from here
+        except OSError as exc:
+            channel.send("failed", f"the sandbox ({setup.sandbox.applied}) could not be applied: {exc}"[:10_000])
+            channel.close()
+            return
     channel.send("begun")  # the timeout counts from here, not from the worker's start-up
     payload: dict[str, object] | str
     try:
@@ -107,6 +116,8 @@ def capture_body(options: ScanOptions, setup: WorkerSetup, channel: Channel) -> 
         else:
             name = type(exc).__name__ if isinstance(exc, errors.OpassessError) else "InternalError"
             text = str(exc) if isinstance(exc, errors.OpassessError) else f"{type(exc).__name__}: {exc}"
+            if setup.sandbox is not None and setup.sandbox.applied != "off":
+                text += refused(exc)
             kind, payload = "error", {"type": name, "message": text[:100_000]}
     except BaseException as exc:  # noqa: BLE001 - sys.exit(0) or a stray KeyboardInterrupt in model code
         kind, payload = "failed", f"the model raised {type(exc).__name__}({exc}) instead of returning"[:10_000]
@@ -158,7 +169,7 @@ def worker_seconds(outcome: Outcome, seconds: dict[str, float], start: float | N
 
 def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
                    progress: Callable[[str], None] | None = None, start: float | None = None,
-                   pinned: Pinned | None = None) -> Assessment:
+                   pinned: Pinned | None = None, sandbox: str | None = None) -> Assessment:
     """The Assessment the parent builds from a worker's outcome (from the `pinned` inputs: inputs.py); the worker's
     error raised again; WorkerFailed naming the target when the worker failed or sent something that is not a
     capture."""
@@ -174,8 +185,10 @@ def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
             raise WorkerFailed(f"{target}: {exc}") from None
         seconds = worker_seconds(outcome, seconds, start)
         info = _named_here(info, options)
-        return assess_capture(options, info, capture, seconds, progress or (lambda _text: None), onnx_export=export,
-                              pinned=None if pinned is None else (pinned.kb, pinned.weights, pinned.recorded()))
+        assessment = assess_capture(options, info, capture, seconds, progress or (lambda _text: None),
+                                    onnx_export=export,
+                                    pinned=None if pinned is None else (pinned.kb, pinned.weights, pinned.recorded()))
+        return assessment if sandbox is None else replace(assessment, sandbox=sandbox)
     if outcome.status == "error":
         raise _error(cast("Mapping[str, str]", outcome.payload))  # Job._take admits only {type, message} strings
     raise WorkerFailed(f"{target}: {outcome.payload}")

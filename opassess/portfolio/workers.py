@@ -27,6 +27,7 @@ from ..ci.policy import evaluate
 from ..errors import OpassessError
 from ..isolation import Job, Outcome, WorkerFailed, stop_helpers
 from ..isolation.process import POLL
+from ..isolation.sandbox import prepared
 from ..isolation.worker import PRELOAD, WorkerSetup, assess_outcome, capture_body
 from ..options import ScanOptions
 from .records import ModelResult, PortfolioEvent, PortfolioOptions
@@ -69,7 +70,7 @@ def warm_assessor(options: PortfolioOptions) -> None:
 
 
 def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioOptions,
-                   restore: Callable[[str], str] = str) -> tuple[str, Any]:
+                   restore: Callable[[str], str] = str, sandbox: str | None = None) -> tuple[str, Any]:
     """In the parent: ('ok', {format: text}) from the worker's checked capture (classified, scored and rendered
     here), or ('failed', cause). `restore` maps a Ray node's paths in the capture back to the driver's."""
     from ..ci.snapshot import read_snapshot
@@ -78,7 +79,7 @@ def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioO
     if outcome.status == "ok":
         outcome = replace(outcome, payload=json.loads(restore(json.dumps(outcome.payload))))
     try:
-        view = build_view(assess_outcome(outcome, options, options.target), options.language)
+        view = build_view(assess_outcome(outcome, options, options.target, sandbox=sandbox), options.language)
         context = RenderContext(breaches=evaluate(read_snapshot(view.document), portfolio.policy))
         formats = ("json", *(f for f in portfolio.formats if f != "json"))
         return "ok", {fmt: render_view(view, fmt, context) for fmt in formats}
@@ -155,7 +156,9 @@ class LocalWorkers:
             notify: Callable[[PortfolioEvent], None], done: int, total: int) -> None:
         """Start, watch and collect the workers; an interruption leaves no worker behind."""
         context = _context(preload_for([m.target for m in pending]))
-        setup = worker_setup(options, len(pending))
+        sandbox = contextlib.ExitStack()
+        plan = sandbox.enter_context(prepared(options.scan.sandbox))  # the workers' private folders, removed at end
+        setup = replace(worker_setup(options, len(pending)), sandbox=plan)
         queue = list(pending)
         running: list[tuple[ModelTarget, Job]] = []
         warm = False
@@ -176,7 +179,8 @@ class LocalWorkers:
                     if outcome is None:
                         continue
                     running.remove((model, job))
-                    status, payload = render_outcome(outcome, model.scan_options(options.scan), options)
+                    status, payload = render_outcome(outcome, model.scan_options(options.scan), options,
+                                                     sandbox=plan.applied)
                     ok = status == "ok"
                     finish(model, ModelResult(model.target, model.name, status, None if ok else payload, (),
                                               outcome.seconds), payload if ok else None)
@@ -190,6 +194,7 @@ class LocalWorkers:
         finally:
             for _, job in running:
                 job.stop()
+            sandbox.close()
 
 
 def warm_context(preload: Sequence[str]):
@@ -211,10 +216,11 @@ def capture_in_worker(options: ScanOptions, setup: WorkerSetup, timeout: float, 
     (default: one preloading what the model file imports); `starting`: a lock held while the worker is started (a
     node's scanner starts workers from several threads)."""
     context = context or _context(preload_for([options.target]))
-    with starting or contextlib.nullcontext():
-        job = Job(context, capture_body, (options, setup), name=f"opassess-{Path(options.target).stem}",
-                  timeout=timeout)
-    try:
-        return job.wait()
-    finally:
-        job.stop()  # cancelled or interrupted: leave no worker behind
+    with prepared(options.sandbox) as plan:  # the worker's private folder, removed once it has ended
+        with starting or contextlib.nullcontext():
+            job = Job(context, capture_body, (options, replace(setup, sandbox=plan)),
+                      name=f"opassess-{Path(options.target).stem}", timeout=timeout)
+        try:
+            return job.wait()
+        finally:
+            job.stop()  # cancelled or interrupted: leave no worker behind

@@ -238,6 +238,7 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "torch_npu": assessment.torch_version,
         "kb_version": assessment.kb_version,
         "weights_source": portable(assessment.weights_source),
+        "sandbox": assessment.sandbox,
         "inputs": {"overlay": assessment.kb_overlay,
                    "files": [{"path": f.path, "sha256": f.sha256} for f in assessment.inputs]},
         "operators": [_operator_doc(r, assessment.graph_mode, assessment.performance, roots) for r in rows],

@@ -72,7 +72,7 @@ def _one_line(stderr: str) -> str:
 def test_an_overlay_written_at_import_is_an_error_naming_it_and_no_verdict(tmp_path):
     overlay = tmp_path / "kb"
     overlay.mkdir()
-    done = _scan(tmp_path, OVERLAY_AT_IMPORT, "--fail-on", "custom-dev",
+    done = _scan(tmp_path, OVERLAY_AT_IMPORT, "--fail-on", "custom-dev", "--sandbox", "off",
                  env={"OPASSESS_KB_DIR": str(overlay)})
     assert done.returncode == 1, done.stderr
     assert done.stdout == ""  # no report
@@ -84,7 +84,7 @@ def test_an_overlay_file_rewritten_by_the_model_is_an_error_naming_it(tmp_path):
     overlay = tmp_path / "kb"
     overlay.mkdir()
     (overlay / "verified.json").write_text(json.dumps({"format": 1, "kind": "verified", "entries": {}}))
-    done = _scan(tmp_path, OVERLAY_AT_IMPORT, "--fail-on", "custom-dev",
+    done = _scan(tmp_path, OVERLAY_AT_IMPORT, "--fail-on", "custom-dev", "--sandbox", "off",
                  env={"OPASSESS_KB_DIR": str(overlay)})
     assert done.returncode == 1, done.stderr
     assert f"{overlay / 'verified.json'}: an input the verdict rests on changed while the model ran" \
@@ -94,7 +94,8 @@ def test_an_overlay_file_rewritten_by_the_model_is_an_error_naming_it(tmp_path):
 def test_weights_rewritten_during_the_forward_are_an_error_naming_the_file(tmp_path):
     weights = tmp_path / "weights.toml"
     weights.write_text("")
-    done = _scan(tmp_path, WEIGHTS_IN_FORWARD, "--weights", str(weights), "--max-person-days", "5")
+    done = _scan(tmp_path, WEIGHTS_IN_FORWARD, "--weights", str(weights), "--max-person-days", "5",
+                 "--sandbox", "off")
     assert done.returncode == 1, done.stderr
     assert done.stdout == ""
     assert f"{weights}: an input the verdict rests on changed while the model ran" in _one_line(done.stderr)
@@ -126,7 +127,8 @@ def test_in_a_portfolio_an_overlay_written_by_a_model_is_an_error_naming_it(tmp_
     models.mkdir()
     (models / "writer.py").write_text(OVERLAY_AT_IMPORT)
     (models / "plain.py").write_text(PLAIN)
-    result = CliRunner().invoke(app, ["scan", str(models), "-o", str(tmp_path / "out"), "-q"])
+    result = CliRunner().invoke(app, ["scan", str(models), "-o", str(tmp_path / "out"), "-q",
+                                      "--sandbox", "off"])
     assert result.exit_code == 1, result.output
     assert f"{overlay / 'verified.json'}: appeared while the model ran" in result.output
 

@@ -22,7 +22,8 @@ from tests.isolation.processes import GOOD, gone, gone_tagged, hostile, needs_pr
 runner = CliRunner()
 
 def scan(*args):
-    return runner.invoke(app, ["scan", *map(str, args)])
+    # the models write their pids for the test to check: the sandbox (test_sandbox.py) would refuse that
+    return runner.invoke(app, ["scan", *map(str, args), "--sandbox", "off"])
 
 
 def lines(result) -> list[str]:
@@ -121,7 +122,8 @@ def test_in_a_portfolio_killing_the_parent_or_the_group_spares_the_good_model(mo
     model_file(hostile("os.kill(os.getppid(), 9)\ntime.sleep(30)"), "parent_killer.py")
     model_file(hostile("os.killpg(0, 9)"), "group_killer.py")
     out = tmp_path / "reports"
-    result = runner.invoke(app, ["scan", str(tmp_path), "-o", str(out), "--jobs", "3", "--timeout", "60"])
+    result = runner.invoke(app, ["scan", str(tmp_path), "-o", str(out), "--jobs", "3", "--timeout", "60",
+                                 "--sandbox", "off"])  # (the models write their pids)
     assert result.exit_code == 1, result.output
     assert (out / "good.json").is_file() and (out / "portfolio.md").is_file()
     summary = [line for line in lines(result) if " models, " in line]
