@@ -85,7 +85,11 @@ def ai_cpu_fix(kernels: Sequence[Kernel], atens: Sequence[str], op: Mapping[str,
                         f"({api}'s documented dtypes on {product})", "; ".join(verdict.evidence[:2]))
     if op is not None and op.get("replacement"):
         return f"use {op['replacement']} (the report's replacement for {op['op']})", "the scan report"
-    return None, "no fact names an AI Core path for these inputs"
+    what = f"{ktype or 'the kernel'}" + (f" on {', '.join(dtypes)}" if dtypes else "")
+    return (f"no fact names an AI Core path for {what}: rerun it alone with the inputs cast to float16 / float32 and "
+            f"contiguous (the AI CPU is often the fallback for int64, float64 or an unsupported layout); if it stays "
+            f"on the AI CPU, express it with ops that have AI Core kernels or write one (custom-dev)",
+            "msprof-analyze's AI CPU rule (no per-dtype fact for this kernel)")
 
 
 def placement_checks(matches: Sequence[Match], operators: Sequence[Mapping[str, Any]], product: str,

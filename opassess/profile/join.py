@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ..datafile import TomlTable
+from ..errors import KnowledgeBaseError
 from ..kb import kernels as kernel_facts
+from ..resources import data_path
 from .read import Kernel
 
 _API = re.compile(r"^(aclnn[A-Za-z0-9]+?)(?:_|$)")
@@ -34,7 +37,7 @@ class Match:
 
     kernel: Kernel
     op: int | None
-    rule: str  # 'aclnn-name', 'cann-op', 'type', or for an unmatched kernel 'unmatched'
+    rule: str  # 'aclnn-name', 'cann-op', 'type', 'kernel-type', or for an unmatched kernel 'unmatched'
     why: str  # unmatched: the reason; matched: how (aclnnAddmm -> aten::addmm)
     shape_match: bool | None  # the kernel's input shapes include a captured signature's (None: no shapes)
     atens: tuple[str, ...] = ()  # the ATen base names the join went through (empty for a CANN-op match)
@@ -54,6 +57,20 @@ def api_to_aten() -> Mapping[str, frozenset[str]]:
         for api in entry.get("apis") or ():
             inverse[api].add(overload.partition(".")[0])
     return {api: frozenset(names) for api, names in inverse.items()}
+
+
+@lru_cache(maxsize=1)
+def kernel_types() -> Mapping[str, tuple[frozenset[str], str]]:
+    """CANN op type -> (the ATen base names whose NPU kernels launch it, the evidence): data/kernel_types.toml."""
+    root = TomlTable.of_file(data_path("kernel_types.toml"), "kernel-type file", KnowledgeBaseError)
+    found: dict[str, tuple[frozenset[str], str]] = {}
+    for row in root.tables("type"):
+        entry = (frozenset(row.strings("aten")), row.string("evidence"))
+        for ktype in row.strings("types"):
+            found[ktype] = entry
+        row.finish()
+    root.finish()
+    return found
 
 
 class OperatorIndex:
@@ -79,29 +96,27 @@ class OperatorIndex:
 
 
 def _candidates(kernel: Kernel, index: OperatorIndex) -> tuple[list[int], str, str, frozenset[str]]:
-    """(candidate operator indexes, rule, how or why-not, the ATen base names joined through)."""
+    """(candidate operator indexes, rule, how or why-not, the ATen base names joined through): by its aclnn API name;
+    else, whatever its name prefix, by what it did: its type (a CANN op the report names, an aclnn<Type> API, an
+    ATen op, a kernel type of data/kernel_types.toml) with its input shapes."""
     apis = api_to_aten()
     found = _API.match(kernel.name)
+    not_by_name = ""
     if found:
         api = found.group(1)
         atens = apis.get(api)
         if atens is None:
-            return [], "unmatched", f"{api} is not in the knowledge base's ATen -> aclnn map (op-plugin)", frozenset()
-        ops = index.dispatching(atens)
-        if ops:
-            return ops, "aclnn-name", f"{api} -> aten::{', aten::'.join(sorted(atens))}", atens
-        why = f"{api} runs aten::{', aten::'.join(sorted(atens))}; no operator of the report dispatches it"
-        return [], "unmatched", why, atens
+            not_by_name = f"{api} is not in the knowledge base's ATen -> aclnn map (op-plugin)"
+        elif index.dispatching(atens):
+            return index.dispatching(atens), "aclnn-name", f"{api} -> aten::{', aten::'.join(sorted(atens))}", atens
+        else:
+            not_by_name = f"{api} runs aten::{', aten::'.join(sorted(atens))}; no operator of the report dispatches it"
+    by_type = _by_type(kernel, index)
+    if by_type is not None:
+        return by_type
+    if not_by_name:
+        return [], "unmatched", not_by_name, apis.get(found.group(1), frozenset()) if found else frozenset()
     ktype = kernel.type or ""
-    if ktype and index.by_cann.get(ktype):
-        return list(index.by_cann[ktype]), "cann-op", f"CANN op {ktype}", frozenset()
-    atens = apis.get(f"aclnn{ktype}") if ktype else None
-    if atens and index.dispatching(atens):
-        how = f"type {ktype} -> aclnn{ktype} -> aten::{', aten::'.join(sorted(atens))}"
-        return index.dispatching(atens), "type", how, atens
-    if ktype and index.by_aten.get(ktype.lower()):
-        return list(index.by_aten[ktype.lower()]), "type", f"type {ktype} -> aten::{ktype.lower()}", \
-            frozenset({ktype.lower()})
     if (kernel.placement or "") in COMMUNICATION:
         return [], "unmatched", f"a {kernel.placement} task (collective communication), not a model operator", \
             frozenset()
@@ -111,6 +126,32 @@ def _candidates(kernel: Kernel, index: OperatorIndex) -> tuple[list[int], str, s
     return [], "unmatched", (f"type {ktype} is neither a CANN op the report names nor an aclnn API of an ATen op "
                              f"the report's operators dispatch (a format/dtype conversion or an op the capture "
                              f"did not see)"), frozenset()
+
+
+def _by_type(kernel: Kernel, index: OperatorIndex) -> tuple[list[int], str, str, frozenset[str]] | None:
+    """The join by the kernel's type, or None."""
+    ktype = kernel.type or ""
+    if not ktype:
+        return None
+    if index.by_cann.get(ktype):
+        return list(index.by_cann[ktype]), "cann-op", f"CANN op {ktype}", frozenset()
+    atens = api_to_aten().get(f"aclnn{ktype}")
+    if atens and index.dispatching(atens):
+        how = f"type {ktype} -> aclnn{ktype} -> aten::{', aten::'.join(sorted(atens))}"
+        return index.dispatching(atens), "type", how, atens
+    if index.by_aten.get(ktype.lower()):
+        return list(index.by_aten[ktype.lower()]), "type", f"type {ktype} -> aten::{ktype.lower()}", \
+            frozenset({ktype.lower()})
+    known = kernel_types().get(ktype)
+    if known is None or not index.dispatching(known[0]):
+        return None
+    measured = {s for s in kernel.input_shapes or () if s is not None}
+    ops = [op for op in index.dispatching(known[0]) if not measured or index.shapes_of(op) & measured]
+    if not ops:  # what it did matches no captured signature: not joined on the type alone
+        return None
+    atens = frozenset(a for a in known[0] if index.by_aten.get(a))
+    return ops, "kernel-type", f"type {ktype} -> aten::{', aten::'.join(sorted(atens))} (data/kernel_types.toml)", \
+        atens
 
 
 def match_kernel(kernel: Kernel, index: OperatorIndex) -> Match:

@@ -9,9 +9,10 @@ types, shapes and placement read N/A. Expected results by hand:
   - aclnnAddmm_MatMulCommon_MatMulV2 (AI_CORE, 20 us): aclnnAddmm -> aten::addmm -> torch.nn.Linear; the inner
     axis 64 is not a multiple of 256 (advisor cube shape affinity);
   - aclnnRelu_ReluAiCore_Relu (AI_VECTOR_CORE, 4 us): -> torch.relu; aiv_vec_ratio 0.3 < 0.6 (checklist);
-  - aclnnCast_CastAiCore_Cast: aclnnCast is npu_dtype_cast's kernel, which no operator of the report dispatches
-    (Tensor.to dispatches aten::_to_copy): unmatched, with that reason; TransData: unmatched (no such op).
-So the operators, slowest first: torch.argsort 50, torch.nn.Linear 20, torch.relu 4 (per step).
+  - aclnnCast_CastAiCore_Cast: aclnnCast is npu_dtype_cast's kernel, which no operator of the report dispatches;
+    joined by what it did: a Cast (data/kernel_types.toml: _to_copy) on (8, 96), Tensor.to's input -> Tensor.to;
+  - TransData: unmatched (no such op).
+So the operators, slowest first: torch.argsort 50, torch.nn.Linear 20, torch.relu 4, Tensor.to 3 (per step).
 """
 from __future__ import annotations
 
@@ -108,14 +109,15 @@ def test_kernel_details_joins_kernels_to_operators_slowest_first(tmp_path, repor
     document = assess_profile(tmp_path / "run_ascend_pt", report_file)
     assert document["profile"]["steps"] == 2 and document["profile"]["variants"] == ["kernel_details"]
     assert _ops(document) == [("torch.argsort", 50.0, "AI_CPU"), ("torch.nn.Linear", 20.0, "AI_CORE"),
-                              ("torch.relu", 4.0, "AI_VECTOR_CORE")]
+                              ("torch.relu", 4.0, "AI_VECTOR_CORE"), ("Tensor.to", 3.0, "AI_VECTOR_CORE")]
     linear = document["operators"][1]
     assert linear["calls"] == 1 and linear["kernels"][0]["shape_match"] is True
     predicted = next(op for op in report()["operators"] if op["op"] == "torch.nn.Linear")["estimated_time"]["us"]
     assert linear["predicted_us"] == predicted and linear["ratio"] == round(20.0 / predicted, 3)
     unmatched = {r["name"]: r["why"] for r in document["unmatched"]}
-    assert set(unmatched) == {"aclnnCast_CastAiCore_Cast", "TransData"}
-    assert "no operator of the report dispatches it" in unmatched["aclnnCast_CastAiCore_Cast"]
+    assert set(unmatched) == {"TransData"}
+    cast = document["operators"][3]["kernels"][0]
+    assert cast["joined_by"].startswith("type Cast -> aten::_to_copy") and cast["shape_match"] is True
     checks = {(c["check"], c["op"]): c for c in document["checks"]}
     ai_cpu = checks[("ai-cpu", "torch.argsort")]
     assert "cast the inputs to float32" in ai_cpu["fix"] and "ArgsortKernelNpu.cpp:32" in ai_cpu["evidence"]
@@ -125,6 +127,30 @@ def test_kernel_details_joins_kernels_to_operators_slowest_first(tmp_path, repor
     jsonschema.validate(document, json.loads(SCHEMA.read_text(encoding="utf-8")))
 
 
+def test_a_kernel_is_joined_by_what_it_did_whatever_its_name_prefix(tmp_path, report_file):
+    """A MatMulV2 kernel named after an aclnn API the op-plugin map does not list (a wrapper's prefix) is joined by its
+    type and input shapes (the Linear's (8, 64) input); one whose shapes match no captured signature is not joined on
+    the type alone; an AI CPU kernel no fact covers still gets a fix."""
+    global KERNELS
+    saved = KERNELS
+    KERNELS = [("aclnnWrapperMm_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", 20.0, "8,64;96,64;96",
+                "FLOAT;FLOAT;FLOAT", 0.5, ""),
+               ("aclnnOther_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", 5.0, "3,7;7,5", "FLOAT;FLOAT", 0.5, ""),
+               ("UniqueWithCountsExt", "UniqueWithCountsExt", "AI_CPU", 9.0, "8,96", "INT64", "", "")]
+    try:
+        export = tmp_path / "kernel_details.csv"
+        export.write_text(kernel_details(steps=1), encoding="utf-8")
+        document = assess_profile(export, report_file)
+    finally:
+        KERNELS = saved
+    linear = next(op for op in document["operators"] if op["op"] == "torch.nn.Linear")
+    assert linear["measured_us"] == 20.0 and linear["kernels"][0]["shape_match"] is True
+    assert "MatMulV2" in linear["kernels"][0]["joined_by"]
+    unmatched = {r["name"]: r["why"] for r in document["unmatched"]}
+    assert "aclnnOther_MatMulCommon_MatMulV2" in unmatched and "UniqueWithCountsExt" in unmatched
+    assert all(check["fix"] for check in document["checks"])
+
+
 def test_op_summary_variant_reads_the_same_kernels(tmp_path, report_file):
     prof = tmp_path / "PROF_000001" / "mindstudio_profiler_output"
     prof.mkdir(parents=True)
@@ -132,7 +158,7 @@ def test_op_summary_variant_reads_the_same_kernels(tmp_path, report_file):
     document = assess_profile(tmp_path / "PROF_000001", report_file)
     assert document["profile"]["variants"] == ["op_summary"] and document["profile"]["steps"] == 1
     assert _ops(document) == [("torch.argsort", 50.0, "AI_CPU"), ("torch.nn.Linear", 20.0, "AI_CORE"),
-                              ("torch.relu", 4.0, "AI_VECTOR_CORE")]
+                              ("torch.relu", 4.0, "AI_VECTOR_CORE"), ("Tensor.to", 3.0, "AI_VECTOR_CORE")]
     assert not [c for c in document["checks"] if c["check"].startswith("checklist")]  # no PMU columns here
 
 
@@ -172,7 +198,7 @@ def test_predicted_time_and_ratio_follow_the_reports_time_model(tmp_path):
     profile = assess_profile(path, report_path)
     linear = next(r for r in profile["operators"] if r["op"] == "torch.nn.Linear")
     assert linear["predicted_us"] == 10.0 and linear["ratio"] == 2.0
-    assert profile["summary"]["predicted_us"] == 30.0
+    assert profile["summary"]["predicted_us"] == 40.0  # four operators measured (Tensor.to: its Cast)
     for op in document["operators"]:  # a report without the time model: no prediction, no ratio
         op.pop("estimated_time")
     report_path.write_text(json.dumps(document), encoding="utf-8")
