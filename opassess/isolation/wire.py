@@ -222,12 +222,14 @@ def decode_capture(data: object) -> tuple[ModelInfo, Capture, dict[str, float]]:
 
 
 def _registrations(found: tuple[Registration, ...]) -> None:
-    """A registration names a project's or library's op ('ns::name', never aten or prims: the parent asks its own
-    dispatcher about those) and only composite dispatch keys: the parent judges that op by it."""
+    """A registration names a project's or library's op ('ns::name', never aten or prims but a project's overload of
+    one: the parent asks its own dispatcher about those) and only composite dispatch keys: the parent judges that op
+    by it."""
     for i, registration in enumerate(found):
         where = f"capture.registrations[{i}]"
         namespace, _, name = registration.op.partition("::")
-        if not namespace or not name or namespace in ("aten", "prims"):
+        # a project's own overload of an ATen op ('aten::relu.myimpl', trace/keys.project_overload) is one too
+        if not namespace or not name or (namespace in ("aten", "prims") and "." not in name):
             raise _fail(where, f"{registration.op[:80]!r} is not a project's or library's op ('namespace::name')")
         odd = sorted(set(registration.kinds) - set(COMPOSITE_KEYS))
         if odd or len(set(registration.kinds)) != len(registration.kinds):

@@ -96,6 +96,9 @@ def function_key(fn: Any) -> tuple[str, str]:
     if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         ns, _, name = (fn._qualified_op_name if isinstance(fn, torch._ops.OpOverloadPacket)
                        else fn._schema.name).partition("::")
+        if isinstance(fn, torch._ops.OpOverload) and ns == "aten" and project_overload(fn._schema.name,
+                                                                                      fn._overloadname):
+            return f"aten::{name}.{fn._overloadname}", "custom"  # a project's kernel posing as an ATen overload
         return f"{ns}::{name}", ("aten" if ns in ("aten", "prims") else "custom")
     name = getattr(fn, "__name__", None) or type(fn).__name__
     if name == "__get__" and getattr(fn, "__self__", None) is not None:  # a Tensor attribute read (x.T)
@@ -120,6 +123,18 @@ def function_key(fn: Any) -> tuple[str, str]:
     if module.startswith("torch") and getattr(torch, name, None) is fn:  # torch.unique (a boolean_dispatch wrapper)
         return f"torch.{name}", "function"
     return f"{display_module(module)}.{qualname}" if module else qualname, "function"
+
+
+@functools.lru_cache(maxsize=1024)
+def project_overload(name: str, overload: str) -> bool:
+    """An ATen overload a project registered (torch.library.Library("aten", "FRAGMENT"), TORCH_LIBRARY_FRAGMENT(aten)):
+    its schema was registered outside PyTorch's own ATen sources ('aten::relu.myimpl', registered at model.py:5).
+    PyTorch registers every one of its own from aten/src/ATen (RegisterSchema.cpp, a few native/*.cpp)."""
+    import torch
+
+    qualified = name if overload in ("", "default") else f"{name}.{overload}"
+    debug = next((line for line in torch._C._dispatch_dump(qualified).splitlines() if line.startswith("debug:")), "")
+    return "registered at" in debug and "aten/src/ATen/" not in debug
 
 
 def method_key(name: str) -> str:
@@ -162,7 +177,7 @@ def entry_overload(fn: Any, args: tuple, kwargs: dict) -> str | None:
     out=y) -> 'aten::add.out'; the bare name when the schemas cannot tell (Python-level arguments the ATen op does not
     take, e.g. F.dropout's inplace) or when the op has one overload."""
     entry = entry_op(fn)
-    if entry is None or not entry.startswith("aten::") or entry in ("aten::index", "aten::index_put") \
+    if entry is None or not entry.startswith("aten::") or "." in entry or entry in ("aten::index", "aten::index_put") \
             or len(_overloads(entry)) < 2:
         return entry
     import torch

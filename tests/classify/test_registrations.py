@@ -66,3 +66,17 @@ def test_a_library_op_is_judged_as_the_worker_registered_it(tmp_path):
     assert op["backward_support"] == {"aten::t": True, "aten::mm": True, "aten::mul.Tensor": True,
                                       "i22lib::scaled_mm_backward": True}
     assert op["flops"] == 2 * 2 * 8 * 4 and op["backward_flops"] == 2 * 8 * 2 * 4  # x (2, 8) @ w (8, 4); x^T @ grad
+
+
+def test_a_project_overload_of_an_aten_op_is_a_project_op_not_the_aten_op():
+    from tests.support import MODELS
+
+    # aten::relu.myimpl is registered by the model file (torch.library fragment of the aten namespace), CPU only:
+    # not the relu the NPU runs, and not a name the kernel tables may match by its base
+    scan = ScanOptions(target=str(MODELS / "aten_overload.py"))
+    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    ops = {o["op"]: o for o in document["operators"]}
+    assert "aten::relu" not in ops
+    op = ops["aten::relu.myimpl"]
+    assert (op["kind"], op["category"], op["origin"]) == ("custom", "custom-dev", "project")
+    assert [r["code"] for r in op["reasons"]] == ["custom-op"]
