@@ -192,7 +192,9 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         flow = DataFlow.of(inventory.capture)  # built once: the findings walk it, the signals take its main path
         graph_roles = Graph(flow, load_patterns())  # the roles, once: the findings and the time model read them
         findings = find_findings(inventory, kb, dtype=options.dtype, product=product,
-                                 torch_version=torch_version, flow=flow, graph=graph_roles)
+                                 torch_version=torch_version, flow=flow, graph=graph_roles,
+                                 natively=frozenset(c.operator.key for c in classified
+                                                    if any(r.code == "kernel-dtype" for r in c.reasons)))
     with timed(seconds, "performance"):
         performance = _performance_stage(options, kb, inventory, classified, findings, product, torch_version,
                                           graph_roles)

@@ -38,11 +38,14 @@ __all__ = ["DataFlow", "Graph", "PatternBook", "find_findings", "load_patterns"]
 
 def find_findings(inventory: Inventory, kb: KnowledgeBase, *, dtype: str | None = None, product: str = DEFAULT_PRODUCT,
                   torch_version: str | None = None, patterns: PatternBook | None = None,
-                  flow: DataFlow | None = None, graph: Graph | None = None) -> tuple[Finding, ...]:
+                  flow: DataFlow | None = None, graph: Graph | None = None,
+                  natively: frozenset[str] = frozenset()) -> tuple[Finding, ...]:
     """Every performance-work finding in the captured graph, family by family: patterns (as listed in
     patterns.toml), layout churn, dynamic shapes, mixed precision (float64 always; kernel dtype gaps when `dtype`
     is given), compute weight. `flow` is the capture's data-flow graph when the caller already built it, `graph`
-    the role-annotated graph over it (with the shipped patterns) when the caller built that too."""
+    the role-annotated graph over it (with the shipped patterns) when the caller built that too. `natively`: the
+    operators whose classification found, from the kernel facts, that the target dtype runs (no dtype-gap finding
+    contradicts that verdict)."""
     book = patterns or load_patterns()
     if dtype is not None and dtype not in book.precision_dtypes and dtype != "float32":
         raise KnowledgeBaseError(f"{book.source}: precision.dtypes: no mixed-precision check for {dtype!r} "
@@ -52,5 +55,5 @@ def find_findings(inventory: Inventory, kb: KnowledgeBase, *, dtype: str | None 
     if graph is None or graph.book is not book:
         graph = Graph(flow if flow is not None else DataFlow.of(inventory.capture), book)
     survey = Survey(graph=graph, inventory=inventory, kb=kb, dtype=dtype, product=product,
-                    torch_version=torch_version)
+                    torch_version=torch_version, natively=natively)
     return tuple(finding for family in families() for finding in family.find(survey))

@@ -24,6 +24,7 @@ class Survey:
     dtype: str | None  # the target dtype; None: no kernel dtype check (float64 is flagged regardless)
     product: str
     torch_version: str | None
+    natively: frozenset[str] = frozenset()  # operators the kernel facts say run the target dtype (classify's verdict)
 
 
 @dataclass(frozen=True)

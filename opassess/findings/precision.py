@@ -56,7 +56,7 @@ def precision_findings(survey: Survey) -> list[Finding]:
         floating = [n for n in operator.nodes if FLOAT_DTYPES.intersection((*n.input_dtypes, *n.output_dtypes))]
         if not floating or not operator.aten:  # no ATen op ran (nn.Identity): nothing on the device takes a dtype
             continue
-        if dtype is not None:
+        if dtype is not None and operator.key not in survey.natively:  # the verdict's kernel facts outrank the page
             allowed = _allowed_dtypes(survey.kb, operator.key, floating[0].attrs, survey.product,
                                       survey.torch_version)
             # A dtype rule that lists no floating type speaks of an index operand (nn.Embedding's ids): not this.

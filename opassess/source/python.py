@@ -253,6 +253,15 @@ def join_imports(sites: list[Site]) -> list[Site]:
             if i in joined else s for i, s in enumerate(sites) if i not in dropped]
 
 
+def mark_bf16_scalers(sites: list[Site], text: str) -> list[Site]:
+    """A GradScaler in a file that autocasts to bfloat16: noted on the site (classify says it is not needed: bf16 has
+    float32's exponent range, so nothing underflows the way float16 gradients do)."""
+    if "bfloat16" not in text or "autocast" not in text:
+        return sites
+    return [dataclasses.replace(s, detail=(*s.detail, ("autocast", "bfloat16")))
+            if s.kind == "api" and s.subject.endswith("GradScaler") else s for s in sites]
+
+
 def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None,
                 imports: list[tuple[str, str, int]] | None = None) -> list[Site]:
     """The sites of one Python source; raises SyntaxError (with its line) when the text does not parse.
@@ -264,7 +273,7 @@ def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None
     wanted = known_distributed is not None and ("distributed" in text or "NCCL_" in text)  # most files: no pass
     nodes = walk_file(tree, references=wanted)
     scanner = PythonScanner(nodes, text.splitlines(), file, facts)
-    sites = join_imports(scanner.scan())
+    sites = mark_bf16_scalers(join_imports(scanner.scan()), text)
     if imports is not None:
         imports += [(file, module, line) for module, line in scanner.imports]
     kernels = kernel_sites(scanner.kernels, scanner.launches, scanner.qual, facts, file, scanner.code)

@@ -79,6 +79,11 @@ class Classifier:
     def _api(self, site) -> SourceFinding | None:
         q, kwargs = site.subject, self._kwargs(site)
         rule = self.facts.migration(q, kwargs)
+        if site.get("autocast") == "bfloat16" and q.endswith("GradScaler"):  # not "become the NPU's GradScaler"
+            return self._finding(site, "no-op", DIRECT, Text(N_("not needed under bfloat16 autocast: bf16 keeps "
+                                                                "float32's exponent range, so there is no loss to "
+                                                                "scale; drop the scaler")),
+                                 [rule.cite if rule else ""], "medium")
         patches = self._patch_cites(q)
         libs = self.facts.library_rows(q)
         if rule and rule.handling == "no-op-on-npu":

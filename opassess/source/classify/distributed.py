@@ -79,11 +79,14 @@ class DistributedClassifier:
         if dtype and gate and dtype in gate.gated_dtypes:
             if self.product == gate.gated_from:
                 return None  # the generation that runs it: nothing to do
+            # every cause on the line: after the cast, a gather still raises on A2/A3 without the switch
+            also = [Text(N_("also: enable the compatible implementation (use_compatible_impl(True)); HCCL: "
+                            "%(detail)s"), {"detail": fact.detail})] if fact and fact.status == "conditional" else []
             return self._finding(site, PARAM, Text(N_("a %(dtype)s collective runs on HCCL only from Ascend "
                                                       "%(generation)s: cast to a supported dtype (float32) around it, "
                                                       "or target that generation"),
                                                    {"dtype": dtype, "generation": gate.gated_from}),
-                                 [gate.cite, fact.cite if fact else ""], "high", [_seen(dtype)])
+                                 [gate.cite, fact.cite if fact else ""], "high", [_seen(dtype), *also])
         if fact is None:
             return None
         if fact.status == "conditional":
