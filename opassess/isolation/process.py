@@ -65,6 +65,7 @@ class Outcome:
     payload: object  # "ok": the capture message (isolation/wire.py decodes it); "error": {type, message}; "failed": why
     seconds: float
     begun: float | None = None  # seconds from the start of the job to the worker's 'begun' (its start-up)
+    sandbox: str | None = None  # what the worker's sandbox applied, as it said before any model code ran
 
 
 class Channel:
@@ -281,7 +282,8 @@ class Job:
         self.begun: float | None = None
         self.start_up: float | None = None  # seconds from this process's start to the job's (set by a single scan)
         self.pinned: Any = None  # the inputs read before the model ran (inputs.Pinned), verified after it
-        self.sandbox: Any = None  # a single scan's (what its sandbox applies, what removes its private folder)
+        self.sandbox: str | None = None  # what the worker's sandbox applied ('begun')
+        self.private: Any = None  # what removes a single scan's sandbox folders (contextlib.ExitStack)
         self.ended: int | None = None
         self.result: tuple[str, object] | None = None
         self.violation: str | None = None
@@ -334,9 +336,11 @@ class Job:
             self.violation = f"the worker sent a message without its nonce: {FORGED}"
             return
         kind, payload = message["kind"], message["payload"]
-        if kind == "begun" and payload is None:  # set up and about to run model code: the model's time starts now
+        if kind == "begun" and self.begun is None and (payload is None or type(payload) is str and len(payload) < 200):
+            # set up (its sandbox, which it names) and about to run model code: the model's time starts now
             self.deadline = time.monotonic() + self.timeout
             self.begun = self.deadline - self.timeout - self.started
+            self.sandbox = payload
         elif kind == "progress" and type(payload) is str and len(payload) <= MAX_TEXT:
             if self.on_progress is not None:
                 self.on_progress(payload)
@@ -388,7 +392,7 @@ class Job:
 
     def _finish(self, status: str, payload: object) -> Outcome:
         self.stop()
-        return Outcome(status, payload, time.monotonic() - self.started, self.begun)
+        return Outcome(status, payload, time.monotonic() - self.started, self.begun, self.sandbox)
 
     def _close_watchdog(self) -> None:
         if not self._watchdog.closed:

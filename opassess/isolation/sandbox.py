@@ -45,20 +45,12 @@ class SandboxUnavailable(OpassessError):
 
 @dataclass(frozen=True)
 class Plan:
-    """What the worker applies: Landlock's ABI version (0: none), whether to enter a network namespace and a mount
-    namespace, and the private folder. `applied` says it in words for the report."""
+    """What the worker is to apply: the mode, Landlock's ABI version (0: none) and the folder its private folder
+    goes in. The namespaces are tried by the worker itself (a probe here would fork this process: 60 ms)."""
 
+    mode: str = "off"
     landlock: int = 0
-    netns: bool = False
-    mountns: bool = False
     folder: str = ""
-
-    @property
-    def applied(self) -> str:
-        parts = [f"landlock-abi{self.landlock}"] if self.landlock else []
-        parts += ["mount-namespace"] if self.mountns else []
-        parts += ["network-namespace"] if self.netns else []
-        return "+".join(parts) or "off"
 
 
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
@@ -70,19 +62,6 @@ def landlock_abi() -> int:
         return 0
     version = _LIBC.syscall(_LANDLOCK_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     return max(0, version)
-
-
-_PROBED: dict[int, bool] = {}
-
-
-def _can_unshare(flags: int) -> bool:
-    """Whether a child of this process can unshare `flags` (tried in a fork: the answer is kept)."""
-    if flags not in _PROBED:
-        pid = os.fork()
-        if pid == 0:
-            os._exit(0 if _LIBC.unshare(ctypes.c_int(flags)) == 0 else 1)
-        _PROBED[flags] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
-    return _PROBED[flags]
 
 
 def _namespace_flags(extra: int) -> int:
@@ -106,14 +85,7 @@ def plan(mode: str, root: str) -> Plan:
         if mode == "require":
             raise SandboxUnavailable("--sandbox require: no sandbox on this platform (Linux only)")
         return Plan()
-    folder = root
-    abi = landlock_abi()
-    netns = _can_unshare(_namespace_flags(_CLONE_NEWNET))
-    mountns = not abi and _can_unshare(_namespace_flags(_CLONE_NEWNET | _CLONE_NEWNS))
-    if mode == "require" and not (abi or mountns):
-        raise SandboxUnavailable("--sandbox require: this kernel offers neither Landlock nor unprivileged user and "
-                                 "mount namespaces (use --sandbox auto or off, or scan in a container or VM)")
-    return Plan(landlock=min(abi, 7), netns=netns or mountns, mountns=mountns, folder=folder)
+    return Plan(mode=mode, landlock=min(landlock_abi(), 7), folder=root)
 
 
 # The last write or network attempt the worker saw (an audit hook: sys.addaudithook), for its error line to name what
@@ -151,21 +123,38 @@ def refused(exc: BaseException | None) -> str:
     return ""
 
 
-def apply(sandbox: Plan) -> None:
-    """In the worker, before model code: point HOME, TMPDIR and the caches at the private folder, enter the
-    namespaces, then restrict writes with Landlock. An OSError says what could not be applied."""
-    if sandbox.applied == "off":
-        return
+def apply(sandbox: Plan) -> str:
+    """In the worker, before model code: point HOME, TMPDIR and the caches at a private folder, enter a network
+    namespace (and, without Landlock, a read-only mount namespace), then restrict writes with Landlock; what applied,
+    in words ('landlock-abi7+network-namespace', 'off'). An OSError says what `require` could not apply."""
+    if sandbox.mode == "off":
+        return "off"
     folder = tempfile.mkdtemp(prefix="worker-", dir=sandbox.folder)
     for name in ("HOME", "TMPDIR", "XDG_CACHE_HOME", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
                  "TORCH_EXTENSIONS_DIR", "HF_HOME"):
         os.environ[name] = folder
     tempfile.tempdir = folder
-    if sandbox.netns or sandbox.mountns:
-        _enter_namespaces(sandbox, folder)
+    applied = []
+    mounts = not sandbox.landlock
+    try:
+        _enter_namespaces(folder, mounts)
+    except OSError:
+        if mounts and sandbox.mode == "require":
+            raise
+        mounts = False
+        try:
+            _enter_namespaces(folder, False)
+        except OSError:
+            pass  # no network namespace: Landlock (ABI 4+) still refuses TCP
+        else:
+            applied.append("network-namespace")
+    else:
+        applied += ["mount-namespace", "network-namespace"] if mounts else ["network-namespace"]
     if sandbox.landlock:
         _landlock(sandbox.landlock, folder)
+        applied.insert(0, f"landlock-abi{sandbox.landlock}")
     sys.addaudithook(_audit)
+    return "+".join(applied) or "off"
 
 
 def _check(result: int, what: str) -> None:
@@ -174,15 +163,15 @@ def _check(result: int, what: str) -> None:
         raise OSError(number, f"{what}: {os.strerror(number)}")
 
 
-def _enter_namespaces(sandbox: Plan, folder: str) -> None:
+def _enter_namespaces(folder: str, mounts: bool) -> None:
     uid, gid = os.geteuid(), os.getegid()
-    flags = _namespace_flags(_CLONE_NEWNET | (_CLONE_NEWNS if sandbox.mountns else 0))
+    flags = _namespace_flags(_CLONE_NEWNET | (_CLONE_NEWNS if mounts else 0))
     _check(_LIBC.unshare(ctypes.c_int(flags)), "unshare")
     if flags & _CLONE_NEWUSER:  # the same ids inside, so the user's files stay the user's
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as out:
                 out.write(text)
-    if sandbox.mountns:
+    if mounts:
         ms_rec, ms_private = 0x4000, 0x40000
         _check(_LIBC.mount(None, b"/", None, ctypes.c_ulong(ms_rec | ms_private), None), "mount --make-rprivate /")
         _check(_LIBC.mount(b"tmpfs", folder.encode(), b"tmpfs", ctypes.c_ulong(0), None), "mount tmpfs")

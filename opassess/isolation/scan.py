@@ -64,7 +64,7 @@ def start_assessment(options: ScanOptions, *, timeout: float, debug: bool, templ
         raise
     job.start_up = start
     job.pinned = pinned
-    job.sandbox = (plan.applied, sandbox)
+    job.private = sandbox
     return job
 
 
@@ -92,13 +92,12 @@ def finish_assessment(job: Job, options: ScanOptions, progress: Callable[[str], 
     from .inputs import verify
 
     job.on_progress = progress
-    applied, sandbox = job.sandbox
     try:
         outcome = job.wait()
     finally:
         job.stop()  # interrupted or terminated: no worker left behind
-        sandbox.close()  # nor its private folder
-    assessment = assess_outcome(outcome, options, options.target, progress, job.start_up, job.pinned, applied)
+        job.private.close()  # nor its private folder
+    assessment = assess_outcome(outcome, options, options.target, progress, job.start_up, job.pinned)
     if job.pinned is not None:
         verify(job.pinned)  # what it rests on is what was read before the model ran, or there is no verdict
     return build_view(assessment, options.language)

@@ -93,14 +93,17 @@ def capture_body(options: ScanOptions, setup: WorkerSetup, channel: Channel) -> 
 
     cap_memory(setup.memory_cap)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
+    applied = None
     if setup.sandbox is not None:
         try:
-            apply(setup.sandbox)  # before any model code: its files and the network are out of reach from here
+            applied = apply(setup.sandbox)  # before any model code: the user's files and the network out of reach
         except OSError as exc:
-            channel.send("failed", f"the sandbox ({setup.sandbox.applied}) could not be applied: {exc}"[:10_000])
+            channel.send("failed", f"--sandbox {setup.sandbox.mode}: the sandbox could not be applied: {exc}"[:10_000])
             channel.close()
             return
-    channel.send("begun")  # the timeout counts from here, not from the worker's start-up
+    # the timeout counts from here, not from the worker's start-up; what the sandbox applied is said before any model
+    # code has run (the model cannot make it up)
+    channel.send("begun", applied)
     payload: dict[str, object] | str
     try:
         kind, payload = "ok", encode_capture(*capture_stage(options, lambda text: channel.send("progress", text)))
@@ -116,7 +119,7 @@ def capture_body(options: ScanOptions, setup: WorkerSetup, channel: Channel) -> 
         else:
             name = type(exc).__name__ if isinstance(exc, errors.OpassessError) else "InternalError"
             text = str(exc) if isinstance(exc, errors.OpassessError) else f"{type(exc).__name__}: {exc}"
-            if setup.sandbox is not None and setup.sandbox.applied != "off":
+            if applied not in (None, "off"):
                 text += refused(exc)
             kind, payload = "error", {"type": name, "message": text[:100_000]}
     except BaseException as exc:  # noqa: BLE001 - sys.exit(0) or a stray KeyboardInterrupt in model code
@@ -169,7 +172,7 @@ def worker_seconds(outcome: Outcome, seconds: dict[str, float], start: float | N
 
 def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
                    progress: Callable[[str], None] | None = None, start: float | None = None,
-                   pinned: Pinned | None = None, sandbox: str | None = None) -> Assessment:
+                   pinned: Pinned | None = None) -> Assessment:
     """The Assessment the parent builds from a worker's outcome (from the `pinned` inputs: inputs.py); the worker's
     error raised again; WorkerFailed naming the target when the worker failed or sent something that is not a
     capture."""
@@ -188,7 +191,7 @@ def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
         assessment = assess_capture(options, info, capture, seconds, progress or (lambda _text: None),
                                     onnx_export=export,
                                     pinned=None if pinned is None else (pinned.kb, pinned.weights, pinned.recorded()))
-        return assessment if sandbox is None else replace(assessment, sandbox=sandbox)
+        return replace(assessment, sandbox=outcome.sandbox)
     if outcome.status == "error":
         raise _error(cast("Mapping[str, str]", outcome.payload))  # Job._take admits only {type, message} strings
     raise WorkerFailed(f"{target}: {outcome.payload}")

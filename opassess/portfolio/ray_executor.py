@@ -69,7 +69,7 @@ class NodeScanner:
         self.starting = threading.Lock()  # one worker started at a time (multiprocessing's process list)
 
     def scan(self, options: PortfolioOptions, target: str, driver_cwd: str,
-             models: int) -> tuple[str, Any, float, str, float | None, tuple[int, int]]:
+             models: int) -> tuple[str, Any, float, str, float | None, tuple[int, int], str | None]:
         """One model, in a fresh worker forked from the warm forkserver: the worker's outcome as plain data (status,
         capture or cause, seconds, start-up), the node's staging root, which the driver takes out of every path
         before it checks and assesses the capture (no opassess stage past the trace runs here), and (this process,
@@ -80,7 +80,8 @@ class NodeScanner:
         setup = worker_setup(options, models, cwd=cwd, drop_path=root)  # the node's memory and cores
         outcome = capture_in_worker(relocate_options(options, target, root), setup, options.timeout,
                                     self.context, self.starting)
-        return outcome.status, outcome.payload, outcome.seconds, root, outcome.begun, self.processes()
+        return (outcome.status, outcome.payload, outcome.seconds, root, outcome.begun, self.processes(),
+                outcome.sandbox)
 
     def processes(self) -> tuple[int, int]:
         """(this scanner's pid, its forkserver's pid; 0 without one)."""
@@ -233,9 +234,9 @@ class RayExecutor:
         exceptions = self.ray.exceptions
         seconds = time.monotonic() - task.started
         try:
-            status, payload, worked, root, begun, processes = self.ray.get(task.ref)
+            status, payload, worked, root, begun, processes, *sandbox = self.ray.get(task.ref)
             self.processes[task.model.name] = tuple(processes)
-            status, payload = render_outcome(Outcome(status, payload, worked, begun),
+            status, payload = render_outcome(Outcome(status, payload, worked, begun, (sandbox or [None])[0]),
                                              task.model.scan_options(options.scan), options,
                                              lambda text: restore(text, root))
             return status, payload, worked

@@ -70,7 +70,7 @@ def warm_assessor(options: PortfolioOptions) -> None:
 
 
 def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioOptions,
-                   restore: Callable[[str], str] = str, sandbox: str | None = None) -> tuple[str, Any]:
+                   restore: Callable[[str], str] = str) -> tuple[str, Any]:
     """In the parent: ('ok', {format: text}) from the worker's checked capture (classified, scored and rendered
     here), or ('failed', cause). `restore` maps a Ray node's paths in the capture back to the driver's."""
     from ..ci.snapshot import read_snapshot
@@ -79,7 +79,7 @@ def render_outcome(outcome: Outcome, options: ScanOptions, portfolio: PortfolioO
     if outcome.status == "ok":
         outcome = replace(outcome, payload=json.loads(restore(json.dumps(outcome.payload))))
     try:
-        view = build_view(assess_outcome(outcome, options, options.target, sandbox=sandbox), options.language)
+        view = build_view(assess_outcome(outcome, options, options.target), options.language)
         context = RenderContext(breaches=evaluate(read_snapshot(view.document), portfolio.policy))
         formats = ("json", *(f for f in portfolio.formats if f != "json"))
         return "ok", {fmt: render_view(view, fmt, context) for fmt in formats}
@@ -179,8 +179,7 @@ class LocalWorkers:
                     if outcome is None:
                         continue
                     running.remove((model, job))
-                    status, payload = render_outcome(outcome, model.scan_options(options.scan), options,
-                                                     sandbox=plan.applied)
+                    status, payload = render_outcome(outcome, model.scan_options(options.scan), options)
                     ok = status == "ok"
                     finish(model, ModelResult(model.target, model.name, status, None if ok else payload, (),
                                               outcome.seconds), payload if ok else None)

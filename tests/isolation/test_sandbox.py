@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 
 import pytest
@@ -60,8 +59,6 @@ def _error_line(done) -> str:
     return lines[0]
 
 
-def _leftovers() -> set[str]:
-    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("opassess-sandbox-")}
 
 
 @pytest.mark.parametrize("where", ["home", "output", "overlay"])
@@ -72,14 +69,15 @@ def test_a_write_outside_the_private_folder_fails_the_capture_naming_it(tmp_path
     overlay.mkdir()
     out = tmp_path / "report.json"
     target = {"home": home / ".bashrc", "output": out, "overlay": overlay / "verified.json"}[where]
-    before = _leftovers()
+    temp = tmp_path / "tmp"  # where the run makes its sandbox folders
+    temp.mkdir()
     done = _scan(tmp_path, ("write", str(target)), "-o", str(out),
-                 env={"HOME": str(home), "OPASSESS_KB_DIR": str(overlay)})
+                 env={"HOME": str(home), "OPASSESS_KB_DIR": str(overlay), "TMPDIR": str(temp)})
     assert done.returncode == 1, done.stderr
     line = _error_line(done)
     assert "PermissionError" in line and f"the sandbox refused open({str(target)!r}, 'a')" in line
     assert not target.exists() and not out.exists()
-    assert _leftovers() == before  # the private folder went with the worker
+    assert list(temp.iterdir()) == []  # the private folder went with the worker
 
 
 def test_a_socket_fails_the_capture_naming_the_address(tmp_path):
