@@ -1,6 +1,7 @@
 """A model file: Hugging Face transformers' Llama at Llama-2-7B's published sizes (32 layers, hidden 4096, 32 heads,
 MLP 11008, vocabulary 32000), SDPA attention, 128 tokens. opassess builds it on the meta device: nothing is
-allocated or downloaded. OPASSESS_LLAMA_HF_LAYERS overrides the depth (the integration test uses 2)."""
+allocated or downloaded. OPASSESS_LLAMA_HF_LAYERS overrides the depth (the integration test uses 2);
+OPASSESS_LLAMA_HF_TOKENS and OPASSESS_LLAMA_HF_BATCH the micro-batch (benchmarks/bench_parallel.py: 1 x 4096)."""
 import os
 
 import torch
@@ -21,4 +22,6 @@ def build_model():
 
 
 def example_inputs():
-    return {"input_ids": torch.randint(0, SIZES["vocab_size"], (1, TOKENS)), "use_cache": False}
+    batch = int(os.environ.get("OPASSESS_LLAMA_HF_BATCH", 1))
+    tokens = int(os.environ.get("OPASSESS_LLAMA_HF_TOKENS", TOKENS))
+    return {"input_ids": torch.randint(0, SIZES["vocab_size"], (batch, tokens)), "use_cache": False}

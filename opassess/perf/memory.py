@@ -94,6 +94,6 @@ def step_memory(inventory: Inventory, hbm_bytes: float | None, layout: ParallelL
         basis = (f"{model.parameters:,} parameters x {size} B, the largest call's inputs and outputs, and the keys "
                  f"and values the attention calls read at the example's sequence length")
     if layout is not None:
-        basis += f", per device under {layout.text()}" + (f" with ZeRO-{layout.zero}" if layout.zero else "")
+        basis += f", per device under {layout.text()}"
     parts = {k: v for k, v in parts.items() if v > 0}
     return DeviceMemory(bytes=sum(parts.values()), hbm_bytes=hbm_bytes, breakdown=parts, basis=basis)

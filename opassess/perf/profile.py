@@ -24,6 +24,7 @@ read strictly (an unknown key is one error naming the file and the key).
     cpu_gflops = 100.0
     cpu_gb_per_s = 20.0
     sync_us = 50.0
+    dispatch_us = 20.0              # host time to dispatch one kernel in eager mode
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ class HostLink:
     cpu_flops: float  # FLOP/s
     cpu_bandwidth: float  # B/s
     sync_us: float
+    dispatch_us: float = 20.0  # host time to dispatch one kernel in eager mode (time_model.toml [host])
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ def _read_assumptions(path: Path) -> tuple[HostLink, Penalties, MemoryAssumption
     root = TomlTable.of_file(path, "time-model assumptions", ConfigError)
     host = root.table("host")
     link = HostLink(host.number("link_gb_per_s") * GIGA, host.number("cpu_gflops") * GIGA,
-                    host.number("cpu_gb_per_s") * GIGA, host.number("sync_us"))
+                    host.number("cpu_gb_per_s") * GIGA, host.number("sync_us"), host.number("dispatch_us"))
     host.finish()
     pen = root.table("penalties")
     penalties = Penalties(pen.number("online_compile_us"), pen.number("unaligned_cube_factor"),
@@ -303,7 +305,8 @@ def apply_overlay(profile: DeviceProfile, root: TomlTable, path: Path | str) -> 
     host = HostLink(host_table.number("link_gb_per_s", old.link / GIGA) * GIGA,
                     host_table.number("cpu_gflops", old.cpu_flops / GIGA) * GIGA,
                     host_table.number("cpu_gb_per_s", old.cpu_bandwidth / GIGA) * GIGA,
-                    host_table.number("sync_us", old.sync_us))
+                    host_table.number("sync_us", old.sync_us),
+                    host_table.number("dispatch_us", old.dispatch_us))
     if host_table.keys():
         cite["host"] = where
     host_table.finish()

@@ -72,6 +72,8 @@ class StepTime:
     operators: tuple[OperatorTime, ...]  # by at-risk time, then time, largest first
     calls: tuple[CallTime, ...] = field(default=(), repr=False)
     notes: tuple[str, ...] = ()  # the profile's derived values, assumptions, overlay
+    host_us: float = 0.0  # eager mode: the host's dispatch time over the calls (time_model.toml [host] dispatch_us)
+    eager_us: float = 0.0  # max(device time, host time) + syncs: the step as eager mode runs it
 
     def operator(self, key: str) -> OperatorTime | None:
         return next((o for o in self.operators if o.op == key), None)

@@ -20,6 +20,7 @@ from .parallel import parallel_step
 from .profile import DeviceProfile, NoDeviceProfile, load_profile, product_note
 from .records import UNITS, CallTime, OperatorTime, Performance, StepTime
 
+KERNEL_UNITS = frozenset({"cube", "vector", "aicpu"})  # calls the host dispatches a kernel for
 METHOD = N_("sum over the captured calls (%(step)s) of max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x "
             "efficiency)) + launch cost, plus penalties (CPU fallback over the host link, online compilation, host "
             "syncs, TransData copies, unaligned shapes, float32 on the cube, unfused chains); no overlap between "
@@ -95,10 +96,14 @@ def step_time(works: Sequence[CallWork], profile: DeviceProfile) -> StepTime:
     by_unit = {unit: sum(c.us for c in calls if c.unit == unit) for unit in UNITS}
     notes = (*profile.notes, *([f"calibrated by {profile.overlay}"] if profile.overlay else ()),
              *outside_fitted(works, profile))
+    step = sum(c.us for c in calls)
+    # eager mode: the host dispatches every kernel; the device waits for it when that is slower (syncs wait for both)
+    host = sum(w.launches for w in works if w.unit in KERNEL_UNITS) * profile.host.dispatch_us
+    syncs = sum(p.us for c in calls for p in c.penalties if p.code in ("host-sync", "cpu-fallback"))
     return StepTime(product=profile.product, variant=profile.variant, label=profile.label,
-                    step_us=sum(c.us for c in calls), at_risk_us=sum(c.at_risk_us for c in calls),
+                    step_us=step, at_risk_us=sum(c.at_risk_us for c in calls),
                     by_unit={u: v for u, v in by_unit.items() if v > 0}, operators=operator_times(calls), calls=calls,
-                    notes=notes)
+                    notes=notes, host_us=host, eager_us=max(step - syncs, host) + syncs)
 
 
 def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp], findings: Sequence[Finding],

@@ -92,3 +92,14 @@ def test_a_global_batch_the_replicas_do_not_divide_is_refused():
     with pytest.raises(UsageError, match="not a multiple") as caught:
         run("perf_linear_stack.py", parallel=ParallelLayout(dp=3), global_batch=4096)
     assert caught.value.option == "--global-batch"
+
+
+def test_eager_mode_is_host_bound_for_many_small_calls_and_device_bound_for_large_ones():
+    """findings_llm: each kernel call costs 20 us of host dispatch (time_model.toml, assumed), far above its device
+    time: the eager step is the host's; perf_linear_stack's four 2048^3 bf16 matmuls (297 us) hide 4 x 20 us."""
+    small = run("findings_llm.py").performance.step
+    kernels = sum(1 for c in small.calls if c.unit in ("cube", "vector", "aicpu"))
+    assert small.host_us == pytest.approx(kernels * 20.0) and small.host_us > small.step_us
+    assert small.eager_us == pytest.approx(small.host_us)
+    large = run("perf_linear_stack.py", dtype="bfloat16").performance.step
+    assert large.host_us == pytest.approx(80.0) and large.eager_us == pytest.approx(large.step_us)

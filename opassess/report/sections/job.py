@@ -70,6 +70,12 @@ def job_lines(perf: Mapping[str, Any], _: Gettext) -> tuple[tuple[str, ...], tup
     """(lines said before the step: what does not fit; lines after it: memory that fits, the layout's step)."""
     lead: list[str] = []
     after: list[str] = []
+    step, eager = perf.get("step_us"), perf.get("eager_step_us")
+    if step is not None and eager is not None and eager > step + 0.05:
+        after.append(_("Eager mode is host-bound: dispatching the kernels takes %(host)s of host time against the "
+                       "device's work, so the step takes %(eager)s; capturing it as a graph would save up to "
+                       "%(saved)s (dispatch cost assumed)") % {"host": us_text(perf["host_us"]),
+                                                               "eager": us_text(eager), "saved": us_text(eager - step)})
     memory = perf.get("memory")
     if memory:
         (lead if memory["fits"] is False else after).append(memory_line(memory, _("on one device"), _))

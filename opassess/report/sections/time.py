@@ -150,7 +150,7 @@ def _us(value: float) -> float:
 def _step_doc(step: StepTime) -> dict[str, Any]:
     return {"variant": step.variant, "label": step.label, "step_us": _us(step.step_us),
             "at_risk_us": _us(step.at_risk_us), "by_unit": {u: _us(v) for u, v in step.by_unit.items()},
-            "notes": list(step.notes)}
+            "notes": list(step.notes), "host_us": _us(step.host_us), "eager_step_us": _us(step.eager_us)}
 
 
 GIB = 1024 ** 3
