@@ -176,10 +176,9 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     return found
 
 
-# Modules split by name suffix to stay under the cap, still to become sub-packages (issue 44, move 7): shrink it, never
-# grow it. A module near the cap is split into a package of small modules (score/weights/{records,load,decisions}.py),
-# not into `foo.py` + `foo_more.py` siblings.
-SUFFIX_SIBLINGS_PENDING = {"opassess/report/display"}
+# A module near the cap is split into a package of small modules (score/weights/{__init__,load,decisions}.py,
+# report/display/{__init__,page,records}.py), never into `foo.py` + `foo_more.py` siblings (issue 44, move 7).
+SUFFIX_SIBLINGS_PENDING: set[str] = set()  # none left: keep it empty
 
 
 def suffix_siblings(root: Path) -> dict[str, list[str]]:

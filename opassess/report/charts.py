@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .display_records import OperatorRow, ParetoBar, ParetoChart, Tick
+from .display.records import OperatorRow, ParetoBar, ParetoChart, Tick
 from .text import days, percent
 
 PARETO_BARS = 20  # bars in the Pareto chart before the rest are grouped into one "others" bar

@@ -9,7 +9,7 @@ from ..kb.catalog import CITED_PHRASES, said_quotes
 from ..messages import Text, said_within, say
 from ..records import Reason, Signature
 from ..source.catalog import said_contexts
-from .display_records import ReasonRow, SignatureRow
+from .display.records import ReasonRow, SignatureRow
 from .document import jsonable
 
 SIGNATURES_PER_REASON = 3  # signature texts shown beside a reason that covers some of them

@@ -15,7 +15,7 @@ from .display import (  # noqa: F401 - the view's helpers, re-exported for its t
     heat,
     short_name,
 )
-from .display_page import Display
+from .display.page import Display
 from .document import document_of, join_rows
 
 

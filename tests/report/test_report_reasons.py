@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from opassess.records import Reason
-from opassess.report.display_records import SignatureRow
+from opassess.report.display.records import SignatureRow
 from opassess.report.reasons import reason_rows
 
 

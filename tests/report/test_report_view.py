@@ -84,7 +84,7 @@ def test_nice_axis_step(maximum, step):
 
 
 def _bar_op(name, likely):
-    """What the Pareto chart reads of an operator row (display_records.OperatorRow): a direct, estimated one."""
+    """What the Pareto chart reads of an operator row (display.records.OperatorRow): a direct, estimated one."""
     return SimpleNamespace(op=name, short=name, likely=likely, category="direct", estimated=True)
 
 

@@ -11,13 +11,35 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..assessment import Assessment
-from ..messages import say
-from ..records import Capture, ClassifiedOp, Effort, Estimate
-from ..vocabulary import CATEGORIES, NO_CAPTURE, Category, CostBasis
-from .charts import _num, pareto_chart
-from .display_page import Display
-from .display_records import (
+from ...assessment import Assessment
+from ...messages import say
+from ...records import Capture, ClassifiedOp, Effort, Estimate
+from ...vocabulary import CATEGORIES, NO_CAPTURE, Category, CostBasis
+from ..charts import _num, pareto_chart
+from ..document import Row
+from ..i18n import DEFAULT, N_, number, translations
+from ..prose import call_text, capture_step_text, device_note_text, evidence_text, headline_text, note_text
+from ..reasons import cited, reason_rows, reason_text, signature_rows
+from ..sections.graph import graph_actions, graph_section
+from ..sections.job import with_job
+from ..sections.plan import (
+    action_items,
+    activity_rows,
+    decision_rows,
+    finding_title,
+    group_repeats,
+    origin_rows,
+    shorten_paths,
+    shown_source,
+)
+from ..sections.reach import reach_text
+from ..sections.routes import onnx_section, serving_section
+from ..sections.source import source_section
+from ..sections.time import gain_text, slow_card, time_section
+from ..text import bound, bounds_range, days, days_range, percent, share, step_text
+from ..versions_section import version_lines
+from .page import Display
+from .records import (
     AtenRow,
     Attempt,
     Card,
@@ -37,28 +59,6 @@ from .display_records import (
     SubscoreRow,
     Totals,
 )
-from .document import Row
-from .i18n import DEFAULT, N_, number, translations
-from .prose import call_text, capture_step_text, device_note_text, evidence_text, headline_text, note_text
-from .reasons import cited, reason_rows, reason_text, signature_rows
-from .sections.graph import graph_actions, graph_section
-from .sections.job import with_job
-from .sections.plan import (
-    action_items,
-    activity_rows,
-    decision_rows,
-    finding_title,
-    group_repeats,
-    origin_rows,
-    shorten_paths,
-    shown_source,
-)
-from .sections.reach import reach_text
-from .sections.routes import onnx_section, serving_section
-from .sections.source import source_section
-from .sections.time import gain_text, slow_card, time_section
-from .text import bound, bounds_range, days, days_range, percent, share, step_text
-from .versions_section import version_lines
 
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)

@@ -1,12 +1,16 @@
 """The display of one assessment: the records and sections every format reads (report/display.py builds it).
 
-Apart from display_records.py because its sections (report/sections/) are built on those
+Apart from records.py because its sections (report/sections/) are built on those
 records: this module names both without a circle."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .display_records import (
+from ..sections.graph import GraphSection
+from ..sections.routes import OnnxSection, ServingSection
+from ..sections.source import SourceSection
+from ..sections.time import TimeSection
+from .records import (
     ActionItem,
     ActivityRow,
     Card,
@@ -25,10 +29,6 @@ from .display_records import (
     RuleRange,
     Totals,
 )
-from .sections.graph import GraphSection
-from .sections.routes import OnnxSection, ServingSection
-from .sections.source import SourceSection
-from .sections.time import TimeSection
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..vocabulary import Category, Confidence
+from ...vocabulary import Category, Confidence
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from rich.console import Console, JustifyMethod, OverflowMethod
     from rich.table import Table
 
-    from ..display_page import Display
-    from ..display_records import ActionItem
+    from ..display.page import Display
+    from ..display.records import ActionItem
     from ..sections.graph import GraphSection
     from ..sections.routes import OnnxSection, ServingSection
     from ..sections.source import SourceSection

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...graphmode.records import BackendVerdict, GraphBreak, GraphMode
-from ..display_records import ActionItem, Record
+from ..display.records import ActionItem, Record
 from ..i18n import N_
 from ..text import days, percent
 

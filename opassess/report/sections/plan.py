@@ -18,7 +18,7 @@ from ...score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SO
 from ...score.decisions import basis_text
 from ...score.weights.decisions import CHANGE_TIERS
 from ...vocabulary import Category, CostBasis
-from ..display_records import ActionItem, ActivityRow, DecisionRow, OriginRow
+from ..display.records import ActionItem, ActivityRow, DecisionRow, OriginRow
 from ..paths import portable
 from ..prose import Translate, origin_who
 from ..text import days, days_range, percent, share

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...assessment import Assessment
 from ...messages import say
-from ..display_records import Record
+from ..display.records import Record
 from ..i18n import N_
 
 # The ONNX verdicts (JSON values) as the reports say them

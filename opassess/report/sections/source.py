@@ -9,7 +9,7 @@ from typing import Any, overload
 from ...messages import say
 from ...source.catalog import said_contexts
 from ...vocabulary import CATEGORIES, Confidence
-from ..display_records import Record
+from ..display.records import Record
 from ..text import days
 
 NOTE_KINDS = ("precision-note", "no-op")  # notes, not work: 0 person-days, listed after the work

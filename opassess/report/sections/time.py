@@ -10,7 +10,7 @@ from typing import Any
 from ...messages import N_, say
 from ...perf.records import DeviceMemory, ParallelStep, Performance, StepTime
 from ...records import Finding
-from ..display_records import Card, Record
+from ..display.records import Card, Record
 
 ROWS = 15  # operators listed, by time at risk then time (the JSON has every one)
 
