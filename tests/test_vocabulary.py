@@ -15,7 +15,7 @@ from opassess.graphmode import records as graph
 from opassess.kb import load_kb
 from opassess.perf import records as perf
 from opassess.reasons import EXCLUSION_CODES, REASONS
-from opassess.report.versions_section import VERSION_WARNINGS
+from opassess.report.sections.versions import VERSION_WARNINGS
 from opassess.routes.records import EXPORTERS, SERVING_STATUSES, VERDICTS
 from opassess.score.cost import COST_BASES
 from opassess.score.weights import CRITERIA

@@ -2,7 +2,7 @@
 
 `build_document` turns an Assessment into a plain dict of raw numbers, lists and strings: what `-f json` writes,
 what assessment.schema.json describes, what CSV flattens, and what opassess.ci.snapshot reads back (from a file or
-in-process). It is built once per assessment; report/display.py formats the same facts for people.
+in-process). It is built once per assessment; report/display/build.py formats the same facts for people.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from .sections.graph import graph_mode_doc, verdicts_doc
 from .sections.reach import reach_doc
 from .sections.routes import routes_doc
 from .sections.time import finding_time_doc, operator_time_doc, performance_doc
+from .sections.versions import versions_doc
 from .text import days, share
-from .versions_section import versions_doc
 
 FORMAT_VERSION = 1
 TOOL_NAME = "opassess"

@@ -1,7 +1,7 @@
 """The view every reporter renders: the JSON document and the display, both built once per assessment.
 
 `build_view` joins the assessment's stages into rows, builds the document (report/document.py, the JSON contract)
-and the display (report/display.py, typed records formatted for people) from them, and hands both to every
+and the display (report/display/build.py, typed records formatted for people) from them, and hands both to every
 requested format; `view.document` and `view.display` read them.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..assessment import Assessment
-from .display import (  # noqa: F401 - the view's helpers, re-exported for its tests
+from .display.build import (  # noqa: F401 - the view's helpers, re-exported for its tests
     build_display,
     heat,
     short_name,

@@ -1,11 +1,11 @@
-"""The versions section (report/versions_section.py): the set to install for the torch line assessed against, a
+"""The versions section (report/sections/versions.py): the set to install for the torch line assessed against, a
 feature's stated minimum when the model uses it, and a warning to pin when the running torch is newer than any
 torch_npu release."""
 from __future__ import annotations
 
 from dataclasses import replace
 
-from opassess.report.versions_section import version_lines, versions_doc
+from opassess.report.sections.versions import version_lines, versions_doc
 from tests.report.support import real_assessment
 
 

@@ -1,4 +1,4 @@
-"""The display of one assessment: the records and sections every format reads (report/display.py builds it).
+"""The display of one assessment: the records and sections every format reads (report/display/build.py builds it).
 
 Apart from records.py because its sections (report/sections/) are built on those
 records: this module names both without a circle."""
@@ -33,7 +33,7 @@ from .records import (
 
 @dataclass(frozen=True)
 class Display(Record):
-    """Everything a format shows of one assessment (report/display.py builds it; View.display holds it)."""
+    """Everything a format shows of one assessment (report/display/build.py builds it; View.display holds it)."""
 
     title: str
     tool_version: str
@@ -79,7 +79,7 @@ class Display(Record):
     serving: ServingSection | None = None  # --route vllm-ascend; None without
     time: TimeSection | None = None  # the time model's step and operators; None without one
     graph: GraphSection | None = None  # readiness per NPU graph back-end; None with --no-graph-mode
-    versions: tuple[str, ...] = ()  # the torch / torch_npu / CANN set to install (report/versions_section.py)
+    versions: tuple[str, ...] = ()  # the torch / torch_npu / CANN set to install (report/sections/versions.py)
 
     def effort_range(self, category: str) -> str | None:
         return next((r.text for r in self.effort_ranges if r.category == category), None)

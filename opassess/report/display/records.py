@@ -1,4 +1,4 @@
-"""The display's records: frozen dataclasses the templates and the terminal reporter read (report/display.py builds
+"""The display's records: frozen dataclasses the templates and the terminal reporter read (display/build.py builds
 them). Records are read by attribute (`op.likely_text`), in Python and templates alike."""
 from __future__ import annotations
 

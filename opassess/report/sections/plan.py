@@ -1,7 +1,7 @@
 """What a reader does with an assessment: source paths they can open, the model-level activities, effort by origin,
 repeated structure grouped in the module roll-up, and the action items that end every report.
 
-Pure functions over records and the JSON document; report/display.py puts their results on the Display.
+Pure functions over records and the JSON document; report/display/build.py puts their results on the Display.
 """
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..assessment import Assessment
-from ..kb.releases import Releases, load_releases
-from ..kb.versions import format_version, parse_version
+from ...assessment import Assessment
+from ...kb.releases import Releases, load_releases
+from ...kb.versions import format_version, parse_version
 
 Gettext = Callable[[str], str]
 VERSION_WARNINGS = ("torch-newer",)  # the schema's versions.warnings[].code

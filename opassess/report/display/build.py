@@ -1,0 +1,449 @@
+"""The display: the facts of one assessment formatted for people, as typed records, built once for every format.
+
+Numbers are already written (through report/text.py: "4.5", "3.0–6.0", "38%"), bar widths and the Pareto chart's
+SVG geometry already computed, so templates and the terminal reporter only place values. Strings that came from
+the model (op keys, module paths, file names, class names) stay plain strings: the HTML environment autoescapes
+them, the Markdown one escapes them. Records are read by attribute (`op.likely_text`), in Python and templates alike.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...assessment import Assessment
+from ...messages import say
+from ...records import Capture, ClassifiedOp, Effort, Estimate
+from ...vocabulary import CATEGORIES, NO_CAPTURE, Category, CostBasis
+from ..charts import _num, pareto_chart
+from ..document import Row
+from ..i18n import DEFAULT, N_, number, translations
+from ..prose import call_text, capture_step_text, device_note_text, evidence_text, headline_text, note_text
+from ..reasons import cited, reason_rows, reason_text, signature_rows
+from ..sections.graph import graph_actions, graph_section
+from ..sections.job import with_job
+from ..sections.plan import (
+    action_items,
+    activity_rows,
+    decision_rows,
+    finding_title,
+    group_repeats,
+    origin_rows,
+    shorten_paths,
+    shown_source,
+)
+from ..sections.reach import reach_text
+from ..sections.routes import onnx_section, serving_section
+from ..sections.source import source_section
+from ..sections.time import gain_text, slow_card, time_section
+from ..text import bound, bounds_range, days, days_range, percent, share, step_text
+from ..versions_section import version_lines
+from .page import Display
+from .records import (
+    AtenRow,
+    Attempt,
+    Card,
+    CategoryRow,
+    FindingRow,
+    ImpactLabel,
+    ModelHeader,
+    ModuleRow,
+    OperatorRow,
+    ParetoSummary,
+    PieSlice,
+    RiskCell,
+    RiskGrid,
+    RiskRow,
+    RuleRange,
+    ShownOp,
+    SubscoreRow,
+    Totals,
+)
+
+TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
+MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
+MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
+CELL_OPS = 30  # operators named in one risk-matrix cell of the HTML/Markdown grid (all of them are in the JSON)
+CATEGORY_RANK = {category: rank for rank, category in enumerate(CATEGORIES)}  # sort order: direct < custom-dev
+# The 20/80 badge marks the operators carrying 80% of the effort only when they are few: at most a third of the
+# operator types (or 3): "22 of 31" marked says nothing.
+PARETO_MARK_SHARE, PARETO_MARK_MIN = 1 / 3, 3
+MODULE_MIN_SHARE = 0.01  # modules carrying less than 1% of the effort are left to the JSON
+LIKELIHOOD_LABELS = {1: N_("rare"), 2: N_("unlikely"), 3: N_("possible"), 4: N_("likely"), 5: N_("almost certain")}
+HEAT_MARKS = {"low": "\U0001F7E9", "moderate": "\U0001F7E8", "high": "\U0001F7E7", "critical": "\U0001F7E5"}  # squares
+IMPACT_LABELS = {1: N_("negligible"), 2: N_("minor"), 3: N_("moderate"), 4: N_("major"), 5: N_("severe")}
+
+
+# ------------------------------------------------------------------ small formatters
+
+
+def _stars(stars: int) -> str:
+    return "\u2605" * stars + "\u2606" * (5 - stars)
+
+
+def _score(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def short_name(op: str) -> str:
+    """A compact label for charts: 'torch.nn.Conv2d' -> 'nn.Conv2d', 'torch.nn.functional.gelu' -> 'F.gelu'."""
+    for prefix, replacement in (("torch.nn.functional.", "F."), ("torch.nn.", "nn.")):
+        if op.startswith(prefix):
+            return replacement + op[len(prefix):]
+    return op
+
+
+def heat(likelihood: int, impact: int) -> str:
+    """The heat-map band of a risk cell by likelihood x impact: 1-4 low, 5-9 moderate, 10-14 high, 15-25 critical."""
+    product = likelihood * impact
+    if product <= 4:
+        return "low"
+    if product <= 9:
+        return "moderate"
+    if product <= 14:
+        return "high"
+    return "critical"
+
+
+def _support_text(classified: ClassifiedOp | None, aten: str, backward: bool = False) -> str:
+    support = (classified.backward_support if backward else classified.aten_support) if classified else {}
+    if aten not in support:
+        return N_("not checked")
+    return N_("NPU kernel") if support[aten] else N_("no NPU kernel")
+
+
+def _stand_ins_text(capture: Capture, _: Callable[[str], str] = str) -> str:
+    """'Stand-ins (no GPU here): flash_attn (flash_attn.flash_attn_func); ...', or '' when none was used."""
+    if not capture.stand_ins:
+        return ""
+    uncalled = _("imported, not called")
+    used = "; ".join(f"{s.library} ({', '.join(s.symbols) or uncalled})" for s in capture.stand_ins)
+    return _("Stand-ins (no GPU here; their calls are library operators): %(used)s.") % {"used": used}
+
+
+# ------------------------------------------------------------------ builders
+
+
+def _operator_row(row: Row, total_likely: float, training: bool = False,
+                  _: Callable[[str], str] = str) -> OperatorRow:
+    operator, classified, estimate = row.operator, row.classified, row.estimate
+    category = classified.category if classified else "unclassified"
+    categories = classified.signature_categories if classified else ()
+    signatures = signature_rows(operator.signatures, categories, _)
+    base: dict[str, Any] = {
+        "rank": row.rank,
+        "op": operator.key,
+        "short": short_name(operator.key),
+        "kind": operator.kind,
+        "category": category,
+        "known": classified.known if classified else True,
+        "confidence": classified.confidence if classified else None,
+        "count": operator.count,
+        "signature_count": len(operator.signatures),
+        "aten": tuple(operator.aten),
+        "aten_rows": tuple(AtenRow(a, _(_support_text(classified, a))) for a in operator.aten),
+        "category_rank": CATEGORY_RANK.get(category, -1),
+        "reasons": reason_rows(classified.reasons, signatures, _) if classified else (),
+        "replacement": classified.replacement if classified else None,
+        "replacement_deprecated": classified.replacement_deprecated if classified else False,
+        "replacement_successor": classified.replacement_successor if classified else None,
+        "cann_op": classified.cann_op if classified else None,
+        "sources": tuple(dict.fromkeys(shown_source(s) for s in operator.sources)),
+        "modules": tuple(operator.modules),
+        "modules_text": ", ".join(m or "(model)" for m in operator.modules),
+        "modules_shown": tuple(m or "(model)" for m in operator.modules[:MODULES_PER_OP]),
+        "modules_more": max(0, len(operator.modules) - MODULES_PER_OP),
+        "signatures": signatures,
+        "estimated": estimate is not None,
+        "step_text": step_text(operator.kind, operator.backward_aten, training),
+        "backward_rows": tuple(AtenRow(a, _(_support_text(classified, a, backward=True)))
+                               for a in operator.backward_aten),
+        "search": " ".join([operator.key, operator.kind, category, *operator.modules]).lower(),
+    }
+    if estimate is None:
+        return OperatorRow(**base)
+    score, effort, risk = estimate.score, estimate.person_days, estimate.risk
+    return OperatorRow(
+        **base,
+        composite=round(float(score.composite), 4),
+        composite_text=_score(score.composite),
+        functional_text=_score(score.functional),
+        performance_text=_score(score.performance),
+        ecosystem_text=_score(score.ecosystem),
+        subscores=tuple(SubscoreRow(s.dimension, s.criterion, _score(s.value), _score(s.weight), cited(s.signal, _))
+                        for s in score.subscores),
+        likely=round(float(effort.likely), 2),
+        likely_text=days(effort.likely),
+        range_text=days_range(effort),
+        share_text=percent(share(effort.likely, total_likely)),
+        stars=risk.stars,
+        stars_text=_stars(risk.stars),
+        likelihood=risk.likelihood,
+        impact=risk.impact,
+        risk_text=f"L{risk.likelihood} \u00d7 I{risk.impact}",
+        risk_signals=tuple(say(signal, _) for signal in risk.signals),
+        heat=heat(risk.likelihood, risk.impact),
+        pareto=estimate.pareto,
+    )
+
+
+def _risk_grid(matrix: tuple[tuple[tuple[str, ...], ...], ...], _: Callable[[str], str] = str) -> RiskGrid:
+    """Rows from likelihood 5 (top) down to 1, columns impact 1..5, as on a printed risk matrix (labels through
+    the report language's gettext `_`)."""
+    rows = []
+    for likelihood in range(5, 0, -1):
+        cells = []
+        for impact in range(1, 6):
+            ops = tuple(matrix[likelihood - 1][impact - 1]) if len(matrix) >= likelihood else ()
+            band = heat(likelihood, impact)
+            cells.append(RiskCell(
+                likelihood=likelihood, impact=impact, ops=ops, shorts=tuple(short_name(op) for op in ops),
+                shown=tuple(ShownOp(op, short_name(op)) for op in ops[:CELL_OPS]),
+                more=max(0, len(ops) - CELL_OPS), more_title=", ".join(ops[CELL_OPS:]), count=len(ops),
+                heat=band, mark=HEAT_MARKS[band],
+                title=_("likelihood %(l)d (%(l_label)s), impact %(i)d (%(i_label)s): %(n)d operator(s)")
+                % {"l": likelihood, "l_label": _(LIKELIHOOD_LABELS[likelihood]), "i": impact,
+                   "i_label": _(IMPACT_LABELS[impact]), "n": len(ops)},
+            ))
+        rows.append(RiskRow(likelihood, _(LIKELIHOOD_LABELS[likelihood]), tuple(cells)))
+    return RiskGrid(tuple(rows), tuple(ImpactLabel(i, _(IMPACT_LABELS[i])) for i in range(1, 6)))
+
+
+def _module_rows(by_module: Mapping[str, Effort], module_types: Mapping[str, str], class_name: str,
+                 total_likely: float) -> tuple[list[ModuleRow], int, int]:
+    """The MODULE_ROWS largest modules of at least MODULE_MIN_SHARE, in tree order (children by effort, largest
+    first), and how many were left out for being small and for being past the rows shown.
+
+    The rows are chosen by effort, not by tree order: in a 32-layer decoder the first layers' sub-modules must not
+    push the later layers, the embedding and the head off the table. A parent carries at least its child's effort,
+    so (ties broken by depth) every shown row's parent is shown too."""
+    children: dict[str, list[str]] = {}
+    for path in by_module:
+        if path == "":
+            continue
+        parent = path.rpartition(".")[0]
+        while parent and parent not in by_module:  # attach to the nearest ancestor that has a row
+            parent = parent.rpartition(".")[0]
+        children.setdefault(parent, []).append(path)
+    ordered: list[str] = []
+
+    def visit(path: str) -> None:
+        ordered.append(path)
+        for child in sorted(children.get(path, []), key=lambda p: (-by_module[p].likely, p)):
+            visit(child)
+
+    if "" in by_module:
+        visit("")
+    else:
+        for top_level in sorted(children.get("", []), key=lambda p: (-by_module[p].likely, p)):
+            visit(top_level)
+    large = [p for p in ordered if not p or share(by_module[p].likely, total_likely) >= MODULE_MIN_SHARE]
+    chosen = set(sorted(large, key=lambda p: (-by_module[p].likely, p.count(".") + bool(p), p))[:MODULE_ROWS])
+    shown = []
+    for path in ordered:
+        if path not in chosen:
+            continue
+        effort = by_module[path]
+        part = share(effort.likely, total_likely)
+        depth = 0 if path == "" else path.count(".") + 1
+        shown.append(ModuleRow(
+            path=path or "(model)", name=path.rpartition(".")[2] if path else "(model)",
+            class_=class_name if path == "" else module_types.get(path, ""), depth=depth,
+            indent=f"{depth * 1.2:.1f}", likely_text=days(effort.likely), range_text=days_range(effort),
+            share_text=percent(part), bar_pct=_num(100 * part),
+        ))
+    return shown, len(ordered) - len(large), len(large) - len(shown)
+
+
+def _stem(source: str) -> str:
+    """'examples/resnet_like.py' -> 'resnet_like'; 'torchvision.models:resnet50' -> 'resnet50'; '.' (a source scan of
+    the working folder) -> the folder's name."""
+    name = source.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    if name in ("", ".", ".."):
+        name = Path(source).resolve().name
+    return name[:-3] if name.endswith(".py") else (name or "report")
+
+
+def rule_ranges(ranges: Mapping[str, tuple[float, float]] | None) -> tuple[RuleRange, ...]:
+    """'3-5' per category from the weights' (low, high); the hardest category's range is open at the top ('10+'):
+    its high is where the likely estimate tops out, not a ceiling on the work."""
+    if not ranges:
+        return ()
+    return tuple(RuleRange(c, f"{bound(ranges[c][0])}+" if c == Category.CUSTOM_DEV else bounds_range(*ranges[c]))
+                 for c in Category if c in ranges)
+
+
+def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping[str, Any],
+                  language: str = DEFAULT) -> Display:
+    """The display of an assessment in `language`, from its joined rows and its JSON document (built once, beside
+    it). Operator names, APIs and paths are placed into the translated sentences as they are."""
+    _ = translations(language).gettext
+    model, capture, est = assessment.model, assessment.capture, assessment.estimate
+    total = est.total if est else None
+    total_likely = total.likely if total else 0.0
+    ops = tuple(_operator_row(r, total_likely, capture.training, _) for r in rows)
+    summary = document["summary"]
+    said = {r.message: reason_text(r, _) for c in assessment.classified for r in c.reasons}  # reasons, translated
+    if est is not None:  # the decisions' titles and plans, the operators' cost notes: the action items quote them
+        said.update({text: say(text, _) for d in est.decisions for text in (d.title, *d.plan)})
+        said.update({e.basis: say(e.basis, _) for e in est.ops if e.basis})
+    headline = headline_text(round(est.p10, 2), round(est.p50, 2), round(est.p90, 2), _) if est else ""
+    unknown = tuple(op for op in ops if not op.known)
+    categories = _category_rows(ops, est, total_likely)
+    pareto, pareto_statement = _pareto(est, summary, len(ops), _)
+    modules: list[ModuleRow] = []
+    modules_small = modules_cut = 0
+    if est is not None:
+        grouped, types = group_repeats(est.by_module, capture.module_types)
+        modules, modules_small, modules_cut = _module_rows(grouped, types, model.class_name, total_likely)
+
+    return Display(
+        title=_("Ascend NPU migration assessment: %s") % model.class_name,
+        tool_version=assessment.tool_version,
+        model=_model_header(assessment, document, language, _),
+        target=assessment.target,
+        torch_npu=assessment.torch_version,
+        kb_version=assessment.kb_version,
+        weights_source=document["weights_source"],
+        estimated=est is not None,
+        totals=Totals(likely_text=days(total.likely), range_text=days_range(total), low_text=days(total.low),
+                      high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),
+                      method=say(est.method, _), p10_text=days(est.p10), headline_text=headline)
+        if est and total else None,
+        cards=_cards(assessment, document, ops, unknown, headline, _),
+        categories=categories,
+        pie=tuple(PieSlice(c.name, c.types) for c in categories if c.types),
+        pareto=pareto,
+        pareto_statement=pareto_statement,
+        pareto_marked=pareto is not None and pareto.count <= max(PARETO_MARK_MIN, len(ops) * PARETO_MARK_SHARE),
+        pareto_chart=pareto_chart(ops, sum(op.likely for op in ops if op.estimated)),  # operators' own effort
+        risk_grid=_risk_grid(est.risk_matrix, _) if est else None,
+        operators=ops,
+        top_operators=ops[:TOP_OPERATORS],
+        modules=tuple(modules),
+        modules_hidden=modules_small + modules_cut,
+        modules_small=modules_small,
+        modules_cut=modules_cut,
+        module_rows=MODULE_ROWS,
+        findings=tuple(FindingRow(kind=f.kind, title=finding_title(f, _), ops=tuple(f.ops),
+                                  source=shown_source(f.source) if f.source else "",
+                                  npu_api=call_text(f, _) or f.npu_api or "", effect=_(f.effect),
+                                  time_text=gain_text(doc["time"], _))
+                       for f, doc in zip(assessment.findings, document["findings"], strict=True)),
+        unknown=unknown,
+        suggested_html=f"{_stem(model.source)}.html",
+        effort_ranges=rule_ranges(assessment.effort_ranges),
+        profile=summary["profile"] or "",
+        assumptions=note_text(summary["assumptions"], _),
+        band_text=note_text(summary["band"], _),
+        activities=activity_rows(est, _) if est else (),
+        decisions=decision_rows(est, _) if est else (),
+        origins=origin_rows(est, _) if est else (),
+        zero_cost=tuple((summary["cost_bases"] or {}).get(CostBasis.ZERO_COST, ())),
+        validation_block=tuple((summary["cost_bases"] or {}).get(CostBasis.VALIDATION_BLOCK, ())),
+        actions=action_items(document, assessment.findings, _, said) + graph_actions(document, shown_source, _,
+                                                                                     assessment.graph_mode),
+        evidence_order=evidence_text(assessment.target, _),
+        source=source_section(document, _),
+        time=with_job(time_section(document, _), document, _),
+        graph=graph_section(document, _, shown_source, assessment.graph_mode),
+        versions=version_lines(document, _),
+        source_only=capture.method == NO_CAPTURE,
+        onnx=onnx_section(document, _),
+        serving=serving_section(document, _),
+    )
+
+
+def _category_rows(ops: Sequence[OperatorRow], est: Estimate | None, total_likely: float
+                   ) -> tuple[CategoryRow, ...]:
+    """Types, calls and effort per category, every category (an empty one too), easiest first."""
+    categories = []
+    for category in Category:
+        members = [op for op in ops if op.category == category]
+        effort = est.by_category.get(category, Effort(0.0, 0.0, 0.0)) if est else None
+        part = share(effort.likely, total_likely) if effort else 0.0
+        categories.append(CategoryRow(
+            name=category, types=len(members), occurrences=sum(op.count for op in members),
+            likely_text=days(effort.likely) if effort else "", range_text=days_range(effort) if effort else "",
+            share_text=percent(part) if effort else "", bar_pct=_num(100 * part),
+            ops=tuple(op.op for op in members),
+        ))
+    return tuple(categories)
+
+
+def _pareto(est: Estimate | None, summary: Mapping[str, Any], types: int, _: Callable[[str], str]
+            ) -> tuple[ParetoSummary | None, str]:
+    """The 20/80 operators and their sentence; none without an estimate or with no operator carrying effort."""
+    if est is None or not est.pareto_ops:  # no operator, no effort: "0 of 0 types carry 0%" would say nothing
+        return None, ""
+    share_types = est.pareto_share_of_types
+    share_effort = summary["pareto"]["share_of_effort"]
+    names = tuple(est.pareto_ops)
+    # the sentence names the largest; a flat model can have 160 names here (the JSON has them all)
+    pareto = ParetoSummary(ops=names, count=len(names), share_types_text=percent(share_types),
+                           share_effort_text=percent(share_effort), shown=names[:TOP_OPERATORS],
+                           more=max(0, len(names) - TOP_OPERATORS))
+    return pareto, _("%(n)d of %(total)d operator types (%(types)s) carry %(effort)s of the operators' estimated "
+                     "effort") % {"n": len(names), "total": types, "types": percent(share_types),
+                                  "effort": percent(share_effort)}
+
+
+def _cards(assessment: Assessment, document: Mapping[str, Any], ops: Sequence[OperatorRow],
+           unknown: Sequence[OperatorRow], headline: str, _: Callable[[str], str]) -> tuple[Card, ...]:
+    """The summary cards: effort, operator types (source sites for a source scan), custom development, unknown
+    operators, the highest risk, and the slowest operator with a time model."""
+    est = assessment.estimate
+    total = est.total if est else None
+    summary = document["summary"]
+    source_only = assessment.capture.method == NO_CAPTURE
+    sites = document.get("source_findings") or []
+    scanned = (document.get("source") or {}).get("files") or []
+    # The sites priced in the total count with the operators: every site of a source-only report (it has no
+    # operators), the reached ones of `scan --source` (a present site is costed apart, out of the total), except a
+    # site whose call is a captured operator's (covered_by: that operator counts it).
+    priced = [s for s in sites if s.get("reached") is not False and not s.get("covered_by") and s.get("risk")]
+    counts = {c: (0 if source_only else summary["categories"][c]) + sum(1 for s in priced if s["category"] == c)
+              for c in CATEGORIES}
+    ranked = [((op.stars, op.likely), op.stars_text, op.op) for op in ops if op.estimated] + [
+        ((s["risk"]["stars"], s["person_days"]["likely"]), _stars(s["risk"]["stars"]),
+         f"{s['file']}:{s['line']} {s['subject']}") for s in priced]
+    worst = max(ranked, key=lambda item: item[0], default=None)
+    return (
+        Card(_("Estimated effort"), headline if est else _("not estimated"),
+             _("P50 with its P10-P90 band; sum of the most likely values %(likely)s, of the lows and highs %(range)s")
+             % {"likely": days(total.likely), "range": days_range(total)} if est and total else ""),
+        *((Card(_("Source sites"), str(len(sites)), _("%(n)d files scanned") % {"n": len(scanned)}),)
+          if source_only else (Card(_("Operator types"), str(len(ops)),
+                                    _("%d calls in the forward pass") % summary["occurrences"]),)),
+        Card(_("Custom development"), str(counts[Category.CUSTOM_DEV]),
+             _("%(pc)d param-converted, %(d)d direct") % {"pc": counts[Category.PARAM_CONVERTED],
+                                                          "d": counts[Category.DIRECT]}),
+        Card(_("Unknown to the knowledge base"), str(len(unknown)),
+             ", ".join(op.op for op in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+             if unknown else _("every operator has a known fact")),
+        Card(_("Highest risk"), worst[1] if worst else (_("none") if est is not None else _("not estimated")),
+             worst[2] if worst else (_("no operator to port") if est is not None else "")),
+        *slow_card(document, _),
+    )
+
+
+def _model_header(assessment: Assessment, document: Mapping[str, Any], language: str, _: Callable[[str], str]
+                  ) -> ModelHeader:
+    """The model and its capture: the methods tried (errors and device note as the JSON holds them: scrubbed of the
+    machine's absolute paths), the step captured, the stand-ins used."""
+    model, capture = assessment.model, assessment.capture
+    written = document["model"].get("capture") or {}
+    errors = [a.get("error") for a in written.get("attempts") or ()]
+    errors = errors if len(errors) == len(capture.attempts) else [a.error for a in capture.attempts]
+    attempts = tuple(Attempt(method=a.method,
+                             status=N_("used") if a.method == capture.method and a.error is None
+                             else (N_("ok") if a.error is None else N_("failed")),
+                             error=shorten_paths(error or ""), seconds_text=f"{a.seconds:.2f} s")
+                     for a, error in zip(capture.attempts, errors, strict=True))
+    return ModelHeader(class_name=model.class_name, source=document["model"]["source"], entry=model.entry,
+                       parameters_text=number(model.parameters, language), dtype=model.dtype,
+                       inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
+                       device_note=device_note_text(written.get("device_note") or capture.device_note or "", _),
+                       attempts=attempts,
+                       step_text=capture_step_text(capture, _), training=capture.training,
+                       stand_ins_text=_stand_ins_text(capture, _), reach_text=reach_text(document, _))
