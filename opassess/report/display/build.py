@@ -36,8 +36,8 @@ from ..sections.reach import reach_text
 from ..sections.routes import onnx_section, serving_section
 from ..sections.source import source_section
 from ..sections.time import gain_text, slow_card, time_section
+from ..sections.versions import version_lines
 from ..text import bound, bounds_range, days, days_range, percent, share, step_text
-from ..versions_section import version_lines
 from .page import Display
 from .records import (
     AtenRow,
