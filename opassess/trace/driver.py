@@ -13,11 +13,12 @@ from ..records import Capture, CaptureAttempt
 from .blame import is_internal, is_meta_problem, meta_failure
 from .methods import capture_methods
 from .nodes import NodeFailure
-from .reach import record_reach
+from .reach import ReachRecord, record_reach
 from .registrations import registrations
 from .registry import Skipped, no_progress
 from .train import TrainOptions
 from .upcast import upcast_note, upcast_refused
+from .witness import Witness, witnessing
 
 # The CPU fallback allocates real weights: it is refused when they would take more than this share of the
 # machine's memory (activations and the interpreter need the rest).
@@ -69,14 +70,17 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 progress(f"capturing with {method} on {device}")
             _restore_dispatch_state(baseline, attempts)
             started = time.perf_counter()
+            witness, reach = Witness(), ReachRecord()
             try:
                 upcast: dict[str, str] = {}
-                with _standins(current, device), _upcast(device, upcast), record_reach() as reach:
+                with _standins(current, device), _upcast(device, upcast), record_reach() as reach, \
+                        witnessing(witness, current.module, method.startswith("dispatch")):
                     nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
                 continue
             except (Exception, SystemExit) as exc:  # every failure is recorded; the next method gets its chance
+                _check_forward(loaded, witness, reach)
                 internal = isinstance(exc, Exception) and is_internal(exc)
                 attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method,
                                                ("internal error: " if internal else "") + _first_line(exc),
@@ -91,6 +95,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 if capturer.eager and not is_meta_problem(exc):
                     break  # the eager forward itself fails: no other capture can succeed on this device
                 continue
+            _check_forward(loaded, witness, reach)
+            nodes = [*nodes, *witness.unrecorded(nodes)]  # what the model called outside the recorder
             attempts.append(CaptureAttempt(f"{method}@{device}" if device != loaded.device else method, None,
                                            time.perf_counter() - started))
             types = {name: type(m).__name__ for name, m in current.module.named_modules()}
@@ -100,7 +106,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step=capturer.step, step_note=capturer.note,
                            stand_ins=current.standins.records() if current.standins is not None else (),
-                           registrations=registrations(nodes), reach=reach[0])
+                           registrations=registrations(nodes), reach=reach.functions)
         if forward_error is None or not is_meta_problem(forward_error):
             break
     where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"
@@ -113,6 +119,20 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
     if isinstance(cause, BaseException):
         raise TraceError(f"{where} raised {_first_line(cause)}") from cause
     raise TraceError(f"{where} could not be captured: {cause}")
+
+
+def _check_forward(loaded: LoadedModel, witness: Witness, reach: ReachRecord) -> None:
+    """A forward that removed the capture's hooks or modes, or ran model code in a thread of its own, fails the
+    capture with one line: what was recorded is not what the model runs."""
+    where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"
+    if witness.tampered:
+        raise TraceError(f"{where} removed opassess's capture hooks ({witness.tampered}): its operators cannot be "
+                         "recorded; run the assessment on a forward that leaves torch's global hooks and modes alone")
+    if reach.threads:
+        name, what = next(iter(reach.threads.items()))
+        raise TraceError(f"{where} ran model code in thread {name!r} ({what}): the capture records the forward's own "
+                         "thread only, so that thread's operators are not seen; run them in the forward's thread to "
+                         "assess them")
 
 
 # Guards that put torch's dispatcher key sets back as they were before a failed attempt; kept alive for the

@@ -45,8 +45,10 @@ def _uses_torch(names: dict[str, Any]) -> bool:
 class ReachRecorder:
     """The trace functions and what they saw; use `record_reach`."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: dict[str, str]) -> None:
         self.skipped, self.stdlib = _skipped_roots()
+        self.home = threading.get_ident()
+        self.threads = threads
         self.files: dict[str, bool] = {}
         self.lines: dict[CodeType, set[int]] = {}
         self.tracers: dict[CodeType, Any] = {}
@@ -61,6 +63,8 @@ class ReachRecorder:
         code = frame.f_code
         tracer = self.tracers.get(code)
         if tracer is not None:
+            if threading.get_ident() != self.home:
+                self._other_thread(code)
             return tracer
         wanted = self.files.get(code.co_filename)
         if wanted is None:
@@ -75,7 +79,14 @@ class ReachRecorder:
             return line
 
         self.tracers[code] = line
+        if threading.get_ident() != self.home:
+            self._other_thread(code)
         return line
+
+    def _other_thread(self, code: CodeType) -> None:
+        name = threading.current_thread().name
+        if name not in self.threads:
+            self.threads[name] = f"{code.co_qualname} at {Path(code.co_filename).name}:{code.co_firstlineno}"
 
     def functions(self) -> tuple[FunctionReach, ...]:
         """Each entered function (merged by file, name and def line), its lines split into ran and missed."""
@@ -90,15 +101,23 @@ class ReachRecorder:
                      for (file, name, first), (lines, seen) in sorted(merged.items()))
 
 
+class ReachRecord:
+    """What `record_reach` gives: the record once the block ended (None when another tracer held sys.settrace), and
+    the threads other than the recording one that ran model code (name -> 'function at file:line')."""
+
+    def __init__(self) -> None:
+        self.functions: tuple[FunctionReach, ...] | None = None
+        self.threads: dict[str, str] = {}
+
+
 @contextmanager
-def record_reach() -> Iterator[list[tuple[FunctionReach, ...] | None]]:
-    """Record the reach of what runs inside; the list it gives holds the record once the block ends (None when
-    another tracer held sys.settrace)."""
-    out: list[tuple[FunctionReach, ...] | None] = [None]
+def record_reach() -> Iterator[ReachRecord]:
+    """Record the reach of what runs inside, in this thread and the threads started meanwhile."""
+    out = ReachRecord()
     if sys.gettrace() is not None:
         yield out
         return
-    recorder = ReachRecorder()
+    recorder = ReachRecorder(out.threads)
     previous_thread = threading._trace_hook  # type: ignore[attr-defined]
     threading.settrace(recorder.call)
     sys.settrace(recorder.call)
@@ -107,4 +126,4 @@ def record_reach() -> Iterator[list[tuple[FunctionReach, ...] | None]]:
     finally:
         sys.settrace(None)
         threading.settrace(previous_thread)  # type: ignore[arg-type]
-        out[0] = recorder.functions()
+        out.functions = recorder.functions()

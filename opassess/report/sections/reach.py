@@ -19,6 +19,7 @@ def reach_doc(assessment: Assessment, roots: Sequence[str]) -> dict[str, Any] | 
     reach = assessment.reach
     if reach is None:
         return None
+    outside = list(dict.fromkeys(n.key for n in assessment.capture.nodes if n.attrs.get("witness")))
     not_direct = [c for c in reach.calls if c.category != Category.DIRECT]
     return {
         "functions": reach.functions, "lines": reach.lines, "ran": reach.ran, "share": round(reach.share, 4),
@@ -26,6 +27,7 @@ def reach_doc(assessment: Assessment, roots: Sequence[str]) -> dict[str, Any] | 
         "person_days": {"low": round(reach.person_days.low, 2), "likely": round(reach.person_days.likely, 2),
                         "high": round(reach.person_days.high, 2)},
         "basis": reach.basis,
+        "outside_recorder": outside,
         "present": [{"source": portable(f"{c.file}:{c.line}", roots), "code": c.code, "call": c.call,
                      "operator": c.operator, "function": c.function, "branch": c.branch,
                      "category": str(c.category), "reason": c.reason, "captured": c.captured}
@@ -43,8 +45,13 @@ def reach_text(document: Mapping[str, Any], _: Callable[[str], str] = str) -> st
     share = _("%(share)s of the lines of the %(functions)d functions the run entered ran") % {
         "share": f"{reach['share'] * 100:.1f}%", "functions": reach["functions"]}
     present = reach["present"]
+    outside = ""
+    if reach.get("outside_recorder"):
+        outside = " " + _("The model called %(ops)s outside the recorder (torch's profiler saw it): judged as "
+                          "operators of their own.") % {"ops": ", ".join(reach["outside_recorder"])}
     if not present:
-        return _("Reach: %(share)s; no call the knowledge base judges is on a line it missed.") % {"share": share}
+        return _("Reach: %(share)s; no call the knowledge base judges is on a line it missed.") % {
+            "share": share} + outside
     named = []
     for key in reach["not_direct"]:
         sites = [p for p in present if p["operator"] == key]
@@ -59,7 +66,7 @@ def reach_text(document: Mapping[str, Any], _: Callable[[str], str] = str) -> st
     text += "; " + share
     if reach["person_days"]["likely"]:
         text += _("; %(days)s person-days apart, not in the total") % {"days": f"{reach['person_days']['likely']:g}"}
-    return text + "."
+    return text + "." + outside
 
 
 def _site(site: Mapping[str, Any], _: Callable[[str], str]) -> str:

@@ -1,0 +1,115 @@
+"""A second witness of what the forward dispatched, one the model's own code cannot switch off, and the checks that
+the model left the capture's hooks in place and ran no model code in a thread of its own.
+
+The dispatch recorder sees an op through its TorchDispatchMode and global module hooks: an op the model calls with the
+Python dispatch key excluded (`torch._C._ExcludeDispatchKeyGuard`), or after it popped the modes, never reaches it.
+The witness is torch's profiler (RecordFunction, at the dispatcher, below any Python key): around the root forward a
+marker event is recorded (`_RecordFunctionFast`, which dispatches no op), and an ATen op right under the marker whose
+name, and whose callees' names, the recorder never saw was called outside the recorder. It becomes an operator of
+its own (kind "aten"), with its shapes as the profiler recorded them, so its verdict counts and --fail-on sees it.
+
+The forward's own checks: it must not shrink the global module-hook tables or the dispatch / function mode stacks it
+was given (a model that removes opassess's hooks fails the capture with one line, not a report of what was left); and
+model code that ran in another thread (trace/reach.py sees every thread the forward starts) is an error naming the
+thread: dispatch modes are per thread, so its operators were not recorded.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..records import AtenCall, OpNode
+
+MARK = "opassess::forward"
+_LIMIT = 16  # witness-only ops reported at most (each one an operator)
+
+
+def _hook_state() -> tuple[int, int, int, int]:
+    import torch
+    from torch.nn.modules import module
+
+    return (len(module._global_forward_hooks), len(module._global_forward_pre_hooks),
+            torch._C._len_torch_dispatch_stack(), torch._C._len_torch_function_stack())
+
+
+class Witness:
+    """The profiler around one capture attempt and the root forward's checks; use `witnessing`."""
+
+    def __init__(self) -> None:
+        self.profile: Any = None
+        self.tampered: str | None = None
+
+    def wrap(self, module: Any) -> Any:
+        """`module.forward` run under the marker, with the hook tables and mode stacks checked around it."""
+        import torch
+
+        original = module.forward
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            before = _hook_state()
+            with torch._C._profiler._RecordFunctionFast(MARK):
+                out = original(*args, **kwargs)
+            after = _hook_state()
+            lost = [name for name, b, a in zip(("global forward hooks", "global forward pre-hooks",
+                                                 "dispatch modes", "function modes"), before, after, strict=True)
+                    if a < b]
+            if lost and self.tampered is None:
+                self.tampered = ", ".join(lost)
+            return out
+
+        return forward
+
+    def unrecorded(self, nodes: Sequence[OpNode]) -> tuple[OpNode, ...]:
+        """The ops right under the marker that neither the recorder nor any of their callees' records name."""
+        if self.profile is None:
+            return ()
+        seen = {call.op for node in nodes for call in (*node.aten, *node.backward)}
+        seen |= {entry.partition(".")[0] for node in nodes for entry in node.entry}
+        found: dict[str, Any] = {}
+        for event in self.profile.function_events:
+            parent = event.cpu_parent
+            if parent is None or parent.name != MARK or not event.name.startswith("aten::"):
+                continue
+            if event.name in seen or any(name in seen for name in _below(event)):
+                continue
+            found.setdefault(event.name, event)
+        out = []
+        for index, (name, event) in enumerate(list(found.items())[:_LIMIT]):
+            shapes = tuple(tuple(s) if s else None for s in (event.input_shapes or ()))
+            tensors = tuple(s for s in shapes if s is not None)
+            call = AtenCall(name, "default", tensors, tuple("float32" for _ in tensors), (), ())
+            out.append(OpNode(f"unrecorded_{index}", name, "aten", "", {"witness": "profiler"}, tensors,
+                              tuple("float32" for _ in tensors), (), (), (call,), None))
+        return tuple(out)
+
+
+def _below(event: Any) -> Iterator[str]:
+    stack = list(event.cpu_children)
+    while stack:
+        child = stack.pop()
+        yield child.name
+        stack.extend(child.cpu_children)
+
+
+@contextmanager
+def witnessing(witness: Witness, module: Any, on: bool) -> Iterator[Witness]:
+    """Run the block (one capture attempt) under the profiler, the root module's forward wrapped (`on`: an eager
+    attempt, whose recorder the model's code can bypass; symbolic captures run no ops of the model's)."""
+    from torch.autograd import profiler_legacy  # the kineto profiler's start costs seconds and writes to stderr
+
+    if not on:
+        yield witness
+        return
+    had = "forward" in vars(module)
+    previous = vars(module).get("forward")
+    module.forward = witness.wrap(module)
+    try:
+        with profiler_legacy.profile(record_shapes=True) as profile:
+            yield witness
+        witness.profile = profile
+    finally:
+        if had:
+            module.forward = previous
+        else:
+            del module.forward
