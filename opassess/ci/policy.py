@@ -7,6 +7,8 @@ Rules, one per command-line flag:
                        --max-person-days-at P90 (or P10) gates that percentile of the simulated total instead.
   --max-risk STARS     an operator's risk exceeds STARS stars (1..5).
   --fail-on graph-break  the model's graph breaks on the --graph-backend back-end (inductor by default).
+  --fail-on unreached  an operator present in the functions the run entered but on a line it did not reach, not
+                       captured elsewhere and not direct (the report's reach block; never gated otherwise).
 Applied to a Diff (`--fail-on-new`, `opassess diff`), the same rules look only at what the change brought:
 operators added or re-classified to a worse category (or to unknown), the growth of the gated figure, and
 operators whose stars rose above the limit.
@@ -25,7 +27,8 @@ from .snapshot import SOURCE_KIND, OpState, Snapshot, read_snapshot
 
 UNKNOWN = "unknown"  # --fail-on unknown: operators the knowledge base does not know
 GRAPH_BREAK = "graph-break"  # --fail-on graph-break: a break of the chosen graph back-end (--graph-backend)
-FAIL_ON = (Category.CUSTOM_DEV.value, Category.PARAM_CONVERTED.value, UNKNOWN, GRAPH_BREAK)
+UNREACHED = "unreached"  # --fail-on unreached: a non-direct operator present but not reached by the run
+FAIL_ON = (Category.CUSTOM_DEV.value, Category.PARAM_CONVERTED.value, UNKNOWN, GRAPH_BREAK, UNREACHED)
 PERCENTILES = ("P10", "P50", "P90")  # what --max-person-days-at names: the simulated total's band, P50 the headline
 
 
@@ -81,6 +84,11 @@ def evaluate(subject: Assessment | Snapshot | Diff, policy: Policy) -> tuple[Bre
     snapshot = subject if isinstance(subject, Snapshot) else read_snapshot(subject)
     breaches = list(_operator_breaches(((op, None) for op in snapshot.operators), policy, in_diff=False))
     breaches += _graph_breaches(snapshot, None, policy)
+    if UNREACHED in policy.fail_on:
+        breaches += [Breach("fail-on", op, Text(N_("%(op)s: %(category)s, present but not reached by this run at "
+                                                   "%(source)s (--fail-on unreached)"),
+                                                {"op": op, "category": category, "source": source}), source)
+                     for op, category, source in snapshot.unreached]
     gated = snapshot.gated_at(policy.percentile)
     if policy.max_person_days is not None and gated is not None and gated > policy.max_person_days:
         what = policy.percentile if snapshot.band is not None else Text(N_("likely total"))

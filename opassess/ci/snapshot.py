@@ -65,6 +65,9 @@ class Snapshot:
     band: tuple[float, float, float] | None = None  # summary p10, p50, p90; absent in older reports
     # graph_mode: per back-end its breaks (op, kind, source, reason); None when the report has no graph analysis
     graph_breaks: Mapping[str, tuple[tuple[str, str, str | None, str], ...]] | None = None
+    # reach.present: each operator present but not reached by the run, not captured elsewhere and not direct, as
+    # (op, category, first source); gated only by --fail-on unreached
+    unreached: tuple[tuple[str, str, str], ...] = ()
     # summary.activities as (name, person-days); None in a report written before they were listed
     activities: tuple[tuple[str, Effort], ...] | None = None
     decisions: tuple[tuple[str, str, Effort], ...] = ()  # summary.decisions as (name, cause, what it costs once)
@@ -195,6 +198,7 @@ def _from_document(document: Any, origin: str) -> Snapshot:
                         operators=tuple(operators), origin=origin, entry=str(model.get("entry") or ""),
                         label=model.get("label"), band=_band(summary),
                         graph_breaks=_graph_breaks(document.get("graph_mode")),
+                        unreached=_unreached(document.get("reach")),
                         activities=_activities(summary.get("activities"), origin),
                         decisions=tuple((str(d["name"]), str(d.get("cause") or ""),
                                          _effort(d.get("once"), f"{origin}: summary.decisions") or _NONE)
@@ -232,3 +236,15 @@ def _band(summary: dict) -> tuple[float, float, float] | None:
     if len(numbers) != 3:
         return None
     return numbers[0], numbers[1], numbers[2]
+
+
+def _unreached(reach: Any) -> tuple[tuple[str, str, str], ...]:
+    """(op, category, first source) of each uncaptured non-direct operator a report's reach block lists."""
+    if not isinstance(reach, Mapping):
+        return ()
+    out: dict[str, tuple[str, str, str]] = {}
+    for site in reach.get("present") or ():
+        if isinstance(site, Mapping) and not site.get("captured") and site.get("category") != "direct":
+            op = str(site.get("operator"))
+            out.setdefault(op, (op, str(site.get("category")), str(site.get("source"))))
+    return tuple(out.values())

@@ -10,7 +10,8 @@ from ..ci.policy import FAIL_ON, PERCENTILES, Policy
 
 FailOn = Annotated[list[str] | None, typer.Option(
     "--fail-on", help="CI gate (repeatable): exit 3 when an operator is 'custom-dev', 'param-converted' (or worse) "
-                      "or 'unknown' to the knowledge base, or on a 'graph-break' of the --graph-backend back-end.")]
+                      "or 'unknown' to the knowledge base, or on a 'graph-break' of the --graph-backend back-end; "
+                      "'unreached': a non-direct operator present in the code the run entered but not reached.")]
 GraphModeOption = Annotated[str, typer.Option(
     "--graph-mode", help="Graph-mode readiness (NPU inductor, npugraph_ex, torchair GE): 'capture' finds the breaks "
                          "in the captured ATen calls (host syncs, data-dependent sizes); 'dynamo' also runs "

@@ -27,6 +27,7 @@ from .recorder import AtenRecorder, meta_substitute
 from .registry import PROGRESS_EVERY, CaptureMethod, Graph, Progress, Skipped, no_progress, register_capture
 from .sources import sources_from_frames
 from .values import SKIP, call_attrs, describe_tensors, is_operator_call, jsonable, module_attrs, tensors_in
+from .witness import unwitnessed as _unwitnessed
 
 
 @register_capture("dispatch", small=2, large=1)
@@ -206,7 +207,7 @@ class _Recording:
         source = sources_from_frames()
         self.fn_depth += 1
         try:
-            with self.recorder.collect():
+            with self.recorder.collect(), _unwitnessed(stand_in):
                 result = run()
         finally:
             self.fn_depth -= 1

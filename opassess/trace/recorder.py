@@ -10,6 +10,7 @@ from typing import Any
 from ..records import AtenCall
 from .blame import call_out, mark_meta_failure
 from .values import describe, describe_tensors, tensor_type, tensors_in
+from .witness import unwitnessed
 
 
 class AtenRecorder:
@@ -271,10 +272,11 @@ def _meta_sdpa(recorder: AtenRecorder, query, key, value, *args, **kwargs):
 
     # allocating the stand-in output is not the model's work: neither this call's ATen op nor a loose one
     sink, loose, recorder.sink, recorder.loose = recorder.sink, recorder.loose, None, None
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
-        out = _sdpa_stand_in().apply(query, key, value)  # a training step: gradients flow back to q, k, v
-    else:
-        out = _sdpa_output(query, value)
+    with unwitnessed(True):  # nor one for the second witness (trace/witness.py)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
+            out = _sdpa_stand_in().apply(query, key, value)  # a training step: gradients flow back to q, k, v
+        else:
+            out = _sdpa_output(query, value)
     recorder.sink, recorder.loose = sink, loose
     if recorder.sink is not None:
         tensors = [t for t in (query, key, value, *args, *kwargs.values()) if isinstance(t, torch.Tensor)]

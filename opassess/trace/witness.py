@@ -22,6 +22,7 @@ from typing import Any
 from ..records import AtenCall, OpNode
 
 MARK = "opassess::forward"
+STAND_IN = "opassess::stand-in"  # a stand-in's own allocations: not the model's ops, deliberately not recorded
 _LIMIT = 16  # witness-only ops reported at most (each one an operator)
 
 
@@ -113,3 +114,14 @@ def witnessing(witness: Witness, module: Any, on: bool) -> Iterator[Witness]:
             module.forward = previous
         else:
             del module.forward
+
+
+def unwitnessed(on: bool) -> Any:
+    """A marker around a stand-in's run, so the witness does not count its allocations (not the model's ops)."""
+    import contextlib
+
+    if not on:
+        return contextlib.nullcontext()
+    import torch
+
+    return torch._C._profiler._RecordFunctionFast(STAND_IN)

@@ -69,3 +69,18 @@ def test_the_report_says_it_first_and_prices_it_apart(model_file):
         text = render_view(view, fmt, RenderContext())
         assert "torch.logcumsumexp custom-dev at model.py:9" in " ".join(text.split()), fmt
     assert json.loads(render_view(view, "json", RenderContext()))["summary"]["person_days"]["likely"] == total
+
+
+def test_only_fail_on_unreached_gates_what_the_run_did_not_reach(model_file):
+    from typer.testing import CliRunner
+
+    from opassess.cli import app
+
+    path = model_file(MODEL)
+    plain = CliRunner().invoke(app, ["scan", str(path), "--fail-on", "custom-dev", "-q", "-f", "json", "-o",
+                                     str(path.with_suffix(".json"))])
+    assert plain.exit_code == 0, plain.output  # present, not reached: not in the ordinary gates
+    gated = CliRunner().invoke(app, ["scan", str(path), "--fail-on", "unreached", "-q", "-f", "json", "-o",
+                                     str(path.with_suffix(".json"))])
+    assert gated.exit_code == 3
+    assert "torch.logcumsumexp: custom-dev, present but not reached by this run at model.py:9" in gated.output
