@@ -10,7 +10,7 @@ from typing import Any
 from ..records import AtenCall
 from .blame import call_out, mark_meta_failure
 from .values import describe, describe_tensors, tensor_type, tensors_in
-from .witness import unwitnessed
+from .witness import SEEN, unwitnessed
 
 
 class AtenRecorder:
@@ -33,6 +33,7 @@ class AtenRecorder:
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
+                SEEN.add(func._schema.name)  # recorded or not: the witness (witness.py) asks what reached the mode
                 decomposed = bodies.decompose(self, func, args, kwargs)
                 if decomposed is not NotImplemented:
                     return decomposed

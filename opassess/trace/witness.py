@@ -24,6 +24,7 @@ from ..records import AtenCall, OpNode
 MARK = "opassess::forward"
 STAND_IN = "opassess::stand-in"  # a stand-in's own allocations: not the model's ops, deliberately not recorded
 _LIMIT = 16  # witness-only ops reported at most (each one an operator)
+SEEN: set[str] = set()  # every op name ("aten::lt") that reached the recorder's dispatch mode (recorder.py adds)
 
 
 def _hook_state() -> tuple[int, int, int, int]:
@@ -65,14 +66,17 @@ class Witness:
         """The ops right under the marker that neither the recorder nor any of their callees' records name."""
         if self.profile is None:
             return ()
-        seen = {call.op for node in nodes for call in (*node.aten, *node.backward)}
+        seen = {call.op for node in nodes for call in (*node.aten, *node.backward)} | SEEN
         seen |= {entry.partition(".")[0] for node in nodes for entry in node.entry}
         found: dict[str, Any] = {}
         for event in self.profile.function_events:
             parent = event.cpu_parent
             if parent is None or parent.name != MARK or not event.name.startswith("aten::"):
                 continue
-            if event.name in seen or any(name in seen for name in _below(event)):
+            below = list(_below(event))
+            if event.name in seen or any(name in seen for name in below):
+                continue
+            if not below and _implicit(event.name):  # a composite that dispatched nothing (resolve_conj): no work
                 continue
             found.setdefault(event.name, event)
         out = []
@@ -83,6 +87,15 @@ class Witness:
             out.append(OpNode(f"unrecorded_{index}", name, "aten", "", {"witness": "profiler"}, tensors,
                               tuple("float32" for _ in tensors), (), (), (call,), None))
         return tuple(out)
+
+
+def _implicit(name: str) -> bool:
+    import torch
+
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd")
+    except RuntimeError:
+        return False
 
 
 def _below(event: Any) -> Iterator[str]:
@@ -105,6 +118,7 @@ def witnessing(witness: Witness, module: Any, on: bool) -> Iterator[Witness]:
     had = "forward" in vars(module)
     previous = vars(module).get("forward")
     module.forward = witness.wrap(module)
+    SEEN.clear()
     try:
         with profiler_legacy.profile(record_shapes=True) as profile:
             yield witness
