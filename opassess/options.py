@@ -100,6 +100,7 @@ class ScanOptions:
     profile: str = "default"  # shipped weights profile; `weights` applies on top of it
     source: tuple[str, ...] = ()  # files and folders to source-scan besides the model (--source)
     project_scan: bool = True  # also source-scan the model file and the project files it imports
+    drive: bool = True  # drive the branches random weights skip (detector thresholds at 0, every MoE expert routed)
     route: str | None = None  # "onnx" (export in the worker, judge the nodes) or "vllm-ascend" (serving check)
     opset: int = 17  # with route onnx: the ONNX opset to export at (11..18)
     exporter: str = "auto"  # with route onnx: "auto" (dynamo where it works, else TorchScript), "dynamo", "torchscript"

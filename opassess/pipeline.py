@@ -117,7 +117,7 @@ def capture_stage(options: ScanOptions, progress: Progress = _noop) -> tuple[Mod
             loaded = load_model(LoadRequest.of(options))
         with timed(seconds, "trace"):
             train = TrainOptions(amp=options.amp) if options.train else None
-            capture = trace_model(loaded, options.methods, progress, train)
+            capture = trace_model(loaded, options.methods, progress, train, drive=options.drive)
     if options.graph_mode == "dynamo":  # torch._dynamo on the model, here in the worker (model code runs here)
         from .graphmode.dynamo import run_dynamo
 

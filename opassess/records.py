@@ -153,6 +153,7 @@ class Capture:
     # the functions the recorded run entered, with their lines run and not run; None when no record was kept (another
     # tracer, a debugger or coverage, held sys.settrace)
     reach: tuple[FunctionReach, ...] | None = None
+    driven: tuple[str, ...] = ()  # the branches the capture drove (trace/drive.py): "FCOS.score_thresh 0.05 -> 0"
 
     @property
     def training(self) -> bool:

@@ -17,6 +17,9 @@ GraphModeOption = Annotated[str, typer.Option(
                          "in the captured ATen calls (host syncs, data-dependent sizes); 'dynamo' also runs "
                          "torch._dynamo on the model in the worker (Python-level breaks; slower); 'off' skips it.")]
 NoGraphMode = Annotated[bool, typer.Option("--no-graph-mode", help="Skip the graph-mode analysis (--graph-mode off).")]
+NoDrive = Annotated[bool, typer.Option(
+    "--no-drive", help="Capture the plain run: do not drive the branches random weights skip (detector score "
+                       "thresholds at 0, every MoE expert routed; driven by default and said in the report).")]
 GraphBackend = Annotated[str, typer.Option(
     "--graph-backend", help="The graph back-end --fail-on graph-break gates and the graph effort item is for: "
                             "inductor, npugraph_ex or ge.")]

@@ -34,6 +34,7 @@ from .options import (
     MaxPersonDays,
     MaxPersonDaysAt,
     MaxRisk,
+    NoDrive,
     NoGraphMode,
     Opset,
     PatchFile,
@@ -166,6 +167,7 @@ def scan(
     max_risk: MaxRisk = None,
     graph_mode: GraphModeOption = "capture",
     no_graph_mode: NoGraphMode = False,
+    no_drive: NoDrive = False,
     graph_backend: GraphBackend = "inductor",
     baseline: Baseline = None,
     fail_on_new: FailOnNew = False,
@@ -235,6 +237,7 @@ def scan(
             parallel=ParallelLayout.parse(parallel) if parallel else None, global_batch=global_batch,
             gpu_baseline=gpu_baseline, match_gpus=match_gpus,
             task=task, seq_len=seq_len, batch_size=batch_size, trust_remote_code=trust_remote_code, sandbox=sandbox,
+            drive=not no_drive,
         )
         if gpu_baseline:  # an unknown GPU is bad usage before any model runs
             from ..perf.gpu import gpu_entry

@@ -11,6 +11,7 @@ from ..load import LoadedModel, describe_error, on_device
 from ..messages import N_
 from ..records import Capture, CaptureAttempt
 from .blame import is_internal, is_meta_problem, meta_failure
+from .drive import driven
 from .methods import capture_methods
 from .nodes import NodeFailure
 from .reach import ReachRecord, record_reach
@@ -44,13 +45,15 @@ def _check_fits_in_memory(loaded: LoadedModel, why: BaseException | None) -> Non
 
 
 def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
-                progress: Callable[[str], None] | None = None, train: TrainOptions | None = None) -> Capture:
+                progress: Callable[[str], None] | None = None, train: TrainOptions | None = None,
+                drive: bool = True) -> Capture:
     """Capture the model's operators by the first method in `methods` that works (meta device first, then CPU).
 
     methods=None picks the order by model size (capture_order). With `train`, the methods are the training step's
     (trace/train: forward, backward and optimizer step), the same ladder as the forward: plain, then with
     is_compiling() true (meta only), before the CPU. What differs between the steps is said by each method's
-    attributes (eager, reported_as, step, note), not here."""
+    attributes (eager, reported_as, step, note), not here. `drive`: the data-dependent branches a random-weight run
+    skips are driven (trace/drive.py: detector thresholds at 0, every MoE expert routed)."""
     capturers = capture_methods(loaded.info.parameters, methods, train)
     attempts: list[CaptureAttempt] = []
     device_note = None
@@ -70,11 +73,11 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                 progress(f"capturing with {method} on {device}")
             _restore_dispatch_state(baseline, attempts)
             started = time.perf_counter()
-            witness, reach = Witness(), ReachRecord()
+            witness, reach, drove = Witness(), ReachRecord(), []
             try:
                 upcast: dict[str, str] = {}
-                with _standins(current, device), _upcast(device, upcast), record_reach() as reach, \
-                        witnessing(witness, current.module, method.startswith("dispatch")):
+                with _standins(current, device), _upcast(device, upcast), driven(current.module, drive) as drove, \
+                        record_reach() as reach, witnessing(witness, current.module, method.startswith("dispatch")):
                     nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
@@ -106,7 +109,7 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step=capturer.step, step_note=capturer.note,
                            stand_ins=current.standins.records() if current.standins is not None else (),
-                           registrations=registrations(nodes), reach=reach.functions)
+                           registrations=registrations(nodes), reach=reach.functions, driven=tuple(drove))
         if forward_error is None or not is_meta_problem(forward_error):
             break
     where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"

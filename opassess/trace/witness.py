@@ -5,8 +5,11 @@ The dispatch recorder sees an op through its TorchDispatchMode and global module
 Python dispatch key excluded (`torch._C._ExcludeDispatchKeyGuard`), or after it popped the modes, never reaches it.
 The witness is torch's profiler (RecordFunction, at the dispatcher, below any Python key): around the root forward a
 marker event is recorded (`_RecordFunctionFast`, which dispatches no op), and an ATen op right under the marker whose
-name, and whose callees' names, the recorder never saw was called outside the recorder. It becomes an operator of
-its own (kind "aten"), with its shapes as the profiler recorded them, so its verdict counts and --fail-on sees it.
+name, and whose callees' names, the recorder's dispatch mode never saw (recorded or not) was called outside the
+recorder. It speaks only when the forward built a guard that takes ops past the mode (_ExcludeDispatchKeyGuard,
+_DisableTorchDispatch, ...), so torch's own bookkeeping is not asked about; ops on 0-dim tensors alone (host-side
+scalars) are left out. Each op it finds becomes an operator of its own (kind "aten"), with its shapes as the
+profiler recorded them, so its verdict counts and --fail-on sees it.
 
 The forward's own checks: it must not shrink the global module-hook tables or the dispatch / function mode stacks it
 was given (a model that removes opassess's hooks fails the capture with one line, not a report of what was left); and
@@ -24,6 +27,8 @@ from ..records import AtenCall, OpNode
 MARK = "opassess::forward"
 STAND_IN = "opassess::stand-in"  # a stand-in's own allocations: not the model's ops, deliberately not recorded
 _LIMIT = 16  # witness-only ops reported at most (each one an operator)
+# the guards that take an op past the recorder's dispatch mode: built by the model, they make the witness speak
+_BYPASSES = ("_ExcludeDispatchKeyGuard", "_DisableTorchDispatch", "_ForceDispatchKeyGuard", "_PreserveDispatchKeyGuard")
 SEEN: set[str] = set()  # every op name ("aten::lt") that reached the recorder's dispatch mode (recorder.py adds)
 
 
@@ -41,6 +46,7 @@ class Witness:
     def __init__(self) -> None:
         self.profile: Any = None
         self.tampered: str | None = None
+        self.bypassed = False  # the forward built a guard that excludes dispatch keys or disables the modes
 
     def wrap(self, module: Any) -> Any:
         """`module.forward` run under the marker, with the hook tables and mode stacks checked around it."""
@@ -63,8 +69,10 @@ class Witness:
         return forward
 
     def unrecorded(self, nodes: Sequence[OpNode]) -> tuple[OpNode, ...]:
-        """The ops right under the marker that neither the recorder nor any of their callees' records name."""
-        if self.profile is None:
+        """The ops right under the marker that neither the recorder nor any of their callees' records name (only
+        when the forward set a guard that takes ops past the recorder: torch's own kernels' bookkeeping is not
+        asked about)."""
+        if self.profile is None or not self.bypassed:
             return ()
         seen = {call.op for node in nodes for call in (*node.aten, *node.backward)} | SEEN
         seen |= {entry.partition(".")[0] for node in nodes for entry in node.entry}
@@ -73,6 +81,8 @@ class Witness:
             parent = event.cpu_parent
             if parent is None or parent.name != MARK or not event.name.startswith("aten::"):
                 continue
+            if not any(shape for shape in (event.input_shapes or ())):
+                continue  # host-side scalar bookkeeping (0-dim comparisons, ceil, detach_): no device operator
             below = list(_below(event))
             if event.name in seen or any(name in seen for name in below):
                 continue
@@ -119,11 +129,25 @@ def witnessing(witness: Witness, module: Any, on: bool) -> Iterator[Witness]:
     previous = vars(module).get("forward")
     module.forward = witness.wrap(module)
     SEEN.clear()
+    import torch
+
+    guards = {name: getattr(torch._C, name) for name in _BYPASSES if hasattr(torch._C, name)}
+
+    def noted(real: Any) -> Any:
+        def guard(*args: Any, **kwargs: Any) -> Any:
+            witness.bypassed = True
+            return real(*args, **kwargs)
+        return guard
+
+    for name, real in guards.items():
+        setattr(torch._C, name, noted(real))
     try:
         with profiler_legacy.profile(record_shapes=True) as profile:
             yield witness
         witness.profile = profile
     finally:
+        for name, real in guards.items():
+            setattr(torch._C, name, real)
         if had:
             module.forward = previous
         else:

@@ -1,6 +1,6 @@
-"""Integration: torchvision detectors with default thresholds and random weights. No box passes score_thresh, so
-batched_nms returns before torchvision::nms is dispatched: the reach record reports NMS present, not reached, with
-its verdict (param-converted: npu_nms_v4) and the branch that skipped it."""
+"""Integration: torchvision detectors with default thresholds and random weights, not driven (--no-drive). No box
+passes score_thresh, so batched_nms returns before torchvision::nms is dispatched: the reach record reports NMS
+present, not reached, with its verdict (param-converted: npu_nms_v4) and the branch that skipped it."""
 from __future__ import annotations
 
 import pytest
@@ -24,12 +24,12 @@ def test_a_detector_reports_the_nms_its_run_did_not_reach(builder, model_file):
         def example_inputs():
             return ([torch.rand(3, 96, 96)],)
     ''')
-    view = build_view(assess(ScanOptions(target=str(path), device="cpu")))
+    view = build_view(assess(ScanOptions(target=str(path), device="cpu", drive=False)))  # the plain run
     captured = {op["op"] for op in view.document["operators"]}
     reach = view.document["reach"]
     if "torchvision::nms" in captured:  # some box passed after all: then the capture judged it
         pytest.skip("a random box passed score_thresh")
-    assert reach["not_direct"] == ["torchvision::nms"]
+    assert "torchvision::nms" in reach["not_direct"]
     nms = [p for p in reach["present"] if p["operator"] == "torchvision::nms"]
     assert {p["category"] for p in nms} == {"param-converted"} and all(not p["captured"] for p in nms)
     trick = next(p for p in nms if p["function"] == "_batched_nms_coordinate_trick")

@@ -28,6 +28,7 @@ def reach_doc(assessment: Assessment, roots: Sequence[str]) -> dict[str, Any] | 
                         "high": round(reach.person_days.high, 2)},
         "basis": reach.basis,
         "outside_recorder": outside,
+        "driven": list(assessment.capture.driven),
         "present": [{"source": portable(f"{c.file}:{c.line}", roots), "code": c.code, "call": c.call,
                      "operator": c.operator, "function": c.function, "branch": c.branch,
                      "category": str(c.category), "reason": c.reason, "captured": c.captured}
@@ -42,6 +43,10 @@ def reach_text(document: Mapping[str, Any], _: Callable[[str], str] = str) -> st
     reach = document.get("reach")
     if not reach:
         return ""
+    driven = ""
+    if reach.get("driven"):
+        driven = _("Driven so that the data-dependent branches run (--no-drive for the plain run): %(what)s. ") % {
+            "what": "; ".join(reach["driven"])}
     share = _("%(share)s of the lines of the %(functions)d functions the run entered ran") % {
         "share": f"{reach['share'] * 100:.1f}%", "functions": reach["functions"]}
     present = reach["present"]
@@ -50,7 +55,7 @@ def reach_text(document: Mapping[str, Any], _: Callable[[str], str] = str) -> st
         outside = " " + _("The model called %(ops)s outside the recorder (torch's profiler saw it): judged as "
                           "operators of their own.") % {"ops": ", ".join(reach["outside_recorder"])}
     if not present:
-        return _("Reach: %(share)s; no call the knowledge base judges is on a line it missed.") % {
+        return driven + _("Reach: %(share)s; no call the knowledge base judges is on a line it missed.") % {
             "share": share} + outside
     named = []
     for key in reach["not_direct"]:
@@ -60,7 +65,8 @@ def reach_text(document: Mapping[str, Any], _: Callable[[str], str] = str) -> st
         named.append(_("%(op)s %(category)s at %(where)s") % {"op": key, "category": sites[0]["category"],
                                                               "where": where}
                      + (_(" (captured elsewhere)") if sites[0]["captured"] else ""))
-    text = _("Not reached by this run: %(n)d call(s) present in the functions it entered") % {"n": len(present)}
+    text = driven + _("Not reached by this run: %(n)d call(s) present in the functions it entered") % {
+        "n": len(present)}
     if named:
         text += _(" (%(k)d not direct: %(named)s)") % {"k": len(named), "named": "; ".join(named)}
     text += "; " + share
