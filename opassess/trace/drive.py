@@ -19,8 +19,10 @@ _DETECTION = "torchvision.models.detection"
 
 
 def _spread(module: Any, args: Any, output: Any) -> Any:
-    """A router's output with its expert indices spread over every expert (same shape, dtype and device)."""
+    """A router's output with its expert indices spread over every expert (same shape, dtype and device), made with
+    the capture's modes set aside: building them is not the model's work."""
     import torch
+    from torch.utils._python_dispatch import _disable_current_modes
 
     experts, k = int(module.num_experts), int(module.top_k)
 
@@ -28,7 +30,8 @@ def _spread(module: Any, args: Any, output: Any) -> Any:
         if isinstance(value, torch.Tensor) and not value.is_floating_point() and value.dim() == 2 \
                 and value.shape[-1] == k and k <= experts:
             tokens = value.shape[0]
-            return (torch.arange(tokens * k, device=value.device) % experts).view(tokens, k).to(value.dtype)
+            with _disable_current_modes(), torch._C.DisableTorchFunction():
+                return (torch.arange(tokens * k, device=value.device) % experts).view(tokens, k).to(value.dtype)
         return value
 
     if isinstance(output, tuple):
