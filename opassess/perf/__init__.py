@@ -2,7 +2,7 @@
 
 Public API (kept stable: `opassess calibrate --profile-data` writes overlays for `load_profile`):
 - `load_profile(product, kb=None, overlay=None, variant=None) -> DeviceProfile`: the product's device figures
-  (devices.json, generated from ascend_hw_figures.tsv) with an overlay TOML applied (format: perf/profile.py).
+  (devices.json, generated from ascend_hw_figures.tsv) with an overlay TOML applied (format: perf/device.py).
 - `time_call(CallWork, DeviceProfile) -> CallTime`: one call's roofline and penalties (perf/model.py).
 - `estimate_performance(inventory, classified, findings, product, ...) -> Performance`: the step on the target and
   on each compared product, per operator and per unit (perf/step.py).
@@ -10,8 +10,8 @@ Every time is an estimate from modelled peaks and efficiencies, never a measurem
 """
 from __future__ import annotations
 
+from .device import DeviceProfile, NoDeviceProfile, apply_overlay, load_profile, product_note, variant_profile
 from .model import CallWork, roofline, time_call
-from .profile import DeviceProfile, NoDeviceProfile, apply_overlay, load_profile, product_note, variant_profile
 from .records import ESTIMATE, CallTime, OperatorTime, Penalty, Performance, StepTime
 from .step import estimate_performance, operator_times, step_time
 

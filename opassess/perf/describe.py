@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..kb.products import UnknownProductError
 from ..kb.store import KnowledgeBase
-from .profile import NoDeviceProfile, device_table, load_profile, variant_profile
+from .device import NoDeviceProfile, device_table, load_profile, variant_profile
 from .records import ESTIMATE
 
 

@@ -22,8 +22,8 @@ from ..datafile import read_json
 from ..errors import KnowledgeBaseError, UsageError
 from ..kb.store import KnowledgeBase
 from ..resources import data_path
+from .device import DeviceProfile
 from .model import CallWork, time_call
-from .profile import DeviceProfile
 from .records import GpuBaseline
 
 GPUS = "gpus.json"

@@ -22,7 +22,7 @@ from ..dtypes import element_bytes, numel
 from ..options import ParallelLayout
 from ..records import Inventory, OpNode
 from ..trace.registrations import is_view
-from .profile import MemoryAssumptions, memory_assumptions
+from .device import MemoryAssumptions, memory_assumptions
 from .records import DeviceMemory
 
 GIB = 1024 ** 3

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .profile import DeviceProfile
+from .device import DeviceProfile
 from .records import CallTime, Penalty
 
 US = 1e6

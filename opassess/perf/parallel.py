@@ -23,11 +23,11 @@ from ..dtypes import element_bytes
 from ..errors import UsageError
 from ..options import ParallelLayout
 from ..records import Inventory
+from .device import DeviceProfile, memory_assumptions
 from .interconnect import Interconnect, collective_us
 from .layers import ModelShape, model_shape
 from .memory import step_memory
 from .model import CallWork, time_call
-from .profile import DeviceProfile, memory_assumptions
 from .records import Collective, ParallelStep
 
 _TENSOR = re.compile(r"[a-z0-9]+\[(\d+)")  # 'int64[4,4096]' -> 4 (load._describe_value)

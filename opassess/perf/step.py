@@ -11,13 +11,13 @@ from ..kb.store import KnowledgeBase
 from ..messages import N_, Text
 from ..options import ParallelLayout
 from ..records import ClassifiedOp, Finding, Inventory
+from .device import DeviceProfile, NoDeviceProfile, load_profile, product_note
 from .gpu import gpu_baseline, gpu_profile
 from .inputs import backward_work, flag_nodes, node_work, unfused_nodes
 from .interconnect import load_interconnect
 from .memory import step_memory
 from .model import CallWork, time_call
 from .parallel import parallel_step
-from .profile import DeviceProfile, NoDeviceProfile, load_profile, product_note
 from .records import UNITS, CallTime, OperatorTime, Performance, StepTime
 
 KERNEL_UNITS = frozenset({"cube", "vector", "aicpu"})  # calls the host dispatches a kernel for

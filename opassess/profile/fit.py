@@ -321,7 +321,7 @@ def fit_rows(profile_document: Mapping[str, Any], report: Mapping[str, Any]
 
 
 def overlay_text(result: DeviceFit, source: str) -> str:
-    """A device-profile overlay (perf/profile.py's format) with the fitted parameters, for scan --device-profile."""
+    """A device-profile overlay (perf/device.py's format) with the fitted parameters, for scan --device-profile."""
     lines = [f"# Device profile calibrated by `opassess calibrate --profile-data` from {inert(source)}",
              f"# {len(result.rows)} measured operators; fit error (RMS of ln(predicted/measured)) "
              f"{result.error_before:.3f} -> {result.error_after:.3f}. Fitted values replace the modelled ones; every "

@@ -1,9 +1,9 @@
-"""report/reasons.py: each reason once, with the signatures it covers."""
+"""report/reason_lines.py: each reason once, with the signatures it covers."""
 from __future__ import annotations
 
 from opassess.records import Reason
 from opassess.report.display.records import SignatureRow
-from opassess.report.reasons import reason_rows
+from opassess.report.reason_lines import reason_rows
 
 
 def test_each_reason_once_with_the_signatures_it_covers():

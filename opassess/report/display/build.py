@@ -19,7 +19,7 @@ from ..charts import _num, pareto_chart
 from ..document import Row
 from ..i18n import DEFAULT, N_, number, translations
 from ..prose import call_text, capture_step_text, device_note_text, evidence_text, headline_text, note_text
-from ..reasons import cited, reason_rows, reason_text, signature_rows
+from ..reason_lines import cited, reason_rows, reason_text, signature_rows
 from ..sections.graph import graph_actions, graph_section
 from ..sections.job import with_job
 from ..sections.plan import (
