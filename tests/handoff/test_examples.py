@@ -39,3 +39,20 @@ def test_every_bundled_examples_handoff_passes_on_the_cpu(tmp_path):
                 if p.get("name") == "opassess_backward"}
     # FakeQuantizeSTE's three signatures (0, 1, 2 as in the JSON) each had their backward tested
     assert {name for name, _ in backward} >= {"test_device[sig0]", "test_device[sig1]", "test_device[sig2]"}
+
+
+def test_a_training_scans_handoff_tests_the_backward_of_a_custom_op(tmp_path):
+    """With --train the harness tests every case's backward too: custom_op_model.py's fused_bias_gelu, a
+    torch.library op with its own autograd formula, has its gradients compared with the CPU's."""
+    example = Path("examples") / "custom_op_model.py"
+    document = build_view(assess(ScanOptions(target=str(example), train=True))).document
+    written = write_handoffs(document, tmp_path / "handoff", ROOT / example)
+    harness = next(p for p in written if p.name == "test_opassess_examples__fused_bias_gelu.py")
+    assert "TRAINING = True" in harness.read_text(encoding="utf-8")
+    junit = tmp_path / "results.xml"
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OPASSESS_VERIFY_DEVICE": "cpu"}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(harness),
+                             f"--junitxml={junit}", "-o", "junit_family=xunit1"], cwd=tmp_path, env=environment,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert 'name="opassess_backward" value="tested"' in junit.read_text(encoding="utf-8")
