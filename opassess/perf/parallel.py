@@ -127,6 +127,8 @@ def parallel_step(inventory: Inventory, works: Sequence[CallWork], profile: Devi
         notes.append(f"no interconnect figures for {profile.product} in the tables: no communication time")
     else:
         comm = _Comm(links, notes)
+        if links.note:
+            notes.append(links.note)
         if shape is None:
             notes.append("no Linear call to size the collectives by: tensor, expert and pipeline communication not "
                          "modelled")

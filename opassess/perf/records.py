@@ -151,3 +151,4 @@ class Performance:
     memory: DeviceMemory | None = None  # the step's memory on one device
     parallel: ParallelStep | None = None  # the job under --parallel
     gpu_baseline: GpuBaseline | None = None  # the same step on an NVIDIA GPU (--gpu-baseline)
+    two_dies: ParallelStep | None = None  # a two-die device (Atlas A3) without --parallel: the step over both dies

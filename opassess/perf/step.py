@@ -137,14 +137,18 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
     step = on(product, overlay)
     others = tuple((name, on(name, None)) for name in compare if name != product)
     hbm = target[0].hbm_bytes if target else None
-    parallel = None
+    parallel = two_dies = None
+    links = load_interconnect(product, kb)
     if layout is not None:
-        parallel = parallel_step(inventory, works or [], target[0] if target else None, layout, global_batch,
-                                 load_interconnect(product, kb))
+        parallel = parallel_step(inventory, works or [], target[0] if target else None, layout, global_batch, links)
+    elif target and works is not None and links is not None and links.tiers[0].ranks == 2:
+        # a device of two dies (Atlas A3: the profile is one die's): the step split over both, tp=2 over their link
+        two_dies = parallel_step(inventory, works, target[0], ParallelLayout(tp=2), None, links)
     baseline = None
     if gpu is not None and step is not None and works is not None:
         replica = layout.tp * layout.pp * layout.cp if layout is not None else 1
         baseline = gpu_baseline(works, step.step_us, gpu_profile(gpu, target[0], kb), match_gpus=match_gpus,
                                 replica=replica)
     return Performance(product=product, step=step, method=method, compare=others, note=product_note(product, kb),
-                       memory=step_memory(inventory, hbm), parallel=parallel, gpu_baseline=baseline)
+                       memory=step_memory(inventory, hbm), parallel=parallel, gpu_baseline=baseline,
+                       two_dies=two_dies)

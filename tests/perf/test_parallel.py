@@ -113,3 +113,17 @@ def test_the_report_shows_the_layout_and_its_json():
     assert {c["kind"] for c in doc["collectives"]} == {"tp-all-reduce", "pp-send-recv", "dp-all-reduce"}
     for fmt in ("terminal", "md", "html"):
         assert "Layout tp=2,pp=2,dp=2 on 8 devices" in render(a, fmt, width=200)
+
+
+def test_an_a3_device_is_timed_as_two_dies_over_sio():
+    """Atlas A3's profile is one die's; without --parallel the device's step is the step split over its two dies:
+    tp=2 all-reduces over SIO (224 GB/s x 0.7, 0.2 us a step), 12 layers x 2 x 2 of them for bert_shaped's training
+    step, and less compute per die than the one-die step."""
+    a = run("bert_shaped.py", train=True, product="Atlas A3")
+    pair = a.performance.two_dies
+    (ar,) = pair.collectives
+    assert (ar.kind, ar.group, ar.tier, ar.calls) == ("tp-all-reduce", 2, "SIO", 48)
+    assert pair.compute_us < a.performance.step.step_us and pair.step_us == pytest.approx(
+        pair.compute_us + pair.comm_us)
+    assert any("a rank is a die" in n for n in pair.notes)
+    assert run("bert_shaped.py", train=True).performance.two_dies is None  # Atlas A2: one die

@@ -84,6 +84,12 @@ def job_lines(perf: Mapping[str, Any], _: Gettext) -> tuple[tuple[str, ...], tup
         where = _("under the layout")
         (lead if job["memory"]["fits"] is False else after).append(memory_line(job["memory"], where, _))
         after += parallel_lines(job, _)
+    pair = perf.get("two_dies")
+    if pair:
+        after.append(_("One device is two dies: the step split over them (tp=2 over %(tier)s) takes %(step)s per "
+                       "device, %(comm)s of it communication") % {"tier": pair["tier"] or "-",
+                                                                  "step": us_text(pair["step_us"]),
+                                                                  "comm": us_text(pair["comm_us"])})
     base = perf.get("gpu_baseline")
     if base:
         after.append(gpu_line(base, _))

@@ -213,6 +213,10 @@ def performance_doc(performance: Performance | None) -> dict[str, Any] | None:
         "gpu": base.gpu, "label": base.label, "step_us": _us(base.step_us), "ratio": round(base.ratio, 3),
         "match_gpus": base.match_gpus, "matching_npus": base.matching_npus, "notes": list(base.notes)}
     doc["parallel"] = parallel_doc(performance.parallel)
+    pair = performance.two_dies
+    doc["two_dies"] = None if pair is None or pair.step_us is None else {
+        "step_us": _us(pair.step_us), "compute_us": _us(pair.compute_us or 0.0), "comm_us": _us(pair.comm_us or 0.0),
+        "tier": next((c.tier for c in pair.collectives), None)}
     return doc
 
 
