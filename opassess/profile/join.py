@@ -90,6 +90,10 @@ class OperatorIndex:
     def dispatching(self, atens: frozenset[str]) -> list[int]:
         return sorted({i for name in atens for i in self.by_aten.get(name, ())})
 
+    def dtypes_of(self, index: int) -> set[str]:
+        return {d for sig in self.operators[index].get("signatures") or () for d in sig.get("input_dtypes") or ()
+                if isinstance(d, str)}
+
     def shapes_of(self, index: int) -> set[tuple[int, ...]]:
         return {tuple(shape) for sig in self.operators[index].get("signatures") or ()
                 for shape in sig.get("input_shapes") or () if isinstance(shape, list)}
@@ -146,8 +150,10 @@ def _by_type(kernel: Kernel, index: OperatorIndex) -> tuple[list[int], str, str,
     if known is None or not index.dispatching(known[0]):
         return None
     measured = {s for s in kernel.input_shapes or () if s is not None}
-    ops = [op for op in index.dispatching(known[0]) if not measured or index.shapes_of(op) & measured]
-    if not ops:  # what it did matches no captured signature: not joined on the type alone
+    dtypes = {d for d in kernel.input_dtypes or () if d}
+    ops = [op for op in index.dispatching(known[0]) if (not measured or index.shapes_of(op) & measured)
+           and (not dtypes or not index.dtypes_of(op) or index.dtypes_of(op) & dtypes)]
+    if not ops:  # what it did (shapes, dtypes) matches no captured signature: not joined on the type alone
         return None
     atens = frozenset(a for a in known[0] if index.by_aten.get(a))
     return ops, "kernel-type", f"type {ktype} -> aten::{', aten::'.join(sorted(atens))} (data/kernel_types.toml)", \

@@ -129,13 +129,16 @@ def test_kernel_details_joins_kernels_to_operators_slowest_first(tmp_path, repor
 
 def test_a_kernel_is_joined_by_what_it_did_whatever_its_name_prefix(tmp_path, report_file):
     """A MatMulV2 kernel named after an aclnn API the op-plugin map does not list (a wrapper's prefix) is joined by its
-    type and input shapes (the Linear's (8, 64) input); one whose shapes match no captured signature is not joined on
-    the type alone; an AI CPU kernel no fact covers still gets a fix."""
+    type and input shapes (the Linear's (8, 64) input); one whose shapes, or dtypes (float16 where the capture saw
+    float32), match no captured signature is not joined on the type alone; an AI CPU kernel no fact covers still gets
+    a fix."""
     global KERNELS
     saved = KERNELS
     KERNELS = [("aclnnWrapperMm_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", 20.0, "8,64;96,64;96",
                 "FLOAT;FLOAT;FLOAT", 0.5, ""),
                ("aclnnOther_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", 5.0, "3,7;7,5", "FLOAT;FLOAT", 0.5, ""),
+               ("aclnnHalf_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", 5.0, "8,64;96,64", "FLOAT16;FLOAT16", 0.5,
+                ""),
                ("UniqueWithCountsExt", "UniqueWithCountsExt", "AI_CPU", 9.0, "8,96", "INT64", "", "")]
     try:
         export = tmp_path / "kernel_details.csv"
@@ -147,7 +150,8 @@ def test_a_kernel_is_joined_by_what_it_did_whatever_its_name_prefix(tmp_path, re
     assert linear["measured_us"] == 20.0 and linear["kernels"][0]["shape_match"] is True
     assert "MatMulV2" in linear["kernels"][0]["joined_by"]
     unmatched = {r["name"]: r["why"] for r in document["unmatched"]}
-    assert "aclnnOther_MatMulCommon_MatMulV2" in unmatched and "UniqueWithCountsExt" in unmatched
+    assert {"aclnnOther_MatMulCommon_MatMulV2", "aclnnHalf_MatMulCommon_MatMulV2", "UniqueWithCountsExt"} <= set(
+        unmatched)
     assert all(check["fix"] for check in document["checks"])
 
 
