@@ -24,7 +24,7 @@ from .records import OnnxExport, OnnxFailure
 if TYPE_CHECKING:
     from ..options import ScanOptions
 
-MAX_MESSAGE = 2000  # characters of a failure message sent back
+MAX_LINE = 300  # characters of the one line a failure is cut to
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -49,11 +49,14 @@ def _quiet():
 
 def _failure(exporter: str, exc: BaseException | str) -> OnnxFailure:
     text = str(exc) if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
-    text = " ".join(_ANSI.sub("", text).split())
-    found = re.search(r"operator '([\w:.]+)'", text) or re.search(r"\b(aten\.[\w]+(?:\.[\w]+)?)", text) \
-        or re.search(r"\b(aten::[\w]+)", text)
+    text = _ANSI.sub("", text)
+    whole = " ".join(text.split())
+    found = re.search(r"operator '([\w:.]+)'", whole) or re.search(r"\b(aten\.[\w]+(?:\.[\w]+)?)", whole) \
+        or re.search(r"\b(aten::[\w]+)", whole)
     op = found.group(1) if found else ""
-    return OnnxFailure(exporter, op[:200], text[:MAX_MESSAGE])
+    # one line: the message's first (the exporters' reports run to pages: the operator is read from all of it)
+    line = next((" ".join(part.split()) for part in text.splitlines() if part.strip()), "")
+    return OnnxFailure(exporter, op[:200], line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…")
 
 
 def _ai_onnx_opset(model) -> int:

@@ -61,7 +61,10 @@ def judge_node(domain: str, op_type: str, count: int, opset: int, facts: RouteFa
 
 def judge_onnx(export: OnnxExport, facts: RouteFacts) -> OnnxRoute:
     """The route record: every exported op type judged (gaps first, then by count), the export's failures kept."""
-    nodes = [judge_node(domain, op, count, export.opset, facts) for domain, op, count in export.ops]
+    # Identity nodes are not operators: the exporters emit them for renamed outputs and initializers (98-141 in a
+    # transformer), and ATC folds them away
+    nodes = [judge_node(domain, op, count, export.opset, facts) for domain, op, count in export.ops
+             if (domain, op) != ("", "Identity")]
     rank = {"no CANN mapping": 0, "opset-dependent": 1, "supported": 2}
     nodes.sort(key=lambda n: (rank[n.verdict], -n.count, n.op_type))
     return OnnxRoute(opset=export.opset, requested_opset=export.requested_opset, exporter=export.exporter,

@@ -66,6 +66,22 @@ def _status(cell: str) -> str:
     return N_("risk")  # TBD, WIP, "in feature matrix": stated as not settled
 
 
+def _engine_verdict(quant: str, kernel: str, product: str, own: list[QuantScheme], others: list[str]) -> ServingItem:
+    """The scheme on the engine asked, from that engine's rows alone: the weakest of their statuses on the chip (a
+    row that is not settled is a risk for the scheme), or "no facts" when none of its rows names the scheme (other
+    engines' rows are listed after it, as theirs)."""
+    subject = Text(N_("%(quant)s on %(engine)s"), {"quant": quant, "engine": ENGINE})
+    if not own:
+        return ServingItem(subject, "no facts",
+                           Text(N_("no %(engine)s row names this scheme; the rows below are %(others)s's"),
+                                {"engine": ENGINE, "others": ", ".join(others)}), f"{QUANT_TABLE}: no {ENGINE} row")
+    order = ("unsupported", "risk", "no facts", "supported")
+    statuses = [_status(s.status(kernel)) for s in own]
+    status = min(statuses, key=order.index)
+    cells = "; ".join(s.status(kernel) or f"no cell for {product}" for s in own)
+    return ServingItem(subject, status, cells, "; ".join(s.cite for s in own))
+
+
 def check_serving(architecture: str, quant: str, kernel: str, product: str, facts: RouteFacts) -> ServingCheck:
     """Architecture and scheme against the chip's column ("A2", "A3", "950"); vllm-ascend rows first, then the
     other engines' rows for the same scheme (a second opinion on the chip)."""
@@ -76,9 +92,15 @@ def check_serving(architecture: str, quant: str, kernel: str, product: str, fact
         typed = [s for s in facts.quant_schemes if _named(s, quant)]  # W8A8_DYNAMIC: that variant only
         rows = typed or [s for s in facts.quant_schemes if _matches(s, quant)]
         rows.sort(key=lambda s: (s.engine != ENGINE, s.row))
+        if rows:  # the verdict for the engine asked reads its own rows only
+            items.append(_engine_verdict(quant, kernel, product, [s for s in rows if s.engine == ENGINE],
+                                         sorted({s.engine for s in rows if s.engine != ENGINE})))
         for scheme in rows:
             cell = scheme.status(kernel)
             detail = cell or Text(N_("no cell for %(product)s"), {"product": product})
+            if scheme.engine != ENGINE:
+                detail = Text(N_("another engine's row (%(engine)s), not %(asked)s's support: %(cell)s"),
+                              {"engine": scheme.engine, "asked": ENGINE, "cell": detail})
             layer = scheme.layer or Text(N_("any layer"))
             items.append(ServingItem(Text("%(quant)s (%(engine)s %(scheme)s, %(layer)s)",
                                           {"quant": quant, "engine": scheme.engine, "scheme": scheme.scheme,

@@ -261,3 +261,22 @@ def test_an_onnx_install_that_cannot_be_imported_is_one_line_not_a_custom_dev_ro
     assert result.exit_code == 2, result.output
     assert "opassess[onnx]" in result.output and "another protobuf" in result.output
     assert '"onnx"' not in result.stdout  # no report
+
+
+def test_identity_nodes_are_not_counted_as_operators():
+    from opassess.routes import OnnxExport, judge_onnx
+
+    route = judge_onnx(OnnxExport(17, 17, "torchscript", (("", "Identity", 120), ("", "MatMul", 4)), ()),
+                       load_route_facts())
+    assert [n.op_type for n in route.nodes] == ["MatMul"]
+
+
+def test_an_exporter_failure_is_cut_to_its_first_line_and_still_names_the_operator():
+    from opassess.routes.onnx_export import MAX_LINE, _failure
+
+    frames = "\n".join(f"  frame {i}: some very long traceback text " * 5 for i in range(40))
+    report = f"Failed to export the model with torch.export.\n{frames}\nunsupported operator 'aten::linalg_eig'"
+    failure = _failure("dynamo", RuntimeError(report))
+    assert failure.message == "RuntimeError: Failed to export the model with torch.export."
+    assert "\n" not in failure.message and len(failure.message) <= MAX_LINE
+    assert failure.op == "aten::linalg_eig"  # read from the whole report

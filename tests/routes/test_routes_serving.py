@@ -43,8 +43,9 @@ def _items(check):
 
 def test_w8a8_runs_on_a2_by_the_vllm_ascend_row():
     check = check_serving("TinyLM", "w8a8", "A2", "Atlas A2", load_route_facts())
-    first, vllm = check.items[0], check.items[1]
+    first, verdict, vllm = check.items[0], check.items[1], check.items[2]
     assert first.status == "no facts" and "not checked" in first.detail  # no architecture column in the facts
+    assert (verdict.subject, verdict.status) == ("w8a8 on vllm-ascend", "supported")  # its own row decides
     assert vllm.evidence.startswith("ascend_inference_quant_support.tsv:19 vllm-ascend")
     assert (vllm.status, vllm.detail) == ("supported", "functional")
     assert not any("MXFP8" in i.subject for i in check.items)  # W8A8_MXFP8 only shares the prefix
@@ -52,8 +53,10 @@ def test_w8a8_runs_on_a2_by_the_vllm_ascend_row():
 
 def test_the_950_generation_shows_risks_not_support():
     check = check_serving("TinyLM", "w8a8", "950", "Ascend 950", load_route_facts())
-    statuses = {i.evidence.split()[0]: (i.status, i.detail) for i in check.items[1:]}
-    assert statuses["ascend_inference_quant_support.tsv:4"] == ("risk", "TBD")  # sglang W8A8 static: TBD on A5
+    statuses = {i.evidence.split()[0]: (i.status, i.detail) for i in check.items[2:]}
+    assert statuses["ascend_inference_quant_support.tsv:4"] == (  # sglang W8A8 static: TBD on A5
+        "risk", "another engine's row (sglang), not vllm-ascend's support: TBD")
+    assert check.items[1].status == "no facts"  # vllm-ascend's own row has no A5 cell
     assert statuses["ascend_inference_quant_support.tsv:19"][0] == "no facts"  # vllm-ascend states no A5 cell
     assert all(status != "supported" for status, _ in statuses.values())
 
@@ -61,11 +64,11 @@ def test_the_950_generation_shows_risks_not_support():
 def test_a_quant_type_names_its_rows_and_an_unknown_scheme_has_no_facts():
     facts = load_route_facts()
     dynamic = check_serving("M", "W8A8_DYNAMIC", "A3", "Atlas A3", facts)
-    assert {i.evidence.split()[0] for i in dynamic.items[1:]} == {
+    assert {i.evidence.split()[0] for i in dynamic.items[2:]} == {
         "ascend_inference_quant_support.tsv:5", "ascend_inference_quant_support.tsv:9",
         "ascend_inference_quant_support.tsv:16"}  # compressed-tensors W8A8 dynamic
     mxfp8 = check_serving("M", "mxfp8", "A2", "Atlas A2", facts)
-    assert {i.status for i in mxfp8.items[1:]} == {"unsupported"}
+    assert {i.status for i in mxfp8.items[2:]} == {"unsupported"}
     assert check_serving("M", "fp4-magic", "A2", "Atlas A2", facts).items[-1].status == "no facts"
 
 
@@ -123,3 +126,14 @@ def test_the_serving_section_reads_in_chinese_and_the_json_stays_english():
     assert {r.status for r in zh.rows} <= {"支持", "不支持", "风险", "无事实依据"}
     assert json.loads(json.dumps(document))["serving"]["items"][0]["subject"] == "architecture TinyLM"
     assert serving_section(document, str).rows[0].status == "no facts"
+
+
+def test_the_engine_asked_is_judged_by_its_own_rows_only():
+    """--route vllm-ascend --quant w4a16 reported "supported" from sglang's AWQ/GPTQ rows: vllm-ascend's rows name no
+    W4A16, so its verdict is "no facts", and the sglang rows are listed as another engine's."""
+    check = check_serving("M", "w4a16", "A2", "Atlas A2", load_route_facts())
+    verdict = check.items[1]
+    assert (verdict.subject, verdict.status) == ("w4a16 on vllm-ascend", "no facts")
+    assert verdict.detail == "no vllm-ascend row names this scheme; the rows below are sglang's"
+    others = check.items[2:]
+    assert others and all(i.detail.startswith("another engine's row (sglang)") for i in others)
