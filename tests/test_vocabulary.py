@@ -210,3 +210,35 @@ def test_weights_name_only_declared_finding_kinds(tmp_path):
         path.write_text(text, encoding="utf-8")
         with pytest.raises(ConfigError, match=re.escape(key) + ".*unknown finding kind"):
             load_weights(path)
+
+
+# ------------------------------------------------------------------ the JSON document's typed parts
+
+def _typed_parts():
+    """(TypedDict, the schema node it describes): each section's JSON part as mypy sees it."""
+    from opassess.report.sections import graph as g
+
+    defs = SCHEMA["$defs"]
+    graph_mode = defs["graph_mode"]["properties"]
+    return [(g.GraphModeDoc, defs["graph_mode"]), (g.GraphBackendDoc, defs["graph_backend"]),
+            (g.GraphBreakDoc, defs["graph_break"]), (g.GraphVerdictDoc, defs["graph_verdict"]),
+            (g.EffortDoc, defs["effort"]), (g.GraphEffortDoc, graph_mode["effort"]),
+            (g.DynamoDoc, graph_mode["dynamo"]),
+            (g.DynamoBreakDoc, graph_mode["dynamo"]["properties"]["breaks"]["items"])]
+
+
+@pytest.mark.parametrize("typed, node", _typed_parts(), ids=lambda x: getattr(x, "__name__", ""))
+def test_each_typed_part_of_the_document_has_the_schema_s_keys(typed, node):
+    """A key the schema adds or drops and the TypedDict the code reads it through (mypy checks the look-ups) move
+    together; the keys the schema requires are the TypedDict's required keys too."""
+    keys = typed.__required_keys__ | typed.__optional_keys__
+    assert set(node["properties"]) == keys
+    assert set(node.get("required", ())) <= typed.__required_keys__
+
+
+def test_the_graph_mode_builders_give_the_typed_shape():
+    from opassess.report.sections import graph as g
+
+    assert g.graph_mode_doc(None) is None and g.graph_of({"graph_mode": None}) is None
+    backends = SCHEMA["$defs"]["graph_mode"]["properties"]["backends"]
+    assert set(backends["required"]) == {"inductor", "npugraph_ex", "ge"} == set(g.TITLES)

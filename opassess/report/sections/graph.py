@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict, cast
 
 from ...graphmode.records import BackendVerdict, GraphBreak, GraphMode
 from ..display.records import ActionItem, Record
@@ -18,11 +18,76 @@ TITLES = {"inductor": N_("inductor (torch.compile, torch_npu's inductor)"),
           "npugraph_ex": N_("npugraph_ex (aclgraph capture; npugraphs alike)"),
           "ge": N_("GE (torchair max-autotune graph)")}
 Translate = Callable[[str], str]
+
+
+# ------------------------------------------------------------------ the JSON part's shape (tests/test_vocabulary.py
+# ties each TypedDict's keys to the schema's properties: $defs/graph_mode, graph_backend, graph_break, graph_verdict)
+
+
+class EffortDoc(TypedDict):
+    low: float
+    likely: float
+    high: float
+
+
+class GraphEffortDoc(TypedDict):
+    backend: str
+    basis: str
+    person_days: EffortDoc
+
+
+class GraphBreakDoc(TypedDict):
+    op: str
+    reason: str
+    source: str | None
+    kind: str
+    method: str
+    fix: str | None
+
+
+class GraphBackendDoc(TypedDict):
+    ready: bool
+    breaks: list[GraphBreakDoc]
+    capturable_flops_share: float | None
+    split_points: list[str]
+    notes: list[str]
+
+
+class DynamoBreakDoc(TypedDict):
+    reason: str
+    source: str | None
+
+
+class DynamoDoc(TypedDict):
+    graphs: int
+    ops: int
+    seconds: float
+    error: str | None
+    breaks: list[DynamoBreakDoc]
+
+
+class GraphModeDoc(TypedDict):
+    method: str
+    backend: str
+    effort: GraphEffortDoc | None
+    unseen: str
+    backends: dict[str, GraphBackendDoc]
+    dynamo: DynamoDoc | None
+
+
+class GraphVerdictDoc(TypedDict):
+    verdict: str
+    reason: str
+    evidence: list[str]
+    aten: list[str]
+
+
+# ------------------------------------------------------------------ the display part
 # the names a break gives where no operator breaks the graph (GraphBreak.op): said in the reader's language
 PLACES = {"backward": N_("backward pass"), "dynamo": N_("forward")}
 
 
-def _op(item: Mapping[str, Any], gettext: Translate) -> str:
+def _op(item: GraphBreakDoc, gettext: Translate) -> str:
     """A break's operator, or the place it names ('backward pass', 'forward') in the reader's language."""
     place = PLACES.get(item["kind"])
     return gettext(place) if place is not None and item["op"] == place else item["op"]
@@ -58,11 +123,12 @@ class GraphSection(Record):
     effort_text: str  # "npugraph_ex: 1.5 person-days (0.35-3), apart from the eager migration: ..."
 
 
-def _where(item: Mapping[str, Any], shorten: Callable[[str], str], gettext: Translate) -> str:
-    return gettext(" at %(source)s") % {"source": shorten(item["source"])} if item.get("source") else ""
+def _where(item: GraphBreakDoc, shorten: Callable[[str], str], gettext: Translate) -> str:
+    source = item.get("source")
+    return gettext(" at %(source)s") % {"source": shorten(source)} if source else ""
 
 
-def _said(item: GraphBreak | None, doc: Mapping[str, Any], gettext: Translate) -> tuple[str, str]:
+def _said(item: GraphBreak | None, doc: GraphBreakDoc, gettext: Translate) -> tuple[str, str]:
     """A break's reason and fix in the reader's language, from its record's messages (the document's English text
     when there is no record)."""
     reason = item.message.text(gettext) if item is not None and item.message else doc["reason"]
@@ -81,16 +147,16 @@ def _notes(record: GraphMode | None, name: str, written: list[str], gettext: Tra
     return [m.text(gettext) for m in said] if len(said) == len(written) else list(written)
 
 
-def graph_section(document: Mapping[str, Any], gettext: Translate, shorten: Callable[[str], str] = str,
+def graph_section(document: Mapping[str, object], gettext: Translate, shorten: Callable[[str], str] = str,
                   record: GraphMode | None = None) -> GraphSection | None:
     """The section, or None when the analysis was switched off (--no-graph-mode). `record`, the assessment's
     GraphMode, gives the reasons, fixes and notes as catalog messages (else they read as the document has them)."""
-    graph = document.get("graph_mode")
+    graph = graph_of(document)
     if not graph:
         return None
     lines: list[BackendLine] = []
     # break -> (it, back-ends, (reason, fix) said)
-    rows: dict[tuple[str, str, str, str], tuple[Mapping[str, Any], list[str], tuple[str, str]]] = {}
+    rows: dict[tuple[str, str, str, str], tuple[GraphBreakDoc, list[str], tuple[str, str]]] = {}
     notes: list[str] = []
     for name, backend in graph["backends"].items():
         share = backend["capturable_flops_share"]
@@ -127,11 +193,11 @@ def graph_section(document: Mapping[str, Any], gettext: Translate, shorten: Call
                         effort_text)
 
 
-def graph_actions(document: Mapping[str, Any], shorten: Callable[[str], str] = str, gettext: Translate = str,
+def graph_actions(document: Mapping[str, object], shorten: Callable[[str], str] = str, gettext: Translate = str,
                   record: GraphMode | None = None) -> tuple[ActionItem, ...]:
     """The cheap fixes of the chosen back-end's breaks, one item per operator and fix (said in the reader's language
     when `record` gives them as messages)."""
-    graph = document.get("graph_mode")
+    graph = graph_of(document)
     if not graph:
         return ()
     breaks = graph["backends"][graph["backend"]]["breaks"]
@@ -139,16 +205,22 @@ def graph_actions(document: Mapping[str, Any], shorten: Callable[[str], str] = s
     for b, item in zip(breaks, _breaks(record, graph["backend"], len(breaks)), strict=True):
         if b.get("fix"):
             fix = _said(item, b, gettext)[1]
-            items.setdefault((b["op"], fix), []).append(shorten(b["source"]) if b.get("source") else "")
+            source = b.get("source")
+            items.setdefault((b["op"], fix), []).append(shorten(source) if source else "")
     return tuple(ActionItem(kind="graph-break", subject=op,
                             action=f"{fix} ({', '.join(s for s in sources if s)})" if any(sources) else fix,
                             days_text="") for (op, fix), sources in items.items())
 
 
-# ------------------------------------------------------------------ the JSON part
+# ------------------------------------------------------------------ the JSON part: built from the records
 
 
-def verdicts_doc(verdicts: tuple[BackendVerdict, ...] | None) -> dict[str, Any] | None:
+def graph_of(document: Mapping[str, object]) -> GraphModeDoc | None:
+    """The document's `graph_mode` (built by graph_mode_doc below: its shape is GraphModeDoc's)."""
+    return cast("GraphModeDoc | None", document.get("graph_mode"))
+
+
+def verdicts_doc(verdicts: tuple[BackendVerdict, ...] | None) -> dict[str, GraphVerdictDoc] | None:
     """{"inductor": {"verdict", "reason", "evidence", "aten"}, "npugraph_ex": ..., "ge": ...} or None."""
     if not verdicts:
         return None
@@ -156,12 +228,12 @@ def verdicts_doc(verdicts: tuple[BackendVerdict, ...] | None) -> dict[str, Any] 
             for v in verdicts}
 
 
-def break_doc(item: GraphBreak) -> dict[str, Any]:
+def break_doc(item: GraphBreak) -> GraphBreakDoc:
     return {"op": item.op, "reason": item.reason, "source": item.source, "kind": item.kind, "method": item.method,
             "fix": item.fix}
 
 
-def graph_mode_doc(graph: GraphMode | None) -> dict[str, Any] | None:
+def graph_mode_doc(graph: GraphMode | None) -> GraphModeDoc | None:
     """The model's readiness per back-end, with how the breaks were found and what that method cannot see."""
     if graph is None:
         return None
