@@ -103,3 +103,18 @@ def test_eager_mode_is_host_bound_for_many_small_calls_and_device_bound_for_larg
     assert small.eager_us == pytest.approx(small.host_us)
     large = run("perf_linear_stack.py", dtype="bfloat16").performance.step
     assert large.host_us == pytest.approx(80.0) and large.eager_us == pytest.approx(large.step_us)
+
+
+def test_bad_layout_flags_are_one_line_usage_errors_before_any_scan():
+    from typer.testing import CliRunner
+
+    from opassess.cli import app
+
+    runner = CliRunner()
+    model = str(MODELS / "perf_linear_stack.py")
+    for args, words in ((["--parallel", "tp=0"], "at least 1"), (["--parallel", "tp=2,sp,pp"], "expected tp=N"),
+                        (["--global-batch", "8"], "needs --parallel"), (["--gpu-baseline", "V100"], "no figures"),
+                        (["--match-gpus", "8"], "needs --gpu-baseline")):
+        result = runner.invoke(app, ["scan", model, "-q", *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert words in result.output and "Traceback" not in result.output
