@@ -13,8 +13,8 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-_PACKAGES = re.compile(r"(?:^|/)((?:site|dist)-packages/.*)$")
-_LINE = re.compile(r"^(.*?)(:\d+)?$")
+_PACKAGES = re.compile(r"(?:^|/)((?:site|dist)-packages/.*)\Z", re.DOTALL)
+_LINE = re.compile(r"(.*?)(:\d+)?\Z", re.DOTALL)  # a file name may hold a newline
 
 
 def _stdlib() -> tuple[str, ...]:

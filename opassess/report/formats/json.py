@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from json.encoder import encode_basestring  # what json.dumps(ensure_ascii=False) quotes strings with
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,21 @@ if TYPE_CHECKING:
           description="machine-readable report (format_version 1, see assessment.schema.json)")
 def render_json(view: View, context: RenderContext) -> str:
     """The JSON document, indented, keys in the documented order, ending with a newline."""
-    return dumps(view.document) + "\n"
+    return lossless(dumps(view.document) + "\n")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lossless(text: str) -> str:
+    """`text` with every lone surrogate written as its JSON escape: a file name that is not UTF-8 (b'bad\\xff.py',
+    which Python holds as 'bad\\udcff.py') becomes "bad\\udcff.py" in the report, valid UTF-8 that json.loads
+    reads back to the same string (os.fsencode gives the bytes again), instead of a report no UTF-8 reader opens."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 class _Unusual(Exception):
