@@ -76,8 +76,7 @@ def write_output(text: str, destination: str | Path, what: str = "the report") -
         # Same directory as the target, so os.replace is a rename on one file system (atomic on POSIX).
         # A short name: a legal 250-byte report name plus a prefix and suffix would pass the 255-byte limit.
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name[:24]}.", suffix=".tmp", dir=directory)
-        # backslashreplace: a file name that is not UTF-8 shows as its escape in a text report (JSON escapes it itself)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
