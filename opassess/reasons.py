@@ -135,6 +135,10 @@ EXTENSION = reason_code("extension", "a function of a compiled C++ extension: re
                         "kernels rewritten in Ascend C", decides=_CUSTOM)
 CUSTOM_OP = reason_code("custom-op", "a project-defined operator (torch.library op, autograd.Function) whose kernels "
                         "do not run on the NPU", decides=_CUSTOM)
+REGISTER_COMPOSITE = reason_code("register-composite", "a project-defined operator with kernels for other devices only "
+                                 "whose reference implementation runs only ops the NPU runs: register that composite "
+                                 "for the NPU (PrivateUse1); a fused kernel is the performance option, priced apart",
+                                 decides=_PARAM)
 AUTOGRAD_FUNCTION = reason_code("autograd-function", "a custom autograd.Function whose forward dispatches only ops "
                                 "with NPU kernels; its hand-written backward is judged when traced, else to verify",
                                 decides=_PARAM)

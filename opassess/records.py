@@ -120,6 +120,9 @@ class Registration:
 
     op: str  # "transformers::grouped_mm_fallback"
     kinds: tuple[str, ...]  # ("CompositeExplicitAutograd",); () when it has kernels for some devices only
+    # the ATen ops its CPU reference implementation (a torch.library.custom_op's Python body) dispatched when the
+    # worker ran it once on zeros of a captured signature; () when not run (no such body, too large, it failed)
+    reference: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ _NON_ATEN = ("aten", "prims")
 
 
 # Reasons that already say why an operator nothing in the knowledge base speaks for is what it is.
-_SAYS_WHY_UNKNOWN = ("custom-op", "host-op", "extension", "decomposes")
+_SAYS_WHY_UNKNOWN = ("custom-op", "host-op", "extension", "decomposes", "register-composite")
 
 
 @dataclass
@@ -76,7 +76,8 @@ class _Scope:
 
 class _Classifier(AtenJudge, SignatureChecks):
     def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False,
-                 registered: Mapping[str, tuple[str, ...]] | None = None) -> None:
+                 registered: Mapping[str, tuple[str, ...]] | None = None,
+                 references: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self.kb = kb
         self.target = product
         self.product = product.name  # as reports print it
@@ -85,6 +86,8 @@ class _Classifier(AtenJudge, SignatureChecks):
         self.trained = trained  # the capture ran backward(): an autograd.Function's backward was traced
         # the composite keys the worker saw registered for the non-ATen ops (a library's torch.library ops)
         self.registered = dict(registered or {})
+        # the ATen ops a project op's CPU reference implementation ran, measured by the worker
+        self.references = dict(references or {})
         self.version = version
         self.version_text = format_version(version)
         self._verdicts: dict[str, AtenVerdict] = {}
@@ -173,7 +176,8 @@ class _Classifier(AtenJudge, SignatureChecks):
         """One signature: a project's own op, or a native API with its ATen ops; then the kernels' argument checks."""
         j = Judgement(index)
         if op.kind in PROJECT_KINDS:
-            judge_project_op(op, j, scope.verdicts, scope.required, self.trained, self.registered)
+            reference = {a: self.aten_verdict(a, None) for a in self.references.get(op.key, ())}
+            judge_project_op(op, j, scope.verdicts, scope.required, self.trained, self.registered, reference)
         else:
             self._native(op, sig, j, scope.api, scope.verdicts, scope.required)
             dtype = next((d for d in sig.input_dtypes if d), None) if sig is not None else None
@@ -379,7 +383,8 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
     product = kb.product(kb.default_product if target is None else target)
     classifier = _Classifier(kb, product, kb.resolve_version(torch_version),
                              trained=inventory.capture.training,
-                             registered={r.op: r.kinds for r in inventory.capture.registrations})
+                             registered={r.op: r.kinds for r in inventory.capture.registrations},
+                             references={r.op: r.reference for r in inventory.capture.registrations if r.reference})
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 

@@ -15,9 +15,11 @@ from .judgement import Judgement
 
 
 def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerdict], required: Replacement | None,
-                     trained: bool, registered: Mapping[str, tuple[str, ...]] | None = None) -> None:
+                     trained: bool, registered: Mapping[str, tuple[str, ...]] | None = None,
+                     reference: Mapping[str, AtenVerdict] | None = None) -> None:
     """One signature of a project's own op (torch.library op, autograd.Function, C++ extension function): `j` is
-    the classifier's judgement (its `add`), `verdicts` its ATen verdicts (op -> AtenVerdict)."""
+    the classifier's judgement (its `add`), `verdicts` its ATen verdicts (op -> AtenVerdict), `reference` the
+    verdicts of the ATen ops its CPU reference implementation ran (trace/registrations.reference_ops)."""
     if required is not None:
         j.add_message("replacement", N_("%(op)s has no NPU kernel; %(api)s replaces it with another signature "
                                         "(%(note)s)"), {"op": op.key, "api": required.api, "note": required.note},
@@ -45,6 +47,17 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
                           {"op": op.key, "how": how, "inner": inner},
                           Text(N_("PyTorch dispatcher: %(kinds)s kernel for %(op)s"),
                                   {"kinds": " and ".join(kinds), "op": op.key}), Category.DIRECT)
+            return
+        if reference and all(v.supported for v in reference.values()):
+            # composite before custom: F.gelu(x + bias) registered for the CPU only is a registration away from the
+            # NPU (the same body for PrivateUse1), not a new kernel; the fused kernel is a performance choice
+            j.add_message("register-composite", N_("%(op)s has kernels for other devices only, but its reference "
+                                          "implementation runs only ops with NPU kernels (%(ops)s): register that "
+                                          "composite for the NPU (PrivateUse1); a fused Ascend C kernel is the "
+                                          "performance option, priced apart (custom-dev)"),
+                          {"op": op.key, "ops": ", ".join(reference)},
+                          Text(N_("its CPU implementation run once on zeros of a captured signature dispatched "
+                                  "%(ops)s"), {"ops": ", ".join(reference)}), Category.PARAM_CONVERTED)
             return
         j.add_message("custom-op", N_("%(op)s is a project-defined operator with kernels for other devices only; "
                                       "it needs an NPU kernel (Ascend C) or a rewrite in supported ops"),

@@ -66,7 +66,7 @@ _CAPTURE: dict[str, _Kind] = {
     "dynamo": (DynamoRun,), "registrations": [Registration], "reach": "reach",
     "driven": "strs"}
 _REACH: dict[str, _Kind] = {"file": "str", "name": "str", "first_line": "int", "ran": "ints", "missed": "ints"}
-_REGISTRATION: dict[str, _Kind] = {"op": "str", "kinds": "strs"}
+_REGISTRATION: dict[str, _Kind] = {"op": "str", "kinds": "strs", "reference": "strs"}
 _INFO: dict[str, _Kind] = {
     "source": "str", "entry": "str", "class_name": "str", "parameters": "int", "dtype": "str", "inputs": "strs",
     "label": "str?"}
@@ -235,6 +235,8 @@ def _registrations(found: tuple[Registration, ...]) -> None:
         odd = sorted(set(registration.kinds) - set(COMPOSITE_KEYS))
         if odd or len(set(registration.kinds)) != len(registration.kinds):
             raise _fail(where, f"dispatch keys other than the composite ones: {', '.join(odd)[:200] or 'repeated'}")
+        if any(not op.startswith(("aten::", "prims::")) for op in registration.reference):
+            raise _fail(where, "a reference implementation's op that is not an ATen op")
 
 
 def dumps(message: object) -> bytes:

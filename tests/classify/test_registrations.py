@@ -80,3 +80,55 @@ def test_a_project_overload_of_an_aten_op_is_a_project_op_not_the_aten_op():
     op = ops["aten::relu.myimpl"]
     assert (op["kind"], op["category"], op["origin"]) == ("custom", "custom-dev", "project")
     assert [r["code"] for r in op["reasons"]] == ["custom-op"]
+
+
+CPU_ONLY_OPS = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    @torch.library.custom_op("i40lib::bias_gelu", mutates_args=(), device_types="cpu")
+    def bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x + bias)
+
+    @bias_gelu.register_fake
+    def _(x, bias):
+        return torch.empty_like(x)
+
+    @torch.library.custom_op("i40lib::host_sort", mutates_args=(), device_types="cpu")
+    def host_sort(x: torch.Tensor) -> torch.Tensor:
+        return torch.from_numpy(sorted(x.numpy().ravel().tolist()) and x.numpy().copy())
+
+    @host_sort.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = nn.Parameter(torch.zeros(8))
+        def forward(self, x):
+            return torch.ops.i40lib.host_sort(torch.ops.i40lib.bias_gelu(x, self.bias))
+
+    def build_model():
+        return M()
+
+    def example_inputs():
+        return (torch.randn(2, 8),)
+''')
+
+
+def test_a_cpu_only_op_whose_reference_runs_npu_ops_is_a_composite_to_register(tmp_path):
+    """Composite before custom (issue 40): the worker runs a CPU-only custom op's body once on zeros and records its
+    ATen ops; GELU(x + bias) dispatches aten::add and aten::gelu, both with NPU kernels, so the work is registering
+    that body for PrivateUse1 (param-converted, about half a day), not an Ascend C kernel. A body that leaves torch
+    (numpy) dispatches no ATen op to judge and stays custom-dev."""
+    path = tmp_path / "cpu_only.py"
+    path.write_text(CPU_ONLY_OPS)
+    scan = ScanOptions(target=str(path))
+    view = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan)
+    ops = {o["op"]: o for o in view.document["operators"]}
+    gelu, host = ops["i40lib::bias_gelu"], ops["i40lib::host_sort"]
+    assert (gelu["category"], [r["code"] for r in gelu["reasons"]]) == ("param-converted", ["register-composite"])
+    assert gelu["reasons"][0]["evidence"].endswith("dispatched aten::add.Tensor, aten::gelu")
+    assert gelu["person_days"]["likely"] < 2.0
+    assert host["category"] == "custom-dev" and [r["code"] for r in host["reasons"]] == ["custom-op"]

@@ -253,8 +253,8 @@ def test_examples_interrupted_then_resumed_with_shared_conv2d_counted_once(tmp_p
     assert document["person_days"]["headline"].startswith(f"{p50:.1f} person-days (P10-P90 {p10:.1f}-{p90:.1f})")
     page = render_portfolio(portfolio, "md")
     assert f"**{p50:.1f}**" in page and "Likely person-days" not in page
-    assert document["custom_dev"][0]["op"] == "opassess_examples::fused_bias_gelu"
-    assert document["custom_dev"][0]["models"] == ["custom_op_model"]
+    # fused_bias_gelu is a composite to register (its reference runs only NPU ops), not a custom kernel
+    assert document["custom_dev"] == []
 
 
 def test_a_manifest_gives_each_model_its_own_settings(tmp_path):

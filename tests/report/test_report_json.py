@@ -41,10 +41,16 @@ def test_report_of_every_example_validates(validator, name):
     assert {"load", "trace", "classify", "findings", "score", "estimate"} <= set(document["seconds"])
 
 
-def test_custom_op_is_reported_as_unknown_custom_dev(validator):
+def test_custom_op_with_a_composite_reference_is_registered_not_written(validator):
+    """fused_bias_gelu is F.gelu(x + bias) registered for the CPU only: its reference runs aten::add and aten::gelu,
+    both with NPU kernels, so the work is registering that composite for PrivateUse1 (issue 40: was custom-dev at
+    13.3 person-days), the fused kernel the performance option priced apart."""
     document = json.loads(render(real_assessment("custom_op_model"), "json"))
     op = next(o for o in document["operators"] if o["op"] == "opassess_examples::fused_bias_gelu")
-    assert (op["category"], op["known"], op["kind"]) == ("custom-dev", False, "custom")
+    assert (op["category"], op["known"], op["kind"]) == ("param-converted", False, "custom")
+    assert [r["code"] for r in op["reasons"]] == ["register-composite"]
+    assert "aten::add.Tensor, aten::gelu" in op["reasons"][0]["message"]
+    assert op["person_days"]["likely"] < 2.0
     assert [u["op"] for u in document["unknown_operators"]] == ["opassess_examples::fused_bias_gelu"]
     assert op["source"] and all(":" in s for s in op["source"])
 
