@@ -1,7 +1,8 @@
 """A small MLP with two project-defined torch.library custom ops that have no NPU kernel: two custom-dev operators.
 
-gated_tanh has a CUDA kernel only (no CPU reference to run, so nothing says a composite would do); row_rescale has a
-CPU kernel taking a float, which the reference run does not build (it runs only all-tensor signatures).
+Both have CPU kernels, which the capture runs once as their reference (composite before custom): gated_tanh's runs
+aten::i0, which has no NPU kernel, so registering it as a composite would not do; row_rescale takes a float, which the
+reference run does not build (it runs only all-tensor signatures).
 
 What it exercises: the cost model's floor for kernel work: two custom-dev operator types must come to at least
 20 person-days by default (10+ each, as the practice table says).
@@ -12,10 +13,10 @@ import torch
 from torch import nn
 
 
-@torch.library.custom_op("opassess_two::gated_tanh", mutates_args=(), device_types="cuda")
+@torch.library.custom_op("opassess_two::gated_tanh", mutates_args=(), device_types="cpu")
 def gated_tanh(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
-    """tanh(x) * sigmoid(gate) in one kernel."""
-    return torch.tanh(x) * torch.sigmoid(gate)
+    """tanh(x) * sigmoid(i0(gate)) in one kernel (i0: the modified Bessel function, no NPU kernel)."""
+    return torch.tanh(x) * torch.sigmoid(torch.i0(gate))
 
 
 @gated_tanh.register_fake
