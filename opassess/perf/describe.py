@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..kb.products import UnknownProductError
 from ..kb.store import KnowledgeBase
 from .device import NoDeviceProfile, device_table, load_profile, variant_profile
+from .interconnect import load_interconnect
 from .records import ESTIMATE
 
 
@@ -47,6 +48,13 @@ def format_device(kb: KnowledgeBase, name: str) -> str:
         f"{profile.host.cpu_bandwidth / 1e9:g} GB/s, host sync {profile.host.sync_us:g} us [{cite['host']}]",
         f"  source         {entry['source']}",
     ]
+    links = load_interconnect(profile.product, kb)
+    if links is not None:
+        for tier in links.tiers:
+            lines.append(f"  link {tier.name:<9} {tier.bandwidth / 1e9:g} GB/s x {tier.efficiency:g}, "
+                         f"{tier.latency_us:g} us a step, up to {tier.ranks} ranks"
+                         f"{' (full mesh)' if tier.full_mesh else ''} [{tier.cite}]")
+        lines.append(f"  comm launch    {links.launch_us:g} us (interconnect.json, from ascend_comm_figures.tsv)")
     lines += [f"  note           {note}" for note in profile.notes]
     others = [v for v in table["products"][profile.product]["variants"] if v != profile.variant]
     if others:

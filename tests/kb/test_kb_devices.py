@@ -71,6 +71,8 @@ def test_kb_show_device():
     assert a2.exit_code == 0, a2.output
     assert "peak cube   bfloat16         353.9 TFLOPS     [ascend_hw_figures.tsv:4:peak]" in a2.output
     assert "1.6 x 1024^4 B/s" in a2.output and "assumption" in a2.output and "not a measurement" in a2.output
+    assert "link HCCS      196 GB/s x 0.7, 0.5 us a step, up to 8 ranks (full mesh) [ascend_comm_figures.tsv:3:value]" \
+        in a2.output and "link RoCE" in a2.output
     p310 = runner.invoke(kb_app, ["show", "device", "310P"])
     assert p310.exit_code == 0 and len(p310.output.strip().splitlines()) == 1
     assert "no published figures" in p310.output
