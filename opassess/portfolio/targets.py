@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelLoadError
+from ..errors import ConfigError, ModelLoadError
 from ..huggingface import CONFIG_NAME, is_model_folder, with_config_defaults
 from ..options import ScanOptions
 
@@ -60,13 +60,18 @@ def expand_targets(targets: Sequence[str], entry: str | None = None
     found: list[str] = []
     skipped: list[Skipped] = []
     given: dict[str, ModelTarget] = {}  # models of a manifest: their names and settings
+    listed: dict[str, str] = {}  # model target -> where a manifest listed it first
     for target in targets:
         path = Path(target)
         if is_manifest(target):
-            for model_target, name, settings in read_manifest(path):
+            for index, (model_target, name, settings) in enumerate(read_manifest(path), 1):
+                where = f"{path}: [[model]] {index}" + (f" ({name})" if name else "")
+                if model_target in listed:  # one report per file: never one entry's verdict for both
+                    raise ConfigError(f"{where}: {model_target} is listed already ({listed[model_target]}); a "
+                                      f"portfolio scans each file once: scan the second entry in a run of its own")
+                listed[model_target] = where
                 found.append(model_target)
-                # a file named twice is scanned once, with the settings it was first given
-                given.setdefault(model_target, ModelTarget(model_target, name or "", tuple(sorted(settings.items()))))
+                given[model_target] = ModelTarget(model_target, name or "", tuple(sorted(settings.items())))
         elif is_model_folder(target):  # one Hugging Face model
             found.append(target)
         elif path.is_dir():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from opassess.ci.snapshot import read_snapshot
+from opassess.errors import ConfigError
 from opassess.pipeline import ScanOptions
 from opassess.portfolio import STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio
 from opassess.portfolio.report import render_portfolio
@@ -263,7 +264,6 @@ def test_a_manifest_gives_each_model_its_own_settings(tmp_path):
     manifest = tmp_path / "portfolio.toml"
     manifest.write_text('[[model]]\ntarget = "nets/a.py"\nname = "half"\ndtype = "float16"\n'
                         'input_shape = ["1,3,8,8"]\nlabel = "a-half"\n\n'
-                        '[[model]]\ntarget = "nets/a.py"\nentry = "build_small"\n\n'  # the same file twice: once
                         '[[model]]\ntarget = "pkg.zoo:build_vit"\ninput_dtype = "int64"\n')
     models, skipped = expand_targets([str(manifest)])
     assert skipped == () and [m.name for m in models] == ["half", "build_vit"]
@@ -271,6 +271,11 @@ def test_a_manifest_gives_each_model_its_own_settings(tmp_path):
     assert (half.target, half.dtype, half.input_shapes, half.label) == (
         str(tmp_path / "nets" / "a.py"), "float16", ((1, 3, 8, 8),), "a-half")
     assert models[1].scan_options(ScanOptions(target="")).input_dtype == "int64"
+    twice = manifest.read_text() + '\n[[model]]\ntarget = "nets/a.py"\nentry = "build_small"\n'
+    manifest.write_text(twice)  # the same file twice (another entry, another dtype): refused, never one dropped
+    with pytest.raises(ConfigError, match=r"portfolio.toml: \[\[model\]\] 3: .*a.py is listed already "
+                                          r"\(.*portfolio.toml: \[\[model\]\] 1 \(half\)\)"):
+        expand_targets([str(manifest)])
     manifest.write_text('[[model]]\ntarget = "nets/a.py"\ntrain = true\n')
     with pytest.raises(Exception, match=r"portfolio.toml.*train"):
         expand_targets([str(manifest)])
