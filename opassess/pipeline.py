@@ -161,7 +161,7 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
     from .score.criteria import score
     from .score.estimate import estimate
     from .score.signals import ModelContext, measure_all
-    from .score.source_cost import estimate_sources, mark_reached
+    from .score.source_cost import captured_calls, estimate_sources, mark_reached
     from .score.weights.load import load_weights
 
     seconds = dict(seconds)
@@ -183,6 +183,9 @@ def assess_capture(options: ScanOptions, info: ModelInfo, capture: Capture, seco
         from .source.graph_sites import note_graph_readiness
 
         source_scan = replace(source_scan, findings=note_graph_readiness(source_scan.findings, graph))
+    if source_scan is not None:  # a flash-attn call the capture saw: its call rendered with the shapes it ran on
+        source_scan = replace(source_scan, findings=tuple(captured_calls(source_scan.findings, inventory.operators,
+                                                                         source_scan.root)))
     sites = estimate_sources(source_scan.findings, inventory.operators, weights, source_scan.root) \
         if source_scan else ()
     if sites and options.source and source_scan is not None:  # --source DIR: what this model reaches is priced

@@ -9,10 +9,10 @@ never written here). It sits beside the source scan (which renders its sites' ca
 """
 from __future__ import annotations
 
-from .call import Argument, Call
+from .call import Argument, Call, notes_of
 from .captured import AttentionFacts, attention_call, rms_norm_call, rotary_call, swiglu_call
 from .constraints import Constraints, check_attention
 from .flash import FLASH_CALLS, flash_call
 
 __all__ = ["FLASH_CALLS", "Argument", "AttentionFacts", "Call", "Constraints", "attention_call", "check_attention",
-           "flash_call", "rms_norm_call", "rotary_call", "swiglu_call"]
+           "flash_call", "notes_of", "rms_norm_call", "rotary_call", "swiglu_call"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..messages import Text
+from ..messages import N_, Text
 
 
 @dataclass(frozen=True)
@@ -42,3 +42,10 @@ class Call:
     def fits(self) -> bool:
         """True when the call meets every documented constraint checked."""
         return not self.failures
+
+
+def notes_of(call: Call) -> list[Text]:
+    """What goes with a call, in reading order: each constraint it fails ("fails: ..."), its adapter lines ("first:
+    ..."), then what the mapping could not carry over."""
+    return [*(Text(N_("fails: %(constraint)s"), {"constraint": f}) for f in call.failures),
+            *(Text(N_("first: %(code)s"), {"code": line}) for line in call.adapters), *call.notes]

@@ -38,6 +38,8 @@ PARAMETERS = {
 }
 FLASH_CALLS = frozenset(PARAMETERS)
 # Arguments the mapping reads (the rest is said as not carried over)
+# What the capture saw at the call: q's shape, k's shape, q's dtype (None where it saw nothing)
+Captured = tuple[tuple[int, ...] | None, tuple[int, ...] | None, str | None]
 MAPPED = frozenset({"q", "k", "v", "qkv", "dropout_p", "softmax_scale", "causal", "window_size", "cu_seqlens_q",
                     "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k", "softcap", "return_attn_probs"})
 
@@ -65,8 +67,10 @@ def bound_arguments(subject: str, positional: list[str], keywords: dict[str, str
 
 
 def flash_call(subject: str, positional: list[str], keywords: dict[str, str],
-               constraints: Constraints | None = None) -> Call:
-    """The npu_fusion_attention call replacing one flash-attn call (see the module's docstring)."""
+               constraints: Constraints | None = None, captured: Captured | None = None) -> Call:
+    """The npu_fusion_attention call replacing one flash-attn call (see the module's docstring). `captured`: the
+    shapes and dtype the capture saw at this call (q, k and their dtype), which make the head count and scale numbers
+    and let the head dim, head counts and dtype be checked."""
     args = bound_arguments(subject, positional, keywords)
     adapters: list[str] = []
     notes: list[Text] = []
@@ -78,8 +82,13 @@ def flash_call(subject: str, positional: list[str], keywords: dict[str, str],
         q, k, v = args.get("q", "q"), args.get("k", "k"), args.get("v", "v")
     varlen = subject.endswith("varlen_func")
     layout = "TND" if varlen else "BSND"
+    q_shape, k_shape, dtype = captured or (None, None, None)
+    axis = 1 if varlen else 2  # the heads axis: (B, S, N, D) or (T, N, D)
+    heads = q_shape[axis] if q_shape and len(q_shape) > axis else None
+    kv_heads = k_shape[axis] if k_shape and len(k_shape) > axis else None
+    head_dim = q_shape[-1] if q_shape else None
     out = [Argument("query", q), Argument("key", k), Argument("value", v),
-           Argument("head_num", f"{q}.shape[1]" if varlen else f"{q}.shape[2]"),
+           Argument("head_num", str(heads) if heads else f"{q}.shape[{axis}]"),
            Argument("input_layout", f'"{layout}"')]
     dropout = _value(args.get("dropout_p"))
     if _is_expr(dropout):
@@ -87,7 +96,8 @@ def flash_call(subject: str, positional: list[str], keywords: dict[str, str],
     elif isinstance(dropout, int | float) and dropout:
         out.append(Argument("keep_prob", repr(round(1 - dropout, 6))))
     scale = args.get("softmax_scale")
-    out.append(Argument("scale", scale if scale not in (None, "None") else f"{q}.shape[-1] ** -0.5"))
+    out.append(Argument("scale", scale if scale not in (None, "None") else
+                        repr(round(head_dim ** -0.5, 6)) if head_dim else f"{q}.shape[-1] ** -0.5"))
     causal, window = _value(args.get("causal")), _value(args.get("window_size"))
     windowed = window is not None and (_is_expr(window) or (
         isinstance(window, tuple) and len(window) == 2 and any(w >= 0 for w in window)))
@@ -128,5 +138,6 @@ def flash_call(subject: str, positional: list[str], keywords: dict[str, str],
         if name not in MAPPED:
             notes.append(Text(N_("%(name)s=%(value)s is not carried over: map it by hand"),
                               {"name": name, "value": args[name]}))
-    failures += check_attention(constraints, layout=layout)
+    failures += check_attention(constraints, layout=layout, head_dim=head_dim, heads=heads, kv_heads=kv_heads,
+                                dtype=dtype)
     return Call(API, tuple(out), "[0]", tuple(adapters), tuple(failures), tuple(notes))

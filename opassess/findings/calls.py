@@ -11,9 +11,17 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from ..advice import AttentionFacts, Call, Constraints, attention_call, rms_norm_call, rotary_call, swiglu_call
+from ..advice import (
+    AttentionFacts,
+    Call,
+    Constraints,
+    attention_call,
+    notes_of,
+    rms_norm_call,
+    rotary_call,
+    swiglu_call,
+)
 from ..advice.call import Argument
-from ..messages import N_, Text
 from ..source.facts import load_source_facts
 from .graph import Graph
 from .registry import uses_roles
@@ -47,9 +55,7 @@ def call_fields(call: Call | None) -> dict[str, Any]:
     """Finding(call=..., call_notes=...) for a rendered call: failures first, then the adapter lines, then notes."""
     if call is None:
         return {}
-    notes = [*(Text(N_("fails: %(constraint)s"), {"constraint": f}) for f in call.failures),
-             *(Text(N_("first: %(code)s"), {"code": line}) for line in call.adapters), *call.notes]
-    return {"call": call.text(), "call_notes": tuple(notes)}
+    return {"call": call.text(), "call_notes": tuple(notes_of(call))}
 
 
 def _int(value: Any) -> int | None:

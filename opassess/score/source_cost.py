@@ -226,3 +226,45 @@ def mark_reached(items: Sequence[SourceEstimate], reached_files: Iterable[str]) 
             out[index] = replace(item, reached=extensions[built] or bool(item.operators or item.covered_by))
     return tuple(out[i] for i in range(len(items)))
 
+
+
+def captured_calls(findings: Sequence[SourceFinding], operators: Iterable[Operator], root: str | None = None
+                   ) -> list[SourceFinding]:
+    """A flash-attn call the capture also saw (its library stand-in at the same file:line) rendered again with the
+    shapes and dtype it ran on: head_num=4 rather than q.shape[2], the scale as a number, and the op's documented
+    constraints (head dim, head counts, dtype) checked (advice/flash.py). Other findings are returned as they are."""
+    import ast
+
+    from ..advice import FLASH_CALLS, Constraints, flash_call, notes_of
+    from ..source.classify import preferred_library
+    from ..source.facts import load_source_facts
+
+    operators = tuple(operators)
+    by_key = {op.key: op for op in operators}
+    base = Path(root) if root else None
+    out = []
+    for finding, linked in zip(findings, linked_operators(findings, operators, root), strict=True):
+        nodes = [n for key in linked if key in FLASH_CALLS for n in by_key[key].nodes
+                 if n.source and _same_site(n.source, finding.file, finding.line, base) and n.input_shapes]
+        name = finding.subject.rsplit(".", 1)[-1]
+        try:  # the call on the site's line (a call spread over lines is left as the source scan rendered it)
+            tree = ast.parse(finding.code) if nodes else None
+        except SyntaxError:
+            tree = None
+        call = next((c for c in ast.walk(tree) if isinstance(c, ast.Call)
+                     and ast.unparse(c.func).rsplit(".", 1)[-1] == name), None) if tree else None
+        if call is None or finding.subject not in FLASH_CALLS:
+            out.append(finding)
+            continue
+        node = nodes[0]
+        facts = load_source_facts()
+        lib = preferred_library(facts.library_rows(finding.subject))
+        shapes = node.input_shapes
+        rendered = flash_call(finding.subject, [ast.unparse(a) for a in call.args],
+                              {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg},
+                              Constraints(lib.cite, lib.constraints) if lib else None,
+                              (shapes[0], shapes[1] if len(shapes) > 1 else None,
+                               node.input_dtypes[0] if node.input_dtypes else None))
+        kept = [n for n in finding.notes if n.startswith("imported at line")]
+        out.append(replace(finding, npu_route=rendered.text(), notes=(*notes_of(rendered), *kept)))
+    return out

@@ -110,3 +110,25 @@ def test_the_constraints_come_from_the_route_row_and_name_what_fails():
     assert "head dim 1-768 (third_party_kernel_libs.tsv:3" in failures[1]
     call = flash_call("flash_attn.flash_attn_func", ["q", "k", "v"], {"return_attn_probs": "True"}, constraints)
     assert not call.fits and call.failures[0].startswith("return_attn_probs")
+
+
+def test_a_call_the_capture_saw_gets_its_head_count_and_scale_as_numbers():
+    """tests/models/gpu_only.py: flash_attn_func(q, k, v, causal=True, window_size=(8, 0), softcap=30.0) on q, k, v
+    (2, 16, 4, 8): head_num=4 and scale 8 ** -0.5 from the stand-in's shapes, not q.shape[2]."""
+    from opassess.pipeline import ScanOptions, assess
+
+    assessment = assess(ScanOptions(target="tests/models/gpu_only.py"))
+    site = next(f for f in assessment.source_scan.findings if f.kind == "library-call")
+    _, _, kwargs = _call(site.npu_route)
+    assert (kwargs["head_num"], kwargs["scale"], kwargs["input_layout"]) == ("4", "0.353553", "'BSND'")
+    assert (kwargs["sparse_mode"], kwargs["pre_tockens"], kwargs["next_tockens"]) == ("4", "8", "0")
+    assert site.notes[0].startswith("fails: softcap=30.0") and "imported at line 8" in site.notes
+
+
+def test_captured_shapes_are_checked_against_the_documented_constraints():
+    row = next(lib for lib in load_source_facts().libraries if lib.row == 3)
+    call = flash_call("flash_attn.flash_attn_func", ["q", "k", "v"], {}, Constraints(row.cite, row.constraints),
+                      ((1, 128, 32, 1024), (1, 128, 6, 1024), "float64"))
+    assert _call(call.text())[2]["head_num"] == "32"
+    assert [f.split(":")[0] for f in call.failures] == ["dtype float64", "head dim 1024",
+                                                        "32 query heads over 6 key/value heads"]

@@ -16,7 +16,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from ...advice import FLASH_CALLS, Constraints, flash_call
+from ...advice import FLASH_CALLS, Constraints, flash_call, notes_of
 from ...advice.flash import API
 from ...messages import N_, Text
 from ...vocabulary import Category, Confidence
@@ -125,9 +125,7 @@ class Classifier:
         here)."""
         keywords = dict(kw.split("=", 1) for kw in site.all("keyword"))
         call = flash_call(site.subject, list(site.all("argument")), keywords, Constraints(lib.cite, lib.constraints))
-        notes = [Text(N_("fails: %(constraint)s"), {"constraint": f}) for f in call.failures]
-        notes += [Text(N_("first: %(code)s"), {"code": line}) for line in call.adapters]
-        notes += [*call.notes, *self._imported(site)]
+        notes = [*notes_of(call), *self._imported(site)]
         category = Category.parse(lib.category) if lib.category else PARAM
         return self._finding(site, "library-call", PARAM if category is DIRECT else category, call.text(), [lib.cite],
                              "medium", notes)
