@@ -3,13 +3,12 @@ the model left the capture's hooks in place and ran no model code in a thread of
 
 The dispatch recorder sees an op through its TorchDispatchMode and global module hooks: an op the model calls with the
 Python dispatch key excluded (`torch._C._ExcludeDispatchKeyGuard`), or after it popped the modes, never reaches it.
-The witness is torch's profiler (RecordFunction, at the dispatcher, below any Python key): around the root forward a
-marker event is recorded (`_RecordFunctionFast`, which dispatches no op), and an ATen op right under the marker whose
-name, and whose callees' names, the recorder's dispatch mode never saw (recorded or not) was called outside the
-recorder. It speaks only when the forward built a guard that takes ops past the mode (_ExcludeDispatchKeyGuard,
-_DisableTorchDispatch, ...), so torch's own bookkeeping is not asked about; ops on 0-dim tensors alone (host-side
-scalars) are left out. Each op it finds becomes an operator of its own (kind "aten"), with its shapes as the
-profiler recorded them, so its verdict counts and --fail-on sees it.
+The witness is torch's legacy profiler (RecordFunction, at the dispatcher, below any Python key), started when the
+forward builds a guard that takes ops past the mode (_ExcludeDispatchKeyGuard, _DisableTorchDispatch, ...) and
+stopped when the forward returns (an ordinary model pays nothing): an outermost ATen op it saw whose name, and
+whose callees' names, the recorder's dispatch mode never saw (recorded or not) was called outside the recorder;
+ops on 0-dim tensors alone (host-side scalars) are left out. Each op it finds becomes an operator of its own (kind
+"aten"), with its shapes as the profiler recorded them, so its verdict counts and --fail-on sees it.
 
 The forward's own checks: it must not shrink the global module-hook tables or the dispatch / function mode stacks it
 was given (a model that removes opassess's hooks fails the capture with one line, not a report of what was left); and
@@ -24,7 +23,6 @@ from typing import Any
 
 from ..records import AtenCall, OpNode
 
-MARK = "opassess::forward"
 STAND_IN = "opassess::stand-in"  # a stand-in's own allocations: not the model's ops, deliberately not recorded
 _LIMIT = 16  # witness-only ops reported at most (each one an operator)
 # the guards that take an op past the recorder's dispatch mode: built by the model, they make the witness speak
@@ -47,17 +45,19 @@ class Witness:
         self.profile: Any = None
         self.tampered: str | None = None
         self.bypassed = False  # the forward built a guard that excludes dispatch keys or disables the modes
+        self._running: Any = None  # the profiler, while it runs
 
     def wrap(self, module: Any) -> Any:
-        """`module.forward` run under the marker, with the hook tables and mode stacks checked around it."""
-        import torch
+        """`module.forward` with the hook tables and mode stacks checked around it (and the profiler stopped)."""
 
         original = module.forward
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             before = _hook_state()
-            with torch._C._profiler._RecordFunctionFast(MARK):
+            try:
                 out = original(*args, **kwargs)
+            finally:
+                self.stop()
             after = _hook_state()
             lost = [name for name, b, a in zip(("global forward hooks", "global forward pre-hooks",
                                                  "dispatch modes", "function modes"), before, after, strict=True)
@@ -68,8 +68,23 @@ class Witness:
 
         return forward
 
+    def start(self) -> None:
+        """The forward built a guard that takes ops past the recorder: the profiler watches from here on."""
+        self.bypassed = True
+        if self._running is None and self.profile is None:
+            from torch.autograd import profiler_legacy  # kineto's start costs seconds and writes to stderr
+
+            self._running = profiler_legacy.profile(record_shapes=True)
+            self._running.__enter__()
+
+    def stop(self) -> None:
+        if self._running is not None:
+            running, self._running = self._running, None
+            running.__exit__(None, None, None)
+            self.profile = running
+
     def unrecorded(self, nodes: Sequence[OpNode]) -> tuple[OpNode, ...]:
-        """The ops right under the marker that neither the recorder nor any of their callees' records name (only
+        """The outermost ops the profiler saw that neither the recorder nor any of their callees' records name (only
         when the forward set a guard that takes ops past the recorder: torch's own kernels' bookkeeping is not
         asked about)."""
         if self.profile is None or not self.bypassed:
@@ -78,8 +93,8 @@ class Witness:
         seen |= {entry.partition(".")[0] for node in nodes for entry in node.entry}
         found: dict[str, Any] = {}
         for event in self.profile.function_events:
-            parent = event.cpu_parent
-            if parent is None or parent.name != MARK or not event.name.startswith("aten::"):
+            # the profiler ran inside the forward only: its outermost ops are the model's
+            if event.cpu_parent is not None or not event.name.startswith("aten::"):
                 continue
             if not any(shape for shape in (event.input_shapes or ())):
                 continue  # host-side scalar bookkeeping (0-dim comparisons, ceil, detach_): no device operator
@@ -118,34 +133,33 @@ def _below(event: Any) -> Iterator[str]:
 
 @contextmanager
 def witnessing(witness: Witness, module: Any, on: bool) -> Iterator[Witness]:
-    """Run the block (one capture attempt) under the profiler, the root module's forward wrapped (`on`: an eager
-    attempt, whose recorder the model's code can bypass; symbolic captures run no ops of the model's)."""
-    from torch.autograd import profiler_legacy  # the kineto profiler's start costs seconds and writes to stderr
-
+    """Run the block (one capture attempt) with the root module's forward wrapped and the guards that bypass the
+    recorder watched (`on`: an eager attempt, whose recorder the model's code can bypass; symbolic captures run no
+    ops of the model's). The profiler starts only when the forward builds such a guard, and stops when the forward
+    returns: an ordinary model pays nothing for it."""
     if not on:
         yield witness
         return
+    import torch
+
     had = "forward" in vars(module)
     previous = vars(module).get("forward")
     module.forward = witness.wrap(module)
     SEEN.clear()
-    import torch
-
     guards = {name: getattr(torch._C, name) for name in _BYPASSES if hasattr(torch._C, name)}
 
     def noted(real: Any) -> Any:
         def guard(*args: Any, **kwargs: Any) -> Any:
-            witness.bypassed = True
+            witness.start()
             return real(*args, **kwargs)
         return guard
 
     for name, real in guards.items():
         setattr(torch._C, name, noted(real))
     try:
-        with profiler_legacy.profile(record_shapes=True) as profile:
-            yield witness
-        witness.profile = profile
+        yield witness
     finally:
+        witness.stop()
         for name, real in guards.items():
             setattr(torch._C, name, real)
         if had:
@@ -158,8 +172,8 @@ def unwitnessed(on: bool) -> Any:
     """A marker around a stand-in's run, so the witness does not count its allocations (not the model's ops)."""
     import contextlib
 
-    if not on:
-        return contextlib.nullcontext()
     import torch
 
+    if not on or not torch.autograd._profiler_enabled():  # the witness is not watching: nothing to mark
+        return contextlib.nullcontext()
     return torch._C._profiler._RecordFunctionFast(STAND_IN)
