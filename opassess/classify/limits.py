@@ -109,6 +109,7 @@ class SignatureChecks:
                                              "does not apply to the data"), {"op": op.key},
                           f"rules.toml: options_only ({borrower})", None, False)
             return
+        verdicts = _verdicts_of(op, sig, verdicts)
         lim = api.limitation if api is not None else None
         page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
         unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
@@ -116,8 +117,11 @@ class SignatureChecks:
             v.host_copy for v in verdicts.values()) else ()
         check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed, hosts,
                             bool(lim and lim.excludes(dtype, self.page)))
-        if check.decided_by == "none" and verdicts and all(v.view for v in verdicts.values()):
-            return  # only views ran: they read no data, so no dtype fact is missing
+        if check.decided_by in ("none", "api-page") and verdicts and all(
+                v.view or v.status == "everywhere" for v in verdicts.values()):
+            # only views ran (Tensor.detach): no kernel reads the data, so neither a missing dtype fact nor the API
+            # page's list is a limit this signature crosses
+            return
         j.confidences.append(check.confidence)
         evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
         if check.decided_by == "host-copy":
@@ -142,6 +146,15 @@ class SignatureChecks:
                                           "remedy": remedy(dtype, check.allowed),
                                           "disagreement": check.disagreement(self.product) if check.disagree else ""},
                           evidence, Category.PARAM_CONVERTED)
+
+
+def _verdicts_of(op: Operator, sig: Signature, verdicts: dict[str, AtenVerdict]) -> dict[str, AtenVerdict]:
+    """The verdicts of the ATen ops this signature's calls dispatched, and of the entry ops judged whole: another
+    signature's kernel (F.interpolate's nearest mode beside its bilinear one) states no limit of this one."""
+    mine = {c.qualified for n in _nodes_of(op, sig) for c in n.aten}
+    if not mine:
+        return verdicts
+    return {a: v for a, v in verdicts.items() if a in mine or a not in op.aten}
 
 
 def _nodes_of(op: Operator, sig: Signature):

@@ -71,6 +71,11 @@ def test_bf16_detectors_are_scanned_when_the_cpu_has_no_bf16_nms(file, kb):
     nms = verdicts(inventory, kb, "A2")["torchvision::nms"]
     assert {d for s in nms.operator.signatures for d in s.input_dtypes if d} == {"bfloat16"}
     assert nms.category == "param-converted"  # torch_npu.npu_nms_v4 replaces it, as in float32
+    if file == "detector_inputs.py":
+        # Tensor.detach's API page lists float32 only, but aten::detach is a view: no kernel reads the bf16 data
+        detach = verdicts(inventory, kb, "A2")["Tensor.detach"]
+        assert detach.operator.aten == ("aten::detach",)
+        assert detach.category == "direct" and "dtype" not in {r.code for r in detach.reasons}
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -91,3 +96,19 @@ def test_identity_dispatches_nothing_and_never_drives_a_precision_decision_on_31
     assert not any("Identity" in f["title"] and "documents" in f["title"] for f in document["findings"])
     if dtype == "float16":
         assert not any(d["name"] == "precision" for d in decisions)
+
+
+def test_each_param_converted_reason_names_the_limit_its_own_signature_crosses(kb):
+    pytest.importorskip("torchvision")
+    # Faster R-CNN resizes its images bilinearly and upsamples its FPN levels by nearest: on 910A the nearest kernel's
+    # doc excludes float32, the bilinear one's does not. Only the nearest signatures are param-converted, and their
+    # reason cites the nearest kernel's row alone
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / "detector_inputs.py")))
+    interpolate = verdicts(inventory, kb, "910A")["torch.nn.functional.interpolate"]
+    modes = [s.attrs.get("mode") for s in interpolate.operator.signatures]
+    assert set(modes) == {"bilinear", "nearest"}
+    for mode, category in zip(modes, interpolate.signature_categories, strict=True):
+        assert category == ("param-converted" if mode == "nearest" else "direct"), (mode, category)
+    for reason in (r for r in interpolate.reasons if r.code == "dtype"):
+        assert modes[reason.signature] == "nearest"
+        assert "aclnnUpsampleNearest2d" in reason.evidence and "Bilinear" not in reason.evidence
