@@ -269,11 +269,17 @@ def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export: OnnxExport 
             OnnxFailure("torchscript", "", "no export came back from the worker"),))
         return {"onnx": judge_onnx(export, load_route_facts())}
     if options.route == "vllm-ascend":
+        from .perf import NoDeviceProfile, load_profile
         from .routes import check_serving
 
         product = kb.product(options.product)
+        try:  # the compute data types the chip has, by its device figures (None: the tables give none)
+            profile = load_profile(product.name, kb)
+            cube = {d: profile.cite.get(f"peak.cube.{d}", "") for d in profile.peaks.get("cube", {})}
+        except NoDeviceProfile:
+            cube = None
         return {"serving": check_serving(info.class_name, options.quant, product.kernel, product.name,
-                                         load_route_facts())}
+                                         load_route_facts(), cube)}
     return {}
 
 

@@ -8,6 +8,7 @@ reported as unchecked, with the reason.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ..errors import UsageError
 from ..kb.routes import QUANT_TABLE, QuantScheme, RouteFacts
@@ -17,6 +18,8 @@ from .records import ServingCheck, ServingItem
 ENGINE = "vllm-ascend"
 SUPPORTED_CELLS = ("yes", "functional")
 UNSUPPORTED_CELLS = ("no", "incompatible")
+# a scheme word -> the compute data type it needs, as the device figures name it (peak.cube.<dtype>)
+LOW_PRECISION = {"fp8": "float8", "fp4": "fp4"}
 
 
 def _scheme_key(text: str) -> str:
@@ -66,6 +69,18 @@ def _status(cell: str) -> str:
     return N_("risk")  # TBD, WIP, "in feature matrix": stated as not settled
 
 
+def _hardware(quant: str, product: str, cube: Mapping[str, str] | None) -> ServingItem | None:
+    """An FP8/FP4 scheme on a chip whose cube, by the device figures, has no such data type: unsupported (not "no
+    facts"). `cube`: dtype -> the figure's cite, None when the tables give no figures for the product."""
+    wanted = next((d for word, d in LOW_PRECISION.items() if word in quant.lower()), None)
+    if wanted is None or cube is None or wanted in cube:
+        return None
+    return ServingItem(Text(N_("%(quant)s needs %(dtype)s compute"), {"quant": quant, "dtype": wanted}), "unsupported",
+                       Text(N_("%(product)s's cube has no %(dtype)s (its device figures list %(dtypes)s)"),
+                            {"product": product, "dtype": wanted, "dtypes": ", ".join(sorted(cube))}),
+                       "; ".join(dict.fromkeys(c.rsplit(":", 1)[0] for c in cube.values())))
+
+
 def _engine_verdict(quant: str, kernel: str, product: str, own: list[QuantScheme], others: list[str]) -> ServingItem:
     """The scheme on the engine asked, from that engine's rows alone: the weakest of their statuses on the chip (a
     row that is not settled is a risk for the scheme), or "no facts" when none of its rows names the scheme (other
@@ -82,7 +97,8 @@ def _engine_verdict(quant: str, kernel: str, product: str, own: list[QuantScheme
     return ServingItem(subject, status, cells, "; ".join(s.cite for s in own))
 
 
-def check_serving(architecture: str, quant: str, kernel: str, product: str, facts: RouteFacts) -> ServingCheck:
+def check_serving(architecture: str, quant: str, kernel: str, product: str, facts: RouteFacts,
+                  cube: Mapping[str, str] | None = None) -> ServingCheck:
     """Architecture and scheme against the chip's column ("A2", "A3", "950"); vllm-ascend rows first, then the
     other engines' rows for the same scheme (a second opinion on the chip)."""
     items = [ServingItem(Text(N_("architecture %(name)s"), {"name": architecture or "(unknown)"}), "no facts",
@@ -92,6 +108,9 @@ def check_serving(architecture: str, quant: str, kernel: str, product: str, fact
         typed = [s for s in facts.quant_schemes if _named(s, quant)]  # W8A8_DYNAMIC: that variant only
         rows = typed or [s for s in facts.quant_schemes if _matches(s, quant)]
         rows.sort(key=lambda s: (s.engine != ENGINE, s.row))
+        hardware = _hardware(quant, product, cube)
+        if hardware is not None:
+            items.append(hardware)
         if rows:  # the verdict for the engine asked reads its own rows only
             items.append(_engine_verdict(quant, kernel, product, [s for s in rows if s.engine == ENGINE],
                                          sorted({s.engine for s in rows if s.engine != ENGINE})))

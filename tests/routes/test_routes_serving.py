@@ -137,3 +137,21 @@ def test_the_engine_asked_is_judged_by_its_own_rows_only():
     assert verdict.detail == "no vllm-ascend row names this scheme; the rows below are sglang's"
     others = check.items[2:]
     assert others and all(i.detail.startswith("another engine's row (sglang)") for i in others)
+
+
+def test_a_chip_without_the_data_type_is_unsupported_not_unknown():
+    """mxfp8 on Atlas A2: the device figures list no float8 for its cube, so the scheme is unsupported whatever a
+    table cell says; the 950 generation's figures list float8 (no such line); without figures (910A) nothing is
+    claimed."""
+    facts = load_route_facts()
+    a2 = {"bfloat16": "ascend_hw_figures.tsv:4:peak", "float16": "ascend_hw_figures.tsv:5:peak",
+          "float32": "ascend_hw_figures.tsv:3:peak", "int8": "ascend_hw_figures.tsv:6:peak"}
+    line = check_serving("M", "mxfp8", "A2", "Atlas A2", facts, a2).items[1]
+    assert (line.subject, line.status) == ("mxfp8 needs float8 compute", "unsupported")
+    assert line.detail == "Atlas A2's cube has no float8 (its device figures list bfloat16, float16, float32, int8)"
+    assert line.evidence.startswith("ascend_hw_figures.tsv")
+    a5 = dict(a2, float8="ascend_hw_figures.tsv:48:peak")
+    assert not any("needs float8" in i.subject for i in check_serving("M", "mxfp8", "950", "Ascend 950", facts,
+                                                                        a5).items)
+    assert not any("needs" in i.subject for i in check_serving("M", "mxfp8", "910", "Atlas training series",
+                                                               facts).items)
