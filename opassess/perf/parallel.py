@@ -6,7 +6,7 @@ the captured calls with the cube's work (and, with sp, the vector's) split over 
 split over the pp stages (layers divided evenly); the optimizer step once per step on the device's shard. Ranks are
 laid out as Megatron-LM does (tp innermost, then cp, dp, pp): a group crosses the nearest tier reaching its span.
 
-    t_mb   = compute per micro-batch + TP/SP, EP collectives + PP send/recv (none hidden)
+    t_mb   = max(compute, host dispatch) per micro-batch + TP/SP, EP collectives + PP send/recv (none hidden)
     step   = (m + pp - 1) x t_mb + the DP all-reduce compute does not hide + the optimizer step
     bubble = (pp - 1) x t_mb
 Worked example (checked in tests/perf/test_parallel.py): pp=4, m=8, t_mb = 100 ms: step 1.1 s, bubble 300 ms =
@@ -120,6 +120,13 @@ def parallel_step(inventory: Inventory, works: Sequence[CallWork], profile: Devi
     opt_us = sum(us for w, us in times if w.op in optimizer)
     mb_us = sum(us for w, us in times if w.op not in optimizer) / layout.pp
     back_us = sum(us for w, us in times if w.op not in optimizer and w.node.endswith(".backward")) / layout.pp
+    # eager mode: each stage's host dispatches its kernels; a micro-batch takes the slower of the two
+    host_us = sum(w.launches for w in works if w.op not in optimizer and w.unit in ("cube", "vector", "aicpu")) \
+        * profile.host.dispatch_us / layout.pp
+    if host_us > mb_us:
+        notes.append(f"host-bound in eager mode: {host_us:.1f} us of kernel dispatch per micro-batch and stage "
+                     f"against {mb_us:.1f} us of device work (dispatch cost assumed)")
+        mb_us = host_us
     shape = model_shape(inventory)
     comm_mb = dp_exposed = 0.0
     comm = None

@@ -118,12 +118,27 @@ def test_the_report_shows_the_layout_and_its_json():
 def test_an_a3_device_is_timed_as_two_dies_over_sio():
     """Atlas A3's profile is one die's; without --parallel the device's step is the step split over its two dies:
     tp=2 all-reduces over SIO (224 GB/s x 0.7, 0.2 us a step), 12 layers x 2 x 2 of them for bert_shaped's training
-    step, and less compute per die than the one-die step."""
+    step."""
     a = run("bert_shaped.py", train=True, product="Atlas A3")
     pair = a.performance.two_dies
     (ar,) = pair.collectives
     assert (ar.kind, ar.group, ar.tier, ar.calls) == ("tp-all-reduce", 2, "SIO", 48)
-    assert pair.compute_us < a.performance.step.step_us and pair.step_us == pytest.approx(
-        pair.compute_us + pair.comm_us)
+    # bert_shaped's small calls are host-bound in eager mode: each die's host dispatches every kernel of the forward
+    # and backward (the optimizer's own step comes on top), whatever the split
+    assert pair.step_us == pytest.approx(pair.compute_us + pair.comm_us)
+    assert pair.compute_us >= a.performance.step.host_us - 20.0 * sum(
+        1 for c in a.performance.step.calls if c.op.startswith("torch.optim") and c.unit != "none")
+    assert any("host-bound" in n for n in pair.notes)
     assert any("a rank is a die" in n for n in pair.notes)
     assert run("bert_shaped.py", train=True).performance.two_dies is None  # Atlas A2: one die
+
+
+def test_a_micro_batch_of_many_small_calls_takes_its_host_dispatch_time():
+    """findings_llm forward over dp=2: each micro-batch's 22 kernel calls cost 22 x 20 us of host dispatch, more than
+    their device time: the step's compute is the host's, and the notes say so."""
+    a = run("findings_llm.py")
+    works = call_works(a.inventory, a.classified, a.findings, load_profile("Atlas A2"))
+    job = parallel_step(a.inventory, works, load_profile("Atlas A2"), ParallelLayout(dp=2), None,
+                        load_interconnect("Atlas A2"))
+    assert job.compute_us == pytest.approx(a.performance.step.host_us)
+    assert any("host-bound" in n for n in job.notes)
