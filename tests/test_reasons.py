@@ -11,10 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 import opassess.classify
+import opassess.reasons
 from opassess.cli import app
 from opassess.errors import ConfigError
 from opassess.handoff import CHECK_REASONS
-from opassess.reasons import EXCLUSION_CODES, REASONS, reason_code
+from opassess.reasons import EXCLUSION_CODES, REASONS, ReasonCode, reason_code
 from opassess.records import ClassifiedOp, Operator, Reason
 from opassess.score.weights.load import load_weights
 from opassess.vocabulary import Category
@@ -29,8 +30,8 @@ SCHEMA = ROOT / "opassess" / "report" / "assessment.schema.json"
 
 def given_codes() -> dict[str, list[tuple[str, str | None]]]:
     """code -> [(where, the category the call passes: 'DIRECT', ..., None)] for every `Reason("code", ...)` (or
-    `Reason.of`) and
-    `j.add("code", ..., category)` (or `j.add_message`) written in the classify package."""
+    `Reason.of`) and `j.add(CODE, ..., category=...)` (or `j.add_message`; CODE a constant of opassess/reasons.py,
+    which mypy holds the call to) written in the classify package."""
     found: dict[str, list[tuple[str, str | None]]] = {}
     for path in sorted(CLASSIFY.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -41,13 +42,18 @@ def given_codes() -> dict[str, list[tuple[str, str | None]]]:
                 isinstance(node.func, ast.Attribute) and node.func.attr == "of"
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "Reason")
             is_add = isinstance(node.func, ast.Attribute) and node.func.attr in ("add", "add_message")
-            if not (is_reason or is_add) or not isinstance(first, ast.Constant) or not isinstance(first.value, str):
+            constant = getattr(opassess.reasons, first.id, None) if isinstance(first, ast.Name) else None
+            if is_add and isinstance(constant, ReasonCode):
+                code = constant.code
+            elif is_reason and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                code = first.value
+            else:
                 continue
             at = 4 if is_add and node.func.attr == "add_message" else 3  # add_message: code, template, params, ...
             category = node.args[at] if is_add and len(node.args) > at else next(
                 (k.value for k in node.keywords if k.arg == "category"), None)
             name = category.attr if isinstance(category, ast.Attribute) else None
-            found.setdefault(first.value, []).append((f"{path.name}:{node.lineno}", name))
+            found.setdefault(code, []).append((f"{path.name}:{node.lineno}", name))
     return found
 
 

@@ -7,6 +7,6 @@ ops, deprecated replacements and backward ops; decompose.py asks the PyTorch dis
 """
 from __future__ import annotations
 
-from .operators import AtenVerdict, classify, worst
+from .operators import AtenVerdict, classify
 
-__all__ = ["AtenVerdict", "classify", "worst"]
+__all__ = ["AtenVerdict", "classify"]

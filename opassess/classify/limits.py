@@ -10,6 +10,17 @@ from typing import TYPE_CHECKING
 from ..kb.evidence import check_dtype, kernel_takes_param, remedy
 from ..kb.facts import ApiFact, Limitation
 from ..messages import N_, Text
+from ..reasons import (
+    CPU_FALLBACK,
+    DTYPE,
+    DTYPE_CAST,
+    HOST_COPY,
+    KERNEL_DTYPE,
+    KERNEL_PARAM,
+    OPTIONS_ONLY,
+    PARAM_LIMIT,
+    SHAPE_LIMIT,
+)
 from ..records import Operator, Signature
 from ..vocabulary import Category, Confidence
 from .aten import kernel_ops
@@ -46,23 +57,23 @@ class SignatureChecks:
             first = next((d for d in sig.input_dtypes if d), None)
             for dtype in dict.fromkeys(d for d in sig.input_dtypes if d == "float64" and d != first):
                 if dtype not in allowed:
-                    j.add_message("dtype", N_("input dtype %(dtype)s is not supported by %(api)s on %(product)s "
+                    j.add_message(DTYPE, N_("input dtype %(dtype)s is not supported by %(api)s on %(product)s "
                                               "(allowed: %(allowed)s); %(remedy)s"),
                                   {"dtype": dtype, "api": api.api, "product": self.product,
                                    "allowed": ", ".join(allowed), "remedy": remedy(dtype, allowed)}, evidence,
-                                  Category.PARAM_CONVERTED)
+                                  category=Category.PARAM_CONVERTED)
         outputs = {d for node in _nodes_of(op, sig) for d in node.output_dtypes if d}
         for cast in lim.dtype_casts:
             if dtypes and cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
-                j.add_message("dtype-cast", N_("the NPU returns %(dtype)s where this model expects float64; keep the "
+                j.add_message(DTYPE_CAST, N_("the NPU returns %(dtype)s where this model expects float64; keep the "
                                                "model in float32 or compute this step on the CPU"),
-                              {"dtype": cast["to"]}, evidence, Category.PARAM_CONVERTED)
+                              {"dtype": cast["to"]}, evidence, category=Category.PARAM_CONVERTED)
             elif cast.get("from") == "int64" and cast.get("when_param") and attrs.get(cast["when_param"]) is True:
                 what = cast.get("output") or Text(N_("the indices"))
-                j.add_message("dtype-cast", N_("with %(param)s=True the NPU returns %(output)s as %(dtype)s (int64 "
+                j.add_message(DTYPE_CAST, N_("with %(param)s=True the NPU returns %(output)s as %(dtype)s (int64 "
                                                "elsewhere); cast where the model relies on int64"),
                               {"param": cast["when_param"], "output": what, "dtype": cast["to"]}, evidence,
-                              Category.PARAM_CONVERTED)
+                              category=Category.PARAM_CONVERTED)
         for rule in lim.param_rules_for(self.page):
             if rule.param not in attrs:
                 continue
@@ -71,31 +82,31 @@ class SignatureChecks:
                 if rule.rule == "unsupported" else None
             if taken is not None and rule.violated_by(value):  # the kernel facts speak for the parameter
                 j.confidences.append(Confidence.MEDIUM)
-                j.add_message("kernel-param", N_("%(param)s=%(value)s: the API page says %(rule)s; %(api)s's doc "
+                j.add_message(KERNEL_PARAM, N_("%(param)s=%(value)s: the API page says %(rule)s; %(api)s's doc "
                                                  "takes %(taken)s: the kernel facts decide"),
                               {"param": rule.param, "value": repr(value), "rule": rule.describe(), "api": taken[0],
-                               "taken": taken[1]}, f"{evidence}; cann_aclnn_dtypes.tsv {taken[0]}.{taken[1]}", None)
+                               "taken": taken[1]}, f"{evidence}; cann_aclnn_dtypes.tsv {taken[0]}.{taken[1]}")
             elif rule.violated_by(value):
-                j.add_message("param-limit", N_("%(param)s=%(value)s: %(rule)s on the NPU (silently changed at run "
+                j.add_message(PARAM_LIMIT, N_("%(param)s=%(value)s: %(rule)s on the NPU (silently changed at run "
                                                 "time)") if rule.auto_fixed else
                               N_("%(param)s=%(value)s: %(rule)s on the NPU"),
                               {"param": rule.param, "value": repr(value), "rule": rule.describe()}, evidence,
-                              Category.PARAM_CONVERTED)
+                              category=Category.PARAM_CONVERTED)
         for ndim_rule in lim.ndim_rules:
             if ndim_rule.param not in ("input", "self") or not sig.input_shapes or sig.input_shapes[0] is None:
                 continue
             ndim = len(sig.input_shapes[0])
             if ndim_rule.violated_by(ndim):
-                j.add_message("shape-limit", N_("input rank %(ndim)s: %(rule)s"),
-                              {"ndim": ndim, "rule": ndim_rule.describe()}, evidence, Category.PARAM_CONVERTED)
+                j.add_message(SHAPE_LIMIT, N_("input rank %(ndim)s: %(rule)s"),
+                              {"ndim": ndim, "rule": ndim_rule.describe()}, evidence, category=Category.PARAM_CONVERTED)
         if not dtypes:
             return
         if lim.cpu_only or lim.cpu_fallback == "always":
-            j.add_message("cpu-fallback", N_("%(api)s runs on the CPU, not the NPU"), {"api": api.api}, evidence,
-                          Category.CUSTOM_DEV)
+            j.add_message(CPU_FALLBACK, N_("%(api)s runs on the CPU, not the NPU"), {"api": api.api}, evidence,
+                          category=Category.CUSTOM_DEV)
         elif lim.cpu_fallback == "may":
-            j.add_message("cpu-fallback", N_("%(api)s may fall back to the CPU for some inputs (a performance risk)"),
-                          {"api": api.api}, evidence, None, False)
+            j.add_message(CPU_FALLBACK, N_("%(api)s may fall back to the CPU for some inputs (a performance risk)"),
+                          {"api": api.api}, evidence, per_signature=False)
 
     def _dtypes(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact | None,
                 verdicts: dict[str, AtenVerdict]) -> None:
@@ -105,9 +116,9 @@ class SignatureChecks:
             return
         borrower = self.kb.rules.options_only_of(op.key)
         if borrower is not None:
-            j.add_message("options-only", N_("%(op)s borrows only dtype and device from self: a dtype limit on self "
+            j.add_message(OPTIONS_ONLY, N_("%(op)s borrows only dtype and device from self: a dtype limit on self "
                                              "does not apply to the data"), {"op": op.key},
-                          f"rules.toml: options_only ({borrower})", None, False)
+                          f"rules.toml: options_only ({borrower})", per_signature=False)
             return
         verdicts = _verdicts_of(op, sig, verdicts)
         lim = api.limitation if api is not None else None
@@ -125,15 +136,15 @@ class SignatureChecks:
         j.confidences.append(check.confidence)
         evidence = "; ".join(check.evidence) if check.decided_by == "kernel" else (api.evidence() if api else "")
         if check.decided_by == "host-copy":
-            j.add_message("host-copy", N_("%(dtype)s is not in the API page's list for %(api)s (%(allowed)s), but "
+            j.add_message(HOST_COPY, N_("%(dtype)s is not in the API page's list for %(api)s (%(allowed)s), but "
                                           "%(ops)s is torch_npu's own device-to-host copy, with no CANN kernel whose "
                                           "doc limits its dtype: it runs; not verified for %(dtype)s on %(product)s"),
                           {"dtype": dtype, "api": api.api if api else op.key, "allowed": ", ".join(page or ()),
                            "ops": ", ".join(hosts), "product": self.product},
-                          "; ".join((evidence, *(v.evidence for v in verdicts.values()))), None)
+                          "; ".join((evidence, *(v.evidence for v in verdicts.values()))))
         elif check.ok and check.disagree:
-            j.add_message("kernel-dtype", N_("%(dtype)s runs natively: %(disagreement)s; the kernel facts decide"),
-                          {"dtype": dtype, "disagreement": check.disagreement(self.product)}, evidence, None)
+            j.add_message(KERNEL_DTYPE, N_("%(dtype)s runs natively: %(disagreement)s; the kernel facts decide"),
+                          {"dtype": dtype, "disagreement": check.disagreement(self.product)}, evidence)
         elif not check.ok:
             who = ", ".join(check.kernel_apis) if check.decided_by == "kernel" else api.api if api else \
                 Text(N_("its API"))
@@ -141,11 +152,11 @@ class SignatureChecks:
                       "%(remedy)s (%(disagreement)s; the kernel facts decide)") if check.disagree else \
                 N_("input dtype %(dtype)s is not supported by %(api)s on %(product)s (allowed: %(allowed)s); "
                    "%(remedy)s")
-            j.add_message("dtype", text, {"dtype": dtype, "api": who, "product": self.product,
+            j.add_message(DTYPE, text, {"dtype": dtype, "api": who, "product": self.product,
                                           "allowed": ", ".join(check.allowed) or Text(N_("none")),
                                           "remedy": remedy(dtype, check.allowed),
                                           "disagreement": check.disagreement(self.product) if check.disagree else ""},
-                          evidence, Category.PARAM_CONVERTED)
+                          evidence, category=Category.PARAM_CONVERTED)
 
 
 def _verdicts_of(op: Operator, sig: Signature, verdicts: dict[str, AtenVerdict]) -> dict[str, AtenVerdict]:

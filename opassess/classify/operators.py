@@ -39,12 +39,27 @@ from ..kb.rules import Composite, FusedStep, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version, format_version
 from ..messages import N_, Text
+from ..reasons import (
+    API_SUPPORTED,
+    API_UNDOCUMENTED,
+    API_UNSUPPORTED,
+    BINDING,
+    DECOMPOSES,
+    HOST_OP,
+    KERNEL,
+    KERNEL_PRODUCT,
+    KERNEL_UNSUPPORTED,
+    NO_KERNEL,
+    NOT_IN_KB,
+    REPLACEMENT,
+    VIEW_OP,
+)
 from ..records import AtenCall, ClassifiedOp, Inventory, Operator, Reason, Signature
 from ..vocabulary import PROJECT_KINDS, Category, Confidence
 from .aten import AtenJudge, AtenVerdict, binding_reason, kernel_ops
 from .checks import kernel_checks
 from .collective import classify_collective, collective_name, nested_collectives
-from .judgement import Judgement, worst
+from .judgement import Judgement
 from .library import classify_library
 from .limits import SignatureChecks
 from .project import judge_project_op
@@ -206,7 +221,7 @@ class _Classifier(AtenJudge, SignatureChecks):
             shared.append(Reason.of("nature", N_("its parameters map onto a CANN operator's attributes; this model's "
                                                  "values are within the documented limits"), {},
                                     f"rules.toml: family ({family.evidence})"))
-        category = worst(j.category for j in judgements) if judgements else Category.DIRECT
+        category = Category.worst(j.category for j in judgements) if judgements else Category.DIRECT
         statuses = tuple("view" if v.view else v.status for v in verdicts.values())
         confidence = Confidence.weakest((verdict_confidence(j.confidences, {r.code for r in j.reasons}, statuses,
                                                             scope.api is not None) for j in judgements),
@@ -258,11 +273,11 @@ class _Classifier(AtenJudge, SignatureChecks):
             verdict = (Text(N_("the kernel facts decide; not verified on %(product)s"), {"product": self.product})
                        if mark.kernel else Text(N_("the API page decides")) if mark.page else
                        Text(N_("the kernel falls back to the aclop path there")))
-            j.add_message("kernel-product", N_("%(said)s: %(verdict)s"), {"said": said, "verdict": verdict},
-                          "; ".join((*mark.evidence, api.evidence() if api else "")).strip("; "), None, False)
+            j.add_message(KERNEL_PRODUCT, N_("%(said)s: %(verdict)s"), {"said": said, "verdict": verdict},
+                          "; ".join((*mark.evidence, api.evidence() if api else "")).strip("; "), per_signature=False)
         if api is not None and documented:
-            j.add_message("api-supported", N_("%(api)s is documented as supported on %(product)s (torch %(version)s)"),
-                          {"api": api.api, "product": self.product, "version": api.doc_version}, api.evidence(), None,
+            j.add_message(API_SUPPORTED, N_("%(api)s is documented as supported on %(product)s (torch %(version)s)"),
+                          {"api": api.api, "product": self.product, "version": api.doc_version}, api.evidence(),
                           per_signature=False)
         if api is not None and documented is not None:  # the page's limits hold where the page speaks at all
             if api.limitation is not None and sig is not None:
@@ -274,75 +289,76 @@ class _Classifier(AtenJudge, SignatureChecks):
         if sig is not None:
             self._dtypes(op, sig, j, api, verdicts)
         if api is not None and documented is None:
-            j.add_message("api-undocumented",
+            j.add_message(API_UNDOCUMENTED,
                           N_("%(api)s has no support mark for %(product)s; judged by its ATen kernels"),
-                          {"api": api.api, "product": self.product}, api.evidence(), None, per_signature=False)
+                          {"api": api.api, "product": self.product}, api.evidence(), per_signature=False)
 
         missing = [v for v in verdicts.values() if not v.supported and v.status != "binding"]
         bindings = [v for v in verdicts.values() if v.status == "binding"]
         for v in verdicts.values():
             if v.status == "kernel":
-                j.add_message("kernel", N_("%(op)s has an NPU kernel for torch %(version)s"),
-                              {"op": v.op, "version": self.version_text}, v.evidence, None, False)
+                j.add_message(KERNEL, N_("%(op)s has an NPU kernel for torch %(version)s"),
+                              {"op": v.op, "version": self.version_text}, v.evidence, per_signature=False)
             elif v.status == "everywhere":
-                j.add_message("view-op", N_("%(op)s runs on every backend (composite/view kernel)"), {"op": v.op},
-                              v.evidence, None, False)
+                j.add_message(VIEW_OP, N_("%(op)s runs on every backend (composite/view kernel)"), {"op": v.op},
+                              v.evidence, per_signature=False)
             elif v.status == "decomposes":
-                j.add_message("decomposes", N_("%(op)s has no NPU kernel of its own but decomposes into ops that do; "
-                                               "expect extra kernel launches"), {"op": v.op}, v.evidence, None, False)
+                j.add_message(DECOMPOSES, N_("%(op)s has no NPU kernel of its own but decomposes into ops that do; "
+                                             "expect extra kernel launches"), {"op": v.op}, v.evidence,
+                              per_signature=False)
         if bindings and (missing or documented or required is None):
-            j.add_message("binding", *binding_reason(bindings), None if missing or documented
-                          else Category.PARAM_CONVERTED)
+            j.add_message(BINDING, *binding_reason(bindings),
+                          category=None if missing or documented else Category.PARAM_CONVERTED)
         elif bindings:
             missing += bindings
         if missing:
             names = ", ".join(v.op for v in missing)
             if documented:
                 assert api is not None  # documented: the API page said so
-                j.add_message("no-kernel", N_("%(ops)s not in the NPU kernel list although %(api)s is documented as "
+                j.add_message(NO_KERNEL, N_("%(ops)s not in the NPU kernel list although %(api)s is documented as "
                                               "supported; trusting the documentation"), {"ops": names, "api": api.api},
-                              "; ".join(v.evidence for v in missing), None, False)
+                              "; ".join(v.evidence for v in missing), per_signature=False)
             elif required is not None:
-                j.add_message("replacement", N_("%(ops)s has no NPU kernel; use %(api)s (%(note)s)"),
+                j.add_message(REPLACEMENT, N_("%(ops)s has no NPU kernel; use %(api)s (%(note)s)"),
                               {"ops": names, "api": required.api, "note": required.note}, required.evidence,
-                              Category.PARAM_CONVERTED)
+                              category=Category.PARAM_CONVERTED)
             elif any(v.lacking for v in missing):  # a composite judged by what its kernel calls
                 callees = ", ".join(dict.fromkeys(c for v in missing for c in v.lacking))
-                j.add_message("no-kernel", N_("%(ops)s has no NPU kernel for torch %(version)s, and its composite "
+                j.add_message(NO_KERNEL, N_("%(ops)s has no NPU kernel for torch %(version)s, and its composite "
                                               "kernel calls %(called)s, which has none: it would fall back to the "
                                               "CPU"), {"ops": names, "version": self.version_text, "called": callees},
-                              "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
+                              "; ".join(v.evidence for v in missing), category=Category.CUSTOM_DEV)
             else:
-                j.add_message("no-kernel", N_("%(ops)s has no NPU kernel for torch %(version)s and no decomposition: "
+                j.add_message(NO_KERNEL, N_("%(ops)s has no NPU kernel for torch %(version)s and no decomposition: "
                                               "it would fall back to the CPU"), {"ops": names,
                                                                                  "version": self.version_text},
-                              "; ".join(v.evidence for v in missing), Category.CUSTOM_DEV)
+                              "; ".join(v.evidence for v in missing), category=Category.CUSTOM_DEV)
         if api is None and not verdicts and sig is not None:
             if op.key in kb.rules.host_ops or not op.aten:
-                j.add_message("host-op", N_("%(op)s dispatched no ATen operator (Python-level indexing or metadata)"),
+                j.add_message(HOST_OP, N_("%(op)s dispatched no ATen operator (Python-level indexing or metadata)"),
                               {"op": op.key},
                               kb.rules.host_evidence if op.key in kb.rules.host_ops else "trace: no ATen op dispatched",
-                              Category.DIRECT)
+                              category=Category.DIRECT)
 
     def _unsupported(self, op: Operator, j: Judgement, api: ApiFact | None, mark: ProductCheck, required) -> None:
         """The hierarchy says the operator does not run on the product: a replacement, else custom-dev."""
         if required is not None:
-            j.add_message("replacement", N_("%(op)s is not supported on %(product)s; use %(api)s (%(note)s)"),
+            j.add_message(REPLACEMENT, N_("%(op)s is not supported on %(product)s; use %(api)s (%(note)s)"),
                           {"op": op.key, "product": self.product, "api": required.api, "note": required.note},
-                          required.evidence, Category.PARAM_CONVERTED)
+                          required.evidence, category=Category.PARAM_CONVERTED)
         elif mark.page is False:
             assert api is not None  # the page spoke: there is one
             text = N_("%(api)s is marked unsupported (✘) for %(product)s in the torch %(version)s support list; "
                       "%(apis)s's doc agrees") if mark.kernel is False else \
                 N_("%(api)s is marked unsupported (✘) for %(product)s in the torch %(version)s support list")
-            j.add_message("api-unsupported", text, {"api": api.api, "product": self.product, "version":
+            j.add_message(API_UNSUPPORTED, text, {"api": api.api, "product": self.product, "version":
                                                     api.doc_version, "apis": ", ".join(mark.kernel_apis)},
-                          "; ".join((api.evidence(), *mark.evidence)), Category.CUSTOM_DEV)
+                          "; ".join((api.evidence(), *mark.evidence)), category=Category.CUSTOM_DEV)
         else:
-            j.add_message("kernel-unsupported", N_("%(apis)s is marked not supported on %(product)s in its doc and the "
+            j.add_message(KERNEL_UNSUPPORTED, N_("%(apis)s is marked not supported on %(product)s in its doc and the "
                                                    "kernel has no aclop fallback"),
                           {"apis": ", ".join(mark.kernel_apis), "product": self.product}, "; ".join(mark.evidence),
-                          Category.CUSTOM_DEV)
+                          category=Category.CUSTOM_DEV)
 
 
 def _fused_route(fused) -> str:
@@ -358,8 +374,8 @@ def _not_in_kb(op: Operator, judgements: list[Judgement]) -> None:
         text = N_("%(op)s is not in the knowledge base: no documented API, no NPU kernel for %(aten)s, no "
                   "replacement") if op.aten else N_("%(op)s is not in the knowledge base: no documented API, no NPU "
                                                     "kernel for its ATen ops, no replacement")
-        j.add_message("not-in-kb", text, {"op": op.key, "aten": ", ".join(op.aten)}, "knowledge base: no entry",
-                      Category.CUSTOM_DEV)
+        j.add_message(NOT_IN_KB, text, {"op": op.key, "aten": ", ".join(op.aten)}, "knowledge base: no entry",
+                      category=Category.CUSTOM_DEV)
 
 
 def _from_python_data(op: Operator) -> bool:
@@ -388,4 +404,4 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 
-__all__ = ["classify", "worst"]
+__all__ = ["classify"]

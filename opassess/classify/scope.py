@@ -10,6 +10,7 @@ from ..kb.rules import Composite, Replacement
 from ..kb.store import KnowledgeBase
 from ..kb.versions import Version
 from ..messages import N_, Text
+from ..reasons import BACKWARD, BACKWARD_NO_KERNEL, BINDING, TAKEN_WHOLE
 from ..records import Operator
 from ..vocabulary import Category
 from .aten import AtenVerdict
@@ -70,37 +71,37 @@ def judge_backward(judgements: Sequence[Judgement], verdicts: Mapping[str, AtenV
     evidence = "; ".join(v.evidence for v in verdicts.values() if not v.supported)
     for j in judgements:
         if skipped:
-            j.add_message("taken-whole", N_("torch_npu runs %(ops)s whole; %(skipped)s, the backward of its CPU/meta "
+            j.add_message(TAKEN_WHOLE, N_("torch_npu runs %(ops)s whole; %(skipped)s, the backward of its CPU/meta "
                                             "decomposition, is not judged"),
                           {"ops": ", ".join(whole), "skipped": ", ".join(skipped)},
-                          Text(N_("trace: backward ATen ops; the decomposition's derivative kernels")), None,
+                          Text(N_("trace: backward ATen ops; the decomposition's derivative kernels")),
                           per_signature=False)
         if not verdicts:
             continue
         if missing and len(bindings) == len(missing) and not composite and required is None:
             apis = ", ".join(dict.fromkeys(v.binding or "" for v in bindings))
-            j.add_message("binding", N_("its backward dispatches %(ops)s, which has no torch_npu registration but a "
+            j.add_message(BINDING, N_("its backward dispatches %(ops)s, which has no torch_npu registration but a "
                                         "CANN kernel (%(apis)s): register it through op-plugin (a binding to write, "
                                         "not a new kernel)"), {"ops": ", ".join(missing), "apis": apis}, evidence,
-                          Category.PARAM_CONVERTED, per_signature=False)
+                          category=Category.PARAM_CONVERTED, per_signature=False)
         elif not missing:
-            j.add_message("backward", N_("its backward dispatches only ops the NPU runs (%(ops)s)"),
-                          {"ops": ", ".join(verdicts)}, Text(N_("trace: backward ATen ops; npu_aten_ops")), None,
+            j.add_message(BACKWARD, N_("its backward dispatches only ops the NPU runs (%(ops)s)"),
+                          {"ops": ", ".join(verdicts)}, Text(N_("trace: backward ATen ops; npu_aten_ops")),
                           per_signature=False)
         elif composite:
-            j.add_message("backward", N_("torch_npu runs %(op)s whole, its backward included; the backward traced "
+            j.add_message(BACKWARD, N_("torch_npu runs %(op)s whole, its backward included; the backward traced "
                                          "here (%(ops)s) is not judged"), {"op": composite.aten,
                                                                            "ops": ", ".join(missing)},
-                          f"rules.toml: composite {composite.aten}", None, per_signature=False)
+                          f"rules.toml: composite {composite.aten}", per_signature=False)
         elif required is not None:
-            j.add_message("backward-no-kernel", N_("its backward dispatches %(ops)s, which has no NPU kernel; %(api)s "
+            j.add_message(BACKWARD_NO_KERNEL, N_("its backward dispatches %(ops)s, which has no NPU kernel; %(api)s "
                                                    "replaces the operator with its own backward"),
-                          {"ops": ", ".join(missing), "api": required.api}, evidence, Category.PARAM_CONVERTED,
+                          {"ops": ", ".join(missing), "api": required.api}, evidence, category=Category.PARAM_CONVERTED,
                           per_signature=False)
         else:
-            j.add_message("backward-no-kernel", N_("its backward dispatches %(ops)s, with no NPU kernel for torch "
+            j.add_message(BACKWARD_NO_KERNEL, N_("its backward dispatches %(ops)s, with no NPU kernel for torch "
                                                    "%(version)s and no decomposition: training would fall back to the "
                                                    "CPU"), {"ops": ", ".join(missing), "version": version_text},
-                          evidence, Category.CUSTOM_DEV, per_signature=False)
+                          evidence, category=Category.CUSTOM_DEV, per_signature=False)
     return {a: v.supported for a, v in verdicts.items()}
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from opassess.classify import classify, worst
+from opassess.classify import classify
 from opassess.errors import KnowledgeBaseError
 from opassess.pipeline import ScanOptions, scan_inventory
 from opassess.records import Capture, Inventory, ModelInfo, Operator, Signature
+from opassess.vocabulary import Category
 from tests.support import needs_cpp_toolchain
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -258,8 +259,8 @@ def test_cpu_only_decomposition_is_not_judged(kb):
 
 
 def test_worst():
-    assert worst(["direct", "custom-dev", "param-converted"]) == "custom-dev"
-    assert worst([]) == "direct"
+    assert Category.worst(["direct", "custom-dev", "param-converted"]) == "custom-dev"
+    assert Category.worst([]) == "direct"
 
 
 def _without_curated_composites(kb, tmp_path):
