@@ -30,9 +30,9 @@ def test_golden(name):
 def test_structure_of_the_hand_built_report():
     text = render(synthetic_example("resnet_like"), "md")
     assert text.startswith("# Ascend NPU migration assessment: ResNet18\n")
-    assert ("| Estimated effort | **27.5 person-days (P10-P90 23.1-32.4)**; sum of the most likely values 27.5, "
-            "of the lows and highs 21.0\u201336.0 |"
-            in text)
+    # one headline: P50 with its band alone on its row, the sums on a labelled row below (issue 40)
+    assert ("| Estimated effort | **27.5 person-days (P10-P90 23.1-32.4)** |\n"
+            "| Sums of the ranges | most likely values 27.5, lows and highs 21.0\u201336.0 |") in text
     assert "| Profile | default: figures are assumptions until calibrated" in text
     assert "## Action items\n\n- **custom-dev**: " in text
     assert '```mermaid\npie showData title Operator types by category\n    "direct" : 5\n' in text

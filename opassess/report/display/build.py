@@ -60,6 +60,7 @@ from .records import (
     Totals,
 )
 
+SHOWN_AS_ZERO = 0.05  # person-days: days() writes less than this as 0.0
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
 MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
@@ -319,7 +320,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         pareto_chart=pareto_chart(ops, sum(op.likely for op in ops if op.estimated)),  # operators' own effort
         risk_grid=_risk_grid(est.risk_matrix, _) if est else None,
         operators=ops,
-        top_operators=ops[:TOP_OPERATORS],
+        # an operator whose effort shows as 0.0 (zero-cost, or a small share of the validation block) is no top row
+        top_operators=tuple(op for op in ops if not op.estimated or op.likely >= SHOWN_AS_ZERO)[:TOP_OPERATORS],
         modules=tuple(modules),
         modules_hidden=modules_small + modules_cut,
         modules_small=modules_small,

@@ -134,11 +134,10 @@ def _print_effort(console: Console, d: Display, _: Gettext) -> None:
     if d.estimated and totals is not None:
         line = Text(_("Estimated effort: "))
         line.append(_("%s person-days") % totals.p50_text, style="bold")
-        line.append(_(" (P10-P90 %(p10)s-%(p90)s; sum of the most likely values %(likely)s, of the lows and highs "
-                      "%(range)s)")
-                    % {"p10": totals.p10_text, "p90": totals.p90_text, "likely": totals.likely_text,
-                       "range": totals.range_text})
-        console.print(line)
+        line.append(_(" (P10-P90 %(p10)s-%(p90)s)") % {"p10": totals.p10_text, "p90": totals.p90_text})
+        console.print(line)  # one headline: P50 and its band; the sums below it, labelled
+        console.print(Text(_("Sum of the most likely values %(likely)s, of the lows and highs %(range)s.")
+                           % {"likely": totals.likely_text, "range": totals.range_text}, style="dim"))
         console.print(Text(_("%(sentence)s.") % {"sentence": d.band_text}, style="dim"))
         console.print(Text(_("Profile %(name)s: %(note)s.") % {"name": d.profile, "note": d.assumptions},
                            style="dim"))
