@@ -60,7 +60,7 @@ from .records import (
     Totals,
 )
 
-SHOWN_AS_ZERO = 0.05  # person-days: days() writes less than this as 0.0
+SHOWN_AS_ZERO = 0.05  # person-days days() writes as 0.0: such an operator is no top row (zero-cost, block share)
 TOP_OPERATORS = 10  # operators listed as "top by effort" in the summary views
 MODULE_ROWS = 40  # module rows shown in HTML/Markdown (all of them are in the JSON)
 MODULES_PER_OP = 12  # module paths listed per operator in the evidence (all of them are in the JSON)
@@ -320,7 +320,6 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         pareto_chart=pareto_chart(ops, sum(op.likely for op in ops if op.estimated)),  # operators' own effort
         risk_grid=_risk_grid(est.risk_matrix, _) if est else None,
         operators=ops,
-        # an operator whose effort shows as 0.0 (zero-cost, or a small share of the validation block) is no top row
         top_operators=tuple(op for op in ops if not op.estimated or op.likely >= SHOWN_AS_ZERO)[:TOP_OPERATORS],
         modules=tuple(modules),
         modules_hidden=modules_small + modules_cut,
