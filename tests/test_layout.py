@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline", "assessment"),  # the hub record holds the records of every stage below
     ("report",),
     ("handoff",),  # files for other teams, written from the report's document
-    ("profile",),  # the hardware-loop documents reuse the report's text helpers
+    ("profiler",),  # the hardware-loop documents reuse the report's text helpers
     ("ci",),
     ("isolation",),
     ("portfolio",),

@@ -30,8 +30,8 @@ def profile_command(
     Exit codes: 0 ok, 1 an unreadable export or report, 2 bad usage.
     """
     from ..output import write_output
-    from ..profile import assess_profile
-    from ..profile.formats import PROFILE_FORMATS, render_profile
+    from ..profiler import assess_profile
+    from ..profiler.formats import PROFILE_FORMATS, render_profile
 
     with reporting_errors(debug):
         chosen = fmt or {".json": "json", ".md": "md", ".html": "html"}.get(Path(output).suffix.lower(),

@@ -6,7 +6,7 @@ The efficiencies and launch costs are modelled values (Huawei's msModeling Tenso
 them to measured operator times: efficiency and launch_us per unit (cube, vector, aicpu) and the memory efficiency,
 so the model reproduces the measurements as closely as it can; the peaks and the bandwidth stay the tables'.
 
-Rows: the operators the profile joined to the report (profile/join.py) whose unit has a kernel: the unit is the
+Rows: the operators the profile joined to the report (profiler/join.py) whose unit has a kernel: the unit is the
 report's `estimated_time.unit` (the time model's), except where the measurement says otherwise: a kernel measured on
 the AI CPU fits the aicpu unit, and an operator the model sends to the host or to no unit but measured on the device
 fits its placement's (AI_CORE / MIX_AIC: cube, AI_VECTOR_CORE / MIX_AIV: vector); without the time model, the
@@ -290,7 +290,7 @@ def _added_penalties(estimated: Mapping[str, Any] | None) -> float:
 
 def fit_rows(profile_document: Mapping[str, Any], report: Mapping[str, Any]
              ) -> tuple[list[FitRow], list[tuple[str, str]]]:
-    """The rows of a profile document (profile/document.py) against its report, and the operators left out."""
+    """The rows of a profile document (profiler/document.py) against its report, and the operators left out."""
     by_op = {op["op"]: op for op in report["operators"]}
     rows, skipped = [], []
     for measured in profile_document["operators"]:

@@ -1,5 +1,5 @@
 """The memory 10,000 more kernel launches hold once read and joined, in bytes a launch (run in a fresh interpreter by
-tests/profile/test_profile.py: `python -m tests.profile.held_memory FOLDER`, FOLDER holding report.json)."""
+tests/profiler/test_profile.py: `python -m tests.profiler.held_memory FOLDER`, FOLDER holding report.json)."""
 from __future__ import annotations
 
 import json
@@ -7,9 +7,9 @@ import sys
 import tracemalloc
 from pathlib import Path
 
-from opassess.profile.facts import load_facts
-from opassess.profile.join import join
-from opassess.profile.read import read_profile
+from opassess.profiler.facts import load_facts
+from opassess.profiler.join import join
+from opassess.profiler.read import read_profile
 
 
 def held(folder: Path, operators: list, rows: int) -> int:

@@ -1,4 +1,4 @@
-"""opassess.profile and `opassess profile`: profiler exports in the documented column variants joined to a real scan
+"""opassess.profiler and `opassess profile`: profiler exports in the documented column variants joined to a real scan
 report (tests/models/profile_ranker.py), checks, formats, hostile files.
 
 The CSVs below are written in the documented formats (profiler_csv_columns.tsv): torch_npu's kernel_details.csv with
@@ -29,15 +29,15 @@ from typer.testing import CliRunner
 
 from opassess.cli import app
 from opassess.pipeline import ScanOptions, assess
-from opassess.profile import ProfileError, assess_profile
-from opassess.profile.facts import load_facts
-from opassess.profile.formats import PROFILE_FORMATS, render_profile
-from opassess.profile.read import read_profile
+from opassess.profiler import ProfileError, assess_profile
+from opassess.profiler.facts import load_facts
+from opassess.profiler.formats import PROFILE_FORMATS, render_profile
+from opassess.profiler.read import read_profile
 from opassess.report import build_view
 from tests.score.records import MODELS
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT / "opassess" / "profile" / "profile.schema.json"
+SCHEMA = ROOT / "opassess" / "profiler" / "profile.schema.json"
 
 KERNEL_HEADER = ("Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),"
                  "Wait Time(us),Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,Input Data Types,Input Formats,"
@@ -235,7 +235,7 @@ def test_cli_writes_json_and_hostile_exports_are_one_line_errors(tmp_path, repor
 
 
 def test_huge_export_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
-    from opassess.profile import read
+    from opassess.profiler import read
 
     monkeypatch.setattr(read, "CSV_LIMIT", 1000)
     path = tmp_path / "kernel_details.csv"
@@ -370,7 +370,7 @@ def test_a_large_export_is_held_in_little_memory_per_kernel_launch(tmp_path, rep
     kept once and the records have slots. Measured as the memory that 10,000 more launches hold (about 780 bytes a
     launch), so caches filled on first use do not count: under 1,000 bytes. The measure runs in a fresh interpreter:
     in this one, what the tests run before it left (threads, caches) moves the figure."""
-    done = subprocess.run([sys.executable, "-m", "tests.profile.held_memory", str(report_file.parent)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "tests.profiler.held_memory", str(report_file.parent)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     per_launch = float(done.stdout.split()[-1])

@@ -1,4 +1,4 @@
-"""opassess.profile.fit and `opassess calibrate --profile-data`: the time model's efficiencies and launch costs
+"""opassess.profiler.fit and `opassess calibrate --profile-data`: the time model's efficiencies and launch costs
 fitted to measured operator times.
 
 The recovery test measures synthetic operators with known parameters (cube efficiency 0.45 and launch 8 us, vector
@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from opassess.cli import app
 from opassess.perf import CallWork, load_profile
 from opassess.perf.step import outside_fitted
-from opassess.profile.fit import FitRow, fit, parameters, predict, regime, with_parameters
-from tests.profile.test_profile import kernel_details, report
+from opassess.profiler.fit import FitRow, fit, parameters, predict, regime, with_parameters
+from tests.profiler.test_profile import kernel_details, report
 
 TRUE = {"cube.efficiency": 0.45, "cube.launch_us": 8.0, "vector.efficiency": 0.30, "vector.launch_us": 3.0,
         "memory.efficiency": 0.50}
@@ -131,7 +131,7 @@ def test_calibrate_profile_data_writes_an_overlay_the_time_model_reads(tmp_path)
 
 
 def test_rows_take_the_unit_and_added_penalties_from_the_time_model():
-    from opassess.profile.fit import fit_rows
+    from opassess.profiler.fit import fit_rows
 
     document = json.loads(json.dumps(report()))
     ops = {op["op"]: op for op in document["operators"]}

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from ...options import DEFAULT_PRODUCT
-from ...profile.fit import DeviceFit
+from ...profiler.fit import DeviceFit
 
 
 def format_fit(result: DeviceFit, source: str) -> str:
@@ -46,8 +46,8 @@ def calibrate_device(profile_data: Path, report: Path, output: Path | None) -> N
     """Fit, print the table and the overlay, write the overlay to `output` when given."""
     from ...output import write_output
     from ...perf import load_profile
-    from ...profile import assess_profile, read_report
-    from ...profile.fit import fit, fit_rows, overlay_text
+    from ...profiler import assess_profile, read_report
+    from ...profiler.fit import fit, fit_rows, overlay_text
 
     document = read_report(report)
     measured = assess_profile(profile_data, report, report=document)
