@@ -26,7 +26,7 @@ from ..source.facts import load_source_facts
 from .graph import Graph
 from .registry import uses_roles
 
-uses_roles(__name__, "sdpa", "matmul", "mask", "scale", "eps", "slice")
+uses_roles(__name__, "sdpa", "matmul", "mask", "scale", "eps", "slice", "repeat")
 
 Renderer = Callable[[Graph, Sequence[str], Mapping[str, Any]], Call | None]
 RENDERERS: dict[str, Renderer] = {}
@@ -87,10 +87,31 @@ def _sdpa(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call
     if mask == "none" and len(node.input_dtypes) > 3:
         mask = "bool" if node.input_dtypes[3] == "bool" else "additive"
     scale = node.attrs.get("scale")
+    if fields.get("gqa") and heads:  # k and v were repeated to the query's heads: the call takes them before that
+        kv_heads = _kv_before_repeat(graph, chain[0], heads) or kv_heads
     facts = AttentionFacts(layout=fields.get("layout", "BNSD"), heads=_int(fields.get("heads")) or heads,
                            kv_heads=kv_heads, head_dim=dim, dtype=node.input_dtypes[0] if node.input_dtypes else None,
                            scale=float(scale) if isinstance(scale, int | float) else None, mask=mask)
     return attention_call(facts, attention_constraints())
+
+
+def _kv_before_repeat(graph: Graph, name: str, heads: int) -> int | None:
+    """The key/value head count before repeat_kv: the repeat (expand) within 4 producers of the attention whose
+    input has fewer heads than the query (attention.py's _repeated_kv decides that there is one)."""
+    frontier, seen = [name], {name}
+    for _ in range(4):
+        nxt = []
+        for n in frontier:
+            for p in graph.producers[n]:
+                if p in seen:
+                    continue
+                seen.add(p)
+                shape = graph.node[p].input_shapes[0] if graph.node[p].input_shapes else None
+                if graph.plays(p, ("repeat",)) and shape and len(shape) >= 4 and shape[1] < heads:
+                    return shape[1]
+                nxt.append(p)
+        frontier = nxt
+    return None
 
 
 def manual_attention_facts(graph: Graph, chain: Sequence[str], layout: str, sink: bool = False,
