@@ -40,7 +40,7 @@ TRAINER = textwrap.dedent('''\
 EXPECTED = {
     8: ("env-var", "param-converted", "cuda_api_migration.tsv:3"),
     14: ("comm-hook", "param-converted", "hccl_distributed_support.tsv:17"),
-    16: ("reduce-op", "custom-dev", "hccl_distributed_support.tsv:7"),
+    16: ("reduce-op", "param-converted", "hccl_distributed_support.tsv:7"),
     18: ("collective", "param-converted", "hccl_distributed_support.tsv:8"),
     22: ("collective", "param-converted", "hccl_distributed_support.tsv:9"),
 }
@@ -65,7 +65,8 @@ def test_each_hccl_difference_is_a_site_citing_its_fact(trainer):
         assert (finding.kind, str(finding.category)) == (kind, category), line
         assert any(e.startswith(row) for e in finding.evidence), (line, finding.evidence)
         assert finding.file == "train.py" and finding.code == TRAINER.splitlines()[line - 1].strip()
-    assert sites[16].subject == "torch.distributed.ReduceOp.BOR" and "rewrite" in sites[16].npu_route
+    # a BOR of 0/1 flags is their MAX: a one-word change HCCL runs, not a rewrite (issue 40)
+    assert sites[16].subject == "torch.distributed.ReduceOp.BOR" and "ReduceOp.MAX" in sites[16].npu_route
     assert "float64" in sites[18].npu_route and "tensor dtype float64 (seen in the source)" in sites[18].notes
     assert "use_compatible_impl" in sites[22].npu_route
     assert sites[8].subject == "NCCL_SOCKET_IFNAME" and "HCCL_" in sites[8].npu_route

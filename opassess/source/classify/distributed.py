@@ -1,8 +1,9 @@
 """The distributed pre-flight's verdicts: each distributed site (distributed.py) against the HCCL facts and the target.
 
 How a status becomes a category (the routes are the facts' own words where they give one):
-- `unsupported` (BAND/BOR/BXOR, FSDP1 optimizer-state helpers, parallelize_module, DistributedOptimizer ...):
-  custom-dev, a rewrite around the call;
+- `unsupported` (BXOR, FSDP1 optimizer-state helpers, parallelize_module, DistributedOptimizer ...): custom-dev, a
+  rewrite around the call; BOR and BAND param-converted: on 0/1 flags (their usual use) ReduceOp.MAX / MIN is the
+  same reduction;
 - `emulated` (AVG, PREMUL_SUM), `conditional` (gather: the compatible implementation), `restricted` with a visible
   conflict (a dtype the documented list lacks, a comm hook's fp32-only input), `param-converted` (rpc): param-converted;
 - a float64/uint64 collective: param-converted before the product generation the facts name (Ascend 950), no site
@@ -21,6 +22,7 @@ from ..records import SourceFinding
 
 KINDS = ("collective", "reduce-op", "comm-hook", "dist-api", "env-var", "process-group")
 DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
+FLAG_REDUCTIONS = {"BOR": "MAX", "BAND": "MIN"}  # the same result on 0/1 flags, with a reduction HCCL has
 
 
 class DistributedClassifier:
@@ -59,6 +61,13 @@ class DistributedClassifier:
         fact = self.routes.hccl(site.subject)
         if fact is None or fact.status == "supported":
             return None
+        same = FLAG_REDUCTIONS.get(site.subject.rsplit(".", 1)[-1])
+        if fact.status == "unsupported" and same:
+            # BOR of 0/1 flags is their MAX, BAND their MIN, both HCCL reductions: a one-word change, not a rewrite
+            return self._finding(site, PARAM, Text(N_("HCCL has no bitwise reduction; on 0/1 or boolean flags "
+                                                      "ReduceOp.%(same)s gives the same result: use it (other values: "
+                                                      "all_gather, then reduce locally)"), {"same": same}),
+                                 [fact.cite], "high", [f"HCCL: {fact.detail}"])
         if fact.status == "unsupported":
             return self._finding(site, CUSTOM, Text(N_("HCCL has no bitwise reduction: rewrite it (e.g. all_gather, "
                                                        "then reduce locally)")), [fact.cite], "high",
