@@ -10,7 +10,7 @@ import pytest
 
 import opassess.report
 from opassess.report import render
-from tests.report.support import example_files, model_assessment, real_assessment, synthetic_example
+from tests.report.support import ROOT, example_files, model_assessment, real_assessment, synthetic_example
 
 SCHEMA_PATH = Path(opassess.report.__file__).parent / "assessment.schema.json"
 
@@ -108,6 +108,16 @@ def _properties(node, path=""):
     elif isinstance(node, list):
         for i, value in enumerate(node):
             yield from _properties(value, f"{path}[{i}]")
+
+
+@pytest.mark.parametrize("schema_path", sorted((ROOT / "opassess").rglob("*.schema.json")), ids=lambda p: p.name)
+def test_every_property_of_every_shipped_schema_has_a_description(schema_path):
+    """The assessment, profile and op-description schemas alike: a reader of any document opassess writes can look
+    each key up (a $ref property is described where it is used)."""
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    properties = list(_properties(schema))
+    missing = sorted({path for path, node in properties if isinstance(node, dict) and "description" not in node})
+    assert properties and missing == []
 
 
 def test_every_schema_property_has_a_description():
