@@ -20,7 +20,7 @@ from .paths import portable, roots_of, scrub, scrub_in_place
 from .sections.graph import graph_mode_doc, verdicts_doc
 from .sections.reach import reach_doc
 from .sections.routes import routes_doc
-from .sections.time import finding_time_doc, operator_time_doc, performance_doc
+from .sections.time import finding_gains, finding_time_doc, operator_time_doc, performance_doc
 from .sections.versions import versions_doc
 from .text import days, share
 
@@ -248,7 +248,9 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
         "findings": [{"kind": f.kind, "title": f.title, "nodes": list(f.nodes), "ops": list(f.ops),
                       "source": portable(f.source, roots) if f.source else None, "npu_api": f.npu_api,
                       "effect": f.effect, **({"call": f.call, "call_notes": list(f.call_notes)} if f.call else {}),
-                      "time": finding_time_doc(assessment.performance, f)} for f in assessment.findings],
+                      "time": finding_time_doc(assessment.performance, f, gain)}
+                     for f, gain in zip(assessment.findings, finding_gains(assessment.performance,
+                                                                          assessment.findings), strict=True)],
         "performance": performance_doc(assessment.performance),
         "source_findings": [],
         "source": _source_scan_doc(assessment.source_scan),

@@ -3,7 +3,7 @@ part (the step on the target and each compared product, and a row per operator w
 at risk; built once from the JSON document for every format). The memory and parallel lines are sections/job.py's."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,9 +246,33 @@ def finding_gain_us(performance: Performance | None, finding: Finding) -> float 
     return sum(c.at_risk_us for c in step.calls if c.node in nodes or c.node.removesuffix(".backward") in nodes)
 
 
-def finding_time_doc(performance: Performance | None, finding: Finding) -> Mapping[str, float] | None:
+def finding_time_doc(performance: Performance | None, finding: Finding, gain: float | None = None
+                     ) -> Mapping[str, float] | None:
+    """A finding's time part: what its fix recovers (`gain`, from finding_gains; its own covered calls without) and
+    the step's time at risk."""
     step = performance.step if performance is not None else None
-    gain = finding_gain_us(performance, finding)
+    gain = finding_gain_us(performance, finding) if gain is None else gain
     if step is None or gain is None:
         return None
     return {"gain_us": _us(gain), "step_at_risk_us": _us(step.at_risk_us)}
+
+
+def finding_gains(performance: Performance | None, findings: Sequence[Finding]) -> list[float | None]:
+    """What each finding's fix recovers with every call claimed once: a call two findings cover (an RMSNorm chain
+    also in an add+norm chain) counts for the one recovering most on its own, so the gains add up to at most the
+    step's time at risk. Example: A covers calls 1, 2 (3 + 2 us at risk), B calls 2, 3 (2 + 1 us): A 5, B 1."""
+    step = performance.step if performance is not None else None
+    if step is None:
+        return [None] * len(findings)
+    alone = [finding_gain_us(performance, f) or 0.0 for f in findings]
+    claimed: set[int] = set()
+    gains: list[float | None] = [0.0] * len(findings)
+    for index in sorted(range(len(findings)), key=lambda i: (-alone[i], i)):
+        nodes = set(findings[index].nodes)
+        gain = 0.0
+        for position, call in enumerate(step.calls):
+            if position not in claimed and (call.node in nodes or call.node.removesuffix(".backward") in nodes):
+                claimed.add(position)
+                gain += call.at_risk_us
+        gains[index] = gain
+    return gains
