@@ -18,6 +18,7 @@ Every node needs opassess (and torch, and whatever the models import) installed;
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -111,6 +112,15 @@ class _Task:
     deadline: float
 
 
+def _start_failure(exc: BaseException, address: str | None) -> str:
+    """The one line for Ray failing to start (a process of Ray's killed or crashing during start-up, a cluster that
+    is not there): it names Ray, not the models, and says what to do."""
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+    return (f"Ray failed to start ({where}): {type(exc).__name__}" + (f": {first}" if first else "")
+            + "; no model was scanned: run again, or scan with --executor local (the default)")
+
+
 class RayExecutor:
     """The Executor of Ray node scanners: joins the cluster at `address` ('auto': RAY_ADDRESS or the local one), or
     starts a Ray instance on this machine without one; at most `jobs` models at once (default: the cluster's CPUs),
@@ -134,13 +144,23 @@ class RayExecutor:
         environ = {k: v for k, v in os.environ.items() if k.startswith("OPASSESS_")}
         with tempfile.TemporaryDirectory(prefix="opassess-ship-") as staging:
             stage(pending, options, Path(staging))
-            context = ray.init(address=self.address or "local", logging_level=logging.ERROR, log_to_driver=False,
-                               runtime_env={"working_dir": staging, "env_vars": environ})
+            try:
+                context = ray.init(address=self.address or "local", logging_level=logging.ERROR,
+                                   log_to_driver=False, runtime_env={"working_dir": staging, "env_vars": environ})
+            except Exception as exc:  # noqa: BLE001 - whatever Ray raises while it starts: one line naming Ray
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+                raise OpassessError(_start_failure(exc, self.address)) from exc
             try:
                 url = getattr(context, "dashboard_url", "") or ""
                 if url:
                     notify(PortfolioEvent("dashboard", url if "://" in url else f"http://{url}", done, total))
-                scanners, slots = self._scanners(preload_for([m.target for m in pending]))
+                try:
+                    scanners, slots = self._scanners(preload_for([m.target for m in pending]))
+                except OpassessError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a node or the head gone while the scanners start
+                    raise OpassessError(_start_failure(exc, self.address)) from exc
                 try:
                     self._run(pending, options, finish, notify, done, total, scanners, slots)
                 finally:

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from opassess.cli import app
+from opassess.portfolio import STATE_FILE
 from tests.portfolio.test_portfolio_limits import WORKER_FACTS
 from tests.support import ROOT
 
@@ -256,3 +257,25 @@ def test_each_node_scans_its_models_in_one_warm_scanner(tmp_path, ray_head, monk
     [(scanner, forkserver)] = set(executor.processes.values())  # the same two processes for every model
     assert len(executor.processes) == 4 and os.getpid() not in (scanner, forkserver)
     assert forkserver not in (0, scanner)
+
+
+def test_ray_failing_to_start_is_one_line_naming_ray_and_the_local_executor(tmp_path, monkeypatch):
+    """A Ray process killed during Ray's start-up (here: ray.init raising as it then does) is no internal error."""
+    ray = pytest.importorskip("ray")
+
+    def killed_during_start_up(*_args, **_kwargs):
+        raise ConnectionError("the GCS server exited unexpectedly (killed by signal 9)")
+
+    monkeypatch.setattr(ray, "init", killed_during_start_up)
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("a", "b"):
+        (models / f"{name}.py").write_text("import torch\ndef build_model():\n    return torch.nn.Linear(2, 2)\n"
+                                           "def example_inputs():\n    return (torch.randn(1, 2),)\n")
+    result = CliRunner().invoke(app, ["scan", str(models), "-o", str(tmp_path / "out"), "--executor", "ray", "-q"])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("opassess:")]
+    assert lines == ["opassess: error: Ray failed to start (a local Ray instance): ConnectionError: the GCS server "
+                     "exited unexpectedly (killed by signal 9); no model was scanned: run again, or scan with "
+                     "--executor local (the default)"]
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [STATE_FILE]  # the (empty) resume state, no report
