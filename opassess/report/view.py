@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..assessment import Assessment
-from .display.build import (  # noqa: F401 - the view's helpers, re-exported for its tests
-    build_display,
+from .display.build import build_display
+from .display.page import Display
+from .display.rows import (  # noqa: F401 - the view's helpers, re-exported for its tests
     heat,
     short_name,
 )
-from .display.page import Display
 from .document import document_of, join_rows
 
 
