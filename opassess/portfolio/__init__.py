@@ -27,7 +27,7 @@ from .records import (
     default_jobs,
     physical_memory,
 )
-from .state import fingerprint, read_state, report_digest, resumable, write_state
+from .state import check_written, fingerprint, read_state, report_digest, resumable, write_state
 from .targets import PORTFOLIO_NAME, STATE_FILE, ModelTarget, Skipped, expand_targets, no_models_message
 from .workers import Executor, LocalWorkers
 
@@ -118,6 +118,7 @@ def scan_portfolio(options: PortfolioOptions, on_event: Callable[[PortfolioEvent
         # changed while the models ran an error naming it (isolation/inputs.py)
         with holding(pin_inputs(options.scan, extra=[Path(t) for t in options.targets if is_manifest(t)])):
             (executor or LocalWorkers()).run(pending, options, finish, notify, done, len(models))
+        check_written(out_dir, state, digests)  # -o holds what this process wrote, or the run fails naming the file
     ordered = tuple(results[m.target] for m in models)
     return _assemble(ordered, skipped, options.policy, weights, out_dir)
 

@@ -81,11 +81,33 @@ def read_state(out_dir: Path) -> dict[str, object]:
     return models
 
 
+def _state_text(models: Mapping[str, object]) -> str:
+    return json.dumps({"state_version": STATE_VERSION, "models": models}, indent=2, sort_keys=True) + "\n"
+
+
 def write_state(out_dir: Path, models: Mapping[str, object]) -> None:
     from ..output import write_output
 
-    write_output(json.dumps({"state_version": STATE_VERSION, "models": models}, indent=2, sort_keys=True) + "\n",
-                 out_dir / STATE_FILE)
+    write_output(_state_text(models), out_dir / STATE_FILE)
+
+
+def check_written(out_dir: Path, models: Mapping[str, object], digests: Mapping[str, Mapping[str, str]]) -> None:
+    """After the models ran: every report this run wrote, and the state file, still hold the bytes this process
+    wrote (`digests`: target -> report name -> sha256, kept in memory, never read from -o). A file a model changed
+    in -o is a ReportError naming it, and the state file is removed, so that no later --resume trusts what the model
+    wrote there."""
+    expected = {name: digest for names in digests.values() for name, digest in names.items()}
+    expected[STATE_FILE] = report_digest(_state_text(models))
+    for name, digest in sorted(expected.items()):
+        try:
+            now = hashlib.sha256(read_bytes(out_dir / name, "report", ReportError)).hexdigest()
+        except ReportError:
+            now = ""
+        if now != digest:
+            (out_dir / STATE_FILE).unlink(missing_ok=True)
+            raise ReportError(f"{out_dir / name}: changed while the models ran (something other than opassess wrote "
+                              f"into -o): the resume state was removed; scan again (with --sandbox on, a model "
+                              f"cannot write there)")
 
 
 def resumable(entry: object, fingerprint: str, out_dir: Path) -> ModelResult | None:

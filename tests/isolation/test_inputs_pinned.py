@@ -154,3 +154,24 @@ def test_the_report_names_the_scanned_file_not_the_workers_claim(tmp_path):
     model = json.loads(done.stdout)["model"]
     assert model["source"] == "model.py" and model["entry"] == "build_model"  # (made portable, as every path)
     assert model["class"] == "M"  # the worker's claim, kept as such
+
+
+def test_a_report_a_model_rewrites_in_the_output_folder_fails_the_run_and_voids_the_resume_state(tmp_path):
+    """Without the sandbox, a later model of a portfolio forges an earlier one's report in -o (and could forge the
+    resume state with its hash): the run checks -o against what it wrote itself, fails naming the file, and
+    removes the state, so no --resume trusts it."""
+    from opassess.portfolio import STATE_FILE
+
+    out = tmp_path / "out"
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "a_first.py").write_text(PLAIN)
+    (models / "b_forger.py").write_text(PLAIN.replace("import json, os, torch", f"""import json, os, torch
+open({str(out / "a_first.json")!r}, "w").write(json.dumps({{"forged": True}}))"""))
+    result = CliRunner().invoke(app, ["scan", str(models), "-o", str(out), "-q", "--jobs", "1", "--sandbox", "off"])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("opassess: error:")]
+    assert lines == [f"opassess: error: {out / 'a_first.json'}: changed while the models ran (something other than "
+                     "opassess wrote into -o): the resume state was removed; scan again (with --sandbox on, a model "
+                     "cannot write there)"]
+    assert not (out / STATE_FILE).exists()
