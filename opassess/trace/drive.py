@@ -1,8 +1,9 @@
 """Drive the data-dependent branches an example run with random weights skips, while the capture runs.
 
-- A torchvision detection head's `score_thresh` (FCOS, RetinaNet, the RoI heads, SSD) set to 0: with random weights
-  no box passes the default threshold, batched_nms returns early and torchvision::nms is never dispatched; at 0 every
-  candidate box goes on to NMS (the per-class loop or the coordinate trick, whichever the box count selects).
+- FCOS's and RetinaNet's `score_thresh` set to 0: with random weights no box passes the default threshold,
+  batched_nms returns early and torchvision::nms is never dispatched; at 0 every candidate box goes on to NMS (on the
+  CPU over 4000 boxes that is the per-class loop; the reach record shows the coordinate-trick call the NPU, under
+  100,000 boxes, would take).
 - A Mixture-of-Experts router (a module named like `MixtralTopKRouter`, with `num_experts` and `top_k`) has its
   chosen experts spread over every expert: token t takes experts (t*k + j) mod E, so no expert is left without
   tokens by a random router (its path, and its share of the calls, are captured).
@@ -16,6 +17,9 @@ from contextlib import contextmanager
 from typing import Any
 
 _DETECTION = "torchvision.models.detection"
+# the detectors whose sigmoid scores random weights leave under the default threshold, so NMS never runs; Faster
+# R-CNN's RPN (threshold 0) and SSD's softmax scores (over 0.01) reach NMS as they are, and are left alone
+_THRESHOLDED = ("FCOS", "RetinaNet")
 
 
 def _spread(module: Any, args: Any, output: Any) -> Any:
@@ -52,7 +56,8 @@ def driven(root: Any, on: bool = True) -> Iterator[list[str]]:
     for name, module in root.named_modules():
         kind = type(module)
         value = getattr(module, "score_thresh", None)
-        if kind.__module__.startswith(_DETECTION) and isinstance(value, float) and value > 0:
+        if kind.__module__.startswith(_DETECTION) and kind.__name__ in _THRESHOLDED and isinstance(value, float) \
+                and value > 0:
             restore.append((module, "score_thresh", value))
             module.score_thresh = 0.0
             notes.append(f"{name or kind.__name__}.score_thresh {value:g} -> 0")
