@@ -50,13 +50,16 @@ test-torch214: install-torch214
 bench: install
 	$(BIN)/python benchmarks/bench_scan.py
 
+# The fact tables the knowledge base is generated from: a folder holding ascend/ and gpu/ (`make kb FACTS=DIR`).
+FACTS ?= ../shared/reference
+
 kb: install
-	$(BIN)/python tools/build_kb.py --facts ../shared/reference/ascend --out opassess/data/kb
-	$(BIN)/python tools/kb_devices.py --facts ../shared/reference/ascend --out opassess/data/kb
-	$(BIN)/python tools/kb_interconnect.py --facts ../shared/reference/ascend --out opassess/data/kb
-	$(BIN)/python tools/kb_gpus.py --facts ../shared/reference/gpu --out opassess/data/kb
-	$(BIN)/python tools/kb_graph.py --facts ../shared/reference/ascend --out opassess/data/kb
-	$(BIN)/python tools/kb_versions.py --facts ../shared/reference/ascend --out opassess/data/kb
+	$(BIN)/python tools/build_kb.py --facts $(FACTS)/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_devices.py --facts $(FACTS)/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_interconnect.py --facts $(FACTS)/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_gpus.py --facts $(FACTS)/gpu --out opassess/data/kb
+	$(BIN)/python tools/kb_graph.py --facts $(FACTS)/ascend --out opassess/data/kb
+	$(BIN)/python tools/kb_versions.py --facts $(FACTS)/ascend --out opassess/data/kb
 
 # Report messages: extract from the code and templates (babel.cfg), then update every catalog's .po (no .mo is kept:
 # opassess compiles the .po in memory when it loads it).
