@@ -8,8 +8,14 @@ TORCH_SPEC ?= torch==2.13.0
 # again with the integration tests on real torchvision and transformers models (`make test-torch214`).
 VENV214 ?= .venv-torch214
 TORCH214_SPEC ?= torch==2.14.1 torchvision==0.29.1
+# The newest torch (no torchvision release pairs with it yet): its own venv, the suite with transformers. Installed
+# from the registry as it is (a CUDA build, several GB): PIP_CONFIG_FILE=/dev/null leaves out a machine's pip
+# configuration (a local wheel folder, a constraint capping torch), which would pick or pin another torch.
+VENV215 ?= .venv-torch215
+TORCH215_SPEC ?= torch==2.15.0
+PIP215 := PIP_CONFIG_FILE=/dev/null $(VENV215)/bin/python -m pip
 
-.PHONY: install install-torch214 demo test test-fast test-torch214 bench kb messages clean
+.PHONY: install install-torch214 install-torch215 demo test test-fast test-torch214 test-torch215 bench kb messages clean
 
 install: $(VENV)/.installed
 
@@ -29,6 +35,16 @@ $(VENV214)/.installed: pyproject.toml
 	$(VENV214)/bin/python -m pip install --quiet -e ".[test,integration,onnx]"
 	touch $@
 
+install-torch215: $(VENV215)/.installed
+
+$(VENV215)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV215)
+	$(PIP215) install --quiet --upgrade pip
+	$(PIP215) install --quiet $(TORCH215_SPEC)
+	$(PIP215) install --quiet -e ".[test,integration,onnx]"
+	$(VENV215)/bin/python -c "import torch; assert torch.__version__.startswith('2.15'), torch.__version__"
+	touch $@
+
 demo: install
 	$(BIN)/opassess scan examples/resnet_like.py
 
@@ -46,6 +62,10 @@ test-fast: install
 test-torch214: install-torch214
 	@start=$$(date +%s); $(VENV214)/bin/python -m pytest; status=$$?; \
 	echo "make test-torch214: $$(( $$(date +%s) - start )) s"; exit $$status
+
+test-torch215: install-torch215
+	@start=$$(date +%s); $(VENV215)/bin/python -m pytest; status=$$?; \
+	echo "make test-torch215: $$(( $$(date +%s) - start )) s"; exit $$status
 
 bench: install
 	$(BIN)/python benchmarks/bench_scan.py
@@ -69,4 +89,4 @@ messages: install
 	$(BIN)/pybabel update -i build/opassess.pot -d opassess/locale -D opassess --width 120 --ignore-obsolete
 
 clean:
-	rm -rf $(VENV) $(VENV214) build dist *.egg-info .pytest_cache .mypy_cache test-artifacts
+	rm -rf $(VENV) $(VENV214) $(VENV215) build dist *.egg-info .pytest_cache .mypy_cache test-artifacts
