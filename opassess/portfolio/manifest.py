@@ -21,6 +21,7 @@ from typing import Any
 
 from ..datafile import TomlTable
 from ..errors import ConfigError
+from ..vocabulary import HF_TASKS
 
 _DTYPES = ("float32", "float16", "bfloat16")
 
@@ -66,6 +67,17 @@ def read_manifest(path: Path) -> list[tuple[str, str | None, dict[str, Any]]]:
             if dtype not in _DTYPES:
                 raise item.error("dtype", f"expected one of {', '.join(_DTYPES)}, got {dtype!r}")
             overrides["dtype"] = None if dtype == "float32" else dtype
+        for key in ("seq_len", "batch_size"):  # a Hugging Face model folder's inputs
+            number = item.integer(key, None)
+            if number is not None:
+                if number < 1:
+                    raise item.error(key, f"expected a positive integer, got {number}")
+                overrides[key] = number
+        task = item.string("task", None)
+        if task is not None:
+            if task not in HF_TASKS:
+                raise item.error("task", f"expected one of {', '.join(HF_TASKS)}, got {task!r}")
+            overrides["task"] = task
         shapes = item.strings("input_shape", None)
         if shapes is not None:
             overrides["input_shapes"] = tuple(parse_shape(s) for s in shapes)
