@@ -58,7 +58,8 @@ def build_summary(rows) -> dict:
                                       "product_version": row["torch_npu_product_version"], "cann": _cann(row["cann"]),
                                       "python": row["python"], "row": number}
         elif wheel.startswith("(driver/firmware)"):
-            summary["driver"] = {"text": row["notes"] or row["cann"], "row": number}
+            text = row["notes"] or row["cann"]
+            summary["driver"] = {"text": text, "stated": not text.lower().startswith("no "), "row": number}
     return summary
 
 

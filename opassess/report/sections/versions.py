@@ -6,15 +6,21 @@ minimum (npu_fusion_attention's `sink=`: torch_npu 7.3.0 / CANN 8.5.0+) is liste
 replacements call it; a torch newer than any torch_npu release is a warning to pin."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ...assessment import Assessment
 from ...kb.releases import Releases, load_releases
 from ...kb.versions import format_version, parse_version
+from ...messages import N_
 
 Gettext = Callable[[str], str]
 VERSION_WARNINGS = ("torch-newer",)  # the schema's versions.warnings[].code
+FEATURES = {"attention sink": N_("attention sink")}  # the features the facts give a minimum for, translated
+# The release table's line statuses, said in the reader's language (another status is shown as the table has it)
+STATUSES = {"development": N_("in development"), "maintenance": N_("maintained"), "eol": N_("end of life"),
+            "planned": N_("planned"), "released on the python package registry": N_("released on the package registry")}
 
 
 def _texts(assessment: Assessment) -> Iterable[str]:
@@ -54,7 +60,7 @@ def versions_doc(assessment: Assessment, releases: Releases | None = None) -> di
             "cann": stated.cann, "source": table.cite(stated.row)},
         "requirements": [{"feature": r.feature, "op": r.op, "param": r.param, "torch_npu": r.product_version,
                           "cann": r.cann, "source": r.cite} for r in needs],
-        "driver": None if table.driver is None else {"text": table.driver["text"],
+        "driver": None if table.driver is None else {"text": table.driver["text"], "stated": table.driver["stated"],
                                                      "source": table.cite(table.driver["row"])},
         "running_torch": running,
         "warnings": warnings,
@@ -72,11 +78,14 @@ def version_lines(document: Mapping[str, Any], _: Gettext) -> tuple[str, ...]:
             lines.append(_("torch %(running)s is newer than any torch_npu release (the newest pairs with torch "
                            "%(newest)s): install torch %(newest)s in the environment that runs on the NPU") % warning)
     if doc["torch_npu"]:
-        cann = (_("CANN %(cann)s") % doc if doc["cann"] else
-                _("CANN not stated for this wheel (%(note)s)") % {"note": doc["cann_note"]})
-        lines.append(_("Install: torch %(torch)s, torch_npu %(wheel)s, %(cann)s, Python %(python)s (%(status)s; "
-                       "%(source)s)") % {"torch": doc["torch"], "wheel": doc["torch_npu"], "cann": cann,
-                                         "python": doc["python"], "status": doc["status"], "source": doc["source"]})
+        python = re.match(r"[\d.,\s]*", doc["python"] or "").group(0).strip(" ,") or "-"  # type: ignore[union-attr]
+        status = STATUSES.get((doc["status"] or "").lower())
+        values = {"torch": doc["torch"], "wheel": doc["torch_npu"], "python": python, "source": doc["source"],
+                  "status": _(status) if status else doc["status"], "cann": doc["cann"]}
+        lines.append((_("Install: torch %(torch)s, torch_npu %(wheel)s, CANN %(cann)s, Python %(python)s (%(status)s; "
+                        "%(source)s)") if doc["cann"] else
+                      _("Install: torch %(torch)s, torch_npu %(wheel)s (the CANN it pairs with is not stated), Python "
+                        "%(python)s (%(status)s; %(source)s)")) % values)
     else:
         lines.append(_("No torch_npu release pairs with torch %(torch)s in the facts") % doc)
     newest = doc["newest_with_cann"]
@@ -85,7 +94,9 @@ def version_lines(document: Mapping[str, Any], _: Gettext) -> tuple[str, ...]:
                        "torch %(torch)s and CANN %(cann)s (%(source)s)") % newest)
     for need in doc["requirements"]:
         lines.append(_("%(feature)s (%(op)s %(param)s=) needs torch_npu %(torch_npu)s or newer and CANN %(cann)s or "
-                       "newer (%(source)s)") % need)
+                       "newer (%(source)s)") % dict(need, feature=_(FEATURES.get(need["feature"], need["feature"]))))
     if doc["driver"]:
-        lines.append(_("Driver and firmware: %(text)s (%(source)s)") % doc["driver"])
+        lines.append((_("Driver and firmware: %(text)s (%(source)s)") if doc["driver"]["stated"] else
+                      _("Driver and firmware: the facts state no minimum; they defer to the CANN release notes "
+                        "(%(source)s)")) % doc["driver"])
     return tuple(lines)
