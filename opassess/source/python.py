@@ -253,6 +253,14 @@ def join_imports(sites: list[Site]) -> list[Site]:
             if i in joined else s for i, s in enumerate(sites) if i not in dropped]
 
 
+def one_site_per_call(sites: list[Site]) -> list[Site]:
+    """A reference to an API that is not a call (`if flash_attn_func is not None:`, `... if apex.optimizers.FusedAdam
+    else None`) where the file also calls that API is part of that call's edit, not a site of its own: the guard
+    goes with the call. A reference the file never calls (a callback handed on, a dtype) stays a site."""
+    called = {s.subject for s in sites if s.kind == "api" and s.get("use") == "call"}
+    return [s for s in sites if not (s.kind == "api" and s.get("use") in ("name", "attribute") and s.subject in called)]
+
+
 def mark_bf16_scalers(sites: list[Site], text: str) -> list[Site]:
     """A GradScaler in a file that autocasts to bfloat16: noted on the site (classify says it is not needed: bf16 has
     float32's exponent range, so nothing underflows the way float16 gradients do)."""
@@ -273,7 +281,7 @@ def scan_python(text: str, file: str, facts: SourceFacts, known_distributed=None
     wanted = known_distributed is not None and ("distributed" in text or "NCCL_" in text)  # most files: no pass
     nodes = walk_file(tree, references=wanted)
     scanner = PythonScanner(nodes, text.splitlines(), file, facts)
-    sites = mark_bf16_scalers(join_imports(scanner.scan()), text)
+    sites = mark_bf16_scalers(one_site_per_call(join_imports(scanner.scan())), text)
     if imports is not None:
         imports += [(file, module, line) for module, line in scanner.imports]
     kernels = kernel_sites(scanner.kernels, scanner.launches, scanner.qual, facts, file, scanner.code)

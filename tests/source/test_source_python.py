@@ -129,3 +129,24 @@ def test_syntax_error_propagates_with_its_line():
     with pytest.raises(SyntaxError) as info:
         sites("x = (\n")
     assert info.value.lineno == 1
+
+
+def test_a_guard_and_its_call_are_one_site():
+    """One call site is one site (issue 40): `if flash_attn_func is not None:` before the call, and a FusedAdam both
+    tested and called on one line, each came to two sites; a reference the file never calls stays a site."""
+    found = sites("""
+        import apex
+        from flash_attn import flash_attn_func, flash_attn_varlen_func
+
+        def attend(q, k, v):
+            if flash_attn_func is not None:
+                return flash_attn_func(q, k, v)
+
+        def make(model):
+            return apex.optimizers.FusedAdam(model.parameters()) if apex.optimizers.FusedAdam else None
+
+        HANDLERS = {"varlen": flash_attn_varlen_func}
+    """)
+    api = [(s.line, s.subject) for s in found if s.kind == "api"]
+    assert api == [(7, "flash_attn.flash_attn_func"), (10, "apex.optimizers.FusedAdam"),
+                   (12, "flash_attn.flash_attn_varlen_func")]
