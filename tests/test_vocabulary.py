@@ -217,14 +217,20 @@ def test_weights_name_only_declared_finding_kinds(tmp_path):
 def _typed_parts():
     """(TypedDict, the schema node it describes): each section's JSON part as mypy sees it."""
     from opassess.report.sections import graph as g
+    from opassess.report.sections import time as t
 
     defs = SCHEMA["$defs"]
     graph_mode = defs["graph_mode"]["properties"]
+    performance = SCHEMA["properties"]["performance"]
+    time_parts = [(t.PerformanceDoc, performance), (t.CompareDoc, performance["properties"]["compare"]["items"]),
+                  (t.GpuBaselineDoc, performance["properties"]["gpu_baseline"]),
+                  (t.TwoDiesDoc, performance["properties"]["two_dies"]), (t.EstimatedTimeDoc, defs["estimated_time"]),
+                  (t.PenaltyDoc, defs["estimated_time"]["properties"]["penalties"]["items"])]
     return [(g.GraphModeDoc, defs["graph_mode"]), (g.GraphBackendDoc, defs["graph_backend"]),
             (g.GraphBreakDoc, defs["graph_break"]), (g.GraphVerdictDoc, defs["graph_verdict"]),
             (g.EffortDoc, defs["effort"]), (g.GraphEffortDoc, graph_mode["effort"]),
             (g.DynamoDoc, graph_mode["dynamo"]),
-            (g.DynamoBreakDoc, graph_mode["dynamo"]["properties"]["breaks"]["items"])]
+            (g.DynamoBreakDoc, graph_mode["dynamo"]["properties"]["breaks"]["items"]), *time_parts]
 
 
 @pytest.mark.parametrize("typed, node", _typed_parts(), ids=lambda x: getattr(x, "__name__", ""))

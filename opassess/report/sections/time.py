@@ -5,12 +5,94 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from ...messages import N_, say
 from ...perf.records import DeviceMemory, ParallelStep, Performance, StepTime
 from ...records import Finding
 from ..display.records import Card, Record
+
+# ------------------------------------------------------------------ the JSON part's shape (tests/test_vocabulary.py
+# ties each TypedDict's keys to the schema: $defs/estimated_time, properties/performance and its parts; `memory` and
+# `parallel` are sections/job.py's, typed there as plain mappings for now)
+
+
+class PenaltyDoc(TypedDict):
+    code: str
+    us: float
+
+
+class EstimatedTimeDoc(TypedDict):
+    us: float
+    at_risk_us: float
+    bound: str
+    unit: str
+    penalties: list[PenaltyDoc]
+    calls: int
+    gpu_us: NotRequired[float]
+
+
+class CompareDoc(TypedDict):
+    product: str
+    step_us: float | None
+    at_risk_us: float | None
+    by_unit: dict[str, float]
+    host_us: NotRequired[float]
+    eager_step_us: NotRequired[float]
+    variant: NotRequired[str | None]
+    label: NotRequired[str | None]
+    notes: NotRequired[list[str]]
+
+
+class GpuBaselineDoc(TypedDict):
+    gpu: str
+    label: str
+    step_us: float
+    ratio: float
+    match_gpus: int
+    matching_npus: float
+    notes: list[str]
+
+
+class TwoDiesDoc(TypedDict):
+    step_us: float
+    compute_us: float
+    comm_us: float
+    tier: str | None
+
+
+class PerformanceDoc(TypedDict):
+    product: str
+    step_us: float | None
+    at_risk_us: float | None
+    by_unit: dict[str, float]
+    method: str
+    estimate: str
+    note: str | None
+    variant: str | None
+    label: str | None
+    notes: list[str]
+    host_us: NotRequired[float]
+    eager_step_us: NotRequired[float]
+    compare: list[CompareDoc]
+    memory: dict[str, Any] | None
+    gpu_baseline: GpuBaselineDoc | None
+    parallel: dict[str, Any] | None
+    two_dies: TwoDiesDoc | None
+
+
+def performance_of(document: Mapping[str, Any]) -> PerformanceDoc | None:
+    """The document's `performance` (built by performance_doc below: its shape is PerformanceDoc's)."""
+    return cast("PerformanceDoc | None", document.get("performance"))
+
+
+def estimated_times(document: Mapping[str, Any]) -> list[tuple[str, EstimatedTimeDoc]]:
+    """(operator key, its `estimated_time`) for every operator the time model timed, in the document's order."""
+    return [(o["op"], o["estimated_time"]) for o in document["operators"] if o.get("estimated_time")]
+
+
+# ------------------------------------------------------------------ the display part
+
 
 ROWS = 15  # operators listed, by time at risk then time (the JSON has every one)
 
@@ -78,11 +160,11 @@ def gain_text(time: Mapping[str, float] | None, _: Callable[[str], str] = str) -
 def slow_card(document: Mapping[str, Any], _: Callable[[str], str] = str) -> tuple[Card, ...]:
     """'Runs slowly (estimate)': the step's time at risk and the operator carrying most of it; () without a time
     model or with nothing at risk."""
-    perf = document.get("performance") or {}
-    step, risk = perf.get("step_us"), perf.get("at_risk_us")
+    perf = performance_of(document)
+    step, risk = (perf["step_us"], perf["at_risk_us"]) if perf else (None, None)
     if not step or not risk or risk < 0.05:
         return ()
-    timed = [(o["op"], o["estimated_time"]) for o in document["operators"] if o.get("estimated_time")]
+    timed = estimated_times(document)
     op, worst = max(timed, key=lambda item: item[1]["at_risk_us"])
     return (Card(_("Runs slowly (estimate)"),
                  _("%(risk)s of %(step)s at risk") % {"risk": us_text(risk), "step": us_text(step)},
@@ -105,7 +187,7 @@ def _num(value: float) -> str:
 
 def time_section(document: Mapping[str, Any], _: Callable[[str], str] = str) -> TimeSection | None:
     """The time section of a document; None without a time model."""
-    perf = document.get("performance")
+    perf = performance_of(document)
     if not perf:
         return None
     step, risk = perf["step_us"], perf["at_risk_us"]
@@ -113,8 +195,8 @@ def time_section(document: Mapping[str, Any], _: Callable[[str], str] = str) -> 
         headline = _("No estimated step time: %s") % (perf["note"] or _("no device figures for this product"))
     else:
         headline = _("Estimated step: %(step)s (%(risk)s at risk, %(pc)d%%)") % {
-            "step": us_text(step), "risk": us_text(risk), "pc": round(100 * risk / step) if step else 0}
-    timed = [(o["op"], o["estimated_time"]) for o in document["operators"] if o.get("estimated_time")]
+            "step": us_text(step), "risk": us_text(risk), "pc": round(100 * (risk or 0.0) / step) if step else 0}
+    timed = estimated_times(document)
     timed.sort(key=lambda item: (-item[1]["at_risk_us"], -item[1]["us"], item[0]))
     timed = [item for item in timed if item[1]["us"] > 0]
     largest = max((t["us"] for _op, t in timed), default=0.0) or 1.0
@@ -136,7 +218,7 @@ def time_section(document: Mapping[str, Any], _: Callable[[str], str] = str) -> 
                        estimate=say(perf["estimate"], _), method=say(perf["method"], _),
                        notes=tuple(perf.get("notes") or ()),
                        rows=rows, more=max(0, len(timed) - ROWS), compare=compare,
-                       gpu=(perf.get("gpu_baseline") or {}).get("gpu", ""))
+                       gpu=base["gpu"] if (base := perf.get("gpu_baseline")) else "")
 
 
 # ------------------------------------------------------------------ the JSON part (top-level `performance`, each
@@ -193,7 +275,7 @@ def parallel_doc(job: ParallelStep | None) -> dict[str, Any] | None:
             "notes": list(job.notes)}
 
 
-def performance_doc(performance: Performance | None) -> dict[str, Any] | None:
+def performance_doc(performance: Performance | None) -> PerformanceDoc | None:
     """{product, step_us, at_risk_us, by_unit, method, estimate, variant, notes, compare, memory, parallel}; None
     without a time model; step_us null when the tables give no figures for the product (`note` says so)."""
     if performance is None:
@@ -217,16 +299,16 @@ def performance_doc(performance: Performance | None) -> dict[str, Any] | None:
     doc["two_dies"] = None if pair is None or pair.step_us is None else {
         "step_us": _us(pair.step_us), "compute_us": _us(pair.compute_us or 0.0), "comm_us": _us(pair.comm_us or 0.0),
         "tier": next((c.tier for c in pair.collectives), None)}
-    return doc
+    return cast("PerformanceDoc", doc)  # built key by key, in the document's order
 
 
-def operator_time_doc(performance: Performance | None, key: str) -> dict[str, Any] | None:
+def operator_time_doc(performance: Performance | None, key: str) -> EstimatedTimeDoc | None:
     """`estimated_time` of one operator on the target: {us, at_risk_us, bound, unit, penalties, calls}."""
     step = performance.step if performance is not None else None
     op = step.operator(key) if step is not None else None
     if op is None:
         return None
-    doc = {"us": _us(op.us), "at_risk_us": _us(op.at_risk_us), "bound": op.bound, "unit": op.unit,
+    doc: EstimatedTimeDoc = {"us": _us(op.us), "at_risk_us": _us(op.at_risk_us), "bound": op.bound, "unit": op.unit,
            "penalties": [{"code": code, "us": _us(us)} for code, us in sorted(op.penalties.items(),
                                                                               key=lambda kv: -kv[1])],
            "calls": op.calls}
