@@ -4,11 +4,20 @@ from .startup import enter_command, imports_without_gc, tune_for_command
 
 
 def run() -> None:
-    """Import the command line, then run it (cli.run ends the process with its exit code)."""
-    enter_command()
-    with imports_without_gc():
-        from .cli import run as command
-    tune_for_command()
+    """Import the command line, then run it (cli.run ends the process with its exit code). Ctrl-C while torch and
+    the command are still being imported ends it as it does later: one line, exit 130, no traceback."""
+    try:
+        enter_command()
+        with imports_without_gc():
+            from .cli import run as command
+        tune_for_command()
+    except KeyboardInterrupt:
+        import os
+        import sys
+
+        sys.stderr.write("opassess: interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
     command()
 
 

@@ -1,0 +1,60 @@
+"""Ctrl-C at every stage of a single scan (the imports, the inputs read, the worker's start, the model's forward):
+exit 130 within a few seconds, one line, no traceback, no process of the run left behind."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+SLOW = '''
+import time, torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(120)
+        return x + 1
+def build_model():
+    return M()
+def example_inputs():
+    return (torch.randn(2, 3),)
+'''
+
+
+def _left(marker: str) -> list[int]:
+    """Processes whose command line names `marker` (the run's workers and keepers are forks of it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="counts processes through /proc")
+@pytest.mark.parametrize("after", [0.2, 1.0, 3.0, 8.0])  # importing, reading inputs / forking, tracing, in forward
+def test_sigint_ends_a_single_scan_within_seconds_at_any_stage(tmp_path, after):
+    model = tmp_path / f"slow_{int(after * 10)}.py"
+    model.write_text(SLOW)
+    process = subprocess.Popen([sys.executable, "-m", "opassess", "scan", str(model), "-q"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    time.sleep(after)
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert time.monotonic() - sent < 5, f"SIGINT after {after} s took {time.monotonic() - sent:.1f} s"
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "opassess: interrupted" and "Traceback" not in err
+    deadline = time.monotonic() + 5
+    while _left(str(model)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _left(str(model)) == []
