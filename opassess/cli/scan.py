@@ -15,6 +15,7 @@ import typer
 from ..errors import EXIT_ERROR
 from ..huggingface import is_model_folder, with_config_defaults
 from ..isolation import terminating_on_signals
+from ..isolation.sandbox import available as available_sandbox
 from ..options import DEFAULT_PRODUCT
 from ..report.registry import REPORTERS, format_for_suffix
 from .errors import fail_on_breaches, one_line, reporting_errors
@@ -198,7 +199,7 @@ def scan(
              "network, with Landlock where the kernel has it, else unprivileged user, mount and network namespaces; "
              "the JSON report's 'sandbox' says which applied), require (fail where neither is available), off. It "
              "keeps a model from changing files and reaching the network, not from reading your files or faking "
-             "its own capture.")] = "auto",
+             f"its own capture. This machine: {available_sandbox()}.")] = "auto",
     quiet: Quiet = False,
     lang: Lang = None,
     label: Label = None,

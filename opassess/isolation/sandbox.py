@@ -64,6 +64,16 @@ def landlock_abi() -> int:
     return max(0, version)
 
 
+def available() -> str:
+    """What `--sandbox auto` would use here, for --help: 'Landlock ABI 7 (and a network namespace where allowed)'."""
+    if not sys.platform.startswith("linux"):
+        return "no sandbox (Linux only)"
+    abi = landlock_abi()
+    if abi:
+        return f"Landlock ABI {abi} (and a network namespace where the kernel allows it)"
+    return "no Landlock: user, mount and network namespaces where the kernel allows them"
+
+
 def _namespace_flags(extra: int) -> int:
     return extra if os.geteuid() == 0 else extra | _CLONE_NEWUSER  # root keeps its capabilities on the files
 
