@@ -98,3 +98,14 @@ def test_triton_kernels_by_what_they_use(classify):
 def test_unknown_site_kind_is_an_error(classify):
     with pytest.raises(ValueError, match="no classification"):
         classify(make("mystery", "x"))
+
+
+def test_an_elementwise_triton_kernel_gets_the_torch_ops_option(classify):
+    """Composite before custom (issue 40): a bias + erf-GELU kernel (loads, an add, erf, a store) is what
+    F.gelu(x + bias) computes; a kernel with a tl.dot or a reduction is not offered that option."""
+    gelu = classify(make("triton-kernel", "bias_gelu", size=KernelSize(
+        lines=10, apis=("program_id", "arange", "load", "math.erf", "store"))))
+    assert any("the same computation in torch ops" in note for note in gelu.notes)
+    matmul = classify(make("triton-kernel", "mm", size=KernelSize(lines=30, apis=("load", "dot", "store"))))
+    softmax = classify(make("triton-kernel", "sm", size=KernelSize(lines=20, apis=("load", "max", "exp", "sum"))))
+    assert not any("torch ops" in note for finding in (matmul, softmax) for note in finding.notes)

@@ -29,6 +29,12 @@ from .distributed import DistributedClassifier
 
 DIRECT, PARAM, CUSTOM = Category.DIRECT, Category.PARAM_CONVERTED, Category.CUSTOM_DEV
 CUDA_SOURCES = (".cu", ".cuh")
+# tl APIs of a purely elementwise kernel (no dot, reduction, scan or atomic): torch ops express it whole
+ELEMENTWISE_TL = frozenset({
+    "program_id", "num_programs", "arange", "load", "store", "cdiv", "cast", "full", "zeros", "zeros_like", "where",
+    "maximum", "minimum", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sigmoid", "erf", "math.erf",
+    "math.exp", "math.tanh", "math.sqrt", "math.rsqrt", "fma", "clamp", "sin", "cos", "floor", "ceil",
+    "libdevice.erf", "libdevice.tanh", "extra.cuda.libdevice.erf", "extra.cuda.libdevice.tanh"})
 LINKS_SHOWN = 3  # imports and calls of a built module named on its extension's finding
 
 
@@ -278,6 +284,11 @@ class Classifier:
         if unknown:
             notes += [Text(N_("not in the triton-ascend API docs: %(api)s"), {"api": u}) for u in unknown]
             confidence = "low"
+        apis = set(site.size.apis) if site.size else set()
+        if apis and apis <= ELEMENTWISE_TL:  # composite before custom: torch ops do the same, on the NPU's kernels
+            notes.append(Text(N_("option: an elementwise kernel (%(apis)s): the same computation in torch ops (e.g. "
+                                 "F.gelu(x + bias) for a bias + erf-GELU kernel) runs on the NPU's own kernels with "
+                                 "no Triton port"), {"apis": ", ".join(sorted(apis))}))
         return self._finding(site, "triton-kernel", PARAM, "triton-ascend", evidence, confidence, notes)
 
     # ------------------------------------------------------------------ native sites
