@@ -82,11 +82,28 @@ def _namespace_flags(extra: int) -> int:
 def prepared(mode: str) -> Iterator[Plan]:
     """The Plan for `mode`, its workers' private folders made under a temporary folder of this process, which is
     removed (with whatever the workers wrote) when the block ends."""
-    root = tempfile.mkdtemp(prefix="opassess-sandbox-")
+    _sweep()
+    root = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
     try:
         yield plan(mode, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+_PREFIX = "opassess-sandbox-"
+
+
+def _sweep() -> None:
+    """Remove the sandbox folders of runs that were killed before they could (kill -9 of `opassess`): each is named
+    after its process, and one whose process is gone is nobody's."""
+    if not Path("/proc/self").exists():  # no way to tell a live process from a gone one
+        return
+    base = tempfile.gettempdir()
+    with contextlib.suppress(OSError), os.scandir(base) as entries:
+        for entry in entries:
+            pid = entry.name[len(_PREFIX):].split("-", 1)[0]
+            if entry.name.startswith(_PREFIX) and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def plan(mode: str, root: str) -> Plan:

@@ -115,3 +115,11 @@ def test_require_runs_where_a_mechanism_exists_and_a_bad_mode_is_usage(tmp_path)
     assert done.returncode == (0 if _sandboxed() else 1), done.stderr
     bad = _scan(tmp_path, ("cache", ""), "--sandbox", "sometimes")
     assert bad.returncode == 2 and "expected auto, require or off" in bad.stderr
+
+
+def test_a_killed_runs_sandbox_folder_is_removed_by_the_next_run(tmp_path):
+    stale = tmp_path / "tmp" / "opassess-sandbox-999999999-x" / "worker-y"  # no such process
+    stale.mkdir(parents=True)
+    done = _scan(tmp_path, ("cache", ""), env={"TMPDIR": str(tmp_path / "tmp")})
+    assert done.returncode == 0, done.stderr
+    assert list((tmp_path / "tmp").iterdir()) == []
