@@ -2,10 +2,12 @@
 
 Applied by the worker before the model is imported, with what the kernel offers without root:
 - **Landlock** (Linux 5.13+): every way of writing a file (write, truncate, create, remove, rename, link) refused
-  outside the private folder (and /dev, whose devices an accelerator is opened through); from Landlock ABI 4, TCP
-  connect and bind refused; from ABI 6, abstract Unix sockets outside the worker refused;
-- a **network namespace** (unprivileged through a user namespace; directly as root): the worker sees no network
-  interface at all, so UDP, raw sockets and TCP all fail;
+  outside the private folder (and /dev, whose devices an accelerator is opened through); where no network namespace
+  can be entered, from Landlock ABI 4, TCP connect and bind refused; from ABI 6, abstract Unix sockets outside the
+  worker refused;
+- a **network namespace** (unprivileged through a user namespace; directly as root): the worker sees no interface but
+  its own loopback, so nothing outside the worker is reachable, while a model's local process group (gloo on
+  127.0.0.1) still works;
 - without Landlock, a **mount namespace** (in a user namespace for an unprivileged user) whose mounts are all made
   read-only, the private folder a fresh tmpfs.
 `--sandbox auto` (the default) applies what is available and says which; `require` fails with one line where
@@ -140,7 +142,8 @@ def refused(exc: BaseException | None) -> str:
     EPERM, ENETUNREACH, EROFS) and the worker saw an attempt to write or connect; '' otherwise."""
     import errno
 
-    codes = (errno.EACCES, errno.EPERM, errno.ENETUNREACH, errno.EROFS, errno.EADDRNOTAVAIL)
+    # ECONNREFUSED: inside the network namespace no port of the host's is there to answer
+    codes = (errno.EACCES, errno.EPERM, errno.ENETUNREACH, errno.EROFS, errno.EADDRNOTAVAIL, errno.ECONNREFUSED)
     for _ in range(10):
         if exc is None:
             return ""
@@ -177,11 +180,33 @@ def apply(sandbox: Plan) -> str:
             applied.append("network-namespace")
     else:
         applied += ["mount-namespace", "network-namespace"] if mounts else ["network-namespace"]
+    isolated = "network-namespace" in applied
+    if isolated:
+        _loopback()
     if sandbox.landlock:
-        _landlock(sandbox.landlock, folder)
+        _landlock(sandbox.landlock, folder, tcp=not isolated)
         applied.insert(0, f"landlock-abi{sandbox.landlock}")
     sys.addaudithook(_audit)
     return "+".join(applied) or "off"
+
+
+def _loopback() -> None:
+    """Bring up the network namespace's own loopback, its only interface: a model's local process group (gloo's
+    store and pairs on 127.0.0.1, GLOO_SOCKET_IFNAME=lo) works inside the worker, and nothing outside it is reachable
+    (the host's loopback is another namespace's). Where it cannot be brought up, loopback stays down."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            request = struct.pack("16sh14x", b"lo", 0)
+            flags = struct.unpack("16sh14x", fcntl.ioctl(probe, siocgifflags, request))[1]
+            fcntl.ioctl(probe, siocsifflags, struct.pack("16sh14x", b"lo", flags | iff_up))
+    except OSError:
+        return
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
 
 
 def _check(result: int, what: str) -> None:
@@ -227,9 +252,11 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def _landlock(abi: int, folder: str) -> None:
+def _landlock(abi: int, folder: str, tcp: bool = True) -> None:
+    """Writes only below `folder` (and /dev); with `tcp` (no network namespace to contain it), TCP bind and connect
+    refused from ABI 4; abstract Unix sockets scoped from ABI 6."""
     writes = _WRITES[min(abi, 3)]
-    attr = _RulesetAttr(writes, 0b11 if abi >= 4 else 0, 0b01 if abi >= 6 else 0)  # TCP bind+connect; abstract unix
+    attr = _RulesetAttr(writes, 0b11 if abi >= 4 and tcp else 0, 0b01 if abi >= 6 else 0)
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
     ruleset = _LIBC.syscall(_LANDLOCK_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     _check(ruleset, "landlock_create_ruleset")
