@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from ...advice import FLASH_CALLS, Constraints, flash_call, notes_of
 from ...advice.flash import API
-from ...messages import N_, Text
+from ...messages import N_, Message, Text
 from ...vocabulary import Category, Confidence
 from ..facts import KernelLibrary, MigrationRule, SourceFacts
 from ..graph_sites import KINDS as GRAPH_SITES
@@ -286,9 +286,10 @@ class Classifier:
             confidence = "low"
         apis = set(site.size.apis) if site.size else set()
         if apis and apis <= ELEMENTWISE_TL:  # composite before custom: torch ops do the same, on the NPU's kernels
+            listed = Message.join(sorted(apis), ", ")  # with the reader's list separator
             notes.append(Text(N_("option: an elementwise kernel (%(apis)s): the same computation in torch ops (e.g. "
                                  "F.gelu(x + bias) for a bias + erf-GELU kernel) runs on the NPU's own kernels with "
-                                 "no Triton port"), {"apis": ", ".join(sorted(apis))}))
+                                 "no Triton port"), {"apis": listed}))
         return self._finding(site, "triton-kernel", PARAM, "triton-ascend", evidence, confidence, notes)
 
     # ------------------------------------------------------------------ native sites
