@@ -44,6 +44,17 @@ def main() -> None:
     app()
 
 
+def _interrupted_unsaid(exc: BaseException) -> bool:
+    """A KeyboardInterrupt typer turned into exit 130 without a word (raised `from` it), not one reporting_errors
+    already said (raised `from None`)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen.__cause__, KeyboardInterrupt):
+            return True
+        seen = seen.__context__
+    return False
+
+
 def run() -> None:
     """What the console script and `python -m opassess` run (opassess/__main__.py, once it has imported this module
     with the collector paused): main(), then the process ends at once with its exit code. Every report has been
@@ -54,6 +65,8 @@ def run() -> None:
         main()
         code = 0
     except SystemExit as exc:
+        if _interrupted_unsaid(exc):  # Ctrl-C before a command's own handler: typer exits 130 saying nothing
+            print("opassess: interrupted", file=sys.stderr)
         if exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0
         else:  # SystemExit("message"): printed the way the interpreter prints it

@@ -107,16 +107,18 @@ def test_a_forward_dynamo_builds_no_graph_of_is_not_ready(tmp_path):
 
 
 @pytest.mark.parametrize(("registration", "said"), [
-    ({"op": "aten::mm", "kinds": ["CompositeImplicitAutograd"]}, "not a project's or library's op"),
-    ({"op": "no_namespace", "kinds": []}, "not a project's or library's op"),
-    ({"op": "mylib::op", "kinds": ["CPU"]}, "dispatch keys other than the composite ones: CPU"),
-    ({"op": "mylib::op", "kinds": ["CompositeExplicitAutograd", "CompositeExplicitAutograd"]}, "repeated"),
-    ({"op": "mylib::op", "kinds": "CompositeExplicitAutograd"}, "expected a list"),
+    ({"op": "aten::mm", "kinds": ["CompositeImplicitAutograd"], "reference": []}, "not a project's or library's op"),
+    ({"op": "no_namespace", "kinds": [], "reference": []}, "not a project's or library's op"),
+    ({"op": "mylib::op", "kinds": ["CPU"], "reference": []}, "dispatch keys other than the composite ones: CPU"),
+    ({"op": "mylib::op", "kinds": ["CompositeExplicitAutograd", "CompositeExplicitAutograd"], "reference": []},
+     "repeated"),
+    ({"op": "mylib::op", "kinds": "CompositeExplicitAutograd", "reference": []}, "expected a list"),
 ])
 def test_a_registration_the_parent_would_misjudge_by_is_refused(registration, said):
     # the parent judges a model's own or a library's torch.library op by the registration its worker sent
     message = _message(None)
-    message["capture"]["registrations"] = [{"op": "ok::op", "kinds": ["CompositeExplicitAutograd"]}, registration]
+    message["capture"]["registrations"] = [{"op": "ok::op", "kinds": ["CompositeExplicitAutograd"], "reference": []},
+                                           registration]
     with pytest.raises(BadCapture, match=r"capture\.registrations\[1\]") as refused:
         decode_capture(message)
     assert said in str(refused.value)
