@@ -117,6 +117,18 @@ def read_json(path: Path | str, what: str = "JSON file", error: ErrorType = Conf
         raise error(f"{path}: {what} is nested too deep to read") from exc
 
 
+def read_kb_table(path: Path, keys: tuple[str, ...], tool: str) -> dict[str, Any]:
+    """A knowledge-base table (JSON object) written by `tool`: missing, unreadable or lacking one of `keys` is one
+    KnowledgeBaseError naming the file and the tool that rebuilds it."""
+    if not path.is_file():
+        raise KnowledgeBaseError(f"{path}: knowledge-base table missing (rebuild with {tool})")
+    data = read_json(path, "knowledge-base table", KnowledgeBaseError)
+    missing = [key for key in keys if not isinstance(data, dict) or key not in data]
+    if missing:
+        raise KnowledgeBaseError(f"{path}: missing key {missing[0]!r} (rebuild with {tool})")
+    return data
+
+
 def read_generated(path: Path | str, what: str, tool: str, build: Callable[[Any, Path], T]) -> T:
     """A table generated under tools/ (JSON), built into its record by `build(data, path)`: a missing file, or a key
     the record needs that the file lacks, is one KnowledgeBaseError naming the file (and the tool that writes it)."""

@@ -8,8 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..datafile import read_json
-from ..errors import KnowledgeBaseError
+from ..datafile import read_kb_table
 from ..records import AtenCall
 
 TABLE = "graph_mode.json"
@@ -72,13 +71,7 @@ def load_graph_facts(directory: Path) -> GraphFacts:
 
 @cache
 def _load(path: Path) -> GraphFacts:
-    if not path.is_file():
-        raise KnowledgeBaseError(f"{path}: knowledge-base table missing (rebuild with tools/kb_graph.py)")
-    data = read_json(path, "knowledge-base table", KnowledgeBaseError)
-    missing = [key for key in _KEYS if not isinstance(data, dict) or key not in data]
-    if missing:
-        raise KnowledgeBaseError(f"{path}: missing key {missing[0]!r} (rebuild with tools/kb_graph.py)")
-    return GraphFacts(path, data)
+    return GraphFacts(path, read_kb_table(path, _KEYS, "tools/kb_graph.py"))
 
 
 @cache

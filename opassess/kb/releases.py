@@ -9,8 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..datafile import read_json
-from ..errors import KnowledgeBaseError
+from ..datafile import read_kb_table
 from ..resources import data_path
 from .versions import Version, parse_version
 
@@ -134,10 +133,4 @@ def load_releases(directory: Path | None = None) -> Releases:
 
 @cache
 def _load(path: Path) -> Releases:
-    if not path.is_file():
-        raise KnowledgeBaseError(f"{path}: knowledge-base table missing (rebuild with tools/kb_versions.py)")
-    data = read_json(path, "knowledge-base table", KnowledgeBaseError)
-    missing = [key for key in _KEYS if not isinstance(data, dict) or key not in data]
-    if missing:
-        raise KnowledgeBaseError(f"{path}: missing key {missing[0]!r} (rebuild with tools/kb_versions.py)")
-    return Releases(path, data)
+    return Releases(path, read_kb_table(path, _KEYS, "tools/kb_versions.py"))
