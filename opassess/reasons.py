@@ -149,8 +149,9 @@ HCCL = reason_code("hccl", "a torch.distributed collective the model called, jud
                    decides=_PARAM)
 
 # ----------------------------------------------------------------- stand-ins and source sites (classify/library.py)
-STAND_IN = reason_code("stand-in", "a GPU-only library call or a Triton launch recorded by a stand-in, not run: its "
-                       "arguments were seen, not what the kernel does")
+STAND_IN = reason_code("stand-in", "a GPU-only library call, a Triton launch or a function of the project's own "
+                       "extension that is not built here, recorded by a stand-in, not run: its arguments were seen, "
+                       "not what the kernel does")
 TRITON_KERNEL = reason_code("triton-kernel", "a Triton kernel: it needs triton-ascend and a check of its body; "
                             "counted as a kernel to port", decides=_CUSTOM)
 LIBRARY_ROUTE = reason_code("library-route", "the third-party kernel table's route for a library call (an NPU build "

@@ -92,6 +92,8 @@ class StandIn:
     library: str  # "flash_attn", "triton", "torch.cuda"
     symbols: tuple[str, ...]  # what the model called: "flash_attn.flash_attn_func", "triton:add_kernel", ".cuda()"
     why: str  # one sentence: not installed, or installed but needing a GPU
+    # the project's own extension, not built here: the setup.py line that builds it ("rope/setup.py:6"); else None
+    built_by: str | None = None
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from .collective import classify_collective, collective_name, nested_collectives
 from .judgement import Judgement
 from .library import classify_library
 from .limits import SignatureChecks
-from .project import judge_project_op
+from .project import judge_project_op, unbuilt_reasons
 from .scope import backward_of, deprecation, judge_backward, taken_whole
 
 _NON_ATEN = ("aten", "prims")
@@ -92,8 +92,10 @@ class _Scope:
 class _Classifier(AtenJudge, SignatureChecks):
     def __init__(self, kb: KnowledgeBase, product: Product, version: Version, trained: bool = False,
                  registered: Mapping[str, tuple[str, ...]] | None = None,
-                 references: Mapping[str, tuple[str, ...]] | None = None) -> None:
+                 references: Mapping[str, tuple[str, ...]] | None = None,
+                 unbuilt: Mapping[str, str] | None = None) -> None:
         self.kb = kb
+        self.unbuilt = dict(unbuilt or {})  # the project's own extensions not built here -> the line building them
         self.target = product
         self.product = product.name  # as reports print it
         self.page = product.api_page or product.name  # the API pages' and their limitations' product name
@@ -121,6 +123,8 @@ class _Classifier(AtenJudge, SignatureChecks):
             for call in (*node.aten, *node.backward):
                 self.samples.setdefault(call.qualified, call)
         scope = self._scope(op)
+        if op.kind == "extension":
+            scope.shared += unbuilt_reasons(op, self.unbuilt)
         judgements = [self._judge(op, index, sig, scope)  # an operator with no signature is judged once
                       for index, sig in enumerate(op.signatures or (None,))]
         backward_support = self._backward(op, judgements, scope) if op.backward_aten else {}
@@ -400,7 +404,8 @@ def classify(inventory: Inventory, kb: KnowledgeBase, *, target: str | None = No
     classifier = _Classifier(kb, product, kb.resolve_version(torch_version),
                              trained=inventory.capture.training,
                              registered={r.op: r.kinds for r in inventory.capture.registrations},
-                             references={r.op: r.reference for r in inventory.capture.registrations if r.reference})
+                             references={r.op: r.reference for r in inventory.capture.registrations if r.reference},
+                             unbuilt={s.library: s.built_by for s in inventory.capture.stand_ins if s.built_by})
     return tuple(classifier.classify(op) for op in inventory.operators)
 
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 from ..kb.rules import Replacement
 from ..messages import N_, Text
-from ..reasons import AUTOGRAD_FUNCTION, CUSTOM_OP, DECOMPOSES, EXTENSION, REGISTER_COMPOSITE, REPLACEMENT
-from ..records import Operator
+from ..reasons import AUTOGRAD_FUNCTION, CUSTOM_OP, DECOMPOSES, EXTENSION, REGISTER_COMPOSITE, REPLACEMENT, STAND_IN
+from ..records import Operator, Reason
 from ..vocabulary import Category
 from .aten import AtenVerdict
 from .decompose import dispatch_kinds
@@ -86,3 +86,16 @@ def judge_project_op(op: Operator, j: Judgement, verdicts: Mapping[str, AtenVerd
         j.add_message(CUSTOM_OP, N_("%(op)s is a custom autograd.Function or extension whose kernels do not run on "
                                       "the NPU (%(ops)s)"), {"op": op.key, "ops": ops},
                       Text(N_("trace: kind custom; npu_aten_ops")), category=Category.CUSTOM_DEV)
+
+
+def unbuilt_reasons(op: Operator, unbuilt: Mapping[str, str]) -> list[Reason]:
+    """The stand-in reason of a function of the project's own extension that is not built here (`unbuilt`: module ->
+    the setup.py line building it; opassess/standins/project.py), else none."""
+    module = op.key.rpartition(".")[0]
+    if module not in unbuilt:
+        return []
+    return [Reason.of(STAND_IN.code, N_("%(module)s is the project's own extension (%(site)s builds it) and is not "
+                                        "built here: %(op)s was recorded by a stand-in, not run, so the ATen ops it "
+                                        "calls are not known"),
+                      {"module": module, "site": unbuilt[module], "op": op.key},
+                      Text(N_("trace: stand-in for the project's extension")))]

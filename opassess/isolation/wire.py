@@ -56,7 +56,7 @@ _NODE: dict[str, _Kind] = {
     "source": "str?", "flops": "int", "bytes_moved": "int", "entry": "strs", "backward": [AtenCall],
     "backward_flops": "int", "project_source": "str?"}
 _ATTEMPT: dict[str, _Kind] = {"method": "str", "error": "str?", "seconds": "float"}
-_STAND_IN: dict[str, _Kind] = {"library": "str", "symbols": "strs", "why": "str"}
+_STAND_IN: dict[str, _Kind] = {"library": "str", "symbols": "strs", "why": "str", "built_by": "str?"}
 _DYNAMO_BREAK: dict[str, _Kind] = {"reason": "str", "source": "str?"}
 _DYNAMO: dict[str, _Kind] = {
     "graphs": "int", "ops": "int", "breaks": [DynamoBreak], "seconds": "float", "error": "str?"}

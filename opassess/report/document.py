@@ -228,8 +228,8 @@ def document_of(assessment: Assessment, rows: list[Row]) -> dict[str, Any]:
                 "device_note": capture.device_note,
                 "step": capture.step,
                 "step_note": capture.step_note,
-                "stand_ins": [{"library": s.library, "symbols": list(s.symbols), "why": s.why}
-                              for s in capture.stand_ins],
+                "stand_ins": [{"library": s.library, "symbols": list(s.symbols), "why": s.why,
+                               **({"built_by": s.built_by} if s.built_by else {})} for s in capture.stand_ins],
                 "attempts": [{"method": a.method, "error": a.error, "seconds": _round(a.seconds, 3)}
                              for a in capture.attempts],
             },

@@ -9,6 +9,7 @@ sources it lists and includes, template-instantiation .cu files counted as kerne
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
@@ -42,23 +43,34 @@ def _top(name: str) -> str:
     return name.split(".", 1)[0]
 
 
+def _built(name: str, extensions: Iterable[str]) -> str | None:
+    """The extension module `name` is or lies in ('rope_cuda.forward' -> 'rope_cuda'; 'pkg._C.nms' -> 'pkg._C'; a
+    relative import resolved from a deeper root, 'repo.pkg._C', -> 'pkg._C'), or None."""
+    for extension in extensions:
+        if name == extension or name.startswith(extension + ".") or f".{extension}." in f".{name}." \
+                and "." in extension:
+            return extension
+    return None
+
+
 def link_own(sites: list[Site], own: frozenset[str], imports: Iterable[tuple[str, str, int]] = ()) -> list[Site]:
     """The sites without the tree's own imports and calls (its modules, and the extension modules it builds); an
-    extension site lists the imports of its module (`imports`: (file, module, line)) and the calls the facts knew
-    (`LINK` details) instead."""
+    extension site lists the imports and calls of its module (`imports`: (file, module or called name, line)) and the
+    calls the facts knew (`LINK` details) instead."""
     extensions = {site.get("name"): site for site in sites if site.kind == "extension" and site.get("name")}
     links: dict[str, list[str]] = {}
     for file, module, line in imports:
-        if _top(module) in extensions:
-            links.setdefault(_top(module), []).append(f"{file}:{line}")
+        built = _built(module, extensions)
+        if built is not None:
+            links.setdefault(built, []).append(f"{file}:{line}")
     kept = []
     for site in sites:
         if site.kind in ("import", "api"):
-            top = _top(site.subject)
-            if top in extensions:
-                links.setdefault(top, []).append(f"{site.file}:{site.line}")
+            built = _built(site.subject, extensions)
+            if built is not None:
+                links.setdefault(built, []).append(f"{site.file}:{site.line}")
                 continue
-            if top in own:
+            if _top(site.subject) in own:
                 continue
         kept.append(site)
     return [dataclasses.replace(s, detail=(*s.detail, *((LINK, where) for where in dict.fromkeys(
@@ -66,13 +78,20 @@ def link_own(sites: list[Site], own: frozenset[str], imports: Iterable[tuple[str
 
 
 def extension_sources(site: Site, texts: Mapping[str, str]) -> list[str]:
-    """The scanned files an extension site builds from: the sources it lists (relative to its file, or to the root)
-    and, transitively, the project headers they #include "...", in order."""
+    """The scanned files an extension site builds from: the sources it lists (relative to its file, or to the root;
+    a glob pattern matched against the scanned files), or every native file under its folder when its sources are
+    computed when setup.py runs; then, transitively, the project headers they #include "...", in order."""
     base = PurePosixPath(site.file).parent
     queue = []
+    if site.get("sources") == "computed":
+        inside = "" if base == PurePosixPath(".") else base.as_posix() + "/"
+        queue = [f for f in texts if f.startswith(inside)]
     for source in site.all("source"):
         for candidate in ((base / source).as_posix(), source):
-            if candidate in texts:
+            if any(c in candidate for c in "*?["):
+                queue += [f for f in texts if fnmatch.fnmatchcase(f, candidate)
+                          or candidate.startswith("*/") and fnmatch.fnmatchcase(f, candidate[2:])]
+            elif candidate in texts:
                 queue.append(candidate)
                 break
     seen: dict[str, None] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import sys
 from collections.abc import Callable
 from functools import cached_property
 
@@ -21,6 +22,10 @@ from .records import Site
 from .walk import CHAIN, DECORATOR, FileNodes, walk_file
 
 DEVICE_KWARGS = ("device", "device_type", "map_location", "device_id", "device_ids")
+CUDA_EXTENSION = "torch.utils.cpp_extension.CUDAExtension"
+EXTENSION_BUILDERS = ("torch.utils.cpp_extension.load", CUDA_EXTENSION)
+CPP_EXTENSION = "torch.utils.cpp_extension.CppExtension"
+COMPUTED = "computed"  # Site.detail ("sources", COMPUTED): an extension whose sources are computed when setup.py runs
 TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics")
 
 
@@ -65,7 +70,27 @@ class PythonScanner:
                         if any(self._decorator_name(d) == "triton.jit" for d in n.decorator_list)}
         self.launches: dict[str, list[tuple[int, int | None]]] = {}
         self.sites: list[Site] = []
-        self.imports: list[tuple[str, int]] = []  # (module, line) of every absolute import, for package.link_own
+        # (module, line) of every import (a relative one resolved from the file's path) and (qualified, line) of every
+        # call through an imported name outside torch and the standard library: what package.link_own links a built
+        # extension to
+        self.imports: list[tuple[str, int]] = []
+        self.builders, self.builder_values = self._builder_names()
+
+    def _builder_names(self) -> tuple[dict[str, str], set[int]]:
+        """Local names bound to an extension builder (`extension = CUDAExtension`, often after `extension =
+        CppExtension` under an `if` that finds CUDA): name -> the builder, CUDAExtension when any binding is; and the
+        ids of the bound values (the builder's own name there is part of the extension's site, not a site)."""
+        bound: dict[str, set[str]] = {}
+        values: dict[str, list[int]] = {}
+        for node, _, _, _ in self.nodes.assigns:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                q = self.qual(node.value)
+                if q in (*EXTENSION_BUILDERS, CPP_EXTENSION):
+                    bound.setdefault(node.targets[0].id, set()).add(q)
+                    values.setdefault(node.targets[0].id, []).append(id(node.value))
+        builders = {name: CUDA_EXTENSION if CUDA_EXTENSION in qs else min(qs) for name, qs in bound.items()
+                    if qs & set(EXTENSION_BUILDERS)}
+        return builders, {v for name in builders for v in values[name]}
 
     @cached_property
     def constants(self) -> Constants:
@@ -116,9 +141,16 @@ class PythonScanner:
                 self._import(node, alias.name)
         elif node.module and not node.level:
             self._import(node, node.module, [a.name for a in node.names])
+        elif node.level:  # `from . import _C`: the module it names, read from the file's place in the tree
+            parts = self.file.split("/")[:-1]
+            if node.level - 1 <= len(parts):
+                base = [*parts[:len(parts) - node.level + 1], *(node.module.split(".") if node.module else ())]
+                self.imports += [(".".join([*base, a.name]), node.lineno) for a in node.names if a.name != "*"]
 
     def _import(self, node: ast.AST, module: str, names: list[str] | tuple[str, ...] = ()) -> None:
-        self.imports.append((module, getattr(node, "lineno", 1)))
+        line = getattr(node, "lineno", 1)
+        self.imports.append((module, line))
+        self.imports += [(f"{module}.{name}", line) for name in names if name != "*"]
         if self.facts.library_for_module(module) or self.facts.migration_for_import(module.split(".")[0]):
             guarded = ("guarded", "yes" if id(node) in self.guarded else "no")
             self.add(node, "import", module, [guarded, *(("name", n) for n in names)])
@@ -136,6 +168,8 @@ class PythonScanner:
             self.launches.setdefault(node.func.value.id, []).append((node.lineno, programs))
         if q:
             self._call(node, q, kwargs)
+        elif isinstance(node.func, ast.Name) and node.func.id in self.builders:
+            self._call(node, self.builders[node.func.id], kwargs)
         elif isinstance(node.func, ast.Attribute):
             self._method(node, node.func.attr, kwargs)
         elif isinstance(node.func, ast.Name) and any(_is_cuda(v) for k, v in kwargs.items() if k in DEVICE_KWARGS):
@@ -144,11 +178,18 @@ class PythonScanner:
     def _call(self, node: ast.Call, q: str, kwargs: dict[str, str]) -> None:
         positional = [_literal(a) for a in node.args]
         detail = [("kwarg", f"{k}={v}") for k, v in kwargs.items()]
-        if q in ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.CUDAExtension"):
+        if q in EXTENSION_BUILDERS:
             name = kwargs.get("name") or (positional[0] if positional else None) or "?"
             sources = self._sources(node)
-            self.add(node, "extension", q, [("name", name), *(("source", s) for s in sources)])
+            detail = [("name", name), *(("source", s) for s in sources)] if sources is not None else \
+                [("name", name), ("sources", COMPUTED)]
+            self.add(node, "extension", q, detail)
             return
+        top = q.split(".")[0]
+        if top not in sys.stdlib_module_names and top != "torch":
+            self.imports.append((q, node.lineno))  # a call of a module the tree may build (package.link_own)
+        elif q == "importlib.import_module" and len(positional) == 1 and positional[0]:
+            self.imports.append((positional[0], node.lineno))  # apex: importlib.import_module("amp_C")
         if q == "triton.Config" and id(node) in self.config_lists:
             owner = self.config_lists[id(node)]
             if id(owner) not in self.lists_seen:
@@ -164,7 +205,8 @@ class PythonScanner:
         if q in self.kernels or q.startswith(TL):
             return
         device = [v for k, v in kwargs.items() if k in DEVICE_KWARGS and _is_cuda(v)]
-        device += [p for p in positional if p is not None and _is_cuda(p)]
+        if top not in sys.stdlib_module_names:  # os.path.join(src, "cuda", "*.cu") names a folder, not a device
+            device += [p for p in positional if p is not None and _is_cuda(p)]
         backend = kwargs.get("backend") or (positional[0] if positional else None)
         if backend is not None and "nccl" in backend.split(":"):
             self.add(node, "backend", q, [("literal", backend), *detail])
@@ -186,12 +228,31 @@ class PythonScanner:
         elif any(_is_cuda(v) for k, v in kwargs.items() if k in DEVICE_KWARGS):
             self.add(node, "device", f"?.{attr}", [("literal", "cuda")])
 
-    def _sources(self, node: ast.Call) -> list[str]:
+    def _sources(self, node: ast.Call) -> list[str] | None:
+        """The sources an extension lists, as paths or glob patterns relative to the file's folder ('csrc/*.cu';
+        `os.path.join(root, "csrc", "rope.cu")` -> '*/csrc/rope.cu'); None when they are computed (a name, a
+        glob.glob call, a comprehension): package.extension_sources then takes the native files under the folder."""
         value = next((k.value for k in node.keywords if k.arg == "sources"), None)
         if value is None and len(node.args) > 1:
             value = node.args[1]
-        elts = value.elts if isinstance(value, ast.List | ast.Tuple) else []
-        return [s for s in (_literal(e) for e in elts) if s]
+        if not isinstance(value, ast.List | ast.Tuple):
+            return None
+        sources = []
+        for element in value.elts:
+            literal = _literal(element)
+            if literal is None and isinstance(element, ast.Call) and self.qual(element.func) == "os.path.join":
+                tail: list[str] = []
+                for arg in reversed(element.args):
+                    part = _literal(arg)
+                    if part is None:
+                        break
+                    tail.insert(0, part)
+                literal = "*/" + "/".join(tail) if tail and len(tail) < len(element.args) else \
+                    "/".join(tail) if tail else None
+            if literal is None:
+                return None
+            sources.append(literal)
+        return sources
 
     def _on_attribute(self, node: ast.Attribute, role: int) -> None:
         q = self.qual(node)
@@ -207,6 +268,8 @@ class PythonScanner:
 
     def _on_name(self, node: ast.Name, role: int) -> None:
         q = self.aliases.get(node.id)
+        if id(node) in self.builder_values:
+            return
         if q and q != node.id and (role != DECORATOR or q not in TRITON_DECORATORS) and self.facts.is_relevant(q):
             self.add(node, "api", q, [("use", "name")])
 

@@ -125,6 +125,11 @@ def _with_extension_sizes(sites: list[Site], native_sites: list[Site], texts: di
             size = extension_size(files, native_sites, texts)
             if size is not None:
                 site = dataclasses.replace(site, size=size)
+            if site.get("sources") == "computed" or any(c in s for s in site.all("source") for c in "*?["):
+                # what was computed or matched, named as the files found (a header they include is not a source)
+                listed = [f for f in files if not f.endswith((".h", ".hpp", ".hh", ".cuh"))]
+                site = dataclasses.replace(site, detail=(*(d for d in site.detail if d[0] != "source"),
+                                                         *(("source", f) for f in listed)))
             for file in files:
                 built.setdefault(file, f"{site.file}:{site.line}")
         out.append(site)

@@ -6,6 +6,10 @@
   finder knows, so an installed library is never shadowed. Each call of a stand-in function is one operator of
   kind "library"; known entry points return outputs of the right shape on the inputs' device (outputs.py); any
   other call stops the capture with one line naming the symbol, rather than inventing a result.
+- The project's own compiled extension, not built here: an import, by the project's code, of a module that a setup.py
+  in the importing file's folder or a parent builds (CUDAExtension / cpp_extension.load) is a stand-in module too
+  (project.py); each call of it is an operator of kind "extension" (custom-dev), its output shaped like its first
+  tensor argument. An import guarded by `except ImportError` keeps its fallback.
 - Triton: a launch `kernel[grid](...)` of a @triton.jit function is recorded (key "triton:<kernel>", its tensor
   arguments) and not run: the kernel writes into tensors the model allocated. Without triton installed, a
   stand-in `triton` / `triton.language` lets the file import.

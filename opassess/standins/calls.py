@@ -25,6 +25,7 @@ class StandInCall:
 
     key: str
     library: str
+    kind = "library"  # the operator kind its calls are recorded as ("extension": the project's own, project.py)
     kernel: Callable | None = None  # the Python function behind a Triton kernel, for naming its arguments
 
     def run(self, args: tuple, kwargs: dict) -> Any:

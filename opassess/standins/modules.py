@@ -14,6 +14,7 @@ from types import FrameType, ModuleType
 from typing import Any
 
 from .calls import ACTIVE, LibrarySymbol, TritonLaunch
+from .project import ExtensionSymbol, ProjectExtension, project_extension
 
 STANDIN_FLAG = "__opassess_standin__"  # set on every stand-in module: what session.py removes from sys.modules
 
@@ -30,6 +31,18 @@ class StandInModule(ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         symbol = LibrarySymbol(f"{self.__name__}.{name}", getattr(self, STANDIN_FLAG))
+        setattr(self, name, symbol)
+        return symbol
+
+
+class ProjectExtensionModule(StandInModule):
+    """The project's own compiled extension, not built here (project.py): every public attribute is one of its
+    functions, recorded as an operator of kind "extension"."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        symbol = ExtensionSymbol(f"{self.__name__}.{name}", getattr(self, STANDIN_FLAG))
         setattr(self, name, symbol)
         return symbol
 
@@ -122,11 +135,15 @@ class TritonModule(StandInModule):
 
 
 class StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds the import names of the kernel-library table that no installed finder found."""
+    """Finds the import names of the kernel-library table, and of the extensions the project's setup.py builds
+    (project.py), that no installed finder found."""
 
-    def __init__(self, roots: dict[str, str], on_import: Callable[[str, str], None]) -> None:
+    def __init__(self, roots: dict[str, str], on_import: Callable[[str, str], None],
+                 on_project: Callable[[ProjectExtension], None] | None = None) -> None:
         self.roots = roots  # import name ('flash_attn', 'megatron.core') -> the table's library name
         self.on_import = on_import
+        self.on_project = on_project
+        self.project: dict[str, ProjectExtension] = {}  # the project's own extensions stood in for, by module name
 
     def library_of(self, fullname: str) -> str | None:
         for name, library in self.roots.items():
@@ -135,11 +152,25 @@ class StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if ACTIVE["session"] is None or self.library_of(fullname) is None or not _imported_by_project():
+        if ACTIVE["session"] is None:
             return None
+        importer = _project_importer()
+        if importer is None:
+            return None
+        if self.library_of(fullname) is None:
+            extension = project_extension(*importer, fullname=fullname)
+            if extension is None:
+                return None
+            self.project[fullname] = extension
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=False)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec: Any) -> ModuleType:
+        extension = self.project.get(spec.name)
+        if extension is not None:
+            if self.on_project is not None:
+                self.on_project(extension)
+            return ProjectExtensionModule(spec.name, spec.name)
         library = self.library_of(spec.name) or spec.name
         self.on_import(library, spec.name)
         if spec.name.split(".")[0] == "triton":
@@ -152,10 +183,10 @@ class StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             setattr(sys.modules[parent], child, module)
 
 
-def _imported_by_project() -> bool:
-    """Whether the import statement being run is the project's (the model file or its own modules). torch,
-    transformers and other installed packages probe optional libraries (`try: import triton`) and must keep
-    seeing them missing: a stand-in would send them down GPU paths."""
+def _project_importer() -> tuple[str, int] | None:
+    """The file and line of the import statement being run when it is the project's (the model file or its own
+    modules), else None. torch, transformers and other installed packages probe optional libraries (`try: import
+    triton`) and must keep seeing them missing: a stand-in would send them down GPU paths."""
     import os
 
     frame: FrameType | None = sys._getframe(2)
@@ -165,11 +196,12 @@ def _imported_by_project() -> bool:
             break
         frame = frame.f_back
     if frame is None:
-        return False
+        return None
     filename = frame.f_code.co_filename
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the opassess package
-    return not ("site-packages" in filename or "dist-packages" in filename or filename.startswith(here)
-                or filename.startswith(sys.base_prefix) or filename.startswith(sys.prefix))
+    installed = ("site-packages" in filename or "dist-packages" in filename or filename.startswith(here)
+                 or filename.startswith(sys.base_prefix) or filename.startswith(sys.prefix))
+    return None if installed else (filename, frame.f_lineno)
 
 
 def import_roots(libraries: Any) -> dict[str, str]:
@@ -182,4 +214,5 @@ def import_roots(libraries: Any) -> dict[str, str]:
     return roots
 
 
-__all__ = ["STANDIN_FLAG", "StandInFinder", "StandInModule", "TritonModule", "import_roots"]
+__all__ = ["STANDIN_FLAG", "ProjectExtensionModule", "StandInFinder", "StandInModule", "TritonModule",
+           "import_roots"]

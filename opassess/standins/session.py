@@ -11,6 +11,7 @@ from typing import Any
 from ..records import StandIn
 from .calls import ACTIVE, StandInCall, TritonLaunch, pass_on
 from .modules import STANDIN_FLAG, StandInFinder, import_roots
+from .project import ProjectExtension
 
 MISSING_WHY = "{library} is not installed: a stand-in module records each call as an operator"
 TRITON_WHY = ("triton is installed, but a kernel cannot launch without a GPU: each launch is recorded with its "
@@ -28,10 +29,11 @@ class StandIns:
             from ..source.facts import load_source_facts
 
             facts = load_source_facts()
-        self.finder = StandInFinder(import_roots(facts.libraries), self._imported)
+        self.finder = StandInFinder(import_roots(facts.libraries), self._imported, self._project)
         self.device = "meta"
         self.modules: dict[str, ModuleType] = {}  # stand-in modules handed out, by name
         self._used: dict[str, tuple[dict[str, None], str]] = {}  # library -> (symbols in order, why)
+        self._built_by: dict[str, str] = {}  # the project's own extension -> the setup.py line that builds it
         self._depth = 0
         self._stack: contextlib.ExitStack | None = None
 
@@ -46,16 +48,23 @@ class StandIns:
     def _imported(self, library: str, name: str) -> None:
         self.note(library, None, MISSING_WHY.format(library=library))
 
+    def _project(self, extension: ProjectExtension) -> None:
+        self._built_by[extension.name] = extension.built_by
+        self.note(extension.name, None, extension.why)
+
     def note_call(self, call: StandInCall) -> None:
         """A stand-in was called (calls.py)."""
-        if isinstance(call, TritonLaunch) and "triton" not in self._used and "triton" not in self.modules:
+        if call.library in self._built_by:
+            self.note(call.library, call.key, "")
+        elif isinstance(call, TritonLaunch) and "triton" not in self._used and "triton" not in self.modules:
             self.note("triton", call.key, TRITON_WHY)
         else:
             self.note(call.library, call.key, MISSING_WHY.format(library=call.library))
 
     def records(self) -> tuple[StandIn, ...]:
         """The stand-ins used so far, in order of first use."""
-        return tuple(StandIn(library, tuple(symbols), why) for library, (symbols, why) in self._used.items())
+        return tuple(StandIn(library, tuple(symbols), why, self._built_by.get(library))
+                     for library, (symbols, why) in self._used.items())
 
     # ------------------------------------------------------------------ install / remove
 

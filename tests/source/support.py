@@ -203,3 +203,199 @@ def write_library(root: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
     return root
+
+
+# The project's own CUDA extensions, as projects build them (issue 37, item 6). ROPE: a setup.py that lists its
+# sources (torch.utils.cpp_extension's documented form) and a model file calling the built module. DEFORMABLE: the
+# layout of Deformable DETR's models/ops (and of DINO, Mask2Former, ...): the builder bound to a name
+# (`extension = CUDAExtension`), its sources globbed when setup.py runs, and the built module imported by the
+# package's interface module, whose autograd.Function calls it. PACKAGED: a package's own `pkg._C`, imported
+# absolutely in one module and relatively in another.
+ROPE = {
+    "setup.py": '''\
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(
+            name="rope_cuda",
+            ext_modules=[CUDAExtension("rope_cuda", ["csrc/rope.cpp", "csrc/rope.cu"])],
+            cmdclass={"build_ext": BuildExtension},
+        )
+        ''',
+    "csrc/rope.cpp": '''\
+        #include <torch/extension.h>
+        torch::Tensor rope_forward_cuda(torch::Tensor x, torch::Tensor cos, torch::Tensor sin);
+        torch::Tensor forward(torch::Tensor x, torch::Tensor cos, torch::Tensor sin) {
+          return rope_forward_cuda(x, cos, sin);
+        }
+        PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward, "rope forward"); }
+        ''',
+    "csrc/rope.cu": '''\
+        #include <torch/extension.h>
+        __global__ void rope_kernel(const float* x, const float* c, const float* s, float* out, int n, int d) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i >= n) return;
+          int j = i % d; int h = d / 2;
+          float b = j < h ? -x[i + h] : x[i - h];
+          out[i] = x[i] * c[j] + b * s[j];
+        }
+        torch::Tensor rope_forward_cuda(torch::Tensor x, torch::Tensor c, torch::Tensor s) {
+          auto out = torch::empty_like(x);
+          int n = x.numel(), d = x.size(-1);
+          rope_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), c.data_ptr<float>(), s.data_ptr<float>(),
+                                                out.data_ptr<float>(), n, d);
+          return out;
+        }
+        ''',
+    "model.py": '''\
+        import torch
+        import rope_cuda
+
+
+        class Attention(torch.nn.Module):
+            def __init__(self, dim=16):
+                super().__init__()
+                self.q = torch.nn.Linear(dim, dim)
+                self.register_buffer("cos", torch.ones(dim))
+                self.register_buffer("sin", torch.zeros(dim))
+
+            def forward(self, x):
+                q = self.q(x)
+                return rope_cuda.forward(q, self.cos, self.sin).relu()
+
+
+        def build_model():
+            return Attention()
+
+
+        def example_inputs():
+            return (torch.randn(2, 4, 16),)
+        ''',
+}
+
+DEFORMABLE = {
+    "ops/setup.py": '''\
+        import glob
+        import os
+
+        import torch
+        from setuptools import find_packages, setup
+        from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension
+
+
+        def get_extensions():
+            this_dir = os.path.dirname(os.path.abspath(__file__))
+            extensions_dir = os.path.join(this_dir, "src")
+            main_file = glob.glob(os.path.join(extensions_dir, "*.cpp"))
+            source_cuda = glob.glob(os.path.join(extensions_dir, "cuda", "*.cu"))
+            sources = main_file
+            extension = CppExtension
+            if torch.cuda.is_available() and CUDA_HOME is not None:
+                extension = CUDAExtension
+                sources += source_cuda
+            return [extension("MultiScaleDeformableAttention", sources, include_dirs=[extensions_dir])]
+
+
+        setup(name="MultiScaleDeformableAttention", packages=find_packages(), ext_modules=get_extensions())
+        ''',
+    "ops/src/vision.cpp": '''\
+        #include "cuda/ms_deform_attn_cuda.h"
+        PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("ms_deform_attn_forward", &ms_deform_attn_cuda_forward); }
+        ''',
+    "ops/src/cuda/ms_deform_attn_cuda.h": '''\
+        #pragma once
+        #include <torch/extension.h>
+        at::Tensor ms_deform_attn_cuda_forward(const at::Tensor &value);
+        ''',
+    "ops/src/cuda/ms_deform_attn_cuda.cu": '''\
+        #include "ms_deform_attn_cuda.h"
+        __global__ void ms_deformable_im2col_gpu_kernel(const float* v, float* out, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) out[i] = v[i] * 0.5f;
+        }
+        at::Tensor ms_deform_attn_cuda_forward(const at::Tensor &value) {
+          auto out = at::empty_like(value);
+          int n = value.numel();
+          ms_deformable_im2col_gpu_kernel<<<(n + 255) / 256, 256>>>(value.data_ptr<float>(), out.data_ptr<float>(), n);
+          return out;
+        }
+        ''',
+    "ops/__init__.py": "",
+    "ops/functions/__init__.py": "from .ms_deform_attn_func import MSDeformAttnFunction\n",
+    "ops/functions/ms_deform_attn_func.py": '''\
+        import torch
+        from torch.autograd import Function
+
+        import MultiScaleDeformableAttention as MSDA
+
+
+        class MSDeformAttnFunction(Function):
+            @staticmethod
+            def forward(ctx, value):
+                return MSDA.ms_deform_attn_forward(value)
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+        ''',
+    "model.py": '''\
+        import torch
+
+        from ops.functions import MSDeformAttnFunction
+
+
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                return MSDeformAttnFunction.apply(self.proj(x))
+
+
+        def build_model():
+            return Block()
+
+
+        def example_inputs():
+            return (torch.randn(2, 8),)
+        ''',
+}
+
+PACKAGED = {
+    "setup.py": '''\
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(name="boxes", ext_modules=[CUDAExtension(name="boxes._C", sources=["boxes/csrc/*.cu"])],
+              cmdclass={"build_ext": BuildExtension})
+        ''',
+    "boxes/__init__.py": "",
+    "boxes/csrc/nms.cu": '''\
+        __global__ void nms_kernel(const float* boxes, long long* keep, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) keep[i] = boxes[i] > 0.5f;
+        }
+        ''',
+    "boxes/ops.py": '''\
+        from boxes import _C
+
+
+        def nms(boxes, scores, iou):
+            return _C.nms(boxes, scores, iou)
+        ''',
+    "boxes/layers/roi.py": '''\
+        from .. import _C
+
+        roi_align = _C.roi_align
+        ''',
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """`files` (relative path -> text) written under root; returns root."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root

@@ -18,7 +18,7 @@ from opassess.score.weights.load import load_weights
 from opassess.source import scan_sources
 from opassess.source.package import own_modules
 from opassess.vocabulary import Category
-from tests.source.support import write_library
+from tests.source.support import DEFORMABLE, PACKAGED, ROPE, write_library, write_tree
 
 WEIGHTS = load_weights()
 
@@ -40,8 +40,10 @@ def test_the_built_extension_is_linked_to_its_import_and_priced_once_as_its_kern
     scan = scan_sources(library)
     ext = next(f for f in scan.findings if f.kind == "cpp-extension")
     assert not [f for f in scan.findings if "selective_scan_cuda" in f.subject]  # its import is no site of its own
-    assert any("builds module selective_scan_cuda, imported or called at mamba_ssm/ops/scan_interface.py:5" in n
-               for n in ext.notes) and ext.links == ("mamba_ssm/ops/scan_interface.py:5",)
+    # the import (line 5) and the call selective_scan_cuda.fwd(x) (line 13)
+    assert any("builds module selective_scan_cuda, imported or called at mamba_ssm/ops/scan_interface.py:5, "
+               "mamba_ssm/ops/scan_interface.py:13" in n for n in ext.notes)
+    assert ext.links == ("mamba_ssm/ops/scan_interface.py:5", "mamba_ssm/ops/scan_interface.py:13")
     # its size: the kernel of the header its .cu includes (6 lines) + the .cu of template instantiations (3 lines)
     assert (ext.size.kernels, ext.size.lines) == (1, 6 + 3)
     built = {f.kind: f.built_by for f in scan.findings if f.file.startswith("csrc/")}
@@ -199,3 +201,54 @@ def test_scan_with_source_summary_counts_the_reached_sites_it_prices(library, tm
     assert f"| Custom development | **{custom}** (" in result.stdout
     subject = worst["subject"].replace("_", "\\_")  # Markdown-escaped
     assert f"| Highest risk | **★★★★★** ({worst['file']}:{worst['line']} {subject}) |" in result.stdout
+
+
+# ---------------------------------------------------------------- the project's own CUDA extensions (issue 37, item 6)
+
+
+def _by_kind(scan) -> dict:
+    return {(f.file, f.kind): f for f in scan.findings}
+
+
+def test_a_call_of_the_project_s_built_extension_is_its_custom_dev_extension_naming_the_cu_source(tmp_path):
+    scan = scan_sources(write_tree(tmp_path / "rope", ROPE))
+    sites = _by_kind(scan)
+    extension = sites[("setup.py", "cpp-extension")]
+    assert extension.category == Category.CUSTOM_DEV
+    # the import (line 2) and the call `rope_cuda.forward(...)` (line 14) of the module it builds are its links: one
+    # custom-dev item, priced as its one kernel, whose notes name the .cu it is built from
+    assert extension.links == ("model.py:2", "model.py:14")
+    notes = [str(n) for n in extension.notes]
+    assert "sources: csrc/rope.cpp, csrc/rope.cu" in notes
+    assert extension.size is not None and extension.size.kernels == 1
+    assert sites[("csrc/rope.cu", "cuda-kernel")].built_by == "setup.py:6"
+    assert not [f for f in scan.findings if f.file == "model.py"]  # the call is no site of its own (not direct)
+
+
+def test_a_builder_bound_to_a_name_with_globbed_sources_is_found_with_its_kernels(tmp_path):
+    """Deformable DETR's models/ops: `extension = CUDAExtension` then `extension(name, sources)`, the sources globbed
+    when setup.py runs; the built module is imported and called by the package's interface module."""
+    scan = scan_sources(write_tree(tmp_path / "detr", DEFORMABLE))
+    sites = _by_kind(scan)
+    extension = sites[("ops/setup.py", "cpp-extension")]
+    assert extension.category == Category.CUSTOM_DEV
+    assert any("builds module MultiScaleDeformableAttention," in str(n) for n in extension.notes)
+    assert extension.links == ("ops/functions/ms_deform_attn_func.py:4", "ops/functions/ms_deform_attn_func.py:10")
+    notes = [str(n) for n in extension.notes]
+    assert notes[0] == ("its sources are computed when ops/setup.py runs: taken as the C++/CUDA files under its "
+                        "folder")
+    assert "sources: ops/src/cuda/ms_deform_attn_cuda.cu, ops/src/vision.cpp" in notes
+    assert sites[("ops/src/cuda/ms_deform_attn_cuda.cu", "cuda-kernel")].built_by == "ops/setup.py:19"
+    # the builder's name is the extension's site, not a CUDAExtension reference of its own; os.path.join(dir, "cuda",
+    # "*.cu") names a folder, not a CUDA device
+    assert [(f.line, f.subject) for f in scan.findings if f.file == "ops/setup.py"] == [
+        (16, "torch.cuda.is_available"), (19, "torch.utils.cpp_extension.CUDAExtension")]
+
+
+def test_a_package_s_own_compiled_module_is_linked_from_absolute_and_relative_imports(tmp_path):
+    scan = scan_sources(write_tree(tmp_path / "boxes", PACKAGED))
+    extension = _by_kind(scan)[("setup.py", "cpp-extension")]
+    assert any("builds module boxes._C," in str(n) for n in extension.notes)
+    assert extension.links == ("boxes/layers/roi.py:1", "boxes/ops.py:1", "boxes/ops.py:5")
+    assert "sources: boxes/csrc/nms.cu" in [str(n) for n in extension.notes]  # the glob 'boxes/csrc/*.cu', matched
+    assert _by_kind(scan)[("boxes/csrc/nms.cu", "cuda-kernel")].built_by == "setup.py:4"

@@ -222,6 +222,9 @@ class Classifier:
         rule = self.facts.migration(site.subject)
         cuda = site.subject.endswith("CUDAExtension") or any(s.endswith(CUDA_SOURCES) for s in sources)
         notes = [Text(N_("sources: %(files)s"), {"files": ", ".join(sources)})] if sources else []
+        if site.get("sources") == "computed":  # source/package.py: every native file under the build file's folder
+            notes.insert(0, Text(N_("its sources are computed when %(file)s runs: taken as the C++/CUDA files under "
+                                    "its folder"), {"file": site.file}))
         if not cuda:
             notes.append(Text(N_("no CUDA source listed")))
         links = site.all("link")  # imports and calls of the module it builds (source/package.py)
