@@ -29,7 +29,8 @@ def _measure(mode: str, size: str, layers: int | None) -> dict:
     os.environ["OPASSESS_LLAMA_CONFIG"] = size
     if layers:
         os.environ["OPASSESS_LLAMA_LAYERS"] = str(layers)
-    from opassess.pipeline import ScanOptions, assess
+    from opassess.options import ScanOptions
+    from opassess.pipeline.assess import assess
 
     started = time.perf_counter()
     result = assess(ScanOptions(target=str(LLAMA), graph_mode=mode))

@@ -31,7 +31,8 @@ def _measure(dtype: str) -> dict:
     import torch  # noqa: F401
     import transformers  # noqa: F401
 
-    from opassess.pipeline import ScanOptions, assess
+    from opassess.options import ScanOptions
+    from opassess.pipeline.assess import assess
     from opassess.report import build_view
 
     started = time.perf_counter()

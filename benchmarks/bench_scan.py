@@ -39,7 +39,8 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
     baseline_mb = peak_mb()
     started = time.perf_counter()
     if kind == "scan":
-        from opassess.pipeline import ScanOptions, assess
+        from opassess.options import ScanOptions
+        from opassess.pipeline.assess import assess
 
         result = assess(ScanOptions(target=str(LLAMA)))
         detail = f"{len(result.inventory.capture.nodes)} calls, {len(result.classified)} op types, " \
@@ -48,7 +49,7 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
         import resource
 
         from opassess.isolation.scan import finish_assessment, start_assessment
-        from opassess.pipeline import ScanOptions
+        from opassess.options import ScanOptions
 
         options = ScanOptions(target=str(LLAMA))
         view = finish_assessment(start_assessment(options, timeout=600, debug=False), options)

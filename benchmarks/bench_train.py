@@ -44,7 +44,8 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
         os.environ["OPASSESS_LLAMA_LAYERS"] = os.environ["OPASSESS_LLAMA_HF_LAYERS"] = str(layers)
     started = time.perf_counter()
     if kind == "scan":
-        from opassess.pipeline import ScanOptions, assess
+        from opassess.options import ScanOptions
+        from opassess.pipeline.assess import assess
 
         result = assess(ScanOptions(target=str(MODEL), train=True))
         nodes = result.inventory.capture.nodes

@@ -11,8 +11,9 @@ import importlib
 
 __version__ = "0.1.0"
 __all__ = ["Assessment", "ScanOptions", "assess", "assess_sources", "build_view", "render_view"]
-_HOME = {"Assessment": "opassess.assessment", "ScanOptions": "opassess.options", "assess": "opassess.pipeline",
-         "assess_sources": "opassess.pipeline", "build_view": "opassess.report", "render_view": "opassess.report"}
+_HOME = {"Assessment": "opassess.assessment", "ScanOptions": "opassess.options",
+         "assess": "opassess.pipeline.assess", "assess_sources": "opassess.pipeline.sources",
+         "build_view": "opassess.report", "render_view": "opassess.report"}
 
 
 def __getattr__(name: str) -> object:

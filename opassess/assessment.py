@@ -2,8 +2,8 @@
 
 It sits at the pipeline's layer (tests/test_layout.py LAYERS), above the stages whose records it holds, so each field
 has its real type: the capture and the operators (records.py), the source scan (source/), the routes (routes/), the
-graph-mode readiness (graphmode/) and the time model (perf/). Built by pipeline.assess_capture and
-pipeline.assess_sources; read by report/, ci/, isolation/ and the CLI.
+graph-mode readiness (graphmode/) and the time model (perf/). Built by pipeline/assess.py (assess_capture)
+and pipeline/sources.py (assess_sources); read by report/, ci/, isolation/ and the CLI.
 """
 from __future__ import annotations
 

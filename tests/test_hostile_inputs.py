@@ -228,7 +228,8 @@ def test_kb_import_refuses_a_fifo_in_place_of_the_table(tmp_path):
 def hostile_reports(tmp_path_factory):
     """One real scan of a model with hostile names through the CLI (JSON, the step summary with a baseline diff),
     and every other format rendered from the same model by the library."""
-    from opassess.pipeline import ScanOptions, assess
+    from opassess.options import ScanOptions
+    from opassess.pipeline.assess import assess
     from opassess.report import REPORTERS, render
 
     folder = tmp_path_factory.mktemp("hostile")

@@ -1,7 +1,8 @@
 """Inventory: operators grouped as users write them, with counts derived by hand from the model source."""
 from __future__ import annotations
 
-from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.capture import scan_inventory
 from tests.support import EXAMPLES
 
 

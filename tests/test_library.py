@@ -16,7 +16,8 @@ from tests.support import ROOT, TINY
 def test_each_public_name_is_the_object_its_module_defines():
     from opassess.assessment import Assessment
     from opassess.options import ScanOptions
-    from opassess.pipeline import assess, assess_sources
+    from opassess.pipeline.assess import assess
+    from opassess.pipeline.sources import assess_sources
     from opassess.report import render_view
     from opassess.report.view import build_view
 

@@ -51,7 +51,7 @@ class Reach:
     ran: int  # of which ran
     calls: tuple[UnreachedCall, ...]  # present, not reached, in file and line order
     classified: tuple[ClassifiedOp, ...] = ()  # the verdicts of the operators the calls are judged as
-    # the uncaptured non-direct operators priced as source sites of their category (pipeline.py): not in the total
+    # uncaptured non-direct operators priced as source sites of their category (pipeline/assess.py), not in the total
     person_days: Effort = Effort(0.0, 0.0, 0.0)
     basis: str = ""
 

@@ -277,7 +277,7 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
     from ..ci.snapshot import read_snapshot
     from ..ci.summary import STEP_SUMMARY_ENV
     from ..isolation.scan import DEFAULT_TIMEOUT, finish_assessment, in_process, start_assessment
-    from ..pipeline import assess
+    from ..pipeline.assess import assess
     from ..report import build_view
 
     chosen = pick_format(out.fmt, out.output)

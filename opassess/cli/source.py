@@ -66,7 +66,7 @@ def source_command(
     """
     from ..isolation.worker import process_age
     from ..options import OutputOptions, ScanOptions
-    from ..pipeline import assess_sources
+    from ..pipeline.sources import assess_sources
     from ..startup import in_command
 
     with reporting_errors(debug):

@@ -98,12 +98,12 @@ def overlay_candidate(options: ScanOptions) -> Path | None:
 
 
 def pin_inputs(options: ScanOptions, templates: Path | None = None, extra: Iterable[Path] = ()) -> Pinned:
-    """Check the configuration (pipeline.preflight) and read every input before any model code runs; `templates`:
-    a --templates folder, `extra`: other files the run reads (a baseline, a manifest)."""
+    """Check the configuration (pipeline.assess.preflight) and read every input before any model code runs;
+    `templates`: a --templates folder, `extra`: other files the run reads (a baseline, a manifest)."""
     from ..findings import load_patterns
     from ..kb import load_kb
     from ..kb.routes import load_route_facts
-    from ..pipeline import preflight
+    from ..pipeline.assess import preflight
     from ..resources import data_path, shipped_path
     from ..score.weights.load import load_weights
 

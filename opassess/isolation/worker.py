@@ -27,8 +27,8 @@ DEFAULT_TIMEOUT = 600.0  # seconds a model may take, in a single scan and in a p
 # What every worker imports, imported before the fork (single scans) or in the forkserver (portfolios) so each worker
 # inherits it; none of it runs model code. torch's tracing machinery (torch._dynamo, torch.export, sympy) is left to
 # the worker: a dispatch capture (large models) never needs it.
-PRELOAD = ("torch", "torch.fx", "opassess.pipeline", "opassess.load", "opassess.trace", "opassess.classify.decompose",
-           "opassess.isolation.wire")
+PRELOAD = ("torch", "torch.fx", "opassess.pipeline.capture", "opassess.load", "opassess.trace",
+           "opassess.classify.decompose", "opassess.isolation.wire")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def capture_body(options: ScanOptions, setup: WorkerSetup, channel: Channel) -> 
         sys.path[:] = list(sys_path)
     import torch  # noqa: F401 - mapped before the cap is measured: the cap is for the model, not for opassess
 
-    from ..pipeline import capture_stage
+    from ..pipeline.capture import capture_stage
 
     cap_memory(setup.memory_cap)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
@@ -176,7 +176,7 @@ def assess_outcome(outcome: Outcome, options: ScanOptions, target: str,
     """The Assessment the parent builds from a worker's outcome (from the `pinned` inputs: inputs.py); the worker's
     error raised again; WorkerFailed naming the target when the worker failed or sent something that is not a
     capture."""
-    from ..pipeline import assess_capture
+    from ..pipeline.assess import assess_capture  # the assessing side: loaded by the parent only
     from .inputs import held
 
     pinned = pinned or held()

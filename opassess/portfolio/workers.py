@@ -64,7 +64,7 @@ def warm_assessor(options: PortfolioOptions) -> None:
     with imports_without_gc():
         import torch  # noqa: F401
 
-        from .. import pipeline  # noqa: F401
+        from ..pipeline.assess import assess_capture  # noqa: F401 - the assessing side, all its stages
     with contextlib.suppress(OpassessError):
         load_kb(options.scan.kb_dir)
 

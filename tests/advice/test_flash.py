@@ -115,7 +115,8 @@ def test_the_constraints_come_from_the_route_row_and_name_what_fails():
 def test_a_call_the_capture_saw_gets_its_head_count_and_scale_as_numbers():
     """tests/models/gpu_only.py: flash_attn_func(q, k, v, causal=True, window_size=(8, 0), softcap=30.0) on q, k, v
     (2, 16, 4, 8): head_num=4 and scale 8 ** -0.5 from the stand-in's shapes, not q.shape[2]."""
-    from opassess.pipeline import ScanOptions, assess
+    from opassess.options import ScanOptions
+    from opassess.pipeline.assess import assess
 
     assessment = assess(ScanOptions(target="tests/models/gpu_only.py"))
     site = next(f for f in assessment.source_scan.findings if f.kind == "library-call")

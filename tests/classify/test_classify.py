@@ -13,7 +13,8 @@ import pytest
 
 from opassess.classify import classify
 from opassess.errors import KnowledgeBaseError
-from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.capture import scan_inventory
 from opassess.records import Capture, Inventory, ModelInfo, Operator, Signature
 from opassess.vocabulary import Category
 from tests.support import needs_cpp_toolchain

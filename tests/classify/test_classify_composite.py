@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from opassess.classify import classify
 from opassess.classify.decompose import composite_calls
-from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.capture import scan_inventory
 
 
 def test_a_scalar_wrapped_into_a_tensor_reaches_the_tensor_overload():

@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 
 from opassess.classify.reach import judge_reach
-from opassess.pipeline import ScanOptions, assess, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
+from opassess.pipeline.capture import scan_inventory
 from opassess.report import RenderContext, build_view, render_view
 
 MODEL = '''

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 
 
 def _kwargs(call: str) -> dict[str, str]:

@@ -16,7 +16,8 @@ from opassess.classify import classify
 from opassess.errors import KnowledgeBaseError
 from opassess.findings import find_findings, load_patterns
 from opassess.kb import load_kb
-from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.capture import scan_inventory
 from opassess.resources import data_path
 from tests.support import EXAMPLES, MODELS
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report.sections.time import finding_time_doc
 from tests.support import EXAMPLES, MODELS
 

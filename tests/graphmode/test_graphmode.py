@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from opassess.graphmode import BACKENDS, VERDICTS
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from tests.support import MODELS
 
 _RUNS: dict = {}
@@ -114,7 +115,7 @@ def test_the_default_scan_does_not_import_torch_dynamo_in_the_parent():
     import sys
 
     code = ("import sys\n"
-            "from opassess.pipeline import ScanOptions\n"
+            "from opassess.options import ScanOptions\n"
             "from opassess.isolation.scan import start_assessment, finish_assessment\n"
             f"o = ScanOptions(target={str(MODELS / 'graph_breaks.py')!r})\n"
             "view = finish_assessment(start_assessment(o, timeout=300, debug=False), o)\n"

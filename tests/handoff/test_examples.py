@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from opassess.handoff import write_handoffs
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 
 ROOT = Path(__file__).resolve().parents[2]

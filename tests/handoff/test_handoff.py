@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from opassess.cli import app
 from opassess.handoff import file_stem, handoff_files, to_verify, write_handoffs
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 from tests.score.records import MODELS
 

@@ -13,7 +13,8 @@ import sys
 from opassess.handoff import VERIFY_FILE, handoff_files, to_verify, write_handoffs
 from opassess.handoff.escape import STEM_LIMIT, file_stem, one_line
 from opassess.kb.wheel_import import parse_functions_yaml
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 from tests.score.records import MODELS
 

@@ -17,7 +17,8 @@ import jsonschema
 from opassess.handoff import handoff_files
 from opassess.handoff.opdesc import SCHEMA, describe, op_type
 from opassess.kb.wheel_import import parse_functions_yaml
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 from tests.score.records import MODELS
 

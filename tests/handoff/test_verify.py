@@ -12,7 +12,8 @@ from pathlib import Path
 from opassess.handoff import handoff_files, write_handoffs
 from opassess.handoff.verify import harness_signatures
 from opassess.kb.verified import FILE, load_verified, read_junit, record_verified, signature_key
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 from tests.score.records import MODELS
 

@@ -10,7 +10,8 @@ import pytest
 
 pytest.importorskip("torchvision")
 
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 
 RESNET_CHANNELS_LAST = textwrap.dedent("""
     import torch

@@ -8,7 +8,8 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("torchvision")
 
-from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.capture import scan_inventory  # noqa: E402
 
 MIXTRAL = '''
 import torch

@@ -14,7 +14,7 @@ import pytest
 from opassess.handoff import write_handoffs
 from opassess.kb.verified import read_junit
 from opassess.options import ScanOptions
-from opassess.pipeline import assess
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 
 MODELS = Path(__file__).resolve().parent / "models"

@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 from tests.integration.support import causal_lm_file  # noqa: E402
 
 TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,

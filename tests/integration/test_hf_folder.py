@@ -15,7 +15,8 @@ transformers = pytest.importorskip("transformers")
 
 from opassess.errors import ModelLoadError  # noqa: E402
 from opassess.huggingface import with_config_defaults  # noqa: E402
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

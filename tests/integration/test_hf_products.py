@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("transformers")
 
 from opassess.classify import classify  # noqa: E402
-from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.capture import scan_inventory  # noqa: E402
 from tests.integration.support import causal_lm_file  # noqa: E402
 
 TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,

@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("transformers")
 
 from opassess.classify import classify  # noqa: E402
-from opassess.pipeline import ScanOptions, scan_inventory  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.capture import scan_inventory  # noqa: E402
 from tests.support import ROOT  # noqa: E402
 
 BENCHMARKS = ROOT / "benchmarks"

@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 from tests.integration.support import causal_lm_file  # noqa: E402
 
 QWEN3 = {"vocab_size": 128, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,

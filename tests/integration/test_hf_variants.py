@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 from opassess.report.sections.time import finding_time_doc  # noqa: E402
 from tests.integration.support import causal_lm_file  # noqa: E402
 

@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 from opassess.report.document import build_document  # noqa: E402
 from tests.integration.test_hf_products import CONFIGS, model_file  # noqa: E402
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from opassess.classify import classify
-from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.capture import scan_inventory
 from tests.integration.support import causal_lm_file
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -81,7 +82,7 @@ def test_bf16_detectors_are_scanned_when_the_cpu_has_no_bf16_nms(file, kb):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_identity_dispatches_nothing_and_never_drives_a_precision_decision_on_310p(dtype):
     pytest.importorskip("timm")
-    from opassess.pipeline import assess
+    from opassess.pipeline.assess import assess
     from opassess.report import build_view
 
     # timm's ViT keeps nn.Identity where a layer is off; the 310P API page lists float32 only for it, but Identity

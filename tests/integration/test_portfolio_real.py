@@ -13,7 +13,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("torchvision")
 
 from opassess.ci.snapshot import read_snapshot  # noqa: E402
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 from opassess.portfolio import plan_portfolio  # noqa: E402
 from opassess.portfolio.plan import bands  # noqa: E402
 from opassess.score.weights.load import load_weights  # noqa: E402

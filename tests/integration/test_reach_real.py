@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("torchvision")
 
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 from opassess.report import build_view  # noqa: E402
 
 

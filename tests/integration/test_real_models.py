@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 
 MODELS = Path(__file__).resolve().parent / "models"

@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 from opassess.report import render  # noqa: E402
 from tests.report.language import english_sentences  # noqa: E402
 

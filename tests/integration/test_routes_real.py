@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from opassess.options import ScanOptions
-from opassess.pipeline import assess
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 
 MODELS = Path(__file__).resolve().parent / "models"

@@ -9,7 +9,8 @@ import pytest
 
 pytest.importorskip("torchvision")
 
-from opassess.pipeline import ScanOptions, assess  # noqa: E402
+from opassess.options import ScanOptions  # noqa: E402
+from opassess.pipeline.assess import assess  # noqa: E402
 from opassess.report import RenderContext, build_view, render_view  # noqa: E402
 
 MODEL = Path(__file__).resolve().parent / "models" / "detection.py"

@@ -20,7 +20,7 @@ FORGED_CLASSIFIER = textwrap.dedent('''
     def classify(inventory, kb, **kw):  # the model's own "everything is direct"
         return tuple(dataclasses.replace(x, category='direct') for x in _real(inventory, kb, **kw))
     c.classify = classify
-    import opassess.pipeline
+    import opassess.pipeline.assess
     class M(torch.nn.Module):
         def forward(self, x):
             return torch.i0(x)

@@ -11,7 +11,8 @@ from opassess.findings import find_findings
 from opassess.kb import kernels
 from opassess.kb.evidence import cast_target, check_dtype, remedy
 from opassess.kb.products import UnknownProductError, shipped
-from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.capture import scan_inventory
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 BF16 = "bfloat16"

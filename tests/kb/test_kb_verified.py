@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from opassess.cli import app
 from opassess.errors import KnowledgeBaseError
 from opassess.kb.verified import FILE, load_verified, read_junit, record_verified, signature_key
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report import build_view
 from tests.score.records import MODELS
 

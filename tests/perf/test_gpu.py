@@ -11,7 +11,7 @@ from opassess.errors import UsageError
 from opassess.options import ParallelLayout, ScanOptions
 from opassess.perf import CallWork, load_profile
 from opassess.perf.gpu import gpu_baseline, gpu_profile
-from opassess.pipeline import assess
+from opassess.pipeline.assess import assess
 from opassess.report import render
 from tests.support import MODELS
 

@@ -10,7 +10,7 @@ from opassess.errors import UsageError
 from opassess.options import ParallelLayout, ScanOptions
 from opassess.perf import load_profile
 from opassess.perf.memory import step_memory
-from opassess.pipeline import assess
+from opassess.pipeline.assess import assess
 from tests.support import MODELS
 
 GIB = 1024 ** 3

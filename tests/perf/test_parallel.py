@@ -12,7 +12,7 @@ from opassess.perf import load_profile
 from opassess.perf.interconnect import collective_us, load_interconnect
 from opassess.perf.parallel import parallel_step
 from opassess.perf.step import call_works
-from opassess.pipeline import assess
+from opassess.pipeline.assess import assess
 from tests.support import MODELS
 
 LLAMA2_7B = 6_738_415_616

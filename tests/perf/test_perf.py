@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from opassess.errors import ConfigError
+from opassess.options import ScanOptions
 from opassess.perf import CallWork, NoDeviceProfile, estimate_performance, load_profile, time_call
-from opassess.pipeline import ScanOptions, assess
+from opassess.pipeline.assess import assess
 from tests.support import MODELS
 
 _RUNS: dict = {}

@@ -10,7 +10,7 @@ import pytest
 
 from opassess.ci.snapshot import read_snapshot
 from opassess.errors import ConfigError
-from opassess.pipeline import ScanOptions
+from opassess.options import ScanOptions
 from opassess.portfolio import STATE_FILE, PortfolioOptions, expand_targets, plan_portfolio, scan_portfolio
 from opassess.portfolio.report import render_portfolio
 from opassess.records import Effort

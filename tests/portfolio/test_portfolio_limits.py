@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from opassess.cli import app
 from opassess.errors import UsageError
-from opassess.pipeline import ScanOptions
+from opassess.options import ScanOptions
 from opassess.portfolio import PortfolioOptions, records
 
 runner = CliRunner()

@@ -215,7 +215,7 @@ def test_the_dashboard_line_is_written_when_ray_reports_a_dashboard(capsys):
 def test_a_process_already_connected_to_ray_is_told_why_the_executor_will_not_reuse_it(tmp_path, monkeypatch):
     pytest.importorskip("ray")
     from opassess.errors import OpassessError
-    from opassess.pipeline import ScanOptions
+    from opassess.options import ScanOptions
     from opassess.portfolio import PortfolioOptions, expand_targets
     from opassess.portfolio.ray_executor import RayExecutor
 
@@ -230,7 +230,7 @@ def test_a_process_already_connected_to_ray_is_told_why_the_executor_will_not_re
 def test_each_node_scans_its_models_in_one_warm_scanner(tmp_path, ray_head, monkeypatch):
     """Four models on the one-node head (2 CPUs): one node scanner process, and one forkserver it started warm, scanned
     them all (two at a time), neither being this process; each model in a worker of its own, its report as usual."""
-    from opassess.pipeline import ScanOptions
+    from opassess.options import ScanOptions
     from opassess.portfolio import PortfolioOptions, expand_targets
     from opassess.portfolio.ray_executor import RayExecutor
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from opassess.ci.snapshot import read_snapshot
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.portfolio import plan_portfolio
 from opassess.portfolio.plan import bands
 from opassess.records import Effort

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from opassess.errors import OpassessError
-from opassess.pipeline import ScanOptions
+from opassess.options import ScanOptions
 from opassess.portfolio import PortfolioOptions, expand_targets, shipping
 
 

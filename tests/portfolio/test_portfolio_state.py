@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 
 from opassess.ci.policy import Policy
-from opassess.pipeline import ScanOptions
+from opassess.options import ScanOptions
 from opassess.portfolio import STATE_FILE, PortfolioOptions, scan_portfolio
 from opassess.portfolio.state import fingerprint
 

@@ -28,7 +28,8 @@ import pytest
 from typer.testing import CliRunner
 
 from opassess.cli import app
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.profiler import ProfileError, assess_profile
 from opassess.profiler.facts import load_facts
 from opassess.profiler.formats import PROFILE_FORMATS, render_profile

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from opassess.assessment import Assessment
-from opassess.pipeline import ScanOptions, assess, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
+from opassess.pipeline.capture import scan_inventory
 from opassess.records import (
     CaptureAttempt,
     ClassifiedOp,

@@ -129,7 +129,8 @@ def test_every_schema_property_has_a_description():
 
 
 def test_training_step_report_validates_and_carries_backward_and_optimizer(validator):
-    from opassess.pipeline import ScanOptions, assess
+    from opassess.options import ScanOptions
+    from opassess.pipeline.assess import assess
     from tests.report.support import ROOT
 
     assessment = assess(ScanOptions(target=str(ROOT / "tests" / "models" / "train_lgamma.py"), train=True))

@@ -16,7 +16,8 @@ from opassess.ci.policy import Policy
 from opassess.ci.snapshot import read_snapshot
 from opassess.ci.summary import render_summary
 from opassess.isolation.process import timeout_cause
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.portfolio import _assemble
 from opassess.portfolio.records import ModelResult
 from opassess.portfolio.report import render_portfolio

@@ -67,7 +67,8 @@ def test_the_findings_gains_add_up_to_at_most_the_time_at_risk(target):
     us of gains against 113 us at risk on a small Qwen3)."""
     from pathlib import Path
 
-    from opassess.pipeline import ScanOptions, assess
+    from opassess.options import ScanOptions
+    from opassess.pipeline.assess import assess
     from opassess.report.document import build_document
 
     document = build_document(assess(ScanOptions(target=str(Path(__file__).resolve().parents[2] / target))))

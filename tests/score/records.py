@@ -66,7 +66,8 @@ def scan(name: str) -> tuple[Inventory, tuple[ClassifiedOp, ...]]:
     """A real model file run through the pipeline's first stages: (inventory, classified operators)."""
     from opassess.classify import classify
     from opassess.kb import load_kb
-    from opassess.pipeline import ScanOptions, scan_inventory
+    from opassess.options import ScanOptions
+    from opassess.pipeline.capture import scan_inventory
 
     inv = scan_inventory(ScanOptions(target=str(MODELS / name)))
     return inv, classify(inv, load_kb(None))

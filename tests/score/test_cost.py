@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from opassess.errors import ConfigError
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.records import Reason
 from opassess.score.cost import (
     PER_OPERATOR,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.records import Reason
 from opassess.score.decisions import change_of
 from opassess.score.weights.load import load_weights

@@ -323,7 +323,8 @@ def test_real_resnet_roll_up():
     # layer's the sum of its two blocks', and "" the whole model.
     from opassess.classify import classify
     from opassess.kb import load_kb
-    from opassess.pipeline import ScanOptions, scan_inventory
+    from opassess.options import ScanOptions
+    from opassess.pipeline.capture import scan_inventory
     from tests.score.records import MODELS
 
     inv = scan_inventory(ScanOptions(target=str(MODELS.parent.parent / "examples" / "resnet_like.py")))

@@ -10,8 +10,8 @@ import textwrap
 import pytest
 
 from opassess.errors import ConfigError
-from opassess.options import ParallelLayout
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ParallelLayout, ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.score.weights.load import load_weights
 
 MODEL = textwrap.dedent("""

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.source import scan_sources
 
 

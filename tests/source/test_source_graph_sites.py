@@ -2,7 +2,8 @@
 torch._dynamo settings with their NPU route and fact rows; a model scan adds the model's readiness on that route."""
 from __future__ import annotations
 
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.source import scan_sources
 from tests.support import MODELS
 

@@ -15,7 +15,8 @@ import torch
 
 import opassess.report
 from opassess.errors import ModelLoadError, TraceError
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.report import build_view, render
 from opassess.standins import StandIns
 from opassess.standins.calls import ACTIVE

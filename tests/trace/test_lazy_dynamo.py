@@ -34,7 +34,7 @@ SMALL = textwrap.dedent('''
 CAPTURE = '''
 import json, sys
 from opassess.options import ScanOptions
-from opassess.pipeline import capture_stage
+from opassess.pipeline.capture import capture_stage
 info, capture, _ = capture_stage(ScanOptions(target=sys.argv[1]))
 print(json.dumps({"method": capture.method, "device": capture.device, "nodes": len(capture.nodes),
                   "imported": sorted(m for m in ("torch._dynamo", "torch._inductor") if m in sys.modules),

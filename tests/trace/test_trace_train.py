@@ -9,7 +9,8 @@ import pytest
 
 from opassess.errors import TraceError
 from opassess.load import LoadRequest, load_model
-from opassess.pipeline import ScanOptions, scan_inventory
+from opassess.options import ScanOptions
+from opassess.pipeline.capture import scan_inventory
 from opassess.trace.train import TrainCapture, TrainOptions
 from opassess.trace.train.autocast import autocast_mode
 from opassess.trace.train.backward import GradOwners, record_backward
