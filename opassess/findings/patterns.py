@@ -29,7 +29,8 @@ from . import registry
 FORMAT = 1
 # What a finding kind's `criterion` may name: a score criterion of weights.toml (tests/test_vocabulary.py ties these to
 # score.weights.CRITERIA), or "impact" for a kind that describes and scores nothing (the risk matrix reads it).
-FINDING_CRITERIA = ("fusion", "memory_layout", "dtype_support", "pipeline", "impact")
+IMPACT = "impact"  # the criterion of a kind that describes and fixes nothing (a share of compute)
+FINDING_CRITERIA = ("fusion", "memory_layout", "dtype_support", "pipeline", IMPACT)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict, cast
 
+from ...findings.patterns import IMPACT, shipped_patterns
 from ...messages import N_, say
 from ...perf.records import DeviceMemory, ParallelStep, Performance, StepTime
 from ...records import Finding
@@ -342,14 +343,18 @@ def finding_time_doc(performance: Performance | None, finding: Finding, gain: fl
 def finding_gains(performance: Performance | None, findings: Sequence[Finding]) -> list[float | None]:
     """What each finding's fix recovers with every call claimed once: a call two findings cover (an RMSNorm chain
     also in an add+norm chain) counts for the one recovering most on its own, so the gains add up to at most the
-    step's time at risk. Example: A covers calls 1, 2 (3 + 2 us at risk), B calls 2, 3 (2 + 1 us): A 5, B 1."""
+    step's time at risk. Example: A covers calls 1, 2 (3 + 2 us at risk), B calls 2, 3 (2 + 1 us): A 5, B 1. A finding
+    of an impact-only kind (a share of compute: patterns.toml criterion "impact") fixes nothing: it recovers nothing
+    and claims no call a fix could (Llama's Tensor.add share once took the adds of its Residual Add + RMSNorm)."""
     step = performance.step if performance is not None else None
     if step is None:
         return [None] * len(findings)
+    book = shipped_patterns()
     alone = [finding_gain_us(performance, f) or 0.0 for f in findings]
     claimed: set[int] = set()
     gains: list[float | None] = [0.0] * len(findings)
-    for index in sorted(range(len(findings)), key=lambda i: (-alone[i], i)):
+    fixes = [i for i, f in enumerate(findings) if book.criterion_of(f.kind) != IMPACT]
+    for index in sorted(fixes, key=lambda i: (-alone[i], i)):
         nodes = set(findings[index].nodes)
         gain = 0.0
         for position, call in enumerate(step.calls):
