@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from opassess.errors import ModelLoadError
-from opassess.pipeline import ScanOptions, assess
+from opassess.options import ScanOptions
+from opassess.pipeline.assess import assess
 from opassess.vocabulary import Category
 from tests.source.support import DEFORMABLE, ROPE, write_tree
 
