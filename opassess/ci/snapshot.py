@@ -6,7 +6,7 @@ written by an earlier run and an Assessment made just now are compared field by 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,11 @@ from typing import Any
 from ..assessment import Assessment
 from ..errors import ReportError
 from ..records import Effort
+from ..report.parts import EffortPart
+from ..report.sections.graph import GraphModePart
+from ..report.sections.operators import ModelPart, OperatorPart, SignaturePart, SummaryPart
+from ..report.sections.reach import ReachPart
+from ..report.sections.source import SitePart
 from ..score.cost import SOURCE_FINDING  # an operator's cost basis when a source site carries it
 from ..vocabulary import CATEGORIES
 
@@ -117,48 +122,68 @@ def read_snapshot(source: Assessment | Mapping[str, Any] | str | Path) -> Snapsh
     return _from_document(document, str(path))
 
 
-def signature_key(signature: Mapping[str, Any]) -> str:
+def signature_key(signature: SignaturePart) -> str:
     """'{"attrs":{"stride":[2,2]},"dtypes":["float32"],"shapes":[[1,3,8,8]]}' for one signature of the JSON report."""
-    return json.dumps({"attrs": signature.get("attrs", {}), "shapes": signature.get("input_shapes", []),
-                       "dtypes": signature.get("input_dtypes", [])}, sort_keys=True, separators=(",", ":"))
+    return json.dumps({"attrs": signature.attrs, "shapes": signature.input_shapes, "dtypes": signature.input_dtypes},
+                      sort_keys=True, separators=(",", ":"))
 
 
-def _effort(value: Any, where: str) -> Effort | None:
-    if value is None:
-        return None
-    try:
-        return Effort(float(value["low"]), float(value["likely"]), float(value["high"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ReportError(f"{where}: expected {{low, likely, high}} person-days, got {value!r}") from exc
+def _effort(value: EffortPart | None) -> Effort | None:
+    return None if value is None else Effort(float(value.low), float(value.likely), float(value.high))
 
 
 SOURCE_KIND = "source"  # OpState.kind of a source finding (a site in the code, not a captured operator)
 NOTE_KINDS = ("precision-note", "no-op")  # source findings that are notes, not work: not compared, never gated
 
 
-def _source_states(findings: Any, origin: str) -> list[OpState]:
+@dataclass(frozen=True)
+class _Report:
+    """What a snapshot reads of a report document (the parts as the report's sections declare them)."""
+
+    model: ModelPart
+    operators: tuple[OperatorPart, ...]
+    summary: SummaryPart | None = None
+    source_findings: tuple[SitePart, ...] | None = None
+    graph_mode: GraphModePart | None = None
+    reach: ReachPart | None = None
+    target: Any = None
+
+
+def _source_states(findings: Iterable[SitePart], origin: str) -> list[OpState]:
     """Source findings as the states diffs, gates and portfolios compare: one per site, named by its line-free key,
     notes (precision notes, no-ops) left out."""
     states = []
     for index, finding in enumerate(findings):
-        where = f"{origin}: source_findings[{index}]"
-        if finding.get("kind") in NOTE_KINDS or finding.get("covered_by"):  # notes; sites an operator carries
+        if finding.kind in NOTE_KINDS or finding.covered_by:  # notes; sites an operator carries
             continue
-        if finding.get("reached") is False:  # present, not reached by this model: not in its total nor its gates
+        if finding.reached is False:  # present, not reached by this model: not in its total nor its gates
             continue
-        category = finding.get("category")
-        if category not in CATEGORIES:
-            raise ReportError(f"{where}: unknown category {category!r}")
+        if finding.category not in CATEGORIES:
+            raise ReportError(f"{origin}: source_findings[{index}]: unknown category {finding.category!r}")
         states.append(OpState(
-            op=finding.get("key") or f"{finding['file']}:{finding['line']} {finding.get('subject', '')}",
-            kind=SOURCE_KIND, category=category, known=True, count=1,
-            person_days=_effort(finding.get("person_days"), where), stars=(finding.get("risk") or {}).get("stars"),
-            composite=None, sources=(f"{finding['file']}:{finding['line']}",), signatures=(),
-            replacement=finding.get("npu_route") or None))
+            op=finding.key or f"{finding.file}:{finding.line} {finding.subject}",
+            kind=SOURCE_KIND, category=finding.category, known=True, count=1,
+            person_days=_effort(finding.person_days), stars=finding.risk.stars if finding.risk else None,
+            composite=None, sources=(f"{finding.file}:{finding.line}",), signatures=(),
+            replacement=finding.npu_route or None))
     return states
 
 
+def _operator_state(op: OperatorPart, where: str) -> OpState:
+    if op.category is not None and op.category not in CATEGORIES:
+        raise ReportError(f"{where}: unknown category {op.category!r}")
+    return OpState(
+        op=op.op, kind=op.kind, category=op.category, known=op.known, count=int(op.count),
+        person_days=_effort(op.person_days), stars=op.risk.stars if op.risk else None,
+        composite=op.scores.composite if op.scores else None, sources=op.source,
+        signatures=tuple(SignatureState(key=signature_key(s), category=s.category, count=int(s.count))
+                         for s in op.signatures),
+        replacement=op.replacement, cost=op.cost)
+
+
 def _from_document(document: Any, origin: str) -> Snapshot:
+    from ..report.parts import decode  # the report's records load with a report read, not at start-up
+
     if not isinstance(document, Mapping):
         raise ReportError(f"{origin}: not an opassess JSON report (expected an object)")
     version = document.get("format_version")
@@ -166,85 +191,54 @@ def _from_document(document: Any, origin: str) -> Snapshot:
         raise ReportError(f"{origin}: format_version {version!r} is not one this opassess reads "
                           f"({', '.join(map(str, SUPPORTED_FORMAT_VERSIONS))}); is it an opassess JSON report?")
     try:
-        model = document["model"]
-        summary = document.get("summary") or {}
-        operators = []
-        for index, op in enumerate(document["operators"]):
-            where = f"{origin}: operators[{index}] ({op.get('op', '?')})"
-            if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: compared and gated as that site
-                continue
-            category = op.get("category")
-            if category is not None and category not in CATEGORIES:
-                raise ReportError(f"{where}: unknown category {category!r}")
-            operators.append(OpState(
-                op=op["op"],
-                kind=op.get("kind", ""),
-                category=category,
-                known=op.get("known"),
-                count=int(op.get("count", 0)),
-                person_days=_effort(op.get("person_days"), where),
-                stars=(op.get("risk") or {}).get("stars"),
-                composite=(op.get("scores") or {}).get("composite"),
-                sources=tuple(op.get("source") or ()),
-                signatures=tuple(SignatureState(key=signature_key(s), category=s.get("category"),
-                                                count=int(s.get("count", 0)))
-                                 for s in op.get("signatures") or ()),
-                replacement=op.get("replacement"),
-                cost=op.get("cost"),
-            ))
-        operators += _source_states(document.get("source_findings") or (), origin)
-        return Snapshot(source=model["source"], class_name=model.get("class", ""),
-                        total=_effort(summary.get("person_days"), f"{origin}: summary"),
-                        operators=tuple(operators), origin=origin, entry=str(model.get("entry") or ""),
-                        label=model.get("label"), band=_band(summary),
-                        graph_breaks=_graph_breaks(document.get("graph_mode")),
-                        unreached=_unreached(document.get("reach")),
-                        activities=_activities(summary.get("activities"), origin),
-                        decisions=tuple((str(d["name"]), str(d.get("cause") or ""),
-                                         _effort(d.get("once"), f"{origin}: summary.decisions") or _NONE)
-                                        for d in summary.get("decisions") or ()),
-                        target=document.get("target") if isinstance(document.get("target"), str) else None)
+        report = decode(_Report, document)
+        summary = report.summary or SummaryPart()
+        operators = [_operator_state(op, f"{origin}: operators[{index}] ({op.op})")
+                     for index, op in enumerate(report.operators)
+                     if op.cost != SOURCE_FINDING]  # the same call as a source site: compared and gated as that site
+        operators += _source_states(report.source_findings or (), origin)
+        model = report.model
+        return Snapshot(source=model.source, class_name=model.class_name, total=_effort(summary.person_days),
+                        operators=tuple(operators), origin=origin, entry=str(model.entry or ""),
+                        label=model.label, band=_band(summary), graph_breaks=_graph_breaks(report.graph_mode),
+                        unreached=_unreached(report.reach),
+                        activities=None if summary.activities is None else tuple(
+                            (str(a.name), _effort(a.person_days) or _NONE) for a in summary.activities),
+                        decisions=tuple((str(d.name), str(d.cause or ""), _effort(d.once) or _NONE)
+                                        for d in summary.decisions or ()),
+                        target=report.target if isinstance(report.target, str) else None)
     except ReportError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"{origin}: not an opassess JSON report: missing or malformed {exc}") from exc
 
 
 _NONE = Effort(0.0, 0.0, 0.0)
 
 
-def _activities(lines: Any, origin: str) -> tuple[tuple[str, Effort], ...] | None:
-    """summary.activities -> ((name, person-days), ...); None when the report does not list them."""
-    if lines is None:
-        return None
-    return tuple((str(line["name"]), _effort(line.get("person_days"), f"{origin}: summary.activities") or _NONE)
-                 for line in lines)
-
-
-def _graph_breaks(graph: Any) -> Mapping[str, tuple[tuple[str, str, str | None, str], ...]] | None:
+def _graph_breaks(graph: GraphModePart | None) -> Mapping[str, tuple[tuple[str, str, str | None, str], ...]] | None:
     """graph_mode.backends -> {back-end: ((op, kind, source, reason), ...)}; None without a graph analysis."""
     if not graph:
         return None
-    return {name: tuple((b["op"], b["kind"], b.get("source"), b["reason"]) for b in backend["breaks"])
-            for name, backend in graph["backends"].items()}
+    return {name: tuple((b.op, b.kind, b.source, b.reason) for b in backend.breaks)
+            for name, backend in graph.backends.items()}
 
 
-def _band(summary: dict) -> tuple[float, float, float] | None:
+def _band(summary: SummaryPart) -> tuple[float, float, float] | None:
     """(p10, p50, p90) of a report's summary, or None when it has none (not estimated, or written before P10)."""
-    values = [summary.get(key) for key in ("p10", "p50", "p90")]
+    values = [summary.p10, summary.p50, summary.p90]
     numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if len(numbers) != 3:
         return None
     return numbers[0], numbers[1], numbers[2]
 
 
-def _unreached(reach: Any) -> tuple[tuple[str, str, str], ...]:
+def _unreached(reach: ReachPart | None) -> tuple[tuple[str, str, str], ...]:
     """(op, category, first source) of each uncaptured non-direct operator a report's reach block lists."""
-    if not isinstance(reach, Mapping):
+    if reach is None:
         return ()
     out: dict[str, tuple[str, str, str]] = {}
-    for site in reach.get("present") or ():
-        if isinstance(site, Mapping) and not site.get("captured") and site.get("category") != "direct":
-            op = str(site.get("operator"))
-            out.setdefault(op, (op, str(site.get("category")), str(site.get("source"))))
+    for site in reach.present:
+        if not site.captured and site.category != "direct":
+            out.setdefault(site.operator, (site.operator, str(site.category), str(site.source)))
     return tuple(out.values())

@@ -15,6 +15,8 @@ from pathlib import Path, PurePosixPath
 
 _PACKAGES = re.compile(r"(?:^|/)((?:site|dist)-packages/.*)\Z", re.DOTALL)
 _LINE = re.compile(r"(.*?)(:\d+)?\Z", re.DOTALL)  # a file name may hold a newline
+# an absolute '/venv/.../site-packages/' or the portable document's 'site-packages/' before a package
+_IN_TEXT = re.compile(r"(?:[^\s()'\"]*?[/\\])?(?<![\w.-])(?:site|dist)-packages[/\\]")
 
 
 def _stdlib() -> tuple[str, ...]:
@@ -127,3 +129,10 @@ def scrub_in_place(value: list | dict, roots: Sequence[str | os.PathLike] = ()) 
 
     one(value)
     return value
+
+
+def shorten_paths(text: str) -> str:
+    """Every installed-package path inside a message made relative to its site-packages ('(at /venv/lib/python3.11/
+    site-packages/torchvision/ops/boxes.py:41)' or '(at site-packages/torchvision/ops/boxes.py:41)' -> '(at
+    torchvision/ops/boxes.py:41)')."""
+    return _IN_TEXT.sub("", text)

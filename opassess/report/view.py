@@ -17,6 +17,7 @@ from .display.rows import (  # noqa: F401 - the view's helpers, re-exported for 
     short_name,
 )
 from .document import document_of, join_rows
+from .reading import DocumentPart, read_document
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class View:
     document: dict[str, Any]
     display: Display
     language: str = "en"  # the display's language, which the human formats (terminal, md, html) render in
+    parts: DocumentPart | None = None  # the document read back as records (reading.parts_of), decoded once
 
 
 def build_view(assessment: Assessment, language: str = "en") -> View:
@@ -33,4 +35,6 @@ def build_view(assessment: Assessment, language: str = "en") -> View:
     formats), the document in English (the JSON contract)."""
     rows = join_rows(assessment)
     document = document_of(assessment, rows)
-    return View(document=document, display=build_display(assessment, rows, document, language), language=language)
+    parts = read_document(document)
+    return View(document=document, display=build_display(assessment, rows, parts, language),
+                language=language, parts=parts)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from opassess.records import Effort, Finding
+from opassess.report.reading import read_document
 from opassess.report.sections.plan import (
     action_items,
     group_repeats,
@@ -11,6 +12,11 @@ from opassess.report.sections.plan import (
     shown_source,
     wrap,
 )
+
+
+def days(likely: float) -> dict[str, float]:
+    return {"low": likely, "likely": likely, "high": likely}
+
 
 LIB = "/venv/lib/python3.12/site-packages/transformers/models/llama/modeling_llama.py:301"
 
@@ -50,20 +56,20 @@ def test_numbered_siblings_of_different_classes_stay_apart():
 
 
 def test_action_items_name_what_to_do_and_who_owns_the_code():
-    document = {"operators": [
-        {"op": "mylib::gelu", "category": "custom-dev", "person_days": {"likely": 12.0}, "origin": "project"},
+    document = read_document({"tool": {"name": "opassess", "version": "0"}, "model": {"source": "m.py"}, "operators": [
+        {"op": "mylib::gelu", "category": "custom-dev", "person_days": days(12.0), "origin": "project"},
         {"op": "transformers.masking_utils.sdpa_mask", "category": "param-converted", "origin": "transformers",
-         "person_days": {"likely": 3.5},
+         "person_days": days(3.5),
          "reasons": [{"code": "api-supported", "message": "documented"},
                      {"code": "dtype-cast", "message": "int64 mask is cast to int32."}]},
         {"op": "torch.nn.Conv2d", "category": "direct", "cost": "validation-block"},
-        {"op": "torch.nn.Linear", "category": "param-converted", "cost": "decision", "person_days": {"likely": 0.05},
+        {"op": "torch.nn.Linear", "category": "param-converted", "cost": "decision", "person_days": days(0.05),
          "cost_note": "precision plan check 0.02-0.05-0.15", "reasons": [{"code": "dtype", "message": "no bf16"}]},
-        {"op": "torch.topk", "category": "param-converted", "cost": "priced-change", "person_days": {"likely": 0.5},
+        {"op": "torch.topk", "category": "param-converted", "cost": "priced-change", "person_days": days(0.5),
          "cost_note": "sorted=False: local-rewrite 0.25-0.5-1 (pass sorted=True)", "reasons": []},
     ], "summary": {"decisions": [{"name": "precision", "title": "precision plan: run in float16",
-                                  "operators": ["torch.nn.Linear"], "person_days": {"likely": 2.05},
-                                  "plan": ["run in float16", "GradScaler(init_scale=1024)"]}]}}
+                                  "operators": ["torch.nn.Linear"], "person_days": days(2.05),
+                                  "plan": ["run in float16", "GradScaler(init_scale=1024)"]}]}})
     finding = Finding(kind="rmsnorm", title="RMSNorm by hand", nodes=(), ops=(), source=None,
                       npu_api="torch_npu.npu_rms_norm", effect="x")
     compute = Finding(kind="compute", title="share", nodes=(), ops=(), source=None, npu_api=None, effect="y")

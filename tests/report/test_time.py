@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from opassess.cli import app
+from opassess.report.sections.performance import FindingTimePart
 from opassess.report.sections.time import gain_text, us_text
 from tests.support import MODELS
 
@@ -21,8 +22,8 @@ def scan(*args):
 
 def test_times_read_in_the_unit_that_fits():
     assert (us_text(333.33), us_text(6210.0), us_text(2.5e6), us_text(None)) == ("333.3 us", "6.21 ms", "2.50 s", "-")
-    assert gain_text({"gain_us": 1800.0, "step_at_risk_us": 6200.0}) == "-1.80 ms of 6.20 ms at risk"
-    assert gain_text({"gain_us": 0.0, "step_at_risk_us": 6200.0}) == ""
+    assert gain_text(FindingTimePart(gain_us=1800.0, step_at_risk_us=6200.0)) == "-1.80 ms of 6.20 ms at risk"
+    assert gain_text(FindingTimePart(gain_us=0.0, step_at_risk_us=6200.0)) == ""
 
 
 def test_compare_gives_one_table_and_json(tmp_path):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from opassess.report.sections.versions import version_lines, versions_doc
+from opassess.report.parts import decode
+from opassess.report.sections.versions import VersionsPart, version_lines, versions_doc
 from tests.report.support import real_assessment
 
 
@@ -17,7 +18,7 @@ def test_the_set_for_the_assessed_line_and_a_warning_for_a_newer_torch():
     assert doc["newest_with_cann"]["torch_npu"] == "2.12.0" and doc["newest_with_cann"]["cann"] == "9.1.0"
     assert doc["warnings"] == [{"code": "torch-newer", "running": "2.15.0", "newest": "2.14"}]
     assert doc["requirements"] == []  # a ResNet calls no feature with a stated minimum
-    lines = version_lines({"versions": doc}, str)
+    lines = version_lines(decode(VersionsPart, doc), str)
     assert lines[0].startswith("torch 2.15.0 is newer than any torch_npu release (the newest pairs with torch 2.14)")
     assert versions_doc(replace(assessment, torch_running="2.14.1"))["warnings"] == []
     older = versions_doc(replace(assessment, torch_version="2.9", torch_running="2.9.0"))

@@ -112,7 +112,8 @@ def test_a_scheme_no_row_names_is_bad_usage_naming_the_choices(tmp_path):
 
 def test_the_serving_section_reads_in_chinese_and_the_json_stays_english():
     from opassess.report.i18n import translations
-    from opassess.report.sections.routes import routes_doc, serving_section
+    from opassess.report.parts import decode
+    from opassess.report.sections.routes import ServingPart, routes_doc, serving_section
 
     check = check_serving("TinyLM", "w8a8", "950", "Ascend 950", load_route_facts())
 
@@ -120,12 +121,13 @@ def test_the_serving_section_reads_in_chinese_and_the_json_stays_english():
         onnx, serving = None, check
 
     document = routes_doc(Scanned())  # type: ignore[arg-type]
-    zh = serving_section(document, translations("zh-CN").gettext)
+    part = decode(ServingPart, document["serving"])
+    zh = serving_section(part, translations("zh-CN").gettext)
     assert zh.rows[0].subject == "架构 TinyLM" and zh.rows[0].status == "无事实依据"
     assert zh.rows[0].detail == "服务化事实表列的是量化方案而非模型架构：未检查"
     assert {r.status for r in zh.rows} <= {"支持", "不支持", "风险", "无事实依据"}
     assert json.loads(json.dumps(document))["serving"]["items"][0]["subject"] == "architecture TinyLM"
-    assert serving_section(document, str).rows[0].status == "no facts"
+    assert serving_section(part, str).rows[0].status == "no facts"
 
 
 def test_the_engine_asked_is_judged_by_its_own_rows_only():

@@ -7,8 +7,7 @@ them, the Markdown one escapes them. Records are read by attribute (`op.likely_t
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from ...assessment import Assessment
 from ...messages import say
@@ -18,9 +17,11 @@ from ..charts import _num, pareto_chart
 from ..document import Row
 from ..i18n import DEFAULT, N_, number, translations
 from ..prose import call_text, capture_step_text, device_note_text, evidence_text, headline_text, note_text
+from ..reading import DocumentPart
 from ..reason_lines import reason_text
 from ..sections.graph import graph_actions, graph_section
 from ..sections.job import with_job
+from ..sections.operators import SummaryPart
 from ..sections.plan import (
     action_items,
     activity_rows,
@@ -66,7 +67,7 @@ from .rows import (
 )
 
 
-def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping[str, Any],
+def build_display(assessment: Assessment, rows: Sequence[Row], document: DocumentPart,
                   language: str = DEFAULT) -> Display:
     """The display of an assessment in `language`, from its joined rows and its JSON document (built once, beside
     it). Operator names, APIs and paths are placed into the translated sentences as they are."""
@@ -75,7 +76,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
     total = est.total if est else None
     total_likely = total.likely if total else 0.0
     ops = tuple(_operator_row(r, total_likely, capture.training, _) for r in rows)
-    summary = document["summary"]
+    summary = document.summary
     said = {r.message: reason_text(r, _) for c in assessment.classified for r in c.reasons}  # reasons, translated
     if est is not None:  # the decisions' titles and plans, the operators' cost notes: the action items quote them
         said.update({text: say(text, _) for d in est.decisions for text in (d.title, *d.plan)})
@@ -97,7 +98,7 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         target=assessment.target,
         torch_npu=assessment.torch_version,
         kb_version=assessment.kb_version,
-        weights_source=document["weights_source"],
+        weights_source=document.weights_source,
         estimated=est is not None,
         totals=Totals(likely_text=days(total.likely), range_text=days_range(total), low_text=days(total.low),
                       high_text=days(total.high), p50_text=days(est.p50), p90_text=days(est.p90),
@@ -121,29 +122,29 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Mapping
         findings=tuple(FindingRow(kind=f.kind, title=finding_title(f, _), ops=tuple(f.ops),
                                   source=shown_source(f.source) if f.source else "",
                                   npu_api=call_text(f, _) or f.npu_api or "", effect=_(f.effect),
-                                  time_text=gain_text(doc["time"], _))
-                       for f, doc in zip(assessment.findings, document["findings"], strict=True)),
+                                  time_text=gain_text(doc.time, _))
+                       for f, doc in zip(assessment.findings, document.findings, strict=True)),
         unknown=unknown,
         suggested_html=f"{_stem(model.source)}.html",
         effort_ranges=rule_ranges(assessment.effort_ranges),
-        profile=summary["profile"] or "",
-        assumptions=note_text(summary["assumptions"], _),
-        band_text=note_text(summary["band"], _),
+        profile=summary.profile or "",
+        assumptions=note_text(summary.assumptions, _),
+        band_text=note_text(summary.band, _),
         activities=activity_rows(est, _) if est else (),
         decisions=decision_rows(est, _) if est else (),
         origins=origin_rows(est, _) if est else (),
-        zero_cost=tuple((summary["cost_bases"] or {}).get(CostBasis.ZERO_COST, ())),
-        validation_block=tuple((summary["cost_bases"] or {}).get(CostBasis.VALIDATION_BLOCK, ())),
-        actions=action_items(document, assessment.findings, _, said) + graph_actions(document, shown_source, _,
-                                                                                     assessment.graph_mode),
+        zero_cost=tuple((summary.cost_bases or {}).get(CostBasis.ZERO_COST, ())),
+        validation_block=tuple((summary.cost_bases or {}).get(CostBasis.VALIDATION_BLOCK, ())),
+        actions=action_items(document, assessment.findings, _, said) + graph_actions(
+            document.graph_mode, shown_source, _, assessment.graph_mode),
         evidence_order=evidence_text(assessment.target, _),
-        source=source_section(document, _),
-        time=with_job(time_section(document, _), document, _),
-        graph=graph_section(document, _, shown_source, assessment.graph_mode),
-        versions=version_lines(document, _),
+        source=source_section(document.source_findings, document.source, _),
+        time=with_job(time_section(document.performance, document.operators, _), document.performance, _),
+        graph=graph_section(document.graph_mode, _, shown_source, assessment.graph_mode),
+        versions=version_lines(document.versions, _),
         source_only=capture.method == NO_CAPTURE,
-        onnx=onnx_section(document, _),
-        serving=serving_section(document, _),
+        onnx=onnx_section(document.onnx, _),
+        serving=serving_section(document.serving, _),
     )
 
 
@@ -164,13 +165,13 @@ def _category_rows(ops: Sequence[OperatorRow], est: Estimate | None, total_likel
     return tuple(categories)
 
 
-def _pareto(est: Estimate | None, summary: Mapping[str, Any], types: int, _: Callable[[str], str]
+def _pareto(est: Estimate | None, summary: SummaryPart, types: int, _: Callable[[str], str]
             ) -> tuple[ParetoSummary | None, str]:
     """The 20/80 operators and their sentence; none without an estimate or with no operator carrying effort."""
     if est is None or not est.pareto_ops:  # no operator, no effort: "0 of 0 types carry 0%" would say nothing
         return None, ""
     share_types = est.pareto_share_of_types
-    share_effort = summary["pareto"]["share_of_effort"]
+    share_effort = summary.pareto.share_of_effort if summary.pareto else 0.0
     names = tuple(est.pareto_ops)
     # the sentence names the largest; a flat model can have 160 names here (the JSON has them all)
     pareto = ParetoSummary(ops=names, count=len(names), share_types_text=percent(share_types),
@@ -181,25 +182,25 @@ def _pareto(est: Estimate | None, summary: Mapping[str, Any], types: int, _: Cal
                                   "effort": percent(share_effort)}
 
 
-def _cards(assessment: Assessment, document: Mapping[str, Any], ops: Sequence[OperatorRow],
+def _cards(assessment: Assessment, document: DocumentPart, ops: Sequence[OperatorRow],
            unknown: Sequence[OperatorRow], headline: str, _: Callable[[str], str]) -> tuple[Card, ...]:
     """The summary cards: effort, operator types (source sites for a source scan), custom development, unknown
     operators, the highest risk, and the slowest operator with a time model."""
     est = assessment.estimate
     total = est.total if est else None
-    summary = document["summary"]
+    summary = document.summary
     source_only = assessment.capture.method == NO_CAPTURE
-    sites = document.get("source_findings") or []
-    scanned = (document.get("source") or {}).get("files") or []
+    sites = document.source_findings
+    scanned = document.source.files if document.source else ()
     # The sites priced in the total count with the operators: every site of a source-only report (it has no
     # operators), the reached ones of `scan --source` (a present site is costed apart, out of the total), except a
     # site whose call is a captured operator's (covered_by: that operator counts it).
-    priced = [s for s in sites if s.get("reached") is not False and not s.get("covered_by") and s.get("risk")]
-    counts = {c: (0 if source_only else summary["categories"][c]) + sum(1 for s in priced if s["category"] == c)
+    priced = [s for s in sites if s.reached is not False and not s.covered_by and s.risk]
+    counts = {c: (0 if source_only else summary.categories[c]) + sum(1 for s in priced if s.category == c)
               for c in CATEGORIES}
     ranked = [((op.stars, op.likely), op.stars_text, op.op) for op in ops if op.estimated] + [
-        ((s["risk"]["stars"], s["person_days"]["likely"]), _stars(s["risk"]["stars"]),
-         f"{s['file']}:{s['line']} {s['subject']}") for s in priced]
+        ((s.risk.stars, s.person_days.likely if s.person_days else 0.0), _stars(s.risk.stars),
+         f"{s.file}:{s.line} {s.subject}") for s in priced if s.risk]
     worst = max(ranked, key=lambda item: item[0], default=None)
     return (
         Card(_("Estimated effort"), headline if est else _("not estimated"),
@@ -207,7 +208,7 @@ def _cards(assessment: Assessment, document: Mapping[str, Any], ops: Sequence[Op
              % {"likely": days(total.likely), "range": days_range(total)} if est and total else ""),
         *((Card(_("Source sites"), str(len(sites)), _("%(n)d files scanned") % {"n": len(scanned)}),)
           if source_only else (Card(_("Operator types"), str(len(ops)),
-                                    _("%d calls in the forward pass") % summary["occurrences"]),)),
+                                    _("%d calls in the forward pass") % summary.occurrences),)),
         Card(_("Custom development"), str(counts[Category.CUSTOM_DEV]),
              _("%(pc)d param-converted, %(d)d direct") % {"pc": counts[Category.PARAM_CONVERTED],
                                                           "d": counts[Category.DIRECT]}),
@@ -216,27 +217,27 @@ def _cards(assessment: Assessment, document: Mapping[str, Any], ops: Sequence[Op
              if unknown else _("every operator has a known fact")),
         Card(_("Highest risk"), worst[1] if worst else (_("none") if est is not None else _("not estimated")),
              worst[2] if worst else (_("no operator to port") if est is not None else "")),
-        *slow_card(document, _),
+        *slow_card(document.performance, document.operators, _),
     )
 
 
-def _model_header(assessment: Assessment, document: Mapping[str, Any], language: str, _: Callable[[str], str]
+def _model_header(assessment: Assessment, document: DocumentPart, language: str, _: Callable[[str], str]
                   ) -> ModelHeader:
     """The model and its capture: the methods tried (errors and device note as the JSON holds them: scrubbed of the
     machine's absolute paths), the step captured, the stand-ins used."""
     model, capture = assessment.model, assessment.capture
-    written = document["model"].get("capture") or {}
-    errors = [a.get("error") for a in written.get("attempts") or ()]
+    written = document.model.capture
+    errors = [a.error for a in written.attempts]
     errors = errors if len(errors) == len(capture.attempts) else [a.error for a in capture.attempts]
     attempts = tuple(Attempt(method=a.method,
                              status=N_("used") if a.method == capture.method and a.error is None
                              else (N_("ok") if a.error is None else N_("failed")),
                              error=shorten_paths(error or ""), seconds_text=f"{a.seconds:.2f} s")
                      for a, error in zip(capture.attempts, errors, strict=True))
-    return ModelHeader(class_name=model.class_name, source=document["model"]["source"], entry=model.entry,
+    return ModelHeader(class_name=model.class_name, source=document.model.source, entry=model.entry,
                        parameters_text=number(model.parameters, language), dtype=model.dtype,
                        inputs_text=", ".join(model.inputs), capture_method=capture.method, device=capture.device,
-                       device_note=device_note_text(written.get("device_note") or capture.device_note or "", _),
+                       device_note=device_note_text(written.device_note or capture.device_note or "", _),
                        attempts=attempts,
                        step_text=capture_step_text(capture, _), training=capture.training,
-                       stand_ins_text=_stand_ins_text(capture, _), reach_text=reach_text(document, _))
+                       stand_ins_text=_stand_ins_text(capture, _), reach_text=reach_text(document.reach, _))

@@ -3,13 +3,14 @@ graphmode records) and its display part (one line per NPU graph back-end, the br
 fixes, built once from the JSON document for every format)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypedDict, cast
+from typing import TypedDict
 
 from ...graphmode.records import BackendVerdict, GraphBreak, GraphMode
 from ..display.records import ActionItem, Record
 from ..i18n import N_
+from ..parts import EffortPart
 from ..text import days, percent
 
 FIRST_BLOCKERS = 2  # breaks a back-end's line names; the table lists every one
@@ -82,15 +83,82 @@ class GraphVerdictDoc(TypedDict):
     aten: list[str]
 
 
+# ------------------------------------------------------------------ the JSON part as the display reads it back
+# (report/parts.py decodes it once; tests/test_vocabulary.py ties each part's fields to the same schema nodes)
+
+
+@dataclass(frozen=True)
+class GraphEffortPart:
+    backend: str
+    basis: str
+    person_days: EffortPart
+
+
+@dataclass(frozen=True)
+class GraphBreakPart:
+    op: str
+    reason: str
+    kind: str
+    method: str = ""
+    source: str | None = None
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class GraphBackendPart:
+    ready: bool
+    breaks: tuple[GraphBreakPart, ...]
+    capturable_flops_share: float | None = None
+    split_points: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DynamoBreakPart:
+    reason: str = ""
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class DynamoPart:
+    graphs: int = 0
+    ops: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    breaks: tuple[DynamoBreakPart, ...] = ()
+
+
+@dataclass(frozen=True)
+class GraphModePart:
+    """`graph_mode`: the model's readiness per NPU graph back-end, the chosen one, and how the breaks were found."""
+
+    method: str
+    backend: str
+    unseen: str
+    backends: Mapping[str, GraphBackendPart]
+    effort: GraphEffortPart | None = None
+    dynamo: DynamoPart | None = None
+
+
+@dataclass(frozen=True)
+class GraphVerdictPart:
+    """An operator's verdict under one back-end."""
+
+    verdict: str
+    reason: str = ""
+    evidence: tuple[str, ...] = ()
+    aten: tuple[str, ...] = ()
+
+
 # ------------------------------------------------------------------ the display part
 # the names a break gives where no operator breaks the graph (GraphBreak.op): said in the reader's language
 PLACES = {"backward": N_("backward pass"), "dynamo": N_("forward")}
 
 
-def _op(item: GraphBreakDoc, gettext: Translate) -> str:
+def _op(item: GraphBreakPart, gettext: Translate) -> str:
     """A break's operator, or the place it names ('backward pass', 'forward') in the reader's language."""
-    place = PLACES.get(item["kind"])
-    return gettext(place) if place is not None and item["op"] == place else item["op"]
+    place = PLACES.get(item.kind)
+    return gettext(place) if place is not None and item.op == place else item.op
 
 
 @dataclass(frozen=True)
@@ -123,16 +191,16 @@ class GraphSection(Record):
     effort_text: str  # "npugraph_ex: 1.5 person-days (0.35-3), apart from the eager migration: ..."
 
 
-def _where(item: GraphBreakDoc, shorten: Callable[[str], str], gettext: Translate) -> str:
-    source = item.get("source")
+def _where(item: GraphBreakPart, shorten: Callable[[str], str], gettext: Translate) -> str:
+    source = item.source
     return gettext(" at %(source)s") % {"source": shorten(source)} if source else ""
 
 
-def _said(item: GraphBreak | None, doc: GraphBreakDoc, gettext: Translate) -> tuple[str, str]:
+def _said(item: GraphBreak | None, doc: GraphBreakPart, gettext: Translate) -> tuple[str, str]:
     """A break's reason and fix in the reader's language, from its record's messages (the document's English text
     when there is no record)."""
-    reason = item.message.text(gettext) if item is not None and item.message else doc["reason"]
-    fix = item.fix_message.text(gettext) if item is not None and item.fix_message else doc.get("fix") or ""
+    reason = item.message.text(gettext) if item is not None and item.message else doc.reason
+    fix = item.fix_message.text(gettext) if item is not None and item.fix_message else doc.fix or ""
     return reason, fix
 
 
@@ -142,82 +210,74 @@ def _breaks(record: GraphMode | None, name: str, count: int) -> tuple[GraphBreak
     return found if len(found) == count else (None,) * count
 
 
-def _notes(record: GraphMode | None, name: str, written: list[str], gettext: Translate) -> list[str]:
+def _notes(record: GraphMode | None, name: str, written: Sequence[str], gettext: Translate) -> list[str]:
     said = next((b.note_messages for b in record.backends if b.backend == name), ()) if record is not None else ()
     return [m.text(gettext) for m in said] if len(said) == len(written) else list(written)
 
 
-def graph_section(document: Mapping[str, object], gettext: Translate, shorten: Callable[[str], str] = str,
+def graph_section(graph: GraphModePart | None, gettext: Translate, shorten: Callable[[str], str] = str,
                   record: GraphMode | None = None) -> GraphSection | None:
     """The section, or None when the analysis was switched off (--no-graph-mode). `record`, the assessment's
     GraphMode, gives the reasons, fixes and notes as catalog messages (else they read as the document has them)."""
-    graph = graph_of(document)
     if not graph:
         return None
     lines: list[BackendLine] = []
     # break -> (it, back-ends, (reason, fix) said)
-    rows: dict[tuple[str, str, str, str], tuple[GraphBreakDoc, list[str], tuple[str, str]]] = {}
+    rows: dict[tuple[str, str, str, str], tuple[GraphBreakPart, list[str], tuple[str, str]]] = {}
     notes: list[str] = []
-    for name, backend in graph["backends"].items():
-        share = backend["capturable_flops_share"]
+    for name, backend in graph.backends.items():
+        share = backend.capturable_flops_share
         flops = gettext("%s of the FLOPs in capturable regions") % percent(share) if share is not None else ""
-        if backend["ready"]:
+        if backend.ready:
             text = gettext("ready") + (f", {flops}" if flops else "")
         else:
-            shown = "; ".join(f"{_op(b, gettext)}{_where(b, shorten, gettext)} ({b['kind']})"
-                              for b in backend["breaks"][:FIRST_BLOCKERS])
-            more = len(backend["breaks"]) - FIRST_BLOCKERS
-            text = (gettext("not ready, %(n)d break(s): %(shown)s") % {"n": len(backend["breaks"]), "shown": shown}
+            shown = "; ".join(f"{_op(b, gettext)}{_where(b, shorten, gettext)} ({b.kind})"
+                              for b in backend.breaks[:FIRST_BLOCKERS])
+            more = len(backend.breaks) - FIRST_BLOCKERS
+            text = (gettext("not ready, %(n)d break(s): %(shown)s") % {"n": len(backend.breaks), "shown": shown}
                     + (gettext(" and %d more") % more if more > 0 else "") + (f"; {flops}" if flops else ""))
-        lines.append(BackendLine(name, gettext(TITLES[name]) if name in TITLES else name, backend["ready"], text,
-                                 name == graph["backend"]))
-        for b, item in zip(backend["breaks"], _breaks(record, name, len(backend["breaks"])), strict=True):
-            key = (b["op"], b["kind"], b.get("source") or "", b["reason"])
+        lines.append(BackendLine(name, gettext(TITLES[name]) if name in TITLES else name, backend.ready, text,
+                                 name == graph.backend))
+        for b, item in zip(backend.breaks, _breaks(record, name, len(backend.breaks)), strict=True):
+            key = (b.op, b.kind, b.source or "", b.reason)
             rows.setdefault(key, (b, [], _said(item, b, gettext)))[1].append(name)
-        notes += [f"{name}: {n}" for n in _notes(record, name, backend["notes"], gettext)]
-    breaks = tuple(BreakRow(", ".join(names), _op(b, gettext), b["kind"], shorten(b.get("source") or ""), reason,
-                            b["method"], fix) for b, names, (reason, fix) in rows.values())
+        notes += [f"{name}: {n}" for n in _notes(record, name, backend.notes, gettext)]
+    breaks = tuple(BreakRow(", ".join(names), _op(b, gettext), b.kind, shorten(b.source or ""), reason,
+                            b.method, fix) for b, names, (reason, fix) in rows.values())
     method = (gettext("Breaks found by torch._dynamo run on the model and in the captured ATen calls")
-              if graph["method"] == "dynamo" else gettext("Breaks found in the captured ATen calls"))
-    effort = graph.get("effort")
+              if graph.method == "dynamo" else gettext("Breaks found in the captured ATen calls"))
+    effort = graph.effort
     effort_text = ""
-    if effort is not None and effort["basis"]:
-        pd = effort["person_days"]
+    if effort is not None and effort.basis:
+        pd = effort.person_days
         said_basis = record.effort.basis_message.text(gettext) if record is not None and record.effort is not None \
-            and record.effort.basis_message else effort["basis"]
+            and record.effort.basis_message else effort.basis
         effort_text = (gettext("%(backend)s: %(likely)s person-days (%(low)s-%(high)s) to make it work, apart from "
                                "the eager migration and not in its total") % {
-            "backend": effort["backend"], "likely": days(pd["likely"]), "low": days(pd["low"]),
-            "high": days(pd["high"])}) + f": {said_basis}"
-    return GraphSection(method, gettext(graph["unseen"]), tuple(lines), breaks, tuple(dict.fromkeys(notes)),
+            "backend": effort.backend, "likely": days(pd.likely), "low": days(pd.low),
+            "high": days(pd.high)}) + f": {said_basis}"
+    return GraphSection(method, gettext(graph.unseen), tuple(lines), breaks, tuple(dict.fromkeys(notes)),
                         effort_text)
 
 
-def graph_actions(document: Mapping[str, object], shorten: Callable[[str], str] = str, gettext: Translate = str,
+def graph_actions(graph: GraphModePart | None, shorten: Callable[[str], str] = str, gettext: Translate = str,
                   record: GraphMode | None = None) -> tuple[ActionItem, ...]:
     """The cheap fixes of the chosen back-end's breaks, one item per operator and fix (said in the reader's language
     when `record` gives them as messages)."""
-    graph = graph_of(document)
     if not graph:
         return ()
-    breaks = graph["backends"][graph["backend"]]["breaks"]
+    breaks = graph.backends[graph.backend].breaks
     items: dict[tuple[str, str], list[str]] = {}
-    for b, item in zip(breaks, _breaks(record, graph["backend"], len(breaks)), strict=True):
-        if b.get("fix"):
+    for b, item in zip(breaks, _breaks(record, graph.backend, len(breaks)), strict=True):
+        if b.fix:
             fix = _said(item, b, gettext)[1]
-            source = b.get("source")
-            items.setdefault((b["op"], fix), []).append(shorten(source) if source else "")
+            items.setdefault((b.op, fix), []).append(shorten(b.source) if b.source else "")
     return tuple(ActionItem(kind="graph-break", subject=op,
                             action=f"{fix} ({', '.join(s for s in sources if s)})" if any(sources) else fix,
                             days_text="") for (op, fix), sources in items.items())
 
 
 # ------------------------------------------------------------------ the JSON part: built from the records
-
-
-def graph_of(document: Mapping[str, object]) -> GraphModeDoc | None:
-    """The document's `graph_mode` (built by graph_mode_doc below: its shape is GraphModeDoc's)."""
-    return cast("GraphModeDoc | None", document.get("graph_mode"))
 
 
 def verdicts_doc(verdicts: tuple[BackendVerdict, ...] | None) -> dict[str, GraphVerdictDoc] | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ...messages import say
 from ...reasons import REASONS
@@ -19,13 +18,15 @@ from ...score.decisions import basis_text
 from ...score.weights.decisions import CHANGE_TIERS
 from ...vocabulary import Category, CostBasis
 from ..display.records import ActionItem, ActivityRow, DecisionRow, OriginRow
-from ..paths import portable
+from ..parts import EffortPart
+from ..paths import portable, shorten_paths  # noqa: F401 - shorten_paths: the display's, re-exported
 from ..prose import Translate, origin_who
+from ..reading import DocumentPart
 from ..text import days, days_range, percent, share
+from .operators import ReasonPart
+from .source import SitePart
 from .time import us_text
 
-# an absolute '/venv/.../site-packages/' or the portable document's 'site-packages/' (report/paths.py) before a package
-_IN_TEXT = re.compile(r"(?:[^\s()'\"]*?[/\\])?(?<![\w.-])(?:site|dist)-packages[/\\]")
 _NUMBERED = re.compile(r"^\d+$")
 
 
@@ -43,13 +44,6 @@ def shown_source(source: str) -> str:
     source = source.replace("\\", "/")
     match = SITE_PACKAGES.search(source)
     return source[match.start(1):] if match else portable(source)
-
-
-def shorten_paths(text: str) -> str:
-    """Every installed-package path inside a message made relative to its site-packages ('(at /venv/lib/python3.11/
-    site-packages/torchvision/ops/boxes.py:41)' or '(at site-packages/torchvision/ops/boxes.py:41)' -> '(at
-    torchvision/ops/boxes.py:41)')."""
-    return _IN_TEXT.sub("", text)
 
 
 def project_source(source: str | None, fallback: str) -> str | None:
@@ -154,7 +148,7 @@ def _by_time_recovered(items: list[tuple[ActionItem, float, float | None]]) -> t
 MIN_GAIN_US = 0.05  # below this an item recovers nothing the time model can tell
 
 
-def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Translate = str,
+def action_items(document: DocumentPart, findings: Sequence[Finding], _: Translate = str,
                  said: Mapping[str, str] | None = None) -> tuple[ActionItem, ...]:
     """One item per operator that needs work (not direct, or costed on its own), per source site that needs a hand
     edit or a port, and per performance finding, with what to do: the replacement, the route, the kernel to write,
@@ -162,57 +156,60 @@ def action_items(document: Mapping[str, Any], findings: Sequence[Finding], _: Tr
     ordered by the estimated time each recovers per person-day. `said` maps a reason's English message to the
     reader's language (reasons built from message ids)."""
     said = said or {}
-    decisions = (document.get("summary") or {}).get("decisions") or []
+    decisions = document.summary.decisions or ()
     items: list[tuple[ActionItem, float, float | None]] = [
-        (ActionItem(kind="decision", subject=said.get(d["title"]) or _(d["title"]),
-                    action="; ".join(said.get(line) or _(line) for line in d["plan"]),
-                    days_text=_("%(days)s person-days") % {"days": days(d['person_days']['likely'])}), 0.0, None)
+        (ActionItem(kind="decision", subject=said.get(d.title) or _(d.title),
+                    action="; ".join(said.get(line) or _(line) for line in d.plan),
+                    days_text=_("%(days)s person-days") % {"days": days(_likely(d.person_days))}), 0.0, None)
         for d in decisions]
-    decided = {key for d in decisions for key in d["operators"]}
-    precision = {key for d in decisions if d["name"] == "precision" for key in d["operators"]}
-    for op in document["operators"]:
-        category = op.get("category")
-        if category in (None, Category.DIRECT) and op.get("cost") != CostBasis.PER_OPERATOR:
+    decided = {key for d in decisions for key in d.operators}
+    precision = {key for d in decisions if d.name == "precision" for key in d.operators}
+    for op in document.operators:
+        category = op.category
+        if category in (None, Category.DIRECT) and op.cost != CostBasis.PER_OPERATOR:
             continue
-        if op.get("cost") == SOURCE_FINDING:  # the same call as a source site: its item is the site's, below
+        if op.cost == SOURCE_FINDING:  # the same call as a source site: its item is the site's, below
             continue
-        note = op.get("cost_note") or ""
-        if op["op"] in decided and not any(f": {tier} " in note for tier in CHANGE_TIERS):
+        note = op.cost_note or ""
+        if op.op in decided and not any(f": {tier} " in note for tier in CHANGE_TIERS):
             continue  # the decision's item says what to do
-        days_text = _("%(days)s person-days") % {"days": days(op['person_days']['likely'])} \
-            if op.get("person_days") else ""
-        if op.get("cost") == PRICED_CHANGE or op["op"] in decided:
+        days_text = _("%(days)s person-days") % {"days": days(op.person_days.likely)} if op.person_days else ""
+        if op.cost == PRICED_CHANGE or op.op in decided:
             action = said.get(note, note) or _("change one argument")
-        elif op.get("replacement"):
-            action = _("use %(api)s") % {"api": op["replacement"]}
+        elif op.replacement:
+            action = _("use %(api)s") % {"api": op.replacement}
         elif category == Category.CUSTOM_DEV:
             action = _("write an NPU kernel (Ascend C) or change the model to avoid it")
         elif category == Category.PARAM_CONVERTED:
-            reasons = op.get("reasons") or [{}]
-            reason = next((r for r in reasons if _decides(r.get("code", ""))), reasons[0]).get("message", "")
+            reasons = op.reasons or (ReasonPart(),)
+            reason = next((r for r in reasons if _decides(r.code)), reasons[0]).message
             action = said.get(reason, reason).rstrip(".") or _("convert its parameters")
         else:
-            last = (op.get("reasons") or [{}])[-1].get("message", "") or ""
+            last = (op.reasons or (ReasonPart(),))[-1].message or ""
             action = _("check it numerically: %(reason)s") % {"reason": said.get(last, last).rstrip(".")}
-        origin = op.get("origin") or PROJECT
+        origin = op.origin or PROJECT
         owner = "" if origin == PROJECT else _(" (in %(origin)s: upstream code)") % {"origin": origin}
-        gain = (op.get("estimated_time") or {}).get("at_risk_us", 0.0)
-        likely = (op.get("person_days") or {}).get("likely")
-        items.append((ActionItem(kind=category or "unclassified", subject=op["op"], action=action + owner,
+        gain = op.estimated_time.at_risk_us if op.estimated_time else 0.0
+        likely = op.person_days.likely if op.person_days else None
+        items.append((ActionItem(kind=category or "unclassified", subject=op.op, action=action + owner,
                                  days_text=days_text, time_text=_time_text(gain, likely, _) if gain >= MIN_GAIN_US
                                  else ""), gain, likely))
-    items += [(item, 0.0, None) for item in _site_actions(document, _)]
-    times = [f.get("time") for f in document.get("findings") or ()]
+    items += [(item, 0.0, None) for item in _site_actions(document.source_findings, _)]
+    times = [f.time for f in document.findings]
     for finding, time in zip(findings, times or [None] * len(findings), strict=False):
         if finding.kind == "compute" or (finding.kind == "mixed-precision" and set(finding.ops) <= precision):
             continue  # a share of compute is no work; the precision decision's item covers its operators
         # the effect's first clause says what to do; the rest says how it moves the score (in the findings table)
         advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", _(finding.effect), maxsplit=1)[0]
         action = _("adopt %(api)s") % {"api": finding.npu_api} if finding.npu_api else advice
-        gain = (time or {}).get("gain_us", 0.0)
+        gain = time.gain_us if time else 0.0
         items.append((ActionItem(kind=finding.kind, subject=finding_title(finding, _), action=action, days_text="",
                                  time_text=_time_text(gain, None, _) if gain >= MIN_GAIN_US else ""), gain, None))
     return _by_time_recovered(items)
+
+
+def _likely(effort: EffortPart | None) -> float:
+    return effort.likely if effort else 0.0
 
 
 def finding_title(finding: Finding, _: Translate = str) -> str:
@@ -230,24 +227,24 @@ def _decides(code: str) -> bool:
 SITES_NAMED = 3  # sites named per action item of the source scan; the count says how many more
 
 
-def _site_actions(document: Mapping[str, Any], _: Translate = str) -> list[ActionItem]:
+def _site_actions(sites: Sequence[SitePart], _: Translate = str) -> list[ActionItem]:
     """The source scan's sites that are work (not direct, not notes), one item per subject, kind, category and route
     (a tree calling DataParallel in 40 files is one edit to learn, 40 to make): the first sites named, the count and
     the summed person-days."""
-    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
-    for site in document.get("source_findings") or ():
-        if site["category"] == Category.DIRECT or not (site.get("person_days") or {}).get("likely"):
+    groups: dict[tuple[str, str, str, str], list[SitePart]] = {}
+    for site in sites:
+        if site.category == Category.DIRECT or not _likely(site.person_days):
             continue
-        groups.setdefault((site["category"], site["subject"], site["kind"], site["npu_route"]), []).append(site)
+        groups.setdefault((site.category, site.subject, site.kind, site.npu_route), []).append(site)
     items = []
-    for (category, subject, _kind, route), sites in groups.items():
-        where = ", ".join(f"{s['file']}:{s['line']}" for s in sites[:SITES_NAMED])
-        if len(sites) > SITES_NAMED:
-            where += _(" and %(n)d more") % {"n": len(sites) - SITES_NAMED}
-        total = sum(s["person_days"]["likely"] for s in sites)
+    for (category, subject, _kind, route), grouped in groups.items():
+        where = ", ".join(f"{s.file}:{s.line}" for s in grouped[:SITES_NAMED])
+        if len(grouped) > SITES_NAMED:
+            where += _(" and %(n)d more") % {"n": len(grouped) - SITES_NAMED}
+        total = sum(_likely(s.person_days) for s in grouped)
         items.append(ActionItem(kind=category, subject=_("%(subject)s at %(where)s") % {"subject": subject,
                                                                                          "where": where}
-                                if len(sites) > 1 else f"{where} {subject}",
+                                if len(grouped) > 1 else f"{where} {subject}",
                                 action=say(route, _).rstrip(".") or _("no NPU route: rewrite it"),
                                 days_text=_("%(days)s person-days") % {"days": days(total)}))
     return items

@@ -5,13 +5,14 @@
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ...assessment import Assessment
 from ...vocabulary import Category
-from ..paths import portable
-from .plan import shorten_paths
+from ..parts import EffortPart
+from ..paths import portable, shorten_paths
 
 
 def reach_doc(assessment: Assessment, roots: Sequence[str]) -> dict[str, Any] | None:
@@ -36,49 +37,80 @@ def reach_doc(assessment: Assessment, roots: Sequence[str]) -> dict[str, Any] | 
     }
 
 
-def reach_text(document: Mapping[str, Any], _: Callable[[str], str] = str) -> str:
+@dataclass(frozen=True)
+class PresentCallPart:
+    """A call present on a line of an entered function that did not run, judged as an operator."""
+
+    source: str
+    operator: str
+    category: str
+    captured: bool = False
+    code: str = ""
+    call: str = ""
+    function: str = ""
+    branch: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ReachPart:
+    """`reach`: the share of the entered functions' lines that ran, and each present-not-reached call (read back
+    by the display and by ci/snapshot's unreached gate)."""
+
+    functions: int = 0
+    lines: int = 0
+    ran: int = 0
+    share: float = 0.0
+    not_direct: tuple[str, ...] = ()
+    person_days: EffortPart | None = None
+    basis: str = ""
+    outside_recorder: tuple[str, ...] = ()
+    driven: tuple[str, ...] = ()
+    present: tuple[PresentCallPart, ...] = ()
+
+
+def reach_text(reach: ReachPart | None, _: Callable[[str], str] = str) -> str:
     """'Not reached by this run: 25 calls present in the functions it entered (2 not direct: torchvision::nms
     param-converted at torchvision/ops/boxes.py:108, skipped by `if boxes.numel() == 0: return`); 78.5% of those
     functions' lines ran; 3.0 person-days apart, not in the total.' ('' when no record was kept)."""
-    reach = document.get("reach")
     if not reach:
         return ""
     driven = ""
-    if reach.get("driven"):
+    if reach.driven:
         driven = _("Driven so that the data-dependent branches run (--no-drive for the plain run): %(what)s. ") % {
-            "what": "; ".join(reach["driven"])}
+            "what": "; ".join(reach.driven)}
     share = _("%(share)s of the lines of the %(functions)d functions the run entered ran") % {
-        "share": f"{reach['share'] * 100:.1f}%", "functions": reach["functions"]}
-    present = reach["present"]
+        "share": f"{reach.share * 100:.1f}%", "functions": reach.functions}
+    present = reach.present
     outside = ""
-    if reach.get("outside_recorder"):
+    if reach.outside_recorder:
         outside = " " + _("The model called %(ops)s outside the recorder (torch's profiler saw it): judged as "
-                          "operators of their own.") % {"ops": ", ".join(reach["outside_recorder"])}
+                          "operators of their own.") % {"ops": ", ".join(reach.outside_recorder)}
     if not present:
         return driven + _("Reach: %(share)s; no call the knowledge base judges is on a line it missed.") % {
             "share": share} + outside
     named = []
-    for key in reach["not_direct"]:
-        sites = [p for p in present if p["operator"] == key]
+    for key in reach.not_direct:
+        sites = [p for p in present if p.operator == key]
         where = ", ".join(_site(p, _) for p in sites[:2]) + (_(" and %(n)d more") % {"n": len(sites) - 2}
                                                              if len(sites) > 2 else "")
-        named.append(_("%(op)s %(category)s at %(where)s") % {"op": key, "category": sites[0]["category"],
+        named.append(_("%(op)s %(category)s at %(where)s") % {"op": key, "category": sites[0].category,
                                                               "where": where}
-                     + (_(" (captured elsewhere)") if sites[0]["captured"] else ""))
+                     + (_(" (captured elsewhere)") if sites[0].captured else ""))
     text = driven + _("Not reached by this run: %(n)d call(s) present in the functions it entered") % {
         "n": len(present)}
     if named:
         text += _(" (%(k)d not direct: %(named)s)") % {"k": len(named), "named": "; ".join(named)}
     text += "; " + share
-    if reach["person_days"]["likely"]:
-        text += _("; %(days)s person-days apart, not in the total") % {"days": f"{reach['person_days']['likely']:g}"}
+    if reach.person_days and reach.person_days.likely:
+        text += _("; %(days)s person-days apart, not in the total") % {"days": f"{reach.person_days.likely:g}"}
     return text + "." + outside
 
 
-def _site(site: Mapping[str, Any], _: Callable[[str], str]) -> str:
+def _site(site: PresentCallPart, _: Callable[[str], str]) -> str:
     """'torchvision/ops/boxes.py:108 (skipped by `if boxes.numel() == 0: return`)'."""
-    where = shorten_paths(site["source"])
-    branch = site["branch"]
+    where = shorten_paths(site.source)
+    branch = site.branch
     if not branch:
         return where
     branch = branch if len(branch) <= 60 else branch[:59] + "…"

@@ -2,18 +2,79 @@
 files it skipped, built once from the JSON document for every format."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import overload
 
 from ...messages import say
 from ...source.catalog import said_contexts
 from ...vocabulary import CATEGORIES, Confidence
 from ..display.records import Record
+from ..parts import EffortPart, RiskPart
 from ..text import days
 
 NOTE_KINDS = ("precision-note", "no-op")  # notes, not work: 0 person-days, listed after the work
 LARGEST = 20  # sites the terminal summary lists (the Markdown, HTML and JSON reports list every one)
+
+
+# ------------------------------------------------------------------ the JSON part as it is read back (report/parts.py;
+# report/document.py builds `source_findings` and `source`; tests/test_vocabulary.py ties these to the schema)
+
+
+@dataclass(frozen=True)
+class SizePart:
+    lines: int = 0
+    kernels: int = 0
+    apis: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SitePart:
+    """One source finding (`source_findings`): a line of GPU-specific code, its route to the NPU and, once estimated,
+    its cost."""
+
+    file: str
+    line: int
+    code: str = ""
+    kind: str = ""
+    category: str = ""
+    subject: str = ""
+    npu_route: str = ""
+    evidence: tuple[str, ...] = ()
+    confidence: str | None = None
+    person_days: EffortPart | None = None
+    key: str | None = None
+    basis: str | None = None
+    risk: RiskPart | None = None
+    operators: tuple[str, ...] = ()
+    covered_by: str | None = None
+    reached: bool | None = None
+    size: SizePart | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkippedPart:
+    file: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SourceScanPart:
+    """`source`: the scanned root, its files and lines, and the files it skipped."""
+
+    root: str = "."
+    files: tuple[str, ...] = ()
+    lines: int = 0
+    skipped: tuple[SkippedPart, ...] = ()
+
+
+def shown_sites(sites: Sequence[SitePart]) -> list[SitePart]:
+    """The source findings a report lists on their own: not those a captured operator is (covered_by)."""
+    return [site for site in sites if not site.covered_by]
+
+
+# ------------------------------------------------------------------ the display part
 
 
 @dataclass(frozen=True)
@@ -57,13 +118,12 @@ class SourceSection(Record):
     largest: tuple[SourceRow, ...] = ()  # the LARGEST sites by person-days, for the terminal summary
 
 
-def _size(size: Mapping[str, Any] | None, gettext: Callable[[str], str]) -> str:
+def _size(size: SizePart | None, gettext: Callable[[str], str]) -> str:
     if not size:
         return ""
-    apis = size.get("apis") or []
-    counted = gettext("%(lines)d lines, %(kernels)d kernel(s)") % {"lines": size["lines"], "kernels": size["kernels"]}
+    counted = gettext("%(lines)d lines, %(kernels)d kernel(s)") % {"lines": size.lines, "kernels": size.kernels}
     # the API names listed with the reader's separator ('、' in Chinese: a list of names, not a phrase)
-    return counted + (gettext(": %(apis)s") % {"apis": gettext(", ").join(apis)} if apis else "")
+    return counted + (gettext(": %(apis)s") % {"apis": gettext(", ").join(size.apis)} if size.apis else "")
 
 
 def _stars(stars: int) -> str:
@@ -74,7 +134,7 @@ class Rows(Sequence[SourceRow]):
     """Source rows built on first reading, all at once: a 14,000-site scan's terminal summary reads only how many
     there are (and its largest few, built apart), the Markdown and HTML reports every one."""
 
-    def __init__(self, findings: Sequence[Mapping[str, Any]], build: Callable[[Mapping[str, Any]], SourceRow]):
+    def __init__(self, findings: Sequence[SitePart], build: Callable[[SitePart], SourceRow]):
         self._findings, self._build = findings, build
         self._rows: tuple[SourceRow, ...] | None = None
 
@@ -108,12 +168,13 @@ class Rows(Sequence[SourceRow]):
         return f"Rows({len(self)} rows)"
 
 
-def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -> SourceSection | None:
+def source_section(sites: Sequence[SitePart], scan: SourceScanPart | None, gettext: Callable[[str], str]
+                   ) -> SourceSection | None:
     """The section, or None when nothing was found and nothing skipped (reports then look as they did before)."""
     # a site an ordinary captured operator is (covered_by) is that operator's row: shown once, there
-    findings = [f for f in document.get("source_findings") or () if not f.get("covered_by")]
-    scan = document.get("source") or {}
-    skipped = tuple(SkippedRow(s["file"], s["reason"]) for s in scan.get("skipped") or ())
+    findings = shown_sites(sites)
+    scan = scan or SourceScanPart()
+    skipped = tuple(SkippedRow(s.file, s.reason) for s in scan.skipped)
     if not findings and not skipped:
         return None
     # 14,000 sites say a few dozen routes and evidence texts: each plain string is said once (a Text every time)
@@ -121,43 +182,46 @@ def source_section(document: Mapping[str, Any], gettext: Callable[[str], str]) -
     evidences: dict[str, str] = {}
     separator, not_reached = gettext("; "), gettext("present, not reached by this model")
 
-    def row(f: Mapping[str, Any]) -> SourceRow:
-        effort, risk = f.get("person_days"), f.get("risk")
-        route = f["npu_route"]
+    def row(f: SitePart) -> SourceRow:
+        effort, risk = f.person_days, f.risk
+        route = f.npu_route
         if type(route) is not str:
             route = say(route, gettext)
         elif route in routes:
             route = routes[route]
         else:
             route = routes[route] = say(route, gettext)
-        evidence = "; ".join(f.get("evidence") or ())
+        evidence = "; ".join(f.evidence)
         if evidence not in evidences:
             evidences[evidence] = said_contexts(evidence, gettext)
         return SourceRow(
-            location=f"{f['file']}:{f['line']}", file=f["file"], line=f["line"], code=f["code"], kind=f["kind"],
-            category=f["category"], subject=f["subject"], route=route, evidence_text=evidences[evidence],
-            confidence=Confidence.of(f.get("confidence")),
-            notes_text=separator.join([*([not_reached] if f.get("reached") is False else []),
-                                       *(say(n, gettext) for n in f.get("notes") or ())]),
-            size_text=_size(f.get("size"), gettext),
-            likely_text=days(effort["likely"]) if effort else "",
-            range_text=f"{days(effort['low'])}\u2013{days(effort['high'])}" if effort else "",
-            stars_text=_stars(risk["stars"]) if risk else "", note=f["kind"] in NOTE_KINDS,
-            operators_text=", ".join(f.get("operators") or ()))
+            location=f"{f.file}:{f.line}", file=f.file, line=f.line, code=f.code, kind=f.kind,
+            category=f.category, subject=f.subject, route=route, evidence_text=evidences[evidence],
+            confidence=Confidence.of(f.confidence),
+            notes_text=separator.join([*([not_reached] if f.reached is False else []),
+                                       *(say(n, gettext) for n in f.notes)]),
+            size_text=_size(f.size, gettext),
+            likely_text=days(effort.likely) if effort else "",
+            range_text=f"{days(effort.low)}\u2013{days(effort.high)}" if effort else "",
+            stars_text=_stars(risk.stars) if risk else "", note=f.kind in NOTE_KINDS,
+            operators_text=", ".join(f.operators))
 
-    work = [f for f in findings if f["kind"] not in NOTE_KINDS]
-    notes = [f for f in findings if f["kind"] in NOTE_KINDS]
-    counts = {c: sum(1 for f in work if f["category"] == c) for c in CATEGORIES}
-    files = len(scan.get("files") or ())
+    work = [f for f in findings if f.kind not in NOTE_KINDS]
+    notes = [f for f in findings if f.kind in NOTE_KINDS]
+    counts = {c: sum(1 for f in work if f.category == c) for c in CATEGORIES}
     summary = gettext("%(sites)d sites in %(files)d files (%(lines)d lines): %(counts)s; %(notes)d notes") % {
-        "sites": len(work), "files": files, "lines": scan.get("lines") or 0,
+        "sites": len(work), "files": len(scan.files), "lines": scan.lines or 0,
         "counts": ", ".join(f"{n} {c}" for c, n in counts.items()), "notes": len(notes)}
-    present = [f for f in findings if f.get("reached") is False]
+    present = [f for f in findings if f.reached is False]
     if present:
         summary += "; " + gettext("%(n)d present, not reached by this model: %(days)s person-days, not in the "
                                   "total") % {"n": len(present), "days": days(sum(
-                                      (f.get("person_days") or {}).get("likely") or 0.0 for f in present))}
-    total = sum(f["person_days"]["likely"] for f in findings if f.get("person_days") and f.get("reached") is not False)
-    largest = sorted(work, key=lambda f: -((f.get("person_days") or {}).get("likely") or 0.0))[:LARGEST]
+                                      _likely(f) or 0.0 for f in present))}
+    total = sum(f.person_days.likely for f in findings if f.person_days and f.reached is not False)
+    largest = sorted(work, key=lambda f: -(_likely(f) or 0.0))[:LARGEST]
     return SourceSection(summary=summary, work=Rows(work, row), notes=Rows(notes, row), skipped=skipped,
                          likely_text=days(total), largest=tuple(map(row, largest)))
+
+
+def _likely(site: SitePart) -> float | None:
+    return site.person_days.likely if site.person_days else None

@@ -5,91 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, cast
 
 from ...findings.patterns import IMPACT, shipped_patterns
 from ...messages import N_, say
 from ...perf.records import DeviceMemory, ParallelStep, Performance, StepTime
 from ...records import Finding
 from ..display.records import Card, Record
-
-# ------------------------------------------------------------------ the JSON part's shape (tests/test_vocabulary.py
-# ties each TypedDict's keys to the schema: $defs/estimated_time, properties/performance and its parts; `memory` and
-# `parallel` are sections/job.py's, typed there as plain mappings for now)
-
-
-class PenaltyDoc(TypedDict):
-    code: str
-    us: float
-
-
-class EstimatedTimeDoc(TypedDict):
-    us: float
-    at_risk_us: float
-    bound: str
-    unit: str
-    penalties: list[PenaltyDoc]
-    calls: int
-    gpu_us: NotRequired[float]
+from .operators import OperatorPart
+from .performance import (
+    ComparePart,
+    EstimatedTimeDoc,
+    EstimatedTimePart,
+    FindingTimePart,
+    PerformanceDoc,
+    PerformancePart,
+)
 
 
-class CompareDoc(TypedDict):
-    product: str
-    step_us: float | None
-    at_risk_us: float | None
-    by_unit: dict[str, float]
-    host_us: NotRequired[float]
-    eager_step_us: NotRequired[float]
-    variant: NotRequired[str | None]
-    label: NotRequired[str | None]
-    notes: NotRequired[list[str]]
-
-
-class GpuBaselineDoc(TypedDict):
-    gpu: str
-    label: str
-    step_us: float
-    ratio: float
-    match_gpus: int
-    matching_npus: float
-    notes: list[str]
-
-
-class TwoDiesDoc(TypedDict):
-    step_us: float
-    compute_us: float
-    comm_us: float
-    tier: str | None
-
-
-class PerformanceDoc(TypedDict):
-    product: str
-    step_us: float | None
-    at_risk_us: float | None
-    by_unit: dict[str, float]
-    method: str
-    estimate: str
-    note: str | None
-    variant: str | None
-    label: str | None
-    notes: list[str]
-    host_us: NotRequired[float]
-    eager_step_us: NotRequired[float]
-    compare: list[CompareDoc]
-    memory: dict[str, Any] | None
-    gpu_baseline: GpuBaselineDoc | None
-    parallel: dict[str, Any] | None
-    two_dies: TwoDiesDoc | None
-
-
-def performance_of(document: Mapping[str, Any]) -> PerformanceDoc | None:
-    """The document's `performance` (built by performance_doc below: its shape is PerformanceDoc's)."""
-    return cast("PerformanceDoc | None", document.get("performance"))
-
-
-def estimated_times(document: Mapping[str, Any]) -> list[tuple[str, EstimatedTimeDoc]]:
+def estimated_times(operators: Sequence[OperatorPart]) -> list[tuple[str, EstimatedTimePart]]:
     """(operator key, its `estimated_time`) for every operator the time model timed, in the document's order."""
-    return [(o["op"], o["estimated_time"]) for o in document["operators"] if o.get("estimated_time")]
+    return [(o.op, o.estimated_time) for o in operators if o.estimated_time]
 
 
 # ------------------------------------------------------------------ the display part
@@ -150,27 +86,25 @@ class TimeSection(Record):
     gpu: str = ""  # the --gpu-baseline GPU, when the rows carry its column
 
 
-def gain_text(time: Mapping[str, float] | None, _: Callable[[str], str] = str) -> str:
+def gain_text(time: FindingTimePart | None, _: Callable[[str], str] = str) -> str:
     """A finding's expected gain: '-1.80 ms of 6.20 ms at risk'; '' when it recovers nothing measurable."""
-    if not time or time["gain_us"] < 0.05:
+    if not time or time.gain_us < 0.05:
         return ""
-    return _("-%(gain)s of %(risk)s at risk") % {"gain": us_text(time["gain_us"]),
-                                                 "risk": us_text(time["step_at_risk_us"])}
+    return _("-%(gain)s of %(risk)s at risk") % {"gain": us_text(time.gain_us), "risk": us_text(time.step_at_risk_us)}
 
 
-def slow_card(document: Mapping[str, Any], _: Callable[[str], str] = str) -> tuple[Card, ...]:
+def slow_card(perf: PerformancePart | None, operators: Sequence[OperatorPart], _: Callable[[str], str] = str
+              ) -> tuple[Card, ...]:
     """'Runs slowly (estimate)': the step's time at risk and the operator carrying most of it; () without a time
     model or with nothing at risk."""
-    perf = performance_of(document)
-    step, risk = (perf["step_us"], perf["at_risk_us"]) if perf else (None, None)
+    step, risk = (perf.step_us, perf.at_risk_us) if perf else (None, None)
     if not step or not risk or risk < 0.05:
         return ()
-    timed = estimated_times(document)
-    op, worst = max(timed, key=lambda item: item[1]["at_risk_us"])
+    op, worst = max(estimated_times(operators), key=lambda item: item[1].at_risk_us)
     return (Card(_("Runs slowly (estimate)"),
                  _("%(risk)s of %(step)s at risk") % {"risk": us_text(risk), "step": us_text(step)},
-                 _("most: %(op)s, %(risk)s (%(unit)s)") % {"op": op, "risk": us_text(worst["at_risk_us"]),
-                                                           "unit": worst["unit"]}),)
+                 _("most: %(op)s, %(risk)s (%(unit)s)") % {"op": op, "risk": us_text(worst.at_risk_us),
+                                                           "unit": worst.unit}),)
 
 
 # A list's separator, said in the reader's language (Chinese lists with '、'): the unit and penalty codes it separates
@@ -186,40 +120,40 @@ def _num(value: float) -> str:
     return f"{value:.1f}"
 
 
-def time_section(document: Mapping[str, Any], _: Callable[[str], str] = str) -> TimeSection | None:
+def time_section(perf: PerformancePart | None, operators: Sequence[OperatorPart], _: Callable[[str], str] = str
+                 ) -> TimeSection | None:
     """The time section of a document; None without a time model."""
-    perf = performance_of(document)
     if not perf:
         return None
-    step, risk = perf["step_us"], perf["at_risk_us"]
+    step, risk = perf.step_us, perf.at_risk_us
     if step is None:
-        headline = _("No estimated step time: %s") % (perf["note"] or _("no device figures for this product"))
+        headline = _("No estimated step time: %s") % (perf.note or _("no device figures for this product"))
     else:
         headline = _("Estimated step: %(step)s (%(risk)s at risk, %(pc)d%%)") % {
             "step": us_text(step), "risk": us_text(risk), "pc": round(100 * (risk or 0.0) / step) if step else 0}
-    timed = estimated_times(document)
-    timed.sort(key=lambda item: (-item[1]["at_risk_us"], -item[1]["us"], item[0]))
-    timed = [item for item in timed if item[1]["us"] > 0]
-    largest = max((t["us"] for _op, t in timed), default=0.0) or 1.0
+    timed = estimated_times(operators)
+    timed.sort(key=lambda item: (-item[1].at_risk_us, -item[1].us, item[0]))
+    timed = [item for item in timed if item[1].us > 0]
+    largest = max((t.us for _op, t in timed), default=0.0) or 1.0
     rows = tuple(TimeRow(
-        op=op, us_text=us_text(t["us"]), at_risk_text=us_text(t["at_risk_us"]) if t["at_risk_us"] else "",
-        share_text=f"{100 * t['us'] / step:.0f}%" if step else "", bound=t["bound"], unit=t["unit"],
-        penalties_text=_(SEPARATOR).join(f"{p['code']} {us_text(p['us'])}" for p in t["penalties"]),
-        bar_pct=_num(100 * t["us"] / largest), risk_pct=_num(100 * t["at_risk_us"] / largest),
-        risk_of_bar_pct=_num(100 * t["at_risk_us"] / t["us"]),
-        gpu_text=us_text(t["gpu_us"]) if "gpu_us" in t else "")
+        op=op, us_text=us_text(t.us), at_risk_text=us_text(t.at_risk_us) if t.at_risk_us else "",
+        share_text=f"{100 * t.us / step:.0f}%" if step else "", bound=t.bound, unit=t.unit,
+        penalties_text=_(SEPARATOR).join(f"{p.code} {us_text(p.us)}" for p in t.penalties),
+        bar_pct=_num(100 * t.us / largest), risk_pct=_num(100 * t.at_risk_us / largest),
+        risk_of_bar_pct=_num(100 * t.at_risk_us / t.us),
+        gpu_text=us_text(t.gpu_us) if t.gpu_us is not None else "")
         for op, t in timed[:ROWS])
     compare: tuple[CompareRow, ...] = ()
-    if perf.get("compare"):
-        compare = tuple(CompareRow(product=c["product"], label=c.get("label") or "", step_text=us_text(c["step_us"]),
-                                   at_risk_text=us_text(c["at_risk_us"]), by_unit_text=_by_unit(c["by_unit"], _),
-                                   note="" if c["step_us"] is not None else _("no published figures in the tables"))
-                        for c in [perf, *perf["compare"]])
-    return TimeSection(product=perf["product"], headline=headline, by_unit_text=_by_unit(perf["by_unit"], _),
-                       estimate=say(perf["estimate"], _), method=say(perf["method"], _),
-                       notes=tuple(perf.get("notes") or ()),
+    if perf.compare:
+        sides: list[PerformancePart | ComparePart] = [perf, *perf.compare]  # the target first
+        compare = tuple(CompareRow(product=c.product, label=c.label or "", step_text=us_text(c.step_us),
+                                   at_risk_text=us_text(c.at_risk_us), by_unit_text=_by_unit(c.by_unit, _),
+                                   note="" if c.step_us is not None else _("no published figures in the tables"))
+                        for c in sides)
+    return TimeSection(product=perf.product, headline=headline, by_unit_text=_by_unit(perf.by_unit, _),
+                       estimate=say(perf.estimate, _), method=say(perf.method, _), notes=tuple(perf.notes),
                        rows=rows, more=max(0, len(timed) - ROWS), compare=compare,
-                       gpu=base["gpu"] if (base := perf.get("gpu_baseline")) else "")
+                       gpu=perf.gpu_baseline.gpu if perf.gpu_baseline else "")
 
 
 # ------------------------------------------------------------------ the JSON part (top-level `performance`, each
@@ -287,19 +221,19 @@ def performance_doc(performance: Performance | None) -> PerformanceDoc | None:
                            "variant": None, "label": None, "notes": []}
     if step is not None:
         doc.update(_step_doc(step))
-    doc["compare"] = [{"product": name, **(_step_doc(other) if other is not None else
-                                           {"step_us": None, "at_risk_us": None, "by_unit": {}})}
-                      for name, other in performance.compare]
-    doc["memory"] = memory_doc(performance.memory)
-    base = performance.gpu_baseline
-    doc["gpu_baseline"] = None if base is None else {
-        "gpu": base.gpu, "label": base.label, "step_us": _us(base.step_us), "ratio": round(base.ratio, 3),
-        "match_gpus": base.match_gpus, "matching_npus": base.matching_npus, "notes": list(base.notes)}
-    doc["parallel"] = parallel_doc(performance.parallel)
-    pair = performance.two_dies
-    doc["two_dies"] = None if pair is None or pair.step_us is None else {
-        "step_us": _us(pair.step_us), "compute_us": _us(pair.compute_us or 0.0), "comm_us": _us(pair.comm_us or 0.0),
-        "tier": next((c.tier for c in pair.collectives), None)}
+    base, pair = performance.gpu_baseline, performance.two_dies
+    doc.update(
+        compare=[{"product": name, **(_step_doc(other) if other is not None else
+                                      {"step_us": None, "at_risk_us": None, "by_unit": {}})}
+                 for name, other in performance.compare],
+        memory=memory_doc(performance.memory),
+        gpu_baseline=None if base is None else {
+            "gpu": base.gpu, "label": base.label, "step_us": _us(base.step_us), "ratio": round(base.ratio, 3),
+            "match_gpus": base.match_gpus, "matching_npus": base.matching_npus, "notes": list(base.notes)},
+        parallel=parallel_doc(performance.parallel),
+        two_dies=None if pair is None or pair.step_us is None else {
+            "step_us": _us(pair.step_us), "compute_us": _us(pair.compute_us or 0.0),
+            "comm_us": _us(pair.comm_us or 0.0), "tier": next((c.tier for c in pair.collectives), None)})
     return cast("PerformanceDoc", doc)  # built key by key, in the document's order
 
 

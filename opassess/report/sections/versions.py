@@ -7,7 +7,8 @@ replacements call it; a torch newer than any torch_npu release is a warning to p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ...assessment import Assessment
@@ -67,36 +68,94 @@ def versions_doc(assessment: Assessment, releases: Releases | None = None) -> di
     }
 
 
-def version_lines(document: Mapping[str, Any], _: Gettext) -> tuple[str, ...]:
+# ------------------------------------------------------------------ the JSON part as the lines read it back
+# (report/parts.py; tests/test_vocabulary.py ties these to the schema)
+
+
+@dataclass(frozen=True)
+class VersionWarningPart:
+    code: str
+    running: str
+    newest: str
+
+
+@dataclass(frozen=True)
+class PairingPart:
+    """The newest release pairing a torch_npu wheel with a stated CANN."""
+
+    torch_npu: str
+    torch: str
+    product_version: str | None
+    cann: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class RequirementPart:
+    feature: str
+    op: str | None
+    param: str
+    torch_npu: str
+    cann: str
+    source: str
+
+
+@dataclass(frozen=True)
+class DriverPart:
+    text: str
+    stated: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class VersionsPart:
+    """`versions`: what to install for the target and the features the model uses."""
+
+    torch: str
+    torch_npu: str | None = None
+    product_version: str | None = None
+    cann: str | None = None
+    cann_note: str | None = None
+    python: str | None = None
+    status: str | None = None
+    source: str | None = None
+    newest_with_cann: PairingPart | None = None
+    requirements: tuple[RequirementPart, ...] = ()
+    driver: DriverPart | None = None
+    running_torch: str | None = None
+    warnings: tuple[VersionWarningPart, ...] = ()
+
+
+def version_lines(doc: VersionsPart | None, _: Gettext) -> tuple[str, ...]:
     """The section's lines, for the terminal, Markdown and HTML."""
-    doc = document.get("versions")
     if not doc:
         return ()
     lines = []
-    for warning in doc["warnings"]:
-        if warning["code"] == VERSION_WARNINGS[0]:
+    for warning in doc.warnings:
+        if warning.code == VERSION_WARNINGS[0]:
             lines.append(_("torch %(running)s is newer than any torch_npu release (the newest pairs with torch "
-                           "%(newest)s): install torch %(newest)s in the environment that runs on the NPU") % warning)
-    if doc["torch_npu"]:
-        python = re.match(r"[\d.,\s]*", doc["python"] or "").group(0).strip(" ,") or "-"  # type: ignore[union-attr]
-        status = STATUSES.get((doc["status"] or "").lower())
-        values = {"torch": doc["torch"], "wheel": doc["torch_npu"], "python": python, "source": doc["source"],
-                  "status": _(status) if status else doc["status"], "cann": doc["cann"]}
+                           "%(newest)s): install torch %(newest)s in the environment that runs on the NPU")
+                         % asdict(warning))
+    if doc.torch_npu:
+        python = re.match(r"[\d.,\s]*", doc.python or "").group(0).strip(" ,") or "-"  # type: ignore[union-attr]
+        status = STATUSES.get((doc.status or "").lower())
+        values = {"torch": doc.torch, "wheel": doc.torch_npu, "python": python, "source": doc.source,
+                  "status": _(status) if status else doc.status, "cann": doc.cann}
         lines.append((_("Install: torch %(torch)s, torch_npu %(wheel)s, CANN %(cann)s, Python %(python)s (%(status)s; "
-                        "%(source)s)") if doc["cann"] else
+                        "%(source)s)") if doc.cann else
                       _("Install: torch %(torch)s, torch_npu %(wheel)s (the CANN it pairs with is not stated), Python "
                         "%(python)s (%(status)s; %(source)s)")) % values)
     else:
-        lines.append(_("No torch_npu release pairs with torch %(torch)s in the facts") % doc)
-    newest = doc["newest_with_cann"]
-    if newest and newest["torch_npu"] != doc["torch_npu"]:
+        lines.append(_("No torch_npu release pairs with torch %(torch)s in the facts") % {"torch": doc.torch})
+    newest = doc.newest_with_cann
+    if newest and newest.torch_npu != doc.torch_npu:
         lines.append(_("Newest pairing with a stated CANN: torch_npu %(torch_npu)s (product %(product_version)s) with "
-                       "torch %(torch)s and CANN %(cann)s (%(source)s)") % newest)
-    for need in doc["requirements"]:
+                       "torch %(torch)s and CANN %(cann)s (%(source)s)") % asdict(newest))
+    for need in doc.requirements:
         lines.append(_("%(feature)s (%(op)s %(param)s=) needs torch_npu %(torch_npu)s or newer and CANN %(cann)s or "
-                       "newer (%(source)s)") % dict(need, feature=_(FEATURES.get(need["feature"], need["feature"]))))
-    if doc["driver"]:
-        lines.append((_("Driver and firmware: %(text)s (%(source)s)") if doc["driver"]["stated"] else
+                       "newer (%(source)s)") % dict(asdict(need), feature=_(FEATURES.get(need.feature, need.feature))))
+    if doc.driver:
+        lines.append((_("Driver and firmware: %(text)s (%(source)s)") if doc.driver.stated else
                       _("Driver and firmware: the facts state no minimum; they defer to the CANN release notes "
-                        "(%(source)s)")) % doc["driver"])
+                        "(%(source)s)")) % asdict(doc.driver))
     return tuple(lines)
