@@ -200,6 +200,7 @@ class StandInPart:
     library: str
     symbols: tuple[str, ...]
     why: str
+    built_by: str | None = None  # the project's own extension, not built here: the setup.py line that builds it
 
 
 @dataclass(frozen=True)
