@@ -50,9 +50,10 @@ def _measure(kind: str, size: str, layers: int | None) -> dict:
 
         from opassess.isolation.scan import finish_assessment, start_assessment
         from opassess.options import ScanOptions
+        from opassess.report import build_view
 
         options = ScanOptions(target=str(LLAMA))
-        view = finish_assessment(start_assessment(options, timeout=600, debug=False), options)
+        view = build_view(finish_assessment(start_assessment(options, timeout=600, debug=False), options))
         capture = view.document["model"]["capture"]
         detail = f"{len(view.document['operators'])} op types, capture {capture['method']} (in a worker)"
         seconds = time.perf_counter() - started

@@ -42,3 +42,34 @@ def test_the_library_names_are_the_functions_not_their_modules():
 
     assert opassess.assess is assess and callable(opassess.assess)
     assert opassess.assess_sources is assess_sources and callable(opassess.assess_sources)
+
+
+def test_a_single_scan_in_a_worker_returns_the_assessment_it_built(tmp_path):
+    """start_assessment hands back what it started as one record (no attributes set on the job from outside);
+    finish_assessment returns the Assessment, which the caller turns into a view (cli/scan builds it on both
+    branches): the same operators and the worker's own stage times, framed by what the run cost around them."""
+    import dataclasses
+    import textwrap
+
+    import pytest
+
+    from opassess.assessment import Assessment
+    from opassess.isolation.process import Job
+    from opassess.isolation.scan import Started, finish_assessment, start_assessment
+    from opassess.options import ScanOptions
+    from opassess.pipeline.assess import assess
+    from tests.support import TINY
+
+    model = tmp_path / "tiny.py"
+    model.write_text(textwrap.dedent(TINY), encoding="utf-8")
+    options = ScanOptions(target=str(model))
+    started = start_assessment(options, timeout=300, debug=False)
+    assert isinstance(started, Started) and isinstance(started.job, Job) and started.pinned.kb is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        started.job = None  # type: ignore[misc]
+    assessment = finish_assessment(started, options)
+    assert isinstance(assessment, Assessment) and assessment.sandbox is not None
+    here = assess(options)
+    assert [c.operator.key for c in assessment.classified] == [c.operator.key for c in here.classified]
+    assert list(assessment.seconds)[:4] == ["start", "worker", "load", "trace"]
+    assert list(assessment.seconds)[-1] == "estimate" and "transfer" in assessment.seconds

@@ -298,15 +298,16 @@ def _scan_one(options: ScanOptions, out: OutputOptions, policy: Policy, *, timeo
     options = dataclasses.replace(options, weights=_absolute(options.weights), kb_dir=_absolute(options.kb_dir))
     if run is not None or in_process():  # OPASSESS_IN_PROCESS=1: for a debugger; model output still goes to stderr
         with scan_progress(out.quiet) as progress, contextlib.redirect_stdout(sys.stderr):
-            view = build_view((run or assess)(options, progress), options.language)
+            assessment = (run or assess)(options, progress)
     else:
         extra = tuple(Path(p) for p in (out.baseline,) if isinstance(p, (str, Path)) and str(p) != "-")
-        job = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, debug=debug,
-                               templates=_absolute(out.templates), extra=extra)
-        if job.pinned.kb.overlay is not None and not out.quiet:  # what the gate rests on besides the shipped facts
-            typer.echo(f"opassess: knowledge-base overlay: {job.pinned.kb.overlay}", err=True)
+        started = start_assessment(options, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
+                                   debug=debug, templates=_absolute(out.templates), extra=extra)
+        if started.pinned.kb.overlay is not None and not out.quiet:  # what the gate rests on besides the shipped facts
+            typer.echo(f"opassess: knowledge-base overlay: {started.pinned.kb.overlay}", err=True)
         with scan_progress(out.quiet) as progress:  # the spinner's thread starts after the fork
-            view = finish_assessment(job, options, progress)
+            assessment = finish_assessment(started, options, progress)
+    view = build_view(assessment, options.language)
     # the view holds the one JSON document: report, snapshot and gates read it (the snapshot only when a baseline,
     # a gate or the step summary will: a 14,000-site source scan's takes 0.05 s)
     wanted = before is not None or policy.active or bool(os.environ.get(STEP_SUMMARY_ENV))

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from multiprocessing import connection as mp_connection
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext
-from typing import Any
 
 from ..errors import OpassessError
 from ..messages import N_, Text
@@ -280,10 +279,7 @@ class Job:
         self._keeper_lines, self._lines = _Lines(keeper_conn), _Lines(conn)
         self.worker: int | None = None
         self.begun: float | None = None
-        self.start_up: float | None = None  # seconds from this process's start to the job's (set by a single scan)
-        self.pinned: Any = None  # the inputs read before the model ran (inputs.Pinned), verified after it
         self.sandbox: str | None = None  # what the worker's sandbox applied ('begun')
-        self.private: Any = None  # what removes a single scan's sandbox folders (contextlib.ExitStack)
         self.ended: int | None = None
         self.result: tuple[str, object] | None = None
         self.violation: str | None = None

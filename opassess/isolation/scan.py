@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,13 +22,26 @@ from typing import TYPE_CHECKING
 from ..options import IN_PROCESS_ENV
 from .process import Job
 from .sandbox import prepared
-
-if TYPE_CHECKING:
-    from ..options import ScanOptions
-    from ..report.view import View
 from .worker import DEFAULT_TIMEOUT, PRELOAD, WorkerSetup, assess_outcome, capture_body, process_age
 
-__all__ = ["DEFAULT_TIMEOUT", "finish_assessment", "in_process", "start_assessment"]
+if TYPE_CHECKING:
+    from ..assessment import Assessment
+    from ..options import ScanOptions
+    from .inputs import Pinned
+
+__all__ = ["DEFAULT_TIMEOUT", "Started", "finish_assessment", "in_process", "start_assessment"]
+
+
+@dataclass(frozen=True)
+class Started:
+    """A single scan whose worker has been started: its job, the inputs read before the model ran (verified after
+    it), what removes the worker's private folders, and the seconds this process ran before the fork (the report's
+    seconds['start'])."""
+
+    job: Job
+    pinned: Pinned
+    private: contextlib.ExitStack
+    start_up: float | None
 
 
 def in_process() -> bool:
@@ -36,7 +50,7 @@ def in_process() -> bool:
 
 
 def start_assessment(options: ScanOptions, *, timeout: float, debug: bool, templates: Path | None = None,
-                     extra: tuple[Path, ...] = ()) -> Job:
+                     extra: tuple[Path, ...] = ()) -> Started:
     """Check the configuration and read every input (inputs.py: the knowledge base, weights, device profile,
     `templates`, the `extra` files such as a baseline), then fork the keeper and worker that capture `options`
     (before any thread, such as a progress spinner, starts)."""
@@ -62,10 +76,7 @@ def start_assessment(options: ScanOptions, *, timeout: float, debug: bool, templ
     except BaseException:
         sandbox.close()
         raise
-    job.start_up = start
-    job.pinned = pinned
-    job.private = sandbox
-    return job
+    return Started(job=job, pinned=pinned, private=sandbox, start_up=start)
 
 
 def _autograd_forks_cleanly() -> bool:
@@ -85,19 +96,19 @@ def _autograd_forks_cleanly() -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
-def finish_assessment(job: Job, options: ScanOptions, progress: Callable[[str], None] | None = None) -> View:
-    """Wait for the worker and assess its capture here: the View, the worker's error re-raised, or WorkerFailed
-    naming the target and what happened."""
-    from ..report import build_view
+def finish_assessment(started: Started, options: ScanOptions,
+                      progress: Callable[[str], None] | None = None) -> Assessment:
+    """Wait for the worker and assess its capture here: the Assessment, the worker's error re-raised, or
+    WorkerFailed naming the target and what happened."""
     from .inputs import verify
 
+    job = started.job
     job.on_progress = progress
     try:
         outcome = job.wait()
     finally:
         job.stop()  # interrupted or terminated: no worker left behind
-        job.private.close()  # nor its private folder
-    assessment = assess_outcome(outcome, options, options.target, progress, job.start_up, job.pinned)
-    if job.pinned is not None:
-        verify(job.pinned)  # what it rests on is what was read before the model ran, or there is no verdict
-    return build_view(assessment, options.language)
+        started.private.close()  # nor its private folder
+    assessment = assess_outcome(outcome, options, options.target, progress, started.start_up, started.pinned)
+    verify(started.pinned)  # what it rests on is what was read before the model ran, or there is no verdict
+    return assessment

@@ -17,6 +17,7 @@ from opassess.isolation.scan import finish_assessment, start_assessment
 from opassess.kb.verified import record_verified, signature_key
 from opassess.options import ScanOptions
 from opassess.reasons import REASONS
+from opassess.report import build_view
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NEEDS_TOOLCHAIN = {"extension"}  # built with torch.utils.cpp_extension: a C++ compiler and ninja
@@ -72,7 +73,7 @@ def test_the_fixture_gives_its_reason(code, tmp_path):
         options["kb_dir"] = _verified_overlay(tmp_path, fixture["OPERATOR"], fixture["VERIFIED"],
                                               fixture.get("SIGNATURE"))
     scan = ScanOptions(target=str(path), **options)
-    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    document = build_view(finish_assessment(start_assessment(scan, timeout=300, debug=False), scan)).document
     # a JIT-built extension is named NAME_v1 when this process built NAME before into another folder (torch's
     # versioner hashes the build folder, and the worker's sandbox gives it a private one): the same extension
     operators = {re.sub(r"_v\d+(?=\.)", "", op["op"]) if op["kind"] == "extension" else op["op"]: op

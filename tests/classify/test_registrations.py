@@ -7,6 +7,7 @@ import textwrap
 
 from opassess.isolation.scan import finish_assessment, start_assessment
 from opassess.options import ScanOptions
+from opassess.report import build_view
 
 LIBRARY_OP = textwrap.dedent('''
     import torch
@@ -56,7 +57,7 @@ def test_a_library_op_is_judged_as_the_worker_registered_it(tmp_path):
     path = tmp_path / "library_op.py"
     path.write_text(LIBRARY_OP)
     scan = ScanOptions(target=str(path), train=True)
-    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    document = build_view(finish_assessment(start_assessment(scan, timeout=300, debug=False), scan)).document
     op = next(o for o in document["operators"] if o["op"] == "i22lib::scaled_mm")
     # registered without device_types: a CompositeExplicitAutograd kernel, in the worker; the parent never imported
     # the model file, so without the capture's registrations it would call both ops "kernels for other devices only"
@@ -74,7 +75,7 @@ def test_a_project_overload_of_an_aten_op_is_a_project_op_not_the_aten_op():
     # aten::relu.myimpl is registered by the model file (torch.library fragment of the aten namespace), CPU only:
     # not the relu the NPU runs, and not a name the kernel tables may match by its base
     scan = ScanOptions(target=str(MODELS / "aten_overload.py"))
-    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    document = build_view(finish_assessment(start_assessment(scan, timeout=300, debug=False), scan)).document
     ops = {o["op"]: o for o in document["operators"]}
     assert "aten::relu" not in ops
     op = ops["aten::relu.myimpl"]
@@ -125,7 +126,7 @@ def test_a_cpu_only_op_whose_reference_runs_npu_ops_is_a_composite_to_register(t
     path = tmp_path / "cpu_only.py"
     path.write_text(CPU_ONLY_OPS)
     scan = ScanOptions(target=str(path))
-    view = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan)
+    view = build_view(finish_assessment(start_assessment(scan, timeout=300, debug=False), scan))
     ops = {o["op"]: o for o in view.document["operators"]}
     gelu, host = ops["i40lib::bias_gelu"], ops["i40lib::host_sort"]
     assert (gelu["category"], [r["code"] for r in gelu["reasons"]]) == ("param-converted", ["register-composite"])

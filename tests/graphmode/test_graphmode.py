@@ -117,8 +117,9 @@ def test_the_default_scan_does_not_import_torch_dynamo_in_the_parent():
     code = ("import sys\n"
             "from opassess.options import ScanOptions\n"
             "from opassess.isolation.scan import start_assessment, finish_assessment\n"
+            "from opassess.report import build_view\n"
             f"o = ScanOptions(target={str(MODELS / 'graph_breaks.py')!r})\n"
-            "view = finish_assessment(start_assessment(o, timeout=300, debug=False), o)\n"
+            "view = build_view(finish_assessment(start_assessment(o, timeout=300, debug=False), o))\n"
             "print(view.document['graph_mode']['backends']['ge']['ready'], 'torch._dynamo' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -232,9 +232,10 @@ def test_torchs_own_autograd_functions_are_not_the_projects():
     # are torch's autograd Functions, judged by the ops they run (direct, no "custom autograd.Function" to verify);
     # the model's own ClampSTE stays a project op whose traced backward is judged
     from opassess.isolation.scan import finish_assessment, start_assessment
+    from opassess.report import build_view
 
     scan = ScanOptions(target=str(MODELS / "dtensor_mlp.py"), train=True)
-    document = finish_assessment(start_assessment(scan, timeout=300, debug=False), scan).document
+    document = build_view(finish_assessment(start_assessment(scan, timeout=300, debug=False), scan)).document
     assert (document["model"]["capture"]["device"], document["model"]["capture"]["step"]) == ("meta", "train")
     ops = {o["op"]: o for o in document["operators"]}
     torch_own = [key for key in ops if key.startswith("torch.distributed.tensor.")]
