@@ -11,7 +11,8 @@ Output (compact, deterministic JSON; `opassess.kb.kernels` reads it):
   {"format": 1,
    "products": ["950", "A3", "A2", "310B", "310P", "910"],
    "aten":  {"mm": {"apis": ["aclnnMatmulWeightNz", "aclnnMm"], "source": "own", "fallback": true,
-                    "other_aclop": false, "match": "signature", "section": "official"}, ...},
+                    "other_aclop": false, "match": "signature", "section": "official"},
+             "_weight_norm": {..., "source": "delegated", "via": ["Tensor.div"]}, ...},
    "aclnn": {"aclnnMm": {"support": "yyyn yy"-style string over `products` (y / n / - = doc does not name it),
                          "params": [{"name": "self", "io": "input", "dtypes": [...],
                                      "excluded": {"910": ["bfloat16"], ...}, "notes": ["from-section"]}, ...],
@@ -113,6 +114,9 @@ def build_aten(rows: list[dict[str, str]]) -> tuple[dict, dict]:
         for api in _split(row["aclnn_apis"]):
             if api not in entry["apis"]:
                 entry["apis"].append(api)
+        if row["aclnn_source"] == "delegated":  # the ops it calls instead (opassess/kb/main_api.py reads them)
+            via = entry.setdefault("via", [])
+            via += [callee for callee in _split(row.get("via", "")) if callee not in via]
         entry["fallback"] = entry["fallback"] or row["fallback_aclop"] == "yes"
         entry["other_aclop"] = entry["other_aclop"] or row["other_acl_op_path"] == "yes"
         strength = _strength(row["aten_match"])

@@ -8,9 +8,10 @@ query that needs them and every verdict is memoised, so a repeated `judge` call 
 How a verdict is reached (`KernelFacts.judge`):
   1. overload lookup: the exact overload ("add.Tensor"; "aten::mm.default" is "mm"), else "<name>.out" (some
      ops are listed only as their out= kernel, e.g. gelu.out), else the bare name; no row -> None.
-  2. the row's own aclnn APIs (all branches: mm lists aclnnMatmulWeightNz and aclnnMm). The main API decides:
-     the documented one named like the op (mm -> aclnnMm, index_put_ -> aclnnIndexPutImpl, silu_ ->
-     aclnnInplaceSilu or aclnnSilu), else the first documented one. The others are reported, not counted.
+  2. the row's own aclnn APIs (all branches: mm lists aclnnMatmulWeightNz and aclnnMm). The main API decides
+     (main_api.py): the documented one named like the op (mm -> aclnnMm, index_put_ -> aclnnIndexPutImpl, silu_ ->
+     aclnnInplaceSilu or aclnnSilu), else the first documented one; a kernel that only delegates to other ops
+     takes its principal callee's main API. The others are reported, not counted.
   3. dtypes: the API's input / inout parameters that list dtypes. The first of them is the data carrier
      (self / input / x in practice): the model's first tensor dtype must be listed there and not excluded on the
      product. Any other model dtype is native when at least one input row lists it without excluding it on the
@@ -38,6 +39,7 @@ from ..errors import KnowledgeBaseError
 from ..resources import data_path
 from ..vocabulary import Confidence
 from .catalog import NOT_EXCLUDED
+from .main_api import delegated_main, norm
 from .products import KERNEL_COLUMNS, shipped
 from .products import UnknownProductError as UnknownProductError  # re-exported
 
@@ -179,30 +181,6 @@ def _index_api(raw: dict[str, Any] | None, product: str, index: int) -> _ApiOnPr
     return _ApiOnProduct(True, support, tuple(rows))
 
 
-def _norm(name: str) -> str:
-    return name.replace("_", "").lower()
-
-
-def _main_api(base: str, apis: list[str], documented: set[str]) -> tuple[str | None, str]:
-    """(main API, why): the documented API named like the op, else the first documented one."""
-    if not apis:
-        return None, "the kernel launches no aclnn API itself"
-    inplace = base.endswith("_") and not base.startswith("__")
-    stem = _norm(base)
-    candidates = [a for a in apis if a in documented] or apis
-    names = {a: _norm(a.removeprefix("aclnn")) for a in candidates}
-    wanted = (f"inplace{stem}", stem) if inplace else (stem,)
-    for target in wanted:
-        for api in candidates:
-            if names[api] == target:
-                return api, "named like the op"
-    for api in candidates:
-        if names[api].startswith(stem) or names[api].startswith(f"inplace{stem}"):
-            return api, "named like the op"
-    why = "first documented API" if candidates[0] in documented else "first API, none documented"
-    return candidates[0], why
-
-
 def overload_key(aten_overload: str) -> str:
     """'aten::mm.default' -> 'mm'; 'aten::add.Tensor' -> 'add.Tensor'; 'npu::npu_rms_norm' -> 'npu_rms_norm' (the
     key of the kernel tables, here and in KnowledgeBase)."""
@@ -279,10 +257,10 @@ class KernelFacts:
         """The documented aclnn API named like an ATen op ('aten::lgamma' -> 'aclnnLgamma', 'lgamma_' ->
         'aclnnInplaceLgamma'), or None: the CANN kernel an op-plugin registration would bind."""
         if self._names is None:
-            self._names = {_norm(api.removeprefix("aclnn")): api for api in sorted(self.data["aclnn"])}
+            self._names = {norm(api.removeprefix("aclnn")): api for api in sorted(self.data["aclnn"])}
         base = overload_key(aten_overload).partition(".")[0]
         inplace = base.endswith("_") and not base.startswith("__")
-        return self._names.get(f"inplace{_norm(base)}" if inplace else _norm(base))
+        return self._names.get(f"inplace{norm(base)}" if inplace else norm(base))
 
     def api_support(self, api: str, product: str) -> tuple[bool | None, tuple[str, ...]]:
         """(the API doc's ✔/✘ for the product or None, the data carrier's dtypes there) of one documented API."""
@@ -308,7 +286,8 @@ class KernelFacts:
             entry = self.data["aten"][name]
             views = tuple((api, self._view(api, product)) for api in entry["apis"])
             documented = {api for api, view in views if view.documented}
-            main, why = _main_api(overload_key(aten_overload).partition(".")[0], entry["apis"], documented)
+            main, why = delegated_main(overload_key(aten_overload).partition(".")[0], entry, self.data["aten"],
+                                       documented)
             self._ops[key] = _OpIndex(name, how, entry, main, views,
                                       _mapping_evidence(name, how, aten_overload, entry, main, why))
         return self._ops[key]

@@ -113,3 +113,20 @@ def test_each_param_converted_reason_names_the_limit_its_own_signature_crosses(k
     for reason in (r for r in interpolate.reasons if r.code == "dtype"):
         assert modes[reason.signature] == "nearest"
         assert "aclnnUpsampleNearest2d" in reason.evidence and "Bilinear" not in reason.evidence
+
+
+def test_a_delegating_kernel_cites_the_api_of_the_op_it_delegates_to_on_910a(tmp_path, kb):
+    pytest.importorskip("transformers")
+    # op-plugin's _weight_norm only calls Tensor.div (tensor divisor: aclnnDiv); its scaled_dot_product_attention
+    # builds masks (masked_fill_, triu, ...) and calls npu_fusion_attention (aclnnFlashAttention*). Before, the
+    # first documented API of the row decided: aclnnDivs (the scalar divisor's) and aclnnInplaceMaskedFillTensor
+    speech = verdicts(scan_inventory(ScanOptions(target=str(MODELS / "hf_speech.py"), dtype="bfloat16")), kb, "910A")
+    conv = speech["torch.nn.utils.parametrize.ParametrizedConv1d"]
+    (dtype,) = [r for r in conv.reasons if r.code == "dtype"]  # bfloat16 is excluded on the 910 for both APIs
+    assert "by aclnnDiv on Atlas training series" in dtype.message and "aclnnDiv.self" in dtype.evidence
+    assert any("the main API aclnnDiv (it delegates to div" in r.evidence for r in conv.reasons)
+    assert not any("aclnnDivs" in r.message for r in conv.reasons)
+    llama = scan_inventory(ScanOptions(target=causal_lm_file(tmp_path, "LlamaConfig", TINY), dtype="bfloat16"))
+    sdpa = verdicts(llama, kb, "910A")["torch.nn.functional.scaled_dot_product_attention"]
+    assert not any("MaskedFill" in r.message for r in sdpa.reasons), [r.message for r in sdpa.reasons]
+    assert any("aclnnFlashAttention" in r.message and r.code == "kernel-product" for r in sdpa.reasons)

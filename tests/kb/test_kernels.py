@@ -278,3 +278,32 @@ def test_rebuild_from_facts_reproduces_shipped_json(tmp_path):
     size = kb_kernels.build_aclnn(FACTS, tmp_path)
     assert (tmp_path / "aclnn.json").read_bytes() == SHIPPED.read_bytes(), "rerun tools/build_kb.py"
     assert size == SHIPPED.stat().st_size < 2_000_000
+
+
+# ------------------------------------------------------------------ a kernel that delegates (issue 37, item 5)
+
+
+def test_a_delegating_kernel_is_judged_by_its_principal_callee_s_main_api(facts):
+    """op_plugin_aten_to_aclnn.tsv lists a delegating kernel's callees' APIs (side work included) in `aclnn_apis` and
+    the callees in `via`: _weight_norm delegates to Tensor.div, whose tensor-divisor API is aclnnDiv (aclnnDivs is
+    the scalar divisor's); scaled_dot_product_attention prepares masks (masked_fill_, ones, triu, logical_not) and
+    calls custom_ops::npu_fusion_attention, whose APIs are aclnnFlashAttention*."""
+    norm = facts.judge("aten::_weight_norm", "910", (BF16, BF16))
+    main = next(a for a in norm.apis if a.main)
+    assert main.api == "aclnnDiv" and "the main API aclnnDiv (it delegates to div" in norm.evidence[0]
+    assert not norm.supported and "aclnnDiv.self: bfloat16 excluded on 910" in norm.evidence[1]
+    for product in ("910", "A2"):
+        sdpa = facts.judge("aten::scaled_dot_product_attention", product, (BF16,) * 3)
+        main = next(a for a in sdpa.apis if a.main)
+        assert main.api.startswith("aclnnFlashAttention"), main.api
+        assert "it delegates to npu_fusion_attention" in sdpa.evidence[0]
+        assert not any("aclnnInplaceMaskedFillTensor" in line for line in sdpa.evidence[1:2])
+    # the FlashAttention APIs are marked not supported on the 910 (API level); on A2 they take bfloat16
+    assert facts.judge("aten::scaled_dot_product_attention", "A2", (BF16,) * 3).supported
+    assert not facts.judge("aten::scaled_dot_product_attention", "910", (BF16,) * 3).supported
+
+
+def test_a_delegating_row_keeps_its_callees():
+    aten, _ = kb_kernels.build_aten([{**_aten_row("_weight_norm", "aclnnDivs,aclnnDiv"), "aclnn_source": "delegated",
+                                      "via": "Tensor.div"}])
+    assert aten["_weight_norm"]["via"] == ["Tensor.div"] and aten["_weight_norm"]["source"] == "delegated"
