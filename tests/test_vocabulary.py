@@ -155,36 +155,77 @@ def test_schema_time_model_enums_are_the_time_model_vocabularies():
 
 # ------------------------------------------------------------------ finding kinds: declared once, in the pattern book
 
-def _kind_tables(kinds: set[str]) -> list[str]:
-    """Literal collections in opassess/ that list two or more finding kinds: a second table of the vocabulary."""
+def _kind_tables_in(source: str, kinds: set[str], declared: set[str], where: str = "") -> list[str]:
+    """Tables of finding kinds in one module's source: a literal set, list, tuple or dict naming two or more of
+    `kinds` (the words no other vocabulary uses); a `.kind in (...)` test naming two or more `declared` kinds (any
+    kind word counts there: it is compared with a kind); `x.kind == "a" or x.kind == "b"`, the same set spelled as
+    a chain of tests."""
     import ast
 
+    def compared(node: ast.AST) -> str | None:  # 'a' for `x.kind == "a"`
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
+                and isinstance(node.left, ast.Attribute) and node.left.attr == "kind" \
+                and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, str):
+            return node.comparators[0].value
+        return None
+
+    def strings(items: list) -> set[str]:
+        return {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
+
     found = []
-    root = Path(opassess.__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
-                items = node.elts
-            elif isinstance(node, ast.Dict):
-                items = [k for k in node.keys if k is not None]
-            else:
-                continue
-            named = {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)} & kinds
-            if len(named) >= 2:
-                found.append(f"{path.relative_to(root.parent)}:{node.lineno}: {sorted(named)}")
+    for node in ast.walk(ast.parse(source)):
+        named: set[str] = set()
+        if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+            named = strings(node.elts) & kinds
+        elif isinstance(node, ast.Dict):
+            named = strings([k for k in node.keys if k is not None]) & kinds
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == "kind" \
+                and isinstance(node.ops[0], (ast.In, ast.NotIn)) \
+                and isinstance(node.comparators[0], (ast.Set, ast.List, ast.Tuple)):
+            named = strings(node.comparators[0].elts) & declared
+        elif isinstance(node, ast.BoolOp):
+            named = {kind for kind in map(compared, node.values) if kind is not None} & declared
+        if len(named) >= 2:
+            found.append(f"{where}:{node.lineno}: {sorted(named)}")
     return found
+
+
+def _kind_tables(kinds: set[str], declared: set[str]) -> list[str]:
+    """Tables of finding kinds anywhere in opassess/: a second statement of the vocabulary."""
+    root = Path(opassess.__file__).parent
+    return [found for path in sorted(root.rglob("*.py"))
+            for found in _kind_tables_in(path.read_text(encoding="utf-8"), kinds, declared,
+                                         str(path.relative_to(root.parent)))]
 
 
 def test_finding_kinds_are_tabled_only_in_the_pattern_book():
     """Each kind's criterion and fused flag are patterns.toml's; scoring and the time model read them there, so a new
-    kind is one [kinds.X] entry (and its price), never a set in code kept in step by hand."""
+    kind is one [kinds.X] entry (and its price), never a set in code kept in step by hand. Code may still name one
+    kind where that kind has behaviour of its own (layout churn's transposes in the time model)."""
     book = shipped_patterns()
     # the generic words ("fusion", "attention", "compute") also name decisions and criteria: the kinds no other
     # vocabulary uses are the ones a second table would show
     specific = {k for k in book.kinds if k not in CRITERIA_NAMES | set(DECISION_NAMES) | {"attention", "compute"}}
     assert len(specific) >= 6
-    assert _kind_tables(specific) == []
-    assert _kind_tables({"rmsnorm", "swiglu"}) == [] and "rmsnorm" in specific
+    assert _kind_tables(specific, set(book.kinds)) == []
+    assert _kind_tables({"rmsnorm", "swiglu"}, set(book.kinds)) == [] and "rmsnorm" in specific
+
+
+@pytest.mark.parametrize(("source", "tables"), [
+    ('FUSED = {"rmsnorm", "swiglu"}', 1),
+    ('CRITERION = {"rmsnorm": "fusion", "layout-churn": "memory_layout"}', 1),
+    ('fused = [f for f in findings if f.kind in ("attention", "fusion")]', 1),
+    ('if finding.kind == "compute" or finding.kind == "fusion":\n    pass', 1),
+    # one kind with behaviour of its own, a kind word outside a kind test, a kind beside another vocabulary: no table
+    ('if finding.kind == "layout-churn":\n    pass', 0),
+    ('if f.kind == "compute" or (f.kind == "mixed-precision" and f.ops):\n    pass', 0),
+    ('DECISIONS = ("attention", "fusion", "precision")', 0),
+    ('if site.kind in ("import", "api"):\n    pass', 0),
+])
+def test_the_kind_table_check_sees_each_spelling(source, tables):
+    book = shipped_patterns()
+    specific = {k for k in book.kinds if k not in CRITERIA_NAMES | set(DECISION_NAMES) | {"attention", "compute"}}
+    assert len(_kind_tables_in(source, specific, set(book.kinds))) == tables
 
 
 def test_finding_criteria_are_score_criteria():
