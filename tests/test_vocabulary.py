@@ -321,6 +321,12 @@ def _dataclasses_in(hint):
     return [part for arg in typing.get_args(hint) for part in _dataclasses_in(arg)]
 
 
+def _one_shape(node):
+    """An object of fixed names that are all one $ref ({"inductor": graph_backend, "npugraph_ex": ..., "ge": ...})."""
+    refs = [v.get("$ref") for v in node.get("properties", {}).values()]
+    return bool(refs) and None not in refs and len(set(refs)) == 1
+
+
 def _tie(part, node, path, seen, problems):
     """Each part's JSON keys are its schema object's properties, and a key the part requires the schema requires."""
     import dataclasses
@@ -348,8 +354,7 @@ def _tie(part, node, path, seen, problems):
             child = _object_node(properties[key])
             if "properties" not in child and isinstance(child.get("additionalProperties"), dict):
                 child = child["additionalProperties"]  # an object keyed by names: {back-end: its part}
-            elif len({v.get("$ref") for v in child.get("properties", {}).values()} - {None}) == 1 and \
-                    set(child["properties"]) != {json_key(g) for g in dataclasses.fields(inner)}:
+            elif _one_shape(child) and set(child["properties"]) != {json_key(g) for g in dataclasses.fields(inner)}:
                 child = next(iter(child["properties"].values()))  # fixed names, one shape: graph_mode.backends
             _tie(inner, child, path + "." + key, seen, problems)
 

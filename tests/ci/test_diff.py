@@ -139,3 +139,14 @@ def test_a_file_that_is_not_a_report_is_one_clear_error(tmp_path):
     bad.write_text("{")
     with pytest.raises(ReportError, match="not a JSON report"):
         read_snapshot(bad)
+
+
+def test_a_report_malformed_inside_is_one_error_naming_the_file_and_the_place(tmp_path):
+    """A baseline edited by hand (or cut short) is read back once, at the boundary: the error says where."""
+    document = report("m.py", [op("a"), op("b")])
+    document["operators"][1]["risk"] = [1, 2]
+    bad = tmp_path / "old.json"
+    bad.write_text(json.dumps(document))
+    with pytest.raises(ReportError, match=r"old\.json: not an opassess JSON report: missing or malformed "
+                                          r"operators\[1\]\.risk: expected an object, got list$"):
+        read_snapshot(bad)
