@@ -59,8 +59,9 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output."
 PatchFile = Annotated[Path | None, typer.Option(
     "--patch", help="Write a unified diff of the safe, mechanical rewrites of the project's own files here ('cuda' -> "
                     "'npu', .cuda() -> .npu(), torch.cuda.amp -> torch.npu.amp, 'nccl' -> 'hccl', flash-attn calls -> "
-                    "npu_fusion_attention with their arguments mapped, apex fused optimizers -> torch_npu.optim), each "
-                    "change commented with the finding it resolves; apply with `git apply` or `patch -p1`.",
+                    "npu_fusion_attention with their arguments mapped, apex fused optimizers -> torch_npu.optim, "
+                    "topk(sorted=False) -> sorted=True where nothing reads the order of its result), each change "
+                    "commented with the finding it resolves; apply with `git apply` or `patch -p1`.",
     metavar="FILE.diff")]
 Templates = Annotated[Path | None, typer.Option(help="A directory of report templates overriding the shipped ones.")]
 Debug = Annotated[bool, typer.Option(help="Show tracebacks.")]

@@ -11,7 +11,10 @@ import typer
 def _root(document: Mapping[str, Any], candidates: Sequence[Path]) -> Path:
     """The folder the findings' paths are relative to: the report's source root, else the first folder given (or the
     folder of a file given) that holds every Python file the findings name."""
-    findings = [f for f in document.get("source_findings") or () if f["file"].endswith(".py")]
+    from ..source.patch import topk_findings
+
+    findings = [f for f in [*(document.get("source_findings") or ()), *topk_findings(document.get("operators") or ())]
+                if f["file"].endswith(".py")]
     source = document.get("source") or {}
     roots = [Path(source["root"])] if source.get("root") else []
     roots += [c if c.is_dir() else c.parent for c in candidates]
@@ -26,7 +29,7 @@ def write_patch(document: Mapping[str, Any], destination: Path, candidates: Sequ
     from ..source.patch import project_patch
 
     text, done, left = project_patch(document.get("source_findings") or (), _root(document, candidates),
-                                     load_source_facts())
+                                     load_source_facts(), document.get("operators") or ())
     write_output(text, destination, "the patch")
     if not quiet:
         typer.echo(f"opassess: wrote {destination}: {done} site(s) rewritten, {left} left as advice", err=True)

@@ -104,3 +104,73 @@ def test_a_project_with_nothing_safe_to_rewrite_gets_an_empty_patch(tmp_path):
                                  "-o", str(tmp_path / "r.json")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "p.diff").read_text() == ""
+
+
+ROUTER = '''\
+import torch
+
+
+class Router(torch.nn.Module):
+    """Two topk calls with sorted=False: the router's is summed and scattered (its order unused), the ranker's
+    first column is read (its order used)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        logits = self.gate(x)
+        weights, experts = torch.topk(logits, 2, dim=-1, sorted=False)
+        probs = weights / weights.sum(-1, keepdim=True)
+        routed = torch.zeros_like(logits).scatter(-1, experts, probs)
+        best, _ = logits.topk(3, dim=-1, sorted=False)
+        return routed + best[:, 0:1]
+
+
+def build_model():
+    return Router()
+
+
+def example_inputs():
+    return (torch.randn(4, 16),)
+'''
+
+
+def _topk_limits(report: dict) -> dict[str, list[str]]:
+    """op -> the source lines of its signatures that still carry sorted=False."""
+    return {op["op"]: [s for sig in op["signatures"] if sig["attrs"].get("sorted") is False for s in sig["sources"]]
+            for op in report["operators"] if op["op"] in ("torch.topk", "Tensor.topk")}
+
+
+def test_a_model_scan_patches_the_topk_whose_order_is_unused_and_leaves_the_one_that_reads_it(tmp_path):
+    import json
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "router.py").write_text(ROUTER)
+    result = runner.invoke(app, ["scan", str(project / "router.py"), "--patch", str(tmp_path / "npu.diff"),
+                                 "-f", "json", "-o", str(tmp_path / "before.json")])
+    assert result.exit_code == 0, result.output
+    assert "1 site(s) rewritten, 1 left as advice" in result.output
+    before = _topk_limits(json.loads((tmp_path / "before.json").read_text()))
+    assert before == {"torch.topk": ["router.py:14"], "Tensor.topk": ["router.py:17"]}
+    diff = (tmp_path / "npu.diff").read_text()
+    removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    # the proven one: its hunk, commented with the finding and the uses that make the order irrelevant
+    assert removed == ["        weights, experts = torch.topk(logits, 2, dim=-1, sorted=False)"]
+    assert "        weights, experts = torch.topk(logits, 2, dim=-1, sorted=True)" in added
+    comment = next(line for line in added if "torch.topk: sorted=False -> sorted=True" in line)
+    assert "(scatter along dim -1, .sum over dim -1)" in comment and "npu_native_api_support: torch.topk" in comment
+    # the order-using one (best[:, 0:1] reads the first position): no hunk
+    assert not any("logits.topk(3" in line for line in removed + added)
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    subprocess.run(["patch", "-p1", "--quiet", "-i", str(tmp_path / "npu.diff")], cwd=copy, check=True)
+    assert "best, _ = logits.topk(3, dim=-1, sorted=False)" in (copy / "router.py").read_text()
+    rescan = runner.invoke(app, ["scan", str(copy / "router.py"), "-f", "json", "-o", str(tmp_path / "after.json")])
+    assert rescan.exit_code == 0, rescan.output
+    after = json.loads((tmp_path / "after.json").read_text())
+    assert _topk_limits(after) == {"torch.topk": [], "Tensor.topk": ["router.py:18"]}  # one line down: the import
+    topk = next(op for op in after["operators"] if op["op"] == "torch.topk")
+    assert topk["category"] == "direct" and not any(r["code"] == "param-limit" for r in topk["reasons"])

@@ -9,7 +9,9 @@ build folder), and only where the rewrite cannot change what the code means on t
 - a flash-attn call becomes the npu_fusion_attention call opassess/advice renders from its arguments, its adapter
   lines inserted above it, when that call fails no documented constraint and carries every argument over; the
   flash_attn import goes when every call it served was rewritten;
-- an apex fused optimizer becomes its torch_npu.optim counterpart (FusedAdam -> NpuFusedAdam, ...).
+- an apex fused optimizer becomes its torch_npu.optim counterpart (FusedAdam -> NpuFusedAdam, ...);
+- a `topk(..., sorted=False)` operator of a model scan (its param-limit on the NPU, which returns topk sorted) becomes
+  sorted=True where order.py proves that nothing reads the order of its result.
 Every rewritten file gets `import torch_npu` (it registers the 'npu' device), and each change is preceded by a
 comment naming the finding it resolves. Anything else stays advice in the report.
 """
@@ -23,9 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..advice import FLASH_CALLS, Constraints, flash_call
-from .classify import preferred_library
-from .facts import SourceFacts
+from ...advice import FLASH_CALLS, Constraints, flash_call
+from ..classify import preferred_library
+from ..facts import SourceFacts
+from .order import order_unused
+
+TOPK_OPS = ("torch.topk", "Tensor.topk")
+TOPK_SORTED = "topk-sorted"  # the kind of a patch candidate taken from a model scan's operator
 
 # apex fused optimizer -> its torch_npu.optim counterpart (third_party_kernel_libs.tsv, apex fused optimizers)
 APEX = {"FusedAdam": "NpuFusedAdam", "FusedSGD": "NpuFusedSGD", "FusedLAMB": "NpuFusedLamb"}
@@ -43,13 +49,14 @@ class _File:
     drop: set[int] = field(default_factory=set)
     needs_npu: bool = False
 
-    def edit(self, line: int, old: str, new: str, comment: str) -> bool:
+    def edit(self, line: int, old: str, new: str, comment: str, npu: bool = True) -> bool:
+        """Replace `old` on the line, the comment above it; `npu`: the new text needs torch_npu imported."""
         text = self.lines[line - 1]
         if old not in text:
             return False
         self.replace.setdefault(line, []).append((old, new))
         self.above.setdefault(line, []).append(f"# opassess: {comment}")
-        self.needs_npu = True
+        self.needs_npu = self.needs_npu or npu
         return True
 
 
@@ -71,6 +78,8 @@ def _calls_on(tree: ast.AST, line: int) -> list[ast.Call]:
 
 def _cite(finding: Mapping[str, Any]) -> str:
     evidence = finding.get("evidence") or ()
+    if finding.get("kind") == TOPK_SORTED:
+        return f" ({evidence[0]})" if evidence else ""
     return f" ({evidence[0].split(' ')[0]})" if evidence else ""
 
 
@@ -106,6 +115,39 @@ def _apex(file: _File, finding: Mapping[str, Any]) -> bool:
                                          f"{finding['subject']} -> torch_npu.optim.{APEX[name]}{_cite(finding)}")
 
 
+def _scope(tree: ast.AST, node: ast.Call) -> ast.AST:
+    """The innermost function holding `node`, else the module."""
+    best = tree
+    for candidate in ast.walk(tree):
+        if isinstance(candidate, ast.FunctionDef | ast.AsyncFunctionDef) and candidate.lineno <= node.lineno \
+                and (candidate.end_lineno or 0) >= (node.end_lineno or 0) \
+                and any(n is node for n in ast.walk(candidate)):
+            best = candidate  # ast.walk goes outside in: the last one holding it is the innermost
+    return best
+
+
+def _topk(file: _File, tree: ast.AST, finding: Mapping[str, Any]) -> bool:
+    """sorted=False -> sorted=True on the topk call at the finding's line, when order.py proves its order unused."""
+    line = finding["line"]
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno)
+                and isinstance(node.func, ast.Attribute | ast.Name) and ast.unparse(node.func).endswith("topk")):
+            continue
+        keyword = next((k for k in node.keywords if k.arg == "sorted" and isinstance(k.value, ast.Constant)
+                        and k.value.value is False), None)
+        if keyword is None:
+            continue
+        uses = order_unused(_scope(tree, node), node)
+        text = _segment(file.lines, keyword)
+        if uses is None or text is None:
+            continue
+        why = f"its order is not used ({', '.join(uses)})" if uses else "its result is not used"
+        return file.edit(keyword.lineno, text, "sorted=True",
+                         f"{finding['subject']}: sorted=False -> sorted=True, the NPU's only mode; {why}"
+                         f"{_cite(finding)}", npu=False)  # torch's own argument: no torch_npu name
+    return False
+
+
 def _rewrite(file: _File, tree: ast.AST, finding: Mapping[str, Any], facts: SourceFacts, bf16: bool) -> bool:
     """Apply the one safe rewrite this finding has, if any; True when it was applied."""
     kind, subject, line = finding["kind"], finding["subject"], finding["line"]
@@ -126,6 +168,8 @@ def _rewrite(file: _File, tree: ast.AST, finding: Mapping[str, Any], facts: Sour
         return _flash(file, tree, finding, facts)
     if kind == "library-call" and subject.startswith("apex.optimizers."):
         return _apex(file, finding)
+    if kind == TOPK_SORTED:
+        return _topk(file, tree, finding)
     return False
 
 
@@ -164,11 +208,34 @@ def _patched(file: _File) -> list[str]:
     return out
 
 
-def project_patch(findings: Iterable[Mapping[str, Any]], root: Path, facts: SourceFacts) -> tuple[str, int, int]:
+def topk_findings(operators: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A model scan's topk operators whose sorted=False the NPU does not take (a param-limit reason on a signature
+    with sorted=False), one patch candidate per source line: {file, line, kind, subject, evidence}."""
+    found: dict[tuple[str, int], dict[str, Any]] = {}
+    for op in operators:
+        if op.get("op") not in TOPK_OPS:
+            continue
+        for number, signature in enumerate(op.get("signatures") or ()):
+            limits = [r for r in op.get("reasons") or () if r.get("code") == "param-limit"
+                      and r.get("signature") in (None, number)]
+            if (signature.get("attrs") or {}).get("sorted") is not False or not limits:
+                continue
+            for source in signature.get("sources") or ():
+                path, _, line = source.rpartition(":")
+                if path and line.isdigit():
+                    found.setdefault((path, int(line)), {
+                        "file": path, "line": int(line), "kind": TOPK_SORTED, "subject": op["op"],
+                        "evidence": [" @".join(limits[0]["evidence"].split(" @")[:2]).split(" [")[0]]})
+    return list(found.values())
+
+
+def project_patch(findings: Iterable[Mapping[str, Any]], root: Path, facts: SourceFacts,
+                  operators: Iterable[Mapping[str, Any]] = ()) -> tuple[str, int, int]:
     """The unified diff of the safe rewrites of these source findings (document entries: file, line, kind,
-    subject, evidence) in the files under `root`; with the count of findings rewritten and left as advice."""
+    subject, evidence) and of a model scan's topk operators (`operators`: the document's) in the files under
+    `root`; with the count of findings rewritten and left as advice."""
     by_file: dict[str, list[Mapping[str, Any]]] = {}
-    for finding in findings:
+    for finding in [*findings, *topk_findings(operators)]:
         if finding["file"].endswith(".py") and not finding.get("built_by"):
             by_file.setdefault(finding["file"], []).append(finding)
     chunks, done_count, left = [], 0, 0
