@@ -72,7 +72,8 @@ def diff_view(diff: Diff, breaches: Sequence[Breach] = ()) -> dict[str, Any]:
         "unchanged": not diff.changes,
         "other_model": diff.other_model,
         "new_custom": new_custom_dev(diff),
-        "sections": [{"name": name, "title": SECTION_TITLES[name], "rows": [r for r in rows if r["change"] == name]}
+        "sections": [{"name": name, "title": SECTION_TITLES[name],
+                      "rows": [r for c, r in zip(diff.changes, rows, strict=True) if c.change == name]}
                      for name in CHANGES if counts[name]],
         "breaches": [b.message for b in breaches],
     }
