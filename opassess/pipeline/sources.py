@@ -10,7 +10,7 @@ from ..kb import format_version, load_kb
 from ..options import ScanOptions
 from ..records import Capture, Inventory, ModelInfo
 from ..score.estimate import estimate
-from ..score.source_cost import estimate_sources
+from ..score.source_cost import estimate_sources, mark_configured
 from ..score.weights.load import load_weights
 from ..source import scan_sources
 from ..source.imports import project_files
@@ -64,7 +64,7 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
         product = kb.resolve_product(options.product)
         torch_version = format_version(kb.resolve_version(options.torch_npu))
         progress(f"scanning the source of {len(paths)} path(s)")
-        scan = scan_sources(paths, product=kb.product(options.product).kernel)
+        scan = scan_sources(paths, product=kb.product(options.product).kernel, configured=True)
     with timed(seconds, "estimate"):
         root = Path(scan.root)
         model = ModelInfo(source=paths[0] if len(paths) == 1 else ", ".join(paths), entry="source",
@@ -72,8 +72,10 @@ def assess_sources(paths: tuple[str, ...], options: ScanOptions, progress: Progr
         capture = Capture(method=NO_CAPTURE, device="none", device_note="source scan only: no model was loaded",
                           attempts=(), nodes=())
         inventory = Inventory(model=model, capture=capture, operators=())
-        result = estimate((), inventory, weights, source=estimate_sources(scan.findings, (), weights, scan.root),
-                          model_level=False)
+        sites = estimate_sources(scan.findings, (), weights, scan.root)
+        if scan.reach is not None:  # what the project's default configuration runs is priced; the rest is present
+            sites = mark_configured(sites, scan.reach)
+        result = estimate((), inventory, weights, source=sites, model_level=False)
     return Assessment(tool_version=__version__, torch_running=installed_torch(), model=model, capture=capture,
                       inventory=inventory, target=product,
                       torch_version=torch_version, kb_version=kb.version, classified=(), estimate=result,

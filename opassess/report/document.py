@@ -306,8 +306,11 @@ def source_findings_doc(assessment: Assessment) -> list[dict[str, Any]]:
 def _source_scan_doc(scan: SourceScan | None) -> dict[str, Any] | None:
     if scan is None:
         return None
+    reach = scan.reach
     return {"root": portable(scan.root), "files": list(scan.files), "lines": scan.lines,
-            "skipped": [{"file": s.file, "reason": s.reason} for s in scan.skipped]}
+            "skipped": [{"file": s.file, "reason": s.reason} for s in scan.skipped],
+            "configuration": {"config": reach.config, "roots": list(reach.roots), "dtype": reach.dtype,
+                              "variants": list(reach.variants)} if reach else None}
 
 
 def build_document(assessment: Assessment) -> dict[str, Any]:

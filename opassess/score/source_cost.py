@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
 from ..records import Effort, Operator, Risk, SourceEstimate
-from ..source.records import SourceFinding
+from ..source.records import ConfigReach, SourceFinding
 from ..vocabulary import Confidence
 from .weights import SourceRules, Weights
 
@@ -226,6 +226,36 @@ def mark_reached(items: Sequence[SourceEstimate], reached_files: Iterable[str]) 
             out[index] = replace(item, reached=extensions[built] or bool(item.operators or item.covered_by))
     return tuple(out[i] for i in range(len(items)))
 
+
+def mark_configured(items: Sequence[SourceEstimate], reach: ConfigReach) -> tuple[SourceEstimate, ...]:
+    """`opassess source DIR` on a project with a config class: each site reached by its default configuration
+    (source.records.ConfigReach: a Python site in code the default model runs) or only present (costed apart, out of
+    the total). An extension is reached when a call of its module is (its import alone when no call is inside a
+    function); what it builds follows it; a native file no extension of the tree builds counts as reached (its build
+    is not read)."""
+    extensions = {f"{item.finding.file}:{item.finding.line}": _extension_reached(item.finding.links, reach)
+                  for item in items if item.finding.kind == "cpp-extension"}
+    out = []
+    for item in items:
+        f = item.finding
+        if f.kind == "cpp-extension":
+            reached = extensions[f"{f.file}:{f.line}"]
+        elif f.built_by:
+            reached = extensions.get(f.built_by, True)
+        else:
+            reached = reach.reaches(f.file, f.line) if f.file.endswith(".py") else True
+        out.append(item if reached else replace(item, reached=False))
+    return tuple(out)
+
+
+def _extension_reached(links: Iterable[str], reach: ConfigReach) -> bool:
+    """Whether the default configuration calls an extension's module: a call in a reached function, or, where every
+    use is a module-level import, an import in a loaded file."""
+    uses = [reach.inside(file, int(line) if line.isdigit() else 0)
+            for file, _, line in (where.rpartition(":") for where in links)]
+    return True in uses if any(u is not None for u in uses) else \
+        any(reach.reaches(file, int(line) if line.isdigit() else 0)
+            for file, _, line in (where.rpartition(":") for where in links))
 
 
 def captured_calls(findings: Sequence[SourceFinding], operators: Iterable[Operator], root: str | None = None

@@ -94,6 +94,12 @@ def extension_sources(site: Site, texts: Mapping[str, str]) -> list[str]:
             elif candidate in texts:
                 queue.append(candidate)
                 break
+    return with_includes(queue, texts)
+
+
+def with_includes(files: Iterable[str], texts: Mapping[str, str]) -> list[str]:
+    """`files`, then, transitively, the project headers they #include "...", in order."""
+    queue = list(files)
     seen: dict[str, None] = {}
     while queue:
         file = queue.pop(0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..vocabulary import Category, Confidence
@@ -122,6 +123,35 @@ class SkippedFile:
 
 
 @dataclass(frozen=True)
+class ConfigReach:
+    """What a project's default configuration reaches, read from its source (`opassess source`, no model run): the
+    config class, the classes and functions that take it (roots), the files whose module-level code runs (`loaded`)
+    and each file's top-level definitions as (first line, last line, reached). A site is reached when its file is
+    loaded and it lies outside every definition or in a reached one; `variants` are the native sources of a reached
+    extension built for another dtype than `dtype` (not reached, not priced)."""
+
+    config: str  # "mamba_ssm/models/config_mamba.py: MambaConfig"
+    roots: tuple[str, ...]  # "mamba_ssm/models/mixer_seq_simple.py: MambaLMHeadModel"
+    loaded: frozenset[str]
+    defs: Mapping[str, tuple[tuple[int, int, bool], ...]]
+    dtype: str = "float32"
+    variants: tuple[str, ...] = ()
+
+    def reaches(self, file: str, line: int) -> bool:
+        """Whether the default configuration runs the code at file:line."""
+        if file not in self.loaded:
+            return False
+        return next((reached for first, last, reached in self.defs.get(file, ()) if first <= line <= last), True)
+
+    def inside(self, file: str, line: int) -> bool | None:
+        """Whether file:line lies in a reached definition (a call the default configuration makes), False in an
+        unreached one, None at module level (an import, run whenever the file is)."""
+        if file not in self.loaded:
+            return False
+        return next((reached for first, last, reached in self.defs.get(file, ()) if first <= line <= last), None)
+
+
+@dataclass(frozen=True)
 class SourceScan:
     """The result of scan_sources: findings in (file, line, kind) order, the files read and the files skipped."""
 
@@ -130,6 +160,7 @@ class SourceScan:
     files: tuple[str, ...]
     skipped: tuple[SkippedFile, ...] = ()
     lines: int = 0
+    reach: ConfigReach | None = None  # scan_sources(configured=True) on a project with a config class
 
     def category_counts(self) -> dict[str, int]:
         """Findings per category word, every category present (zero when none)."""

@@ -9,18 +9,22 @@ from pathlib import Path, PurePosixPath
 from ..datafile import check_regular, read_text
 from ..errors import OpassessError
 from ..kb.routes import RouteFacts, load_route_facts
+from ..messages import N_, Text
 from .classify import classify_sites
 from .facts import SourceFacts, load_source_facts
 from .native import NATIVE_SUFFIXES, scan_native
-from .package import extension_size, extension_sources, link_own, own_modules
+from .package import extension_size, extension_sources, link_own, own_modules, with_includes
 from .python import scan_python
-from .records import BUILT_KINDS, Site, SkippedFile, SourceScan
+from .reach import configured_reach
+from .reach.variants import other_dtypes
+from .records import BUILT_KINDS, Site, SkippedFile, SourceFinding, SourceScan
 from .split import OUT_OF_MEMORY, FileResult, scan_files
 
 # Directories never entered: environments, installed packages, VCS data, caches and build output.
 SKIP_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__", "build", "dist",
                        "venv", "env", ".venv"})
 PYTHON_SUFFIXES = (".py",)
+HEADERS = (".h", ".hpp", ".hh", ".cuh")
 
 
 class SourceScanError(OpassessError):
@@ -113,37 +117,45 @@ def _scan_python_file(path: Path, rel: str, size: int, facts: SourceFacts, known
     return sites, imports, None, _lines(text)
 
 
-def _with_extension_sizes(sites: list[Site], native_sites: list[Site], texts: dict[str, str]
-                          ) -> tuple[list[Site], dict[str, str]]:
+def _with_extension_sizes(sites: list[Site], native_sites: list[Site], texts: dict[str, str], dtype: str | None = None
+                          ) -> tuple[list[Site], dict[str, str], dict[str, list[str]]]:
     """Each extension site sized as what it builds (package.extension_size over the sources it lists and the headers
-    they include), and file -> "file:line" of the extension building it (its kernels are priced there, once)."""
+    they include), file -> "file:line" of the extension building it (its kernels are priced there, once) and, given
+    the `dtype` the default configuration runs, "file:line" -> the sources built for other dtypes (not sized)."""
     out: list[Site] = []
     built: dict[str, str] = {}
+    others: dict[str, list[str]] = {}
     for site in sites:
         if site.kind == "extension":
             files = extension_sources(site, texts)
+            other = other_dtypes(files, dtype) if dtype else []
+            if other:
+                others[f"{site.file}:{site.line}"] = other
+                files = with_includes([f for f in files if f not in other and not f.endswith(HEADERS)], texts)
             size = extension_size(files, native_sites, texts)
             if size is not None:
                 site = dataclasses.replace(site, size=size)
             if site.get("sources") == "computed" or any(c in s for s in site.all("source") for c in "*?["):
                 # what was computed or matched, named as the files found (a header they include is not a source)
-                listed = [f for f in files if not f.endswith((".h", ".hpp", ".hh", ".cuh"))]
+                listed = [f for f in files if not f.endswith(HEADERS)]
                 site = dataclasses.replace(site, detail=(*(d for d in site.detail if d[0] != "source"),
                                                          *(("source", f) for f in listed)))
             for file in files:
                 built.setdefault(file, f"{site.file}:{site.line}")
         out.append(site)
-    return out, built
+    return out, built, others
 
 
 def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: str | os.PathLike | None = None,
-                 facts: SourceFacts | None = None, product: str = "A2", routes: RouteFacts | None = None
-                 ) -> SourceScan:
+                 facts: SourceFacts | None = None, product: str = "A2", routes: RouteFacts | None = None,
+                 configured: bool = False) -> SourceScan:
     """Scan files and folders statically (nothing is imported or run) and classify every GPU-specific site.
 
     `root` (default: the single folder given, else the common parent) is what finding paths are relative to.
     `product` is the target's kernel column in products.toml ("A2", "950", ...): the distributed pre-flight judges
     dtype-gated collectives by it. Unreadable or unparsable files are returned in `skipped` with the reason.
+    `configured` (a source-only scan): the reach of the project's default configuration (source.reach), and an
+    extension sized by the sources of the dtype it runs.
     """
     routes = routes or load_route_facts()
 
@@ -194,10 +206,25 @@ def scan_sources(paths: Iterable[str | os.PathLike] | str | os.PathLike, root: s
         scanned.append(rel)
         total += lines
     python_sites = link_own(python_sites, own_modules(files), imports)
-    python_sites, built = _with_extension_sizes(python_sites, native_sites, texts)
+    skipped_files = {s.file for s in skipped}
+    reach = configured_reach((rel, _read(path)) for path, rel in python if rel not in skipped_files) \
+        if configured else None
+    python_sites, built, others = _with_extension_sizes(python_sites, native_sites, texts,
+                                                        reach.dtype if reach else None)
     findings = classify_sites(python_sites + native_sites, facts, routes, product)
     findings = [dataclasses.replace(f, built_by=built[f.file]) if f.file in built and f.kind in BUILT_KINDS else f
                 for f in findings]
+    if reach is not None and others:
+        reach = dataclasses.replace(reach, variants=tuple(f for files in others.values() for f in files))
+        findings = [_with_variants(f, others[f"{f.file}:{f.line}"], reach.dtype)
+                    if f.kind == "cpp-extension" and f"{f.file}:{f.line}" in others else f for f in findings]
     findings.sort(key=lambda f: (f.file, f.line, f.kind, f.subject))
     return SourceScan(root=root_path.as_posix(), findings=tuple(findings), files=tuple(scanned),
-                      skipped=tuple(skipped), lines=total)
+                      skipped=tuple(skipped), lines=total, reach=reach)
+
+
+def _with_variants(finding: SourceFinding, other: list[str], dtype: str) -> SourceFinding:
+    """An extension's note naming the sources it builds for other dtypes than the default configuration's."""
+    note = Text(N_("built for other dtypes than the default configuration's %(dtype)s, not sized: %(files)s"),
+                {"dtype": dtype, "files": ", ".join(PurePosixPath(f).name for f in other)})
+    return dataclasses.replace(finding, notes=(*finding.notes, note))

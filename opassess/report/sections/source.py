@@ -60,13 +60,25 @@ class SkippedPart:
 
 
 @dataclass(frozen=True)
+class ConfigurationPart:
+    """`source.configuration`: what a project's default configuration reaches (`opassess source`)."""
+
+    config: str = ""
+    roots: tuple[str, ...] = ()
+    dtype: str = ""
+    variants: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SourceScanPart:
-    """`source`: the scanned root, its files and lines, and the files it skipped."""
+    """`source`: the scanned root, its files and lines, the files it skipped and, for a project with a config
+    class, what its default configuration reaches."""
 
     root: str = "."
     files: tuple[str, ...] = ()
     lines: int = 0
     skipped: tuple[SkippedPart, ...] = ()
+    configuration: ConfigurationPart | None = None
 
 
 def shown_sites(sites: Sequence[SitePart]) -> list[SitePart]:
@@ -180,7 +192,10 @@ def source_section(sites: Sequence[SitePart], scan: SourceScanPart | None, gette
     # 14,000 sites say a few dozen routes and evidence texts: each plain string is said once (a Text every time)
     routes: dict[str, str] = {}
     evidences: dict[str, str] = {}
-    separator, not_reached = gettext("; "), gettext("present, not reached by this model")
+    configured = scan.configuration  # a source-only scan: the project's default configuration decides
+    separator = gettext("; ")
+    not_reached = gettext("present, not reached by the default configuration") if configured \
+        else gettext("present, not reached by this model")
 
     def row(f: SitePart) -> SourceRow:
         effort, risk = f.person_days, f.risk
@@ -214,9 +229,12 @@ def source_section(sites: Sequence[SitePart], scan: SourceScanPart | None, gette
         "counts": ", ".join(f"{n} {c}" for c, n in counts.items()), "notes": len(notes)}
     present = [f for f in findings if f.reached is False]
     if present:
-        summary += "; " + gettext("%(n)d present, not reached by this model: %(days)s person-days, not in the "
-                                  "total") % {"n": len(present), "days": days(sum(
-                                      _likely(f) or 0.0 for f in present))}
+        text = gettext("%(n)d present, not reached by this model: %(days)s person-days, not in the total")
+        if configured:
+            text = gettext("%(n)d present, not reached by the default configuration (%(config)s): %(days)s "
+                           "person-days, not in the total")
+        summary += "; " + text % {"n": len(present), "config": configured.config if configured else "",
+                                  "days": days(sum(_likely(f) or 0.0 for f in present))}
     total = sum(f.person_days.likely for f in findings if f.person_days and f.reached is not False)
     largest = sorted(work, key=lambda f: -(_likely(f) or 0.0))[:LARGEST]
     return SourceSection(summary=summary, work=Rows(work, row), notes=Rows(notes, row), skipped=skipped,
