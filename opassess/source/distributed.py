@@ -7,7 +7,7 @@ Sites (raw; classify/distributed.py judges them against the HCCL facts and the t
 - `comm-hook`: a DDP communication hook (`.register_comm_hook(...)`, or a ddp_comm_hooks function);
 - `dist-api`: another torch.distributed API the HCCL facts name (FSDP optimizer-state helpers, parallelize_module,
   DistributedOptimizer, ...);
-- `env-var`: an `NCCL_*` environment variable name (a string literal);
+- `env-var`: an `NCCL_*` / `TORCH_NCCL_*` environment variable name (a string literal);
 - `process-group`: init_process_group / new_group options HCCL does not take as given (pg_options, timeout).
 Each names the qualified API or literal; the alias resolution is the file scanner's (python.py).
 """
@@ -28,7 +28,7 @@ COLLECTIVES = {"all_reduce": 0, "reduce": 0, "all_gather": 1, "all_gather_into_t
 REDUCE_OP = DIST + "ReduceOp."
 GROUP_CALLS = (DIST + "init_process_group", DIST + "new_group")
 GROUP_OPTIONS = ("pg_options", "timeout")
-ENV_NAME = re.compile(r"NCCL_[A-Z0-9_]+")
+ENV_NAME = re.compile(r"(TORCH_)?NCCL_[A-Z0-9_]+")
 # How a dtype shows in an expression: torch dtype attributes and the tensor methods that cast.
 DTYPE_ATTRS = {"torch.float64": "float64", "torch.double": "float64", "torch.uint64": "uint64",
                "torch.float32": "float32", "torch.float": "float32", "torch.float16": "float16",
@@ -104,7 +104,7 @@ class DistributedScanner:
                 self._order = (0, index + offset)
                 self._reference(node)
         for constant, index in self.nodes.nccl:
-            name = constant.value  # a str: the walk files only strings starting 'NCCL_'
+            name = constant.value  # a str: the walk files only strings starting 'NCCL_' / 'TORCH_NCCL_'
             if isinstance(name, str) and ENV_NAME.fullmatch(name):
                 self._order = (0, index)
                 self.add(constant, "env-var", name)

@@ -53,7 +53,7 @@ class FileNodes:
     - `sequences`: List, Tuple and ListComp nodes (autotune lists);
     - only when asked for (the distributed scan): `references`, (node, scope, index) of the outermost Attribute or
       Name of each chain (`a.b.c`: its `a.b` is index + 1, `a` index + 2), and `nccl`, (constant, index) of each
-      string starting 'NCCL_'.
+      string starting 'NCCL_' or 'TORCH_NCCL_'.
     A scope is the id of the innermost function or lambda (0: the module); flags are the HIDDEN and GUARDED bits plus
     DEPTH times the node's depth; index is the node's place in the walk.
     """
@@ -108,7 +108,7 @@ def walk_file(tree: ast.Module, references: bool = False) -> FileNodes:
         if cls is Constant:
             if TYPE_CHECKING:  # `cls` decided it: no check at run time
                 assert isinstance(node, ast.Constant)
-            if references and type(node.value) is str and node.value.startswith("NCCL_"):
+            if references and type(node.value) is str and node.value.startswith(("NCCL_", "TORCH_NCCL_")):
                 nccl.append((node, index))
             continue
         inner = flags + DEPTH

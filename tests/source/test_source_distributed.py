@@ -131,3 +131,26 @@ def test_kb_show_prints_the_hccl_fact():
     result = CliRunner().invoke(app, ["kb", "show", "torch.distributed.ReduceOp.BOR"])
     assert result.exit_code == 0, result.output
     assert "hccl_distributed_support.tsv:7" in result.stdout and "unsupported" in result.stdout
+
+
+def test_an_nccl_variable_with_a_cited_hccl_counterpart_names_it(tmp_path):
+    """NCCL_ASYNC_ERROR_HANDLING and torch's newer TORCH_NCCL_BLOCKING_WAIT get the exact variable torch_npu reads
+    (data/hccl_env.toml, citing Ascend/pytorch's docs at a commit); a variable with none keeps the family advice."""
+    (tmp_path / "env.py").write_text(textwrap.dedent('''\
+        import os
+        os.environ["NCCL_ASYNC_ERROR_HANDLING"] = "1"
+        os.environ.setdefault("TORCH_NCCL_BLOCKING_WAIT", "1")
+        os.environ["NCCL_SOCKET_IFNAME"] = "eth0"
+        '''))
+    sites = _sites(scan_sources(tmp_path))
+    assert sorted((line, f.subject) for line, f in sites.items()) == [
+        (2, "NCCL_ASYNC_ERROR_HANDLING"), (3, "TORCH_NCCL_BLOCKING_WAIT"), (4, "NCCL_SOCKET_IFNAME")]
+    asynchronous = sites[2]
+    assert str(asynchronous.npu_route) == ("set TORCH_HCCL_ASYNC_ERROR_HANDLING instead; nothing on the NPU reads "
+                                           "NCCL_ASYNC_ERROR_HANDLING")
+    assert asynchronous.evidence[0] == ("Ascend/pytorch@9e73e708ab9350d203475609f36f8a43f6a0c2ab:docs/zh/api/"
+                                        "environment_variable/collective_communication/"
+                                        "TORCH_HCCL_ASYNC_ERROR_HANDLING.md:L1-L30")
+    assert "torch_npu also reads its older name HCCL_ASYNC_ERROR_HANDLING (deprecated)" in map(str, asynchronous.notes)
+    assert str(sites[3].npu_route).startswith("set TORCH_HCCL_BLOCKING_WAIT instead")
+    assert "HCCL_* variables" in str(sites[4].npu_route) and sites[4].evidence[0].startswith("cuda_api_migration.tsv:3")

@@ -174,3 +174,29 @@ def test_a_model_scan_patches_the_topk_whose_order_is_unused_and_leaves_the_one_
     assert _topk_limits(after) == {"torch.topk": [], "Tensor.topk": ["router.py:18"]}  # one line down: the import
     topk = next(op for op in after["operators"] if op["op"] == "torch.topk")
     assert topk["category"] == "direct" and not any(r["code"] == "param-limit" for r in topk["reasons"])
+
+
+def test_an_nccl_variable_is_renamed_to_the_one_torch_npu_reads_and_the_rescan_drops_it(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "launch.py").write_text(textwrap.dedent("""\
+        import os
+        os.environ["NCCL_ASYNC_ERROR_HANDLING"] = "1"
+        os.environ["NCCL_SOCKET_IFNAME"] = "eth0"
+        """))
+    result = runner.invoke(app, ["source", str(project), "--patch", str(tmp_path / "p.diff"), "-q",
+                                 "-o", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    diff = (tmp_path / "p.diff").read_text()
+    assert '-os.environ["NCCL_ASYNC_ERROR_HANDLING"] = "1"\n' in diff
+    assert '+os.environ["TORCH_HCCL_ASYNC_ERROR_HANDLING"] = "1"\n' in diff
+    assert "+# opassess: NCCL_ASYNC_ERROR_HANDLING -> TORCH_HCCL_ASYNC_ERROR_HANDLING, the variable torch_npu reads " \
+           "(Ascend/pytorch@9e73e708ab9350d203475609f36f8a43f6a0c2ab:docs/zh/api/environment_variable/" \
+           "collective_communication/TORCH_HCCL_ASYNC_ERROR_HANDLING.md)" in diff
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert not any("NCCL_SOCKET_IFNAME" in line for line in changed)  # no cited counterpart: advice
+    assert "import torch_npu" not in diff  # the new name needs no torch_npu name in the code
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    subprocess.run(["patch", "-p1", "--quiet", "-i", str(tmp_path / "p.diff")], cwd=copy, check=True)
+    assert [f.subject for f in scan_sources(copy).findings] == ["NCCL_SOCKET_IFNAME"]

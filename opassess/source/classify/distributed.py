@@ -9,11 +9,13 @@ How a status becomes a category (the routes are the facts' own words where they 
 - a float64/uint64 collective: param-converted before the product generation the facts name (Ascend 950), no site
   from it on;
 - supported features leave no site, except scatter (the facts name a use_compatible_impl switch) as a direct note.
-NCCL_* variables cite the cuda_api_migration row on NCCL literals; process-group options cite the ProcessGroupNCCL
-row (pg_options) and the HCCL timeout row (timeout).
+NCCL_* variables name the torch_npu variable that replaces them where data/hccl_env.toml (curated, cited) has one
+(NCCL_ASYNC_ERROR_HANDLING -> TORCH_HCCL_ASYNC_ERROR_HANDLING), else cite the cuda_api_migration row on NCCL literals;
+process-group options cite the ProcessGroupNCCL row (pg_options) and the HCCL timeout row (timeout).
 """
 from __future__ import annotations
 
+from ...kb.hccl_env import hccl_variables
 from ...kb.routes import HcclFact, RouteFacts
 from ...messages import N_, Text
 from ...vocabulary import Category, Confidence
@@ -126,6 +128,14 @@ class DistributedClassifier:
         return self._by_status(site, fact) if fact else None
 
     def _env_var(self, site) -> SourceFinding:
+        counterpart = hccl_variables().get(site.subject)
+        if counterpart is not None:
+            old = ([Text(N_("torch_npu also reads its older name %(old)s (deprecated)"), {"old": counterpart.old_name})]
+                   if counterpart.old_name else [])
+            return self._finding(site, PARAM, Text(N_("set %(hccl)s instead; nothing on the NPU reads %(variable)s"),
+                                                   {"hccl": counterpart.hccl, "variable": site.subject}),
+                                 [*counterpart.cites], "high",
+                                 [*old, Text(N_("values: %(values)s"), {"values": counterpart.values})])
         rule = self.facts.migration_for_literal("NCCL")
         route = rule.npu_equivalent if rule else Text(N_("an HCCL_* variable"))
         return self._finding(site, PARAM, Text(N_("%(route)s; nothing on the NPU reads %(variable)s"),

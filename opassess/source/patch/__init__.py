@@ -5,7 +5,8 @@ build folder), and only where the rewrite cannot change what the code means on t
 - a 'cuda' device string becomes 'npu' ('cuda:1' -> 'npu:1'), `.cuda()` becomes `.npu()`;
 - `torch.cuda.amp` becomes `torch.npu.amp` (a GradScaler in a file that autocasts to bfloat16 is left: with bf16
   no scaler is needed, so it is advice, not a rename);
-- a 'nccl' backend string becomes 'hccl';
+- a 'nccl' backend string becomes 'hccl'; an NCCL environment variable's name becomes the one torch_npu reads where
+  data/hccl_env.toml has it ('NCCL_ASYNC_ERROR_HANDLING' -> 'TORCH_HCCL_ASYNC_ERROR_HANDLING');
 - a flash-attn call becomes the npu_fusion_attention call opassess/advice renders from its arguments, its adapter
   lines inserted above it, when that call fails no documented constraint and carries every argument over; the
   flash_attn import goes when every call it served was rewritten;
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...advice import FLASH_CALLS, Constraints, flash_call
+from ...kb.hccl_env import hccl_variables
 from ..classify import preferred_library
 from ..facts import SourceFacts
 from .order import order_unused
@@ -160,6 +162,12 @@ def _rewrite(file: _File, tree: ast.AST, finding: Mapping[str, Any], facts: Sour
     if kind == "backend-string" and (match := _NCCL.search(text)):
         new = match.group(0).replace("nccl", "hccl")
         return file.edit(line, match.group(0), new, f"{subject}: {match.group(0)} -> {new}{_cite(finding)}")
+    if kind == "env-var" and (counterpart := hccl_variables().get(subject)) is not None \
+            and (match := re.search(rf"""(['"]){re.escape(subject)}\1""", text)):
+        new = match.group(0).replace(subject, counterpart.hccl)
+        return file.edit(line, match.group(0), new, f"{subject} -> {counterpart.hccl}, the variable torch_npu "
+                                                    f"reads ({counterpart.cite.split(':')[0]}:"
+                                                    f"{counterpart.cite.split(':')[1]})", npu=False)
     if subject.startswith("torch.cuda.amp") and "torch.cuda.amp" in text \
             and not (bf16 and "GradScaler" in text):
         return file.edit(line, "torch.cuda.amp", "torch.npu.amp", f"{subject}: torch.cuda.amp -> torch.npu.amp"
