@@ -142,6 +142,29 @@ def test_schema_target_is_a_product_of_the_knowledge_base_by_contract_only():
     named = re.search(r"assessed against: (.*?)\.$", option.help)
     assert named is not None
     assert tuple(re.findall(r"'([^']+)'", named.group(1))) == load_kb().products
+    for product in load_kb().product_list.items:  # its short aliases, from products.toml as the names are
+        assert all(alias in option.help for alias in product.aliases if " " not in alias), product.name
+
+
+def test_the_capture_help_is_the_capture_registry():
+    """--capture's help names the registered methods in their default order, written when the help is shown (the
+    registry imports torch; the command line's start-up and the other commands' help do not)."""
+    import subprocess
+    import sys
+
+    from opassess.trace.methods import LARGE_MODEL_PARAMETERS, capture_order
+
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom opassess.cli import app\n"
+            "runner = CliRunner()\nfor args in (['--help'], ['source', '--help'], ['diff', '--help']):\n"
+            "    assert runner.invoke(app, args).exit_code == 0\nprint('torch' in sys.modules)\n"
+            "print(runner.invoke(app, ['scan', '--help']).output)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, shown = done.stdout.split("\n", 1)
+    assert before == "False"
+    line = " ".join(shown.split()).replace("- ", "-")  # the help as one line (click wraps it, at its hyphens too)
+    listed = ", ".join(capture_order(0))
+    assert f"--capture <str> Capture methods to try, in order, comma-separated: {listed} (default: that order; " \
+           f"{capture_order(LARGE_MODEL_PARAMETERS + 1)[0]} first above 1e9 parameters)" in line
 
 
 def test_schema_time_model_enums_are_the_time_model_vocabularies():

@@ -17,7 +17,7 @@ from .diff import diff_command
 from .errors import reporting_errors
 from .kb import explain, kb_app
 from .profile import profile_command
-from .scan import pick_format, scan
+from .scan import ScanCommand, pick_format, scan
 from .source import source_command
 
 __all__ = ["app", "main", "pick_format", "reporting_errors", "run"]
@@ -30,7 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help texts are plain: 'opassess[ray]' keeps its brackets
 )
-app.command("scan")(scan)
+app.command("scan", cls=ScanCommand)(scan)
 app.command("source")(source_command)
 app.command("diff")(diff_command)
 app.add_typer(kb_app, name="kb", help="Show or refresh the knowledge base of Ascend NPU facts.")

@@ -7,6 +7,21 @@ from typing import Annotated
 import typer
 
 from ..ci.policy import FAIL_ON, PERCENTILES, Policy
+from ..errors import KnowledgeBaseError
+from ..kb.products import shipped
+
+
+def target_help() -> str:
+    """--target's help, from the product vocabulary (data/products.toml): each product's short aliases and its name,
+    so a new product is one [[product]] entry, never a help text kept in step by hand."""
+    try:
+        products = shipped().items
+    except KnowledgeBaseError as exc:  # the shipped file broken: every command still starts, and says why
+        return f"Ascend product assessed against (the product list could not be read: {exc})."
+    aliases = ", ".join("/".join(a for a in p.aliases if " " not in a) or p.kernel for p in products)
+    names = ", ".join(f"'{p.name}'" for p in products)
+    return f"Ascend product (or an alias: {aliases}) assessed against: {names}."
+
 
 FailOn = Annotated[list[str] | None, typer.Option(
     "--fail-on", help="CI gate (repeatable): exit 3 when an operator is 'custom-dev', 'param-converted' (or worse) "
@@ -32,10 +47,7 @@ MaxPersonDaysAt = Annotated[str, typer.Option(
 MaxRisk = Annotated[int | None, typer.Option(
     "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
 # Options the scan commands share, typed once (`opassess scan` and `opassess source`).
-Target = Annotated[str, typer.Option(
-    "--target", help="Ascend product (or an alias: 910B/A2, 910C/A3, 950PR/950DT, 910A/910, 310P, 310B) assessed "
-                     "against: 'Atlas A2', 'Atlas A3', 'Ascend 950', 'Atlas training series', 'Atlas inference "
-                     "series', 'Atlas 200I/500 A2'.")]
+Target = Annotated[str, typer.Option("--target", help=target_help())]
 Weights = Annotated[Path | None, typer.Option(
     help="A weights file whose keys override the profile's (only the keys it changes are needed; [source] prices "
          "source sites).")]

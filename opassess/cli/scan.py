@@ -8,9 +8,10 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperOption
 
 from ..errors import EXIT_ERROR
 from ..huggingface import is_model_folder, with_config_defaults
@@ -86,6 +87,30 @@ def pick_format(fmt: str | None, output: str | None) -> str:
     return DEFAULT_FORMAT
 
 
+CAPTURE_HELP = "Capture methods to try, in order, comma-separated."  # ScanCommand names them when the help is shown
+
+
+def capture_help() -> str:
+    """--capture's help, from the capture registry: the methods in their default order, and the large-model order's
+    first (each method's registered rank), so a new method is one @register_capture, never a help text to edit."""
+    from ..trace.methods import LARGE_MODEL_PARAMETERS, capture_order
+
+    small, large = capture_order(0), capture_order(LARGE_MODEL_PARAMETERS + 1)
+    return (f"{CAPTURE_HELP.rstrip('.')}: {', '.join(small)} (default: that order; {large[0]} first above "
+            f"{LARGE_MODEL_PARAMETERS:.0e} parameters).".replace("e+0", "e"))
+
+
+class ScanCommand(TyperCommand):
+    """`opassess scan`, whose --capture help is written from the capture registry when the help is shown: the
+    registry's modules import torch, which no command's start-up (nor any other command's help) should pay for."""
+
+    def format_help(self, *args: Any) -> None:  # (ctx, formatter): click's own, which typer vendors from 0.2x
+        for param in self.params:
+            if isinstance(param, TyperOption) and param.name == "capture":
+                param.help = capture_help()
+        super().format_help(*args)
+
+
 def _format_names(*, exclude: tuple[str, ...] = ()) -> str:
     """'csv, html, json, ...': the registered formats, for help texts and errors."""
     return ", ".join(name for name in sorted(REPORTERS) if name not in exclude)
@@ -122,9 +147,7 @@ def scan(
                       "GradScaler).")] = None,
     device: Annotated[str, typer.Option(
         help="Device to build and run the model on: meta (no weights allocated) or cpu.")] = "meta",
-    capture: Annotated[str | None, typer.Option(
-        help="Capture methods to try, in order, comma-separated: fx, dispatch, dispatch-compiling, export (default: "
-             "that order; dispatch first above 1e9 parameters).")] = None,
+    capture: Annotated[str | None, typer.Option(help=CAPTURE_HELP)] = None,
     product: Target = DEFAULT_PRODUCT,
     torch_npu: TorchNpu = None,
     compare: Annotated[str | None, typer.Option(
