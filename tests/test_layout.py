@@ -24,7 +24,7 @@ MAX_LINES = 450
 # Each entry is a top-level module or package of opassess; a new one must be placed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("opassess", "errors", "vocabulary", "messages", "reasons", "records", "dtypes", "datafile", "resources", "output",
-     "options", "startup"),
+     "options", "startup", "machine"),
     ("kb", "advice", "source"),  # advice: the replacement call a finding or a source site renders
     ("load", "standins", "huggingface"),  # loading a model file installs the stand-ins of GPU-only libraries
     ("trace", "inventory", "graphmode"),

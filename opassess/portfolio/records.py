@@ -9,6 +9,7 @@ from ..ci.policy import Breach, Policy
 from ..ci.snapshot import Snapshot
 from ..errors import UsageError
 from ..isolation.worker import DEFAULT_TIMEOUT
+from ..machine import physical_memory
 from ..options import ScanOptions
 from ..records import Effort
 from .targets import Skipped
@@ -31,14 +32,6 @@ def largest_memory_limit() -> int:
 
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     return 2**63 - 1 - 2**40 if hard == resource.RLIM_INFINITY else hard  # room for the mapped bytes added to it
-
-
-def physical_memory() -> int:
-    """Bytes of physical memory (0 when the platform does not say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 0
 
 
 @dataclass(frozen=True)

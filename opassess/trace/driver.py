@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ..errors import InternalError, TraceError
 from ..load import LoadedModel, describe_error, on_device
+from ..machine import physical_memory
 from ..messages import N_
 from ..records import Capture, CaptureAttempt
 from .blame import is_internal, is_meta_problem, meta_failure
@@ -28,13 +29,10 @@ CPU_FALLBACK_MEMORY_SHARE = 0.5
 
 def _check_fits_in_memory(loaded: LoadedModel, why: BaseException | None) -> None:
     """Refuse the CPU fallback for a model whose weights would not fit, instead of running the machine out of memory."""
-    import os
-
     needed = sum(p.numel() * p.element_size() for p in loaded.module.parameters()) + \
         sum(b.numel() * b.element_size() for b in loaded.module.buffers())
-    try:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not a POSIX system: let the allocation decide
+    available = physical_memory()
+    if not available:  # the platform does not say: let the allocation decide
         return
     if needed > CPU_FALLBACK_MEMORY_SHARE * available:
         raise TraceError(
