@@ -1,5 +1,6 @@
 """The command line's entry point: the `opassess` script and `python -m opassess` (its imports made with the garbage
 collector paused, then the collector tuned for a command: startup.py)."""
+from .errors import EXIT_INTERRUPTED
 from .startup import enter_command, imports_without_gc, tune_for_command
 
 
@@ -17,7 +18,7 @@ def run() -> None:
 
         sys.stderr.write("opassess: interrupted\n")
         sys.stderr.flush()
-        os._exit(130)
+        os._exit(EXIT_INTERRUPTED)
     command()
 
 

@@ -5,6 +5,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1  # bad input or a failed scan
 EXIT_USAGE = 2  # bad command line (typer/click's own code)
 EXIT_POLICY = 3  # a CI policy was breached
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); a signal that ends a scan: 128 + its number (isolation/signals.py)
 
 
 class OpassessError(Exception):

@@ -63,3 +63,25 @@ def test_a_broken_link_is_found(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("# Title\n\n[ok](#title) [gone](missing.md) [nowhere](#no-such)\n")
     assert broken_links(page) == ["page.md: missing.md (no such file)", "page.md: #no-such (no such heading)"]
+
+
+def test_the_readme_exit_codes_are_the_ones_the_code_exits_with():
+    """The exit-code table states opassess.errors' codes, each once; the command line (cli/, __main__.py) exits with
+    those constants, never with a bare number, so the table and the code move together."""
+    import ast
+
+    from opassess import errors
+
+    package = ROOT / "opassess"
+    for path in [package / "__main__.py", *sorted((package / "cli").rglob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("Exit", "_exit", "exit") and node.args \
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int):
+                raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno}: exits with a bare {node.args[0].value}")
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8").split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    first = [re.findall(r"\d+", row.split("|")[1]) for row in text.splitlines() if re.match(r"\| \d", row)]
+    stated = [int(code) for codes in first for code in codes]
+    constants = [errors.EXIT_OK, errors.EXIT_ERROR, errors.EXIT_USAGE, errors.EXIT_POLICY, errors.EXIT_INTERRUPTED]
+    assert stated[:5] == constants and len(set(stated)) == len(stated)

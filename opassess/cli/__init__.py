@@ -12,6 +12,7 @@ import sys
 
 import typer
 
+from ..errors import EXIT_ERROR, EXIT_OK
 from .calibrate import calibrate_command
 from .diff import diff_command
 from .errors import reporting_errors
@@ -63,18 +64,18 @@ def run() -> None:
     SystemExit propagates as usual."""
     try:
         main()
-        code = 0
+        code = EXIT_OK
     except SystemExit as exc:
         if _interrupted_unsaid(exc):  # Ctrl-C before a command's own handler: typer exits 130 saying nothing
             print("opassess: interrupted", file=sys.stderr)
         if exc.code is None or isinstance(exc.code, int):
-            code = exc.code or 0
+            code = exc.code or EXIT_OK
         else:  # SystemExit("message"): printed the way the interpreter prints it
             print(exc.code, file=sys.stderr)
-            code = 1
+            code = EXIT_ERROR
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe on stdout: the exit code stands
-            code = code or 1
+            code = code or EXIT_ERROR
     os._exit(code)

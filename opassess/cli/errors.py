@@ -11,12 +11,11 @@ from collections.abc import Iterator
 
 import typer
 
-from ..errors import EXIT_ERROR, InternalError, OpassessError, PolicyBreach, UsageError
+from ..errors import EXIT_ERROR, EXIT_INTERRUPTED, InternalError, OpassessError, PolicyBreach, UsageError
 from ..isolation.signals import Terminated
 from ..output import release_stdout
 from ..report.text import inert
 
-EXIT_INTERRUPTED = 130
 MESSAGE_LIMIT = 500  # characters of one error line: a model's 1 MB exception text is cut, not printed
 
 
