@@ -17,8 +17,9 @@ from .calibrate import calibrate_command
 from .diff import diff_command
 from .errors import reporting_errors
 from .kb import explain, kb_app
+from .options import ScanCommand
 from .profile import profile_command
-from .scan import ScanCommand, pick_format, scan
+from .scan import pick_format, scan
 from .source import source_command
 
 __all__ = ["app", "main", "pick_format", "reporting_errors", "run"]

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperOption
 
 from ..ci.policy import FAIL_ON, PERCENTILES, Policy
 from ..errors import KnowledgeBaseError
@@ -46,6 +47,30 @@ MaxPersonDaysAt = Annotated[str, typer.Option(
                                  "headline, default) or P90.")]
 MaxRisk = Annotated[int | None, typer.Option(
     "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
+CAPTURE_HELP = "Capture methods to try, in order, comma-separated."  # ScanCommand names them when the help is shown
+
+
+def capture_help() -> str:
+    """--capture's help, from the capture registry: the methods in their default order, and the large-model order's
+    first (each method's registered rank), so a new method is one @register_capture, never a help text to edit."""
+    from ..trace.methods import LARGE_MODEL_PARAMETERS, capture_order
+
+    small, large = capture_order(0), capture_order(LARGE_MODEL_PARAMETERS + 1)
+    return (f"{CAPTURE_HELP.rstrip('.')}: {', '.join(small)} (default: that order; {large[0]} first above "
+            f"{LARGE_MODEL_PARAMETERS:.0e} parameters).".replace("e+0", "e"))
+
+
+class ScanCommand(TyperCommand):
+    """`opassess scan`, whose --capture help is written from the capture registry when the help is shown: the
+    registry's modules import torch, which no command's start-up (nor any other command's help) should pay for."""
+
+    def format_help(self, *args: Any) -> None:  # (ctx, formatter): click's own, which typer vendors from 0.2x
+        for param in self.params:
+            if isinstance(param, TyperOption) and param.name == "capture":
+                param.help = capture_help()
+        super().format_help(*args)
+
+
 # Options the scan commands share, typed once (`opassess scan` and `opassess source`).
 Target = Annotated[str, typer.Option("--target", help=target_help())]
 Weights = Annotated[Path | None, typer.Option(

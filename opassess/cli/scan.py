@@ -8,10 +8,9 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from typer.core import TyperCommand, TyperOption
 
 from ..errors import EXIT_ERROR
 from ..huggingface import is_model_folder, with_config_defaults
@@ -21,6 +20,7 @@ from ..options import DEFAULT_PRODUCT
 from ..report.registry import REPORTERS, format_for_suffix
 from .errors import fail_on_breaches, one_line, reporting_errors
 from .options import (
+    CAPTURE_HELP,
     CAST_DTYPES,
     Baseline,
     BatchSize,
@@ -85,30 +85,6 @@ def pick_format(fmt: str | None, output: str | None) -> str:
     if output and output != "-":
         return format_for_suffix(Path(output).suffix) or DEFAULT_FORMAT
     return DEFAULT_FORMAT
-
-
-CAPTURE_HELP = "Capture methods to try, in order, comma-separated."  # ScanCommand names them when the help is shown
-
-
-def capture_help() -> str:
-    """--capture's help, from the capture registry: the methods in their default order, and the large-model order's
-    first (each method's registered rank), so a new method is one @register_capture, never a help text to edit."""
-    from ..trace.methods import LARGE_MODEL_PARAMETERS, capture_order
-
-    small, large = capture_order(0), capture_order(LARGE_MODEL_PARAMETERS + 1)
-    return (f"{CAPTURE_HELP.rstrip('.')}: {', '.join(small)} (default: that order; {large[0]} first above "
-            f"{LARGE_MODEL_PARAMETERS:.0e} parameters).".replace("e+0", "e"))
-
-
-class ScanCommand(TyperCommand):
-    """`opassess scan`, whose --capture help is written from the capture registry when the help is shown: the
-    registry's modules import torch, which no command's start-up (nor any other command's help) should pay for."""
-
-    def format_help(self, *args: Any) -> None:  # (ctx, formatter): click's own, which typer vendors from 0.2x
-        for param in self.params:
-            if isinstance(param, TyperOption) and param.name == "capture":
-                param.help = capture_help()
-        super().format_help(*args)
 
 
 def _format_names(*, exclude: tuple[str, ...] = ()) -> str:
