@@ -195,8 +195,9 @@ def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export: OnnxExport 
             cube = {d: profile.cite.get(f"peak.cube.{d}", "") for d in profile.peaks.get("cube", {})}
         except NoDeviceProfile:
             cube = None
+        aclnn = kb.kernel_facts.data if cube is None else None  # no figures: the kernel docs' product tables
         return {"serving": check_serving(info.class_name, options.quant, product.kernel, product.name,
-                                         load_route_facts(), cube)}
+                                         load_route_facts(), cube, aclnn)}
     return {}
 
 

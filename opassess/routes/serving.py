@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from ..errors import UsageError
 from ..kb.routes import QUANT_TABLE, QuantScheme, RouteFacts
@@ -20,6 +21,9 @@ SUPPORTED_CELLS = ("yes", "functional")
 UNSUPPORTED_CELLS = ("no", "incompatible")
 # a scheme word -> the compute data type it needs, as the device figures name it (peak.cube.<dtype>)
 LOW_PRECISION = {"fp8": "float8", "fp4": "fp4"}
+# that data type as CANN's aclnn docs name its element types (cann_aclnn_dtypes.tsv; float8_e8m0 is a scale type)
+KERNEL_DTYPES = {"float8": ("float8_e4m3fn", "float8_e5m2"), "fp4": ("float4_e2m1", "float4_e1m2")}
+AclnnFacts = Mapping[str, Any]  # the kernel facts' data (kb/kernels.py KernelFacts.data: products, aclnn)
 
 
 def _scheme_key(text: str) -> str:
@@ -69,16 +73,50 @@ def _status(cell: str) -> str:
     return N_("risk")  # TBD, WIP, "in feature matrix": stated as not settled
 
 
-def _hardware(quant: str, product: str, cube: Mapping[str, str] | None) -> ServingItem | None:
-    """An FP8/FP4 scheme on a chip whose cube, by the device figures, has no such data type: unsupported (not "no
-    facts"). `cube`: dtype -> the figure's cite, None when the tables give no figures for the product."""
+def _matmul_marks(wanted: str, kernel: str, aclnn: AclnnFacts) -> list[tuple[str, str, str]]:
+    """(api, product mark y/n/'', its doc) of each aclnn matmul API with an input that lists one of the data type's
+    element types not excluded for the product (cann_aclnn_dtypes.tsv, via the kernel facts)."""
+    if kernel not in aclnn.get("products", ()):
+        return []
+    column = aclnn["products"].index(kernel)
+    marks = []
+    for api, entry in sorted(aclnn.get("aclnn", {}).items()):
+        if "matmul" not in api.lower():
+            continue
+        takes = any(d in KERNEL_DTYPES[wanted] and d not in (p.get("excluded") or {}).get(kernel, ())
+                    for p in entry.get("params", ()) if p.get("io", "").startswith("input") for d in p.get("dtypes", ()))
+        if takes:
+            doc = entry.get("doc") or ["", "", "", ""]
+            marks.append((api, entry["support"][column].replace("-", ""), f"{doc[0]}@{doc[2][:8]}:{doc[1]}"))
+    return marks
+
+
+def _hardware(quant: str, product: str, cube: Mapping[str, str] | None, kernel: str = "",
+              aclnn: AclnnFacts | None = None) -> ServingItem | None:
+    """An FP8/FP4 scheme on a chip that has no such data type: unsupported (not "no facts"). By the device figures
+    first (`cube`: dtype -> the figure's cite, None when the tables give no figures for the product); without
+    figures, by the kernel facts: every aclnn matmul API that takes the data type marked unsupported on the product
+    (910A: all 29 that take float8_e4m3fn / float8_e5m2 are ✘ for Atlas training series)."""
     wanted = next((d for word, d in LOW_PRECISION.items() if word in quant.lower()), None)
-    if wanted is None or cube is None or wanted in cube:
+    if wanted is None or cube is not None and wanted in cube:
         return None
-    return ServingItem(Text(N_("%(quant)s needs %(dtype)s compute"), {"quant": quant, "dtype": wanted}), "unsupported",
-                       Text(N_("%(product)s's cube has no %(dtype)s (its device figures list %(dtypes)s)"),
-                            {"product": product, "dtype": wanted, "dtypes": ", ".join(sorted(cube))}),
-                       "; ".join(dict.fromkeys(c.rsplit(":", 1)[0] for c in cube.values())))
+    subject = Text(N_("%(quant)s needs %(dtype)s compute"), {"quant": quant, "dtype": wanted})
+    if cube is not None:
+        return ServingItem(subject, "unsupported",
+                           Text(N_("%(product)s's cube has no %(dtype)s (its device figures list %(dtypes)s)"),
+                                {"product": product, "dtype": wanted, "dtypes": ", ".join(sorted(cube))}),
+                           "; ".join(dict.fromkeys(c.rsplit(":", 1)[0] for c in cube.values())))
+    marks = _matmul_marks(wanted, kernel, aclnn or {})
+    if not marks or any(mark != "n" for _, mark, _ in marks):
+        return None  # no figures and no kernel-level statement against it: no claim
+    return ServingItem(subject, "unsupported",
+                       Text(N_("no aclnn matmul kernel for %(product)s takes %(dtype)s: all %(n)s matmul APIs that "
+                               "take %(types)s are documented as unsupported on it (%(apis)s, ...)"),
+                            {"product": product, "dtype": wanted, "n": len(marks),
+                             "types": " / ".join(KERNEL_DTYPES[wanted]),
+                             "apis": ", ".join(api for api, _, _ in marks[:3])}),
+                       f"cann_aclnn_dtypes.tsv: support:{kernel} = ✘ for {len(marks)} of {len(marks)} matmul APIs "
+                       f"taking {' / '.join(KERNEL_DTYPES[wanted])} (e.g. {marks[0][2]})")
 
 
 def _engine_verdict(quant: str, kernel: str, product: str, own: list[QuantScheme], others: list[str]) -> ServingItem:
@@ -98,7 +136,7 @@ def _engine_verdict(quant: str, kernel: str, product: str, own: list[QuantScheme
 
 
 def check_serving(architecture: str, quant: str, kernel: str, product: str, facts: RouteFacts,
-                  cube: Mapping[str, str] | None = None) -> ServingCheck:
+                  cube: Mapping[str, str] | None = None, aclnn: AclnnFacts | None = None) -> ServingCheck:
     """Architecture and scheme against the chip's column ("A2", "A3", "950"); vllm-ascend rows first, then the
     other engines' rows for the same scheme (a second opinion on the chip)."""
     items = [ServingItem(Text(N_("architecture %(name)s"), {"name": architecture or "(unknown)"}), "no facts",
@@ -108,7 +146,7 @@ def check_serving(architecture: str, quant: str, kernel: str, product: str, fact
         typed = [s for s in facts.quant_schemes if _named(s, quant)]  # W8A8_DYNAMIC: that variant only
         rows = typed or [s for s in facts.quant_schemes if _matches(s, quant)]
         rows.sort(key=lambda s: (s.engine != ENGINE, s.row))
-        hardware = _hardware(quant, product, cube)
+        hardware = _hardware(quant, product, cube, kernel, aclnn)
         if hardware is not None:
             items.append(hardware)
         if rows:  # the verdict for the engine asked reads its own rows only

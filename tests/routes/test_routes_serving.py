@@ -143,8 +143,8 @@ def test_the_engine_asked_is_judged_by_its_own_rows_only():
 
 def test_a_chip_without_the_data_type_is_unsupported_not_unknown():
     """mxfp8 on Atlas A2: the device figures list no float8 for its cube, so the scheme is unsupported whatever a
-    table cell says; the 950 generation's figures list float8 (no such line); without figures (910A) nothing is
-    claimed."""
+    table cell says; the 950 generation's figures list float8 (no such line); with neither figures nor kernel facts
+    nothing is claimed (910A without its kernel facts: see the next test)."""
     facts = load_route_facts()
     a2 = {"bfloat16": "ascend_hw_figures.tsv:4:peak", "float16": "ascend_hw_figures.tsv:5:peak",
           "float32": "ascend_hw_figures.tsv:3:peak", "int8": "ascend_hw_figures.tsv:6:peak"}
@@ -157,3 +157,32 @@ def test_a_chip_without_the_data_type_is_unsupported_not_unknown():
                                                                         a5).items)
     assert not any("needs" in i.subject for i in check_serving("M", "mxfp8", "910", "Atlas training series",
                                                                facts).items)
+
+
+def test_910a_has_no_fp8_matmul_kernel_so_mxfp8_is_unsupported_with_the_kernel_evidence(tmp_path):
+    """910A (Atlas training series) has no device figures, so its kernel facts decide: cann_aclnn_dtypes.tsv lists
+    29 aclnn matmul APIs with a float8_e4m3fn / float8_e5m2 input, and each one's product table marks Atlas training
+    series ✘ (aclnnQuantMatmulV5, aclnnGroupedMatmulV4, ... ✘ on 910). Atlas A2's kernel facts mark some of them ✔, so
+    they alone claim nothing there (its device figures do, in the test above)."""
+    from opassess.kb.kernels import load
+
+    facts, aclnn = load_route_facts(), load().data
+    rows = [(api, e["support"][aclnn["products"].index("910")]) for api, e in aclnn["aclnn"].items()
+            if "matmul" in api.lower() and any(d in ("float8_e4m3fn", "float8_e5m2") for p in e["params"]
+                                               if p["io"].startswith("input") for d in p.get("dtypes", ()))]
+    assert len(rows) == 29 and {mark for _, mark in rows} == {"n"} and ("aclnnQuantMatmulV5", "n") in rows
+    line = check_serving("M", "mxfp8", "910", "Atlas training series", facts, None, aclnn).items[1]
+    assert (line.subject, line.status) == ("mxfp8 needs float8 compute", "unsupported")
+    assert line.detail.startswith("no aclnn matmul kernel for Atlas training series takes float8: all 29 matmul APIs "
+                                  "that take float8_e4m3fn / float8_e5m2 are documented as unsupported on it")
+    assert line.evidence.startswith("cann_aclnn_dtypes.tsv: support:910 = ✘ for 29 of 29 matmul APIs")
+    assert not any("needs" in i.subject for i in check_serving("M", "mxfp8", "A2", "Atlas A2", facts, None,
+                                                               aclnn).items)
+    model = tmp_path / "lm.py"
+    model.write_text(MODEL)
+    result = runner.invoke(app, ["scan", str(model), "--route", "vllm-ascend", "--quant", "mxfp8", "--target", "910A",
+                                 "-f", "json", "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    serving = json.loads(result.stdout)["serving"]
+    fp8 = next(i for i in serving["items"] if i["subject"] == "mxfp8 needs float8 compute")
+    assert fp8["status"] == "unsupported" and fp8["evidence"].startswith("cann_aclnn_dtypes.tsv: support:910 = ✘")
