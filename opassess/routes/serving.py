@@ -83,8 +83,9 @@ def _matmul_marks(wanted: str, kernel: str, aclnn: AclnnFacts) -> list[tuple[str
     for api, entry in sorted(aclnn.get("aclnn", {}).items()):
         if "matmul" not in api.lower():
             continue
+        inputs = [p for p in entry.get("params", ()) if p.get("io", "").startswith("input")]
         takes = any(d in KERNEL_DTYPES[wanted] and d not in (p.get("excluded") or {}).get(kernel, ())
-                    for p in entry.get("params", ()) if p.get("io", "").startswith("input") for d in p.get("dtypes", ()))
+                    for p in inputs for d in p.get("dtypes", ()))
         if takes:
             doc = entry.get("doc") or ["", "", "", ""]
             marks.append((api, entry["support"][column].replace("-", ""), f"{doc[0]}@{doc[2][:8]}:{doc[1]}"))
