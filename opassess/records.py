@@ -159,6 +159,8 @@ class Capture:
     # tracer, a debugger or coverage, held sys.settrace)
     reach: tuple[FunctionReach, ...] | None = None
     driven: tuple[str, ...] = ()  # the branches the capture drove (trace/drive.py): "FCOS.score_thresh 0.05 -> 0"
+    # ATen ops PyTorch refuses in the model's half dtype on every device: the CPU and the meta kernel both raised
+    refused: tuple[str, ...] = ()
 
     @property
     def training(self) -> bool:

@@ -111,6 +111,7 @@ class PatternBook:
     precision_dtypes: tuple[str, ...]
     precision_title_dtype: str
     precision_title_float64: str
+    precision_title_refused: str
     compute_top: int
     compute_min_share: float
     compute_title: str
@@ -136,7 +137,8 @@ class PatternBook:
         """Every sentence of the file a report shows (effects and titles): the message ids the catalog translates."""
         return tuple(dict.fromkeys((*self.effects.values(), *(p.title for p in self.patterns), self.layout_title,
                                     *self.dynamic_titles.values(), self.shape_branch_title, self.aclop_title,
-                                    self.precision_title_dtype, self.precision_title_float64, self.compute_title)))
+                                    self.precision_title_dtype, self.precision_title_float64,
+                                    self.precision_title_refused, self.compute_title)))
 
     def roles_of(self, node: OpNode) -> frozenset[str]:
         """Every role this node plays."""
@@ -204,7 +206,7 @@ class _Validator:
         layout_title = self.title(layout, "title", ("count", "permutes", "copies"))
         layout.finish()
         dynamic_titles, shape_branch_title, markers, aclop_title = self.dynamic(root.table("dynamic"), roles)
-        dtypes, title_dtype, title_float64 = self.precision(root.table("precision"))
+        dtypes, title_dtype, title_float64, title_refused = self.precision(root.table("precision"))
         top, share, compute_title = self.compute(root.table("compute"))
         root.finish()
         by_key: dict[str, list[str]] = {}
@@ -218,8 +220,8 @@ class _Validator:
             source=self.path, roles=roles, transparent=transparent, kinds=kinds, patterns=patterns,
             layout_title=layout_title, dynamic_titles=dynamic_titles, shape_branch_title=shape_branch_title,
             shape_branch_markers=markers, aclop_title=aclop_title, precision_dtypes=dtypes,
-            precision_title_dtype=title_dtype,
-            precision_title_float64=title_float64, compute_top=top, compute_min_share=share,
+            precision_title_dtype=title_dtype, precision_title_float64=title_float64,
+            precision_title_refused=title_refused, compute_top=top, compute_min_share=share,
             compute_title=compute_title,
             _by_key={k: tuple(v) for k, v in by_key.items()}, _by_aten={k: tuple(v) for k, v in by_aten.items()})
 
@@ -271,17 +273,18 @@ class _Validator:
         dynamic.finish()
         return dynamic_titles, shape_branch_title, markers, aclop_title
 
-    def precision(self, precision: PatternTable) -> tuple[tuple[str, ...], str, str]:
-        """[precision]: the floating dtypes the check allows, and its two titles."""
-        precision.only("dtypes", "title_dtype", "title_float64")
+    def precision(self, precision: PatternTable) -> tuple[tuple[str, ...], str, str, str]:
+        """[precision]: the floating dtypes the check allows, and its three titles."""
+        precision.only("dtypes", "title_dtype", "title_float64", "title_refused")
         dtypes = precision.strings("dtypes")
         for dtype in dtypes:
             if dtype not in FLOAT_DTYPES:
                 raise precision.error("dtypes", f"{dtype!r} is not a floating dtype")
         title_dtype = self.title(precision, "title_dtype", ("op", "allowed", "dtype", "count"))
         title_float64 = self.title(precision, "title_float64", ("op", "count"))
+        title_refused = self.title(precision, "title_refused", ("op", "dtype", "aten", "count"))
         precision.finish()
-        return dtypes, title_dtype, title_float64
+        return dtypes, title_dtype, title_float64, title_refused
 
     def compute(self, compute: PatternTable) -> tuple[int, float, str]:
         """[compute]: how many of the costliest operators to name, the least share named, and the title."""

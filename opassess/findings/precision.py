@@ -77,3 +77,26 @@ def precision_findings(survey: Survey) -> list[Finding]:
                                     source=graph.first_source(double), npu_api=None, effect=effect,
                                     metrics={"occurrences": len(double)}))
     return findings
+
+
+@family("refused", order=41, kinds=("dtype-refused",))
+def refused_findings(survey: Survey) -> list[Finding]:
+    """Per operator: a dtype PyTorch refuses for one of its ATen ops on every device (the capture's `refused`: the
+    meta and CPU kernels both raised, trace/upcast.py): a finding about the model, whatever the target."""
+    if not survey.inventory.capture.refused:
+        return []
+    return [f for operator in survey.inventory.operators for f in _refused(survey, operator)]
+
+
+def _refused(survey: Survey, operator: Operator) -> list[Finding]:
+    refused = [a for a in operator.aten if a.partition(".")[0] in survey.inventory.capture.refused]
+    if not refused:
+        return []
+    book = survey.graph.book
+    halves = sorted({d for n in operator.nodes for d in n.input_dtypes if d in ("bfloat16", "float16")})
+    names = tuple(n.name for n in operator.nodes)
+    title = Message.of(book.precision_title_refused, op=operator.key, dtype=", ".join(halves) or survey.dtype or "",
+                       aten=", ".join(dict.fromkeys(a.partition(".")[0] for a in refused)), count=len(names))
+    return [Finding(kind="dtype-refused", title=title.text(), message=title, nodes=names, ops=(operator.key,),
+                    source=survey.graph.first_source(names), npu_api=None, effect=book.effects["dtype-refused"],
+                    metrics={"occurrences": len(names)})]

@@ -64,7 +64,7 @@ _CAPTURE: dict[str, _Kind] = {
     "method": "str", "device": "str", "device_note": "str?", "attempts": [CaptureAttempt], "nodes": [OpNode],
     "edges": "edges", "module_types": "names", "step": CaptureStep, "step_note": "str?", "stand_ins": [StandIn],
     "dynamo": (DynamoRun,), "registrations": [Registration], "reach": "reach",
-    "driven": "strs"}
+    "driven": "strs", "refused": "strs"}
 _REACH: dict[str, _Kind] = {"file": "str", "name": "str", "first_line": "int", "ran": "ints", "missed": "ints"}
 _REGISTRATION: dict[str, _Kind] = {"op": "str", "kinds": "strs", "reference": "strs"}
 _INFO: dict[str, _Kind] = {

@@ -74,10 +74,13 @@ def _reason_candidates(signals: OpSignals, table: Mapping[str, float]) -> list[C
             for r in signals.reasons if r.code in table]
 
 
-def _finding_candidates(signals: OpSignals, criterion: str, value: float) -> list[Candidate]:
-    return [(value, Text(N_("%(kind)s finding: %(title)s: %(value)s"),
-                         {"kind": f.kind, "title": f.message or f.title, "value": _fmt(value)}))
-            for f in signals.findings if shipped_patterns().criterion_of(f.kind) == criterion]
+def _finding_candidates(signals: OpSignals, criterion: str, value: float,
+                        by_kind: Mapping[str, float] | None = None) -> list[Candidate]:
+    """One candidate per finding of `criterion` naming the op, priced `value` or its kind's price in `by_kind`."""
+    priced = [(f, (by_kind or {}).get(f.kind, value)) for f in signals.findings
+              if shipped_patterns().criterion_of(f.kind) == criterion]
+    return [(price, Text(N_("%(kind)s finding: %(title)s: %(value)s"),
+                         {"kind": f.kind, "title": f.message or f.title, "value": _fmt(price)})) for f, price in priced]
 
 
 # -------------------------------------------------------------------------- functional
@@ -109,7 +112,7 @@ def _dtype_support(op: ClassifiedOp, s: OpSignals, w: Weights) -> list[Candidate
     if not out:
         out.append((0.0, Text(N_("no tensor dtype seen: 0"))))
     out += _reason_candidates(s, rules.reasons)
-    out += _finding_candidates(s, "dtype_support", rules.mixed_precision_finding)
+    out += _finding_candidates(s, "dtype_support", rules.mixed_precision_finding, rules.findings)
     return out
 
 

@@ -74,8 +74,10 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
             witness, reach, drove = Witness(), ReachRecord(), []
             try:
                 upcast: dict[str, str] = {}
-                with _standins(current, device), _upcast(device, upcast), driven(current.module, drive) as drove, \
-                        record_reach() as reach, witnessing(witness, current.module, method.startswith("dispatch")):
+                refused: set[str] = set()
+                with _standins(current, device), _upcast(device, upcast, refused), \
+                        driven(current.module, drive) as drove, record_reach() as reach, \
+                        witnessing(witness, current.module, method.startswith("dispatch")):
                     nodes, edges = capturer.capture(current, progress or no_progress)
             except Skipped as exc:
                 attempts.append(CaptureAttempt(method, str(exc), 0.0))
@@ -107,7 +109,8 @@ def trace_model(loaded: LoadedModel, methods: tuple[str, ...] | None = None,
                            nodes=tuple(nodes), edges=tuple(edges), module_types=types,
                            step=capturer.step, step_note=capturer.note,
                            stand_ins=current.standins.records() if current.standins is not None else (),
-                           registrations=registrations(nodes), reach=reach.functions, driven=tuple(drove))
+                           registrations=registrations(nodes), reach=reach.functions, driven=tuple(drove),
+                           refused=tuple(sorted(refused)))
         if forward_error is None or not is_meta_problem(forward_error):
             break
     where = f"{loaded.info.source}: forward() of {loaded.info.class_name}"
@@ -170,11 +173,12 @@ def _standins(loaded: LoadedModel, device: str):
     return loaded.standins.active(device) if loaded.standins is not None else contextlib.nullcontext()
 
 
-def _upcast(device: str, ops: dict[str, str]):
-    """On the CPU: ops the CPU refuses in half precision run in float32 (trace/upcast.py), collected in `ops`."""
+def _upcast(device: str, ops: dict[str, str], everywhere: set[str]):
+    """On the CPU: ops the CPU refuses in half precision run in float32 (trace/upcast.py), collected in `ops`; those
+    the meta kernel refuses too in `everywhere`."""
     import contextlib
 
-    return upcast_refused(ops) if device == "cpu" else contextlib.nullcontext()
+    return upcast_refused(ops, everywhere) if device == "cpu" else contextlib.nullcontext()
 
 
 def _first_line(exc: BaseException | None) -> str:

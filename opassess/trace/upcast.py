@@ -20,9 +20,12 @@ _REFUSALS = ("not implemented for 'BFloat16'", "not implemented for 'Half'", "Lo
 
 
 @contextlib.contextmanager
-def upcast_refused(ops: dict[str, str]) -> Iterator[None]:
+def upcast_refused(ops: dict[str, str], everywhere: set[str] | None = None) -> Iterator[None]:
     """While active, an ATen op the CPU refuses for a half-precision input runs on float32 copies and returns its
-    floating results in that half dtype; `ops` collects 'ns::op' -> dtype for each op stood in for."""
+    floating results in that half dtype; `ops` collects 'ns::op' -> dtype for each op stood in for, and `everywhere`
+    those whose meta kernel refuses the dtype too: the meta kernel is the device-independent check every backend
+    shares (linalg.slogdet: 'Low precision dtypes not supported'), so PyTorch refuses the op in that dtype on every
+    device, the NPU included (torchvision's nms and Dirichlet sampling refuse it on the CPU only)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten, tree_map
@@ -49,11 +52,29 @@ def upcast_refused(ops: dict[str, str]) -> Iterator[None]:
                         original.copy_(copy)
             name = func._schema.name
             ops.setdefault(name, str(dtype).removeprefix("torch."))
+            if everywhere is not None and name not in everywhere and _meta_refuses(func, args, kwargs):
+                everywhere.add(name)
             return tree_map(lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t,
                             out)
 
     with Upcast():
         yield
+
+
+def _meta_refuses(func, args: tuple, kwargs: dict) -> bool:
+    """Whether the op's meta kernel refuses the same arguments' dtype (on meta copies of them)."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    on_meta = tree_map(lambda t: torch.empty_like(t, device="meta") if isinstance(t, torch.Tensor) else t,
+                       (args, kwargs))
+    try:
+        func(*on_meta[0], **on_meta[1])
+    except (RuntimeError, NotImplementedError) as exc:
+        return any(r in str(exc) for r in _REFUSALS)
+    except Exception:  # noqa: BLE001 - a meta kernel failing otherwise says nothing about the dtype
+        return False
+    return False
 
 
 def upcast_note(ops: dict[str, str]) -> str | None:

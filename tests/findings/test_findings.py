@@ -429,3 +429,30 @@ def test_a_pattern_is_a_data_edit(tmp_path, kb):
     chain = one(findings, "fusion", "Linear + activation chain")
     assert chain.nodes == ("fc1", "gelu")
     assert not [f for f in findings if f.title.startswith("Linear + activation + Linear")]
+
+
+# ----------------------------------------------------------------------------- a dtype refused everywhere
+
+
+def test_a_dtype_pytorch_refuses_on_every_device_is_a_finding_about_the_model(kb):
+    """Glow's invertible 1x1 conv in bfloat16: torch.slogdet's meta and CPU kernels both raise ('Low precision dtypes
+    not supported'), so no device runs it in bfloat16 (issue 37): one dtype-refused finding naming torch.slogdet,
+    whatever the target, and it weighs in dtype_support at weights.toml's dtype-refused price."""
+    from opassess import assess
+
+    inventory = scan_inventory(ScanOptions(target=str(MODELS / "glow_invconv.py"), dtype="bfloat16"))
+    for product in ("Atlas A2", "Atlas training series"):
+        findings = find_findings(inventory, kb, dtype="bfloat16", product=product)
+        refused = [f for f in findings if f.kind == "dtype-refused"]
+        assert [(f.ops, f.metrics["occurrences"]) for f in refused] == [(("torch.slogdet",), 1)]
+        assert refused[0].title == ("torch.slogdet: PyTorch refuses bfloat16 for aten::_linalg_slogdet on every device "
+                                    "(its meta and CPU kernels raise); compute it in float32 (1x)")
+    fp32 = scan_inventory(ScanOptions(target=str(MODELS / "glow_invconv.py")))
+    assert not [f for f in find_findings(fp32, kb) if f.kind == "dtype-refused"]
+    # a refusal of the CPU's alone (Dirichlet sampling: its meta kernel takes bfloat16) is no such finding
+    dirichlet = scan_inventory(ScanOptions(target=str(MODELS / "dirichlet_mixture.py"), dtype="bfloat16"))
+    assert not [f for f in find_findings(dirichlet, kb, dtype="bfloat16") if f.kind == "dtype-refused"]
+    scored = assess(ScanOptions(target=str(MODELS / "glow_invconv.py"), dtype="bfloat16"))
+    score = next(o.score for o in scored.estimate.ops if o.score.classified.operator.key == "torch.slogdet")
+    signal = next(sub.signal for sub in score.subscores if sub.criterion == "dtype_support")
+    assert "dtype-refused finding: torch.slogdet: PyTorch refuses bfloat16" in signal and ": 0.8" in signal

@@ -580,3 +580,12 @@ def test_a_half_precision_cpu_fallback_runs_what_the_cpu_refuses_in_float32_and_
                                                 f"there, and judged in {dtype} as the model asked")
     # the ops the CPU runs in half precision are left alone
     assert {c.input_dtypes[0] for n in cap.nodes for c in n.aten if c.op == "aten::addmm"} == {dtype}
+    assert cap.refused == ()  # the meta kernel takes a half-precision Dirichlet: the refusal is the CPU's alone
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_dtype_the_meta_and_cpu_kernels_both_refuse_is_refused_everywhere(dtype):
+    # Glow's invertible 1x1 conv: torch.slogdet of its weight; linalg refuses half precision before any backend runs
+    cap = capture_of(MODELS / "glow_invconv.py", ("dispatch",), dtype=dtype)
+    assert cap.device == "cpu" and cap.refused == ("aten::_linalg_slogdet",)
+    assert capture_of(MODELS / "glow_invconv.py", ("dispatch",)).refused == ()  # float32: nothing refused

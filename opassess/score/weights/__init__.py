@@ -40,6 +40,7 @@ class DtypeRules:
     unlisted: float
     mixed_precision_finding: float
     reasons: Mapping[str, float]
+    findings: Mapping[str, float]  # a finding kind of the dtype_support criterion -> its price (else the one above)
 
 
 @dataclass(frozen=True)

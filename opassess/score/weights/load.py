@@ -218,7 +218,8 @@ def _signals(table: TomlTable) -> SignalRules:
 
     t = table.table("dtype_support")
     dtype = DtypeRules(_unit_table(t, "difficulty"), _unit(t, "unlisted"), _unit(t, "mixed_precision_finding"),
-                       _reason_table(t, "reasons"))
+                       _reason_table(t, "reasons"), _unit_table(t, "findings"))
+    _finding_kinds(t, "findings", dtype.findings)
     t.finish()
 
     t = table.table("special_attrs")
