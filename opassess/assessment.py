@@ -11,13 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .records import Capture, ClassifiedOp, Estimate, Finding, InputFile, Inventory, ModelInfo
+from .records import Capture, ClassifiedOp, Finding, InputFile, Inventory, ModelInfo
 
 if TYPE_CHECKING:  # for the types only: importing these packages at run time costs a command's start-up 0.4 s
     from .classify.reach import Reach
     from .graphmode.records import GraphMode
     from .perf.records import Performance
     from .routes.records import OnnxRoute, ServingCheck
+    from .score.records import Estimate
     from .source.records import SourceScan
 
 

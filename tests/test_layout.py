@@ -264,6 +264,75 @@ def test_the_type_gate_fails_on_a_type_error(tmp_path):
     assert result.returncode == 1 and "Incompatible return value type" in result.stdout
 
 
+# Fields that hold JSON-able values by design (an operator's attributes, a message's values, a reason's params):
+# the only Any a record the Assessment holds may name.
+JSON_VALUES = {"OpNode.attrs", "Signature.attrs", "Reason.params", "Message.values"}
+
+
+def _hints(cls: type) -> dict[str, object]:
+    """A record's field types, the names its module imports for type checking only resolved too."""
+    import importlib
+    import typing
+
+    module = sys.modules[cls.__module__]
+    names = dict(vars(module))
+    package = module.__name__ if module.__file__.endswith("__init__.py") else module.__name__.rpartition(".")[0]
+    for node in ast.walk(ast.parse(Path(module.__file__).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for item in node.body:
+                if isinstance(item, ast.ImportFrom):
+                    base = package.rsplit(".", item.level - 1)[0] if item.level > 1 else package
+                    held = importlib.import_module(f"{base}.{item.module}" if item.level else item.module or "")
+                    names.update({alias.asname or alias.name: getattr(held, alias.name) for alias in item.names})
+    return typing.get_type_hints(cls, globalns=names)
+
+
+def untyped_fields(root: type) -> list[str]:
+    """'Record.field' for each field typed Any in `root` or any record its fields hold (followed through
+    tuples, unions and mappings)."""
+    import dataclasses
+    import typing
+
+    seen: set[type] = set()
+    found: list[str] = []
+
+    def visit(cls: type) -> None:
+        if cls in seen:
+            return
+        seen.add(cls)
+        hints = _hints(cls)
+        for field in dataclasses.fields(cls):
+            stack = [hints[field.name]]
+            while stack:
+                kind = stack.pop()
+                if kind is typing.Any:
+                    found.append(f"{cls.__qualname__}.{field.name}")
+                elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
+                    visit(kind)
+                else:
+                    stack.extend(typing.get_args(kind))
+
+    visit(root)
+    return sorted(set(found))
+
+
+def test_the_hub_record_and_every_record_it_holds_name_their_types():
+    """The Assessment sits at the pipeline's layer so that it, and each record below it, can name real types: no
+    field is typed Any, except the JSON-able values of attributes, params and messages."""
+    from opassess.assessment import Assessment
+
+    assert untyped_fields(Assessment) == sorted(JSON_VALUES)
+
+
+def test_an_any_field_in_a_held_record_is_found():
+    import dataclasses
+    import typing
+
+    inner = dataclasses.make_dataclass("Inner", [("finding", typing.Any)], frozen=True)
+    outer = dataclasses.make_dataclass("Outer", [("sites", tuple[inner, ...]), ("n", int)], frozen=True)
+    assert untyped_fields(outer) == ["Inner.finding"]
+
+
 # The checks of the registries and documents that take a moment, run here too: this file runs on every change, and a
 # code left unregistered, a schema enum or docs page left behind, or a broken link is as much a shape fault.
 from tests.test_docs import test_every_relative_link_resolves, test_no_path_outside_the_repository  # noqa: E402,F401

@@ -12,13 +12,14 @@ the NPU as it is.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from ..messages import N_, Text
 from ..records import ClassifiedOp, Operator, Reason
 from ..source.classify import preferred_library
 from ..source.facts import SourceFacts, load_source_facts
+from ..source.records import SourceEstimate
 from ..vocabulary import Category, Confidence
 
 _NPU_API = re.compile(r"torch_npu\.[A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_]")
@@ -86,22 +87,23 @@ def _library_call(op: Operator, facts: SourceFacts):
     return category, reasons, routes[0] if routes else None, True, "medium"
 
 
-def adopt_site_verdicts(classified: tuple[ClassifiedOp, ...], sites) -> tuple[ClassifiedOp, ...]:
+def adopt_site_verdicts(classified: tuple[ClassifiedOp, ...], sites: Sequence[SourceEstimate]
+                        ) -> tuple[ClassifiedOp, ...]:
     """A stand-in operator the source scan also found (SourceEstimate.operators: the same flash_attn call at the same
     line, the launch of a Triton kernel whose body was scanned) takes the site's verdict, so one call has one
     category in the report: the site saw more (the call's arguments as written, the kernel's body) and carries the
     effort. The operator keeps its own reasons and says which site decided."""
-    by_key: dict[str, Any] = {}  # operator key -> the SourceEstimate that found it
+    by_key: dict[str, SourceEstimate] = {}  # operator key -> the site that found it
     for site in sites:
         for key in site.operators:
             by_key.setdefault(key, site)
     out = []
     for item in classified:
-        site = by_key.get(item.operator.key)
-        if site is None:
+        found = by_key.get(item.operator.key)
+        if found is None:
             out.append(item)
             continue
-        finding = site.finding
+        finding = found.finding
         decided = Reason.of("source-site", N_("the same call as the source site %(site)s (%(kind)s): its verdict, "
                                               "%(category)s, decides and its effort is counted there, once"),
                             {"site": f"{finding.file}:{finding.line}", "kind": finding.kind,

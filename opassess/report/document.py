@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..assessment import Assessment
-from ..records import ClassifiedOp, Effort, Operator, OpEstimate, Signature, SourceEstimate
+from ..records import ClassifiedOp, Effort, Operator, Signature
 from ..score.cost import COST_BASES
-from ..source.records import SourceFinding, SourceScan
+from ..score.records import OpEstimate
+from ..source.records import SourceEstimate, SourceFinding, SourceScan
 from ..vocabulary import CATEGORIES
 from .i18n import N_
 from .paths import portable, roots_of, scrub, scrub_in_place

@@ -10,10 +10,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from ..messages import N_, Text, joined
-from ..records import Activity, ClassifiedOp, Effort, Finding, Operator, OpScore, SourceEstimate
-from ..source.records import is_distributed
+from ..records import ClassifiedOp, Effort, Finding, Operator, OpScore
+from ..source.records import SourceEstimate, is_distributed
 from ..vocabulary import PROJECT_KINDS as _OWN_KINDS  # the project's own kernels: never zero-cost, never in the block
 from ..vocabulary import Category, CostBasis
+from .records import Activity
 from .signals import OpSignals
 from .weights import ACTIVITY_UNITS, EffortRules, Weights
 

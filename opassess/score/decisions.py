@@ -24,8 +24,10 @@ from dataclasses import dataclass, replace
 
 from ..messages import N_, Text, joined
 from ..reasons import REASONS
-from ..records import ClassifiedOp, Decision, Effort, Finding, Inventory, OpScore, Reason, SourceEstimate
+from ..records import ClassifiedOp, Effort, Finding, Inventory, OpScore, Reason
+from ..source.records import SourceEstimate
 from ..vocabulary import PROJECT_KINDS, Category
+from .records import Decision
 from .weights import Weights
 from .weights.decisions import ALGORITHM, DecisionRules
 

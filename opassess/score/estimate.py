@@ -9,7 +9,8 @@ from types import MappingProxyType
 import numpy as np
 
 from ..messages import N_, Text, joined
-from ..records import ClassifiedOp, Effort, Estimate, Finding, Inventory, OpEstimate, OpScore, Risk, SourceEstimate
+from ..records import ClassifiedOp, Effort, Finding, Inventory, OpScore, Risk
+from ..source.records import SourceEstimate
 from ..vocabulary import CATEGORIES, CostBasis
 from .cost import (
     DECISION,
@@ -30,6 +31,7 @@ from .cost import (
     origin_shares,
 )
 from .decisions import Cover, cover, decide, decide_sites, shared_causes
+from .records import Estimate, OpEstimate
 from .signals import ModelContext, OpSignals, measure_all
 from .weights import RISK_LEVELS, Weights, level
 

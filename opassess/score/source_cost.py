@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
-from ..records import Effort, Operator, Risk, SourceEstimate
-from ..source.records import ConfigReach, SourceFinding
+from ..records import Effort, Operator, Risk
+from ..source.records import ConfigReach, SourceEstimate, SourceFinding
 from ..vocabulary import Confidence
 from .weights import SourceRules, Weights
 

@@ -5,6 +5,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..records import Effort, Risk
 from ..vocabulary import Category, Confidence
 
 # Finding kinds (SourceFinding.kind), one word each for the GPU-specific construct found at a site.
@@ -166,3 +167,27 @@ class SourceScan:
         """Findings per category word, every category present (zero when none)."""
         counts = Counter(str(f.category) for f in self.findings)
         return {str(category): counts.get(str(category), 0) for category in Category}
+
+
+@dataclass(frozen=True)
+class SourceEstimate:
+    """One source finding costed (score/source_cost.py) and placed on the risk grid.
+
+    `operators` are the capture's operators of kind "library" whose source line is this finding's file:line: the
+    same call seen twice, counted here once (their own effort is zero, cost basis "source-finding"). The other way
+    round, `covered_by` names an ordinary captured operator that is this call: it is counted there."""
+
+    finding: SourceFinding
+    person_days: Effort
+    risk: Risk
+    basis: str  # how the effort was computed: "custom-dev site [1-2-5] + 1 kernel x [2-4-8] + ..."
+    # The name baselines, gates and the risk grid know the site by, free of line numbers so that an edit above it
+    # changes nothing: "train.py: flash_attn.flash_attn_func (library-call)", "... #2" for the second in the file
+    key: str = ""
+    operators: tuple[str, ...] = ()
+    # The captured operator (not a library stand-in) that is this very call, e.g. F.scaled_dot_product_attention at
+    # the same file:line: the operator carries the verdict and the effort, this site costs 0 and is not shown again
+    covered_by: str | None = None
+    # `scan MODEL --source DIR`: False for a site the model's capture does not reach (present in the source, not
+    # reached by this model): costed in Estimate.present, not in the total; True otherwise
+    reached: bool = True

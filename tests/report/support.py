@@ -22,15 +22,14 @@ from opassess.records import (
     CaptureAttempt,
     ClassifiedOp,
     Effort,
-    Estimate,
     Finding,
     Inventory,
-    OpEstimate,
     OpScore,
     Reason,
     Risk,
     SubScore,
 )
+from opassess.score.records import Estimate, OpEstimate
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 
 from ...assessment import Assessment
 from ...messages import say
-from ...records import Effort, Estimate
+from ...records import Effort
+from ...score.records import Estimate
 from ...vocabulary import CATEGORIES, NO_CAPTURE, Category, CostBasis
 from ..charts import _num, pareto_chart
 from ..document import Row

@@ -10,11 +10,12 @@ from collections.abc import Mapping, Sequence
 
 from ...messages import say
 from ...reasons import REASONS
-from ...records import Effort, Estimate, Finding
+from ...records import Effort, Finding
 
 # SITE_PACKAGES: '.../site-packages/' + the package (group 1)
 from ...score.cost import MODEL_LEVEL, PRICED_CHANGE, PROJECT, SITE_PACKAGES, SOURCE_FINDING
 from ...score.decisions import basis_text
+from ...score.records import Estimate
 from ...score.weights.decisions import CHANGE_TIERS
 from ...vocabulary import Category, CostBasis
 from ..display.records import ActionItem, ActivityRow, DecisionRow, OriginRow
