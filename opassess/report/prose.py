@@ -33,7 +33,7 @@ ACTIVITY_TITLES = (N_("environment bring-up"), N_("validation of direct operator
                       "algorithms on; 1,000 steps compared every 10; relative loss gap under 0.02 (bf16/fp16: "
                       "0.05), gradient norm gap under 0.05"))
 # weights.toml's [decisions.*] titles (placed into the decisions' titles and cost notes, said translated)
-DECISION_TITLES = (N_("precision plan"), N_("kernel check on the target"))
+DECISION_TITLES = (N_("precision plan"), N_("kernel check on the target"), N_("float64 computation"))
 
 
 def evidence_text(target: str, _: Translate) -> str:

@@ -32,8 +32,9 @@ from .weights import Weights
 from .weights.decisions import ALGORITHM, DecisionRules
 
 NO_EFFORT = Effort(0.0, 0.0, 0.0)
-PRECISION, KERNEL_CHECK, ATTENTION, LAYOUT = "precision", "kernel-check", "attention", "layout"
-ORDER = (PRECISION, ATTENTION, LAYOUT, KERNEL_CHECK)  # the order decisions are listed in
+PRECISION, KERNEL_CHECK, ATTENTION, LAYOUT, FLOAT64 = "precision", "kernel-check", "attention", "layout", "float64"
+ORDER = (PRECISION, FLOAT64, ATTENTION, LAYOUT, KERNEL_CHECK)  # the order decisions are listed in
+SHARED = (ATTENTION, LAYOUT, FLOAT64)  # a decision only when at least min_members places share the cause
 _DTYPE = re.compile(r"^input dtype (?P<dtype>\S+) is not supported by (?P<who>.+?) on (?P<product>.+?) "
                     r"\(allowed: (?P<allowed>[^)]*)\)")
 _PARAM = re.compile(r"^(?P<param>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+?): ")
@@ -93,12 +94,20 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _cause(reason: Reason, model_dtype: str, rules: DecisionRules, replacement: str | None = None) -> str | None:
+def _cause(reason: Reason, model_dtype: str, rules: DecisionRules, replacement: str | None = None,
+           float64: bool = False) -> str | None:
     """The decision a reason is the cause of, or None. `replacement`: the operator's route API
-    (ClassifiedOp.replacement, from the whole route where a library-route reason quotes its first clause only)."""
+    (ClassifiedOp.replacement, from the whole route where a library-route reason quotes its first clause only).
+    `float64`: every call of the operator carries float64 (a CPU fallback of a cast to float64 goes with the cast)."""
     if reason.code == "dtype":
         match = _DTYPE.match(reason.message)
-        return PRECISION if match and match["dtype"] == model_dtype else None
+        if match and match["dtype"] == model_dtype:
+            return PRECISION
+        return FLOAT64 if match and match["dtype"] == "float64" else None
+    if reason.code == "dtype-cast":  # "the NPU returns float32 where this model expects float64"
+        return FLOAT64 if "float64" in reason.message and model_dtype != "float64" else None
+    if reason.code == "cpu-fallback" and float64 and model_dtype != "float64":
+        return FLOAT64
     if reason.code == "kernel-product":  # the sources disagree about the product: one run on the chip settles it
         return KERNEL_CHECK
     if reason.code == "param-limit":
@@ -126,10 +135,12 @@ def site_cause(finding, rules: DecisionRules | None) -> str | None:
     return None
 
 
-def shared_causes(scores: Sequence[OpScore], source: Sequence[SourceEstimate], weights: Weights) -> frozenset[str]:
+def shared_causes(scores: Sequence[OpScore], source: Sequence[SourceEstimate], weights: Weights,
+                  model_dtype: str = "") -> frozenset[str]:
     """The causes shared widely enough to be decisions of their own: attention when at least min_members attention
     calls (reached library-call sites, and operators with an attention cause no site carries) share it, layout when
-    at least min_members places (operators, sites) ask for it. Below that, each keeps its own price."""
+    at least min_members places (operators, sites) ask for it, float64 when at least min_members operator types of a
+    model that is not float64 compute in it. Below that, each keeps its own price."""
     rules = weights.decisions
     if rules is None or not rules.group:
         return frozenset()
@@ -143,10 +154,17 @@ def shared_causes(scores: Sequence[OpScore], source: Sequence[SourceEstimate], w
         if score.classified.operator.key in carried:
             continue
         op = score.classified
-        for found in {_cause(r, "", rules, op.replacement) for r in op.reasons} & {ATTENTION, LAYOUT}:
+        float64 = carries_float64(op)
+        for found in {_cause(r, model_dtype, rules, op.replacement, float64) for r in op.reasons} & set(SHARED):
             assert found is not None  # the intersection holds names only
             counts[found] = counts.get(found, 0) + 1
-    return frozenset(name for name in (ATTENTION, LAYOUT) if counts.get(name, 0) >= rules.rules[name].min_members)
+    return frozenset(name for name in SHARED if counts.get(name, 0) >= rules.rules[name].min_members)
+
+
+def carries_float64(op: ClassifiedOp) -> bool:
+    """Every call of the operator takes or returns float64."""
+    nodes = op.operator.nodes
+    return bool(nodes) and all("float64" in (*n.input_dtypes, *n.output_dtypes) for n in nodes)
 
 
 def decide_sites(source: Sequence[SourceEstimate], weights: Weights, shared: frozenset[str]
@@ -201,9 +219,10 @@ def cover(op: ClassifiedOp, model_dtype: str, weights: Weights, shared: frozense
         return None
     decisions: dict[str, None] = {}
     changes: dict[str, Change] = {}
+    float64 = carries_float64(op)
     for reason in op.reasons:
-        cause = _cause(reason, model_dtype, rules, op.replacement)
-        if cause in (ATTENTION, LAYOUT) and cause not in shared:  # too few share it: its own price (shared_causes)
+        cause = _cause(reason, model_dtype, rules, op.replacement, float64)
+        if cause in SHARED and cause not in shared:  # too few share it: its own price (shared_causes)
             cause = None
         change = change_of(reason, rules)
         if cause is not None:
@@ -263,6 +282,8 @@ def decide(scores: Sequence[OpScore], inventory: Inventory, findings: Sequence[F
             title, cause, plan = rule.title, LAYOUT_CAUSE, LAYOUT_PLAN
         elif name == PRECISION:
             title, cause, plan = _precision(keys, by_key, scores, inventory, findings, rules)
+        elif name == FLOAT64:
+            title, cause, plan = _float64(keys, by_key, rule.title)
         else:
             title = Text(N_("%(title)s: one run on the chip confirms the kernels of %(n)s operator type(s)"),
                          {"title": Text(rule.title), "n": len(keys)})
@@ -297,6 +318,31 @@ LAYOUT_PLAN: tuple[str, ...] = (
                N_("drop memory_format=torch.channels_last at every listed site and operator: the NPU picks its own "
                   "internal format and converts with TransData"),
                N_("compare the outputs with the reference run once"))
+
+
+FLOAT64_CAUSE = N_("the model computes in float64 on these lines, which the NPU does not (its kernels reject float64 "
+                   "or compute it as float32): one choice settles every one")
+
+
+def _float64(keys: list[str], by_key: Mapping[str, ClassifiedOp], title: str) -> tuple[str, str, tuple[str, ...]]:
+    """Title, cause and plan of the float64 decision: its lines (the covered operators' call sites) named once."""
+    lines = sorted({s for k in keys for s in by_key[k].operator.sources}, key=_line_order)
+    shown = ", ".join(lines[:FLOAT64_LINES]) + (f" (+{len(lines) - FLOAT64_LINES})" if len(lines) > FLOAT64_LINES
+                                                 else "")
+    values = {"title": Text(title), "n": len(keys), "lines": len(lines)}
+    plan = (Text(N_("keep these lines in float32: drop the casts to float64 (.double(), dtype=torch.float64) at "
+                    "%(at)s"), {"at": shown}),
+            N_("where float64 precision is needed, keep that part on the CPU and say so"),
+            N_("compare the outputs with the float64 reference run once"))
+    return Text(N_("%(title)s: %(n)s operator type(s) on %(lines)s line(s), one choice"), values), FLOAT64_CAUSE, plan
+
+
+FLOAT64_LINES = 8  # lines the float64 plan names; the count says how many more
+
+
+def _line_order(source: str) -> tuple[str, int]:
+    path, _, line = source.rpartition(":")
+    return (path, int(line)) if line.isdigit() else (source, 0)
 
 
 def basis_text(once: Effort, check: Effort, members: tuple[int, int], _=str) -> str:

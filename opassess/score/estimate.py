@@ -57,7 +57,7 @@ def estimate(scores: Sequence[OpScore], inventory: Inventory, weights: Weights,
     """
     if signals is None:
         signals = measure_all([s.classified for s in scores], ModelContext.of(inventory, weights), weights, findings)
-    shared = shared_causes(scores, source, weights)
+    shared = shared_causes(scores, source, weights, inventory.model.dtype)
     bases, covers = _bases(scores, inventory, weights, source, shared)
     source, site_members, linked = decide_sites(source, weights, shared)
     decisions = decide(scores, inventory, findings, weights, covers, site_members, linked)

@@ -208,3 +208,55 @@ def test_without_the_source_scan_the_attention_operators_are_the_decision_s_memb
     assert decision.name == "attention" and set(decision.operators) == keys and decision.sites == ()
     assert decision.person_days.likely == pytest.approx(1.0 + 4 * 0.05)
     assert after.p50 < before.p50 - 10.0  # four ports of 3.2-3.4 days -> one wrapper
+
+
+def test_a_float64_cause_on_several_lines_is_one_decision(tmp_path):
+    """tests/models/float64_lines.py: a float32 model computing one part in float64 on five lines. Before, each
+    operator type it trips (the cast, the matmul, the tanh) was a port of its own; after, one float64 decision
+    listing the lines, priced once plus a check each; the operators keep their verdict and reasons."""
+    before, after = _both("float64_lines", tmp_path)
+    ops_before = {op.score.classified.operator.key: op for op in before.ops}
+    members = ("Tensor.double", "Tensor.matmul", "torch.tanh")
+    assert all(ops_before[k].cost == "per-operator" and ops_before[k].person_days.likely > 2.0 for k in members)
+    (decision,) = [d for d in after.decisions if d.name == "float64"]
+    assert decision.operators == members
+    ops = {op.score.classified.operator.key: op for op in after.ops}
+    for key in members:
+        assert ops[key].score.classified.category == "param-converted" and ops[key].cost == "decision"
+        assert ops[key].decisions == ("float64",)
+    # once 0.25-0.5-2 plus three checks of 0.02-0.05-0.15
+    assert decision.person_days.likely == pytest.approx(0.5 + 3 * 0.05)
+    assert decision.title == "float64 computation: 3 operator type(s) on 5 line(s), one choice"
+    assert decision.plan[0].endswith(" at " + ", ".join(f"tests/models/float64_lines.py:{n}" for n in range(26, 31)))
+    assert after.p50 < before.p50 - 5.0
+
+
+def test_a_single_float64_operator_keeps_its_own_price(model_file):
+    """One operator type in float64 (below [decisions.float64] min_members, 2): no choice to share, its own port."""
+    path = model_file('''
+        import torch
+
+        class Tanh64(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, x, t):
+                return self.proj(x) + torch.tanh(t).float()
+
+        def build_model():
+            return Tanh64().eval()
+
+        def example_inputs():
+            return (torch.randn(4, 4), torch.linspace(0, 1, 4, dtype=torch.float64))
+    ''')
+    est = assess(ScanOptions(target=str(path))).estimate
+    assert not [d for d in est.decisions if d.name == "float64"]
+    tanh = next(op for op in est.ops if op.score.classified.operator.key == "torch.tanh")
+    assert tanh.cost == "per-operator"
+
+
+def test_a_float64_model_stays_a_precision_plan():
+    est = _assess("float64").estimate
+    assert [d.name for d in est.decisions] == ["precision"]
+

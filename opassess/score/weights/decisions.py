@@ -13,9 +13,11 @@ from ...datafile import TomlTable
 from ...findings.patterns import unknown_kinds
 
 Triple = tuple[float, float, float]
-DECISION_NAMES = ("precision", "kernel-check", "attention", "layout")  # the causes opassess.score.decisions knows
+# the causes opassess.score.decisions knows
+DECISION_NAMES = ("precision", "kernel-check", "attention", "layout", "float64")
 CHANGE_TIERS = ("no-op", "local-rewrite")  # priced changes; any other limit is an algorithm change (category range)
 ALGORITHM = "algorithm"
+SHARED = ("attention", "layout", "float64")  # decisions only when min_members places share the cause
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class DecisionRule:
     routes: tuple[str, ...] = ()  # attention: the NPU ops a route names (a site's route, a library-route reason)
     params: tuple[str, ...] = ()  # layout: parameters whose limit is the cause (memory_format)
     subjects: tuple[str, ...] = ()  # layout: source-site subjects that are the cause (torch.channels_last)
-    min_members: int = 1  # attention, layout: the calls/places that must share the cause before it is one decision
+    min_members: int = 1  # attention, layout, float64: the places that must share the cause before it is one decision
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def read_decisions(decisions: TomlTable, changes: TomlTable, triple) -> Decision
                                    t.strings("routes") if name == "attention" else (),
                                    t.strings("params") if name == "layout" else (),
                                    t.strings("subjects") if name == "layout" else (),
-                                   t.integer("min_members") if name in ("attention", "layout") else 1)
+                                   t.integer("min_members") if name in SHARED else 1)
         if rules[name].min_members < 1:
             raise t.error("min_members", "min_members must be 1 or more")
         if name == "precision":
