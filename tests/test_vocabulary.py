@@ -146,6 +146,23 @@ def test_schema_target_is_a_product_of_the_knowledge_base_by_contract_only():
         assert all(alias in option.help for alias in product.aliases if " " not in alias), product.name
 
 
+def test_the_profile_help_is_the_shipped_profiles():
+    """--profile's help names every shipped profile with the summary line its file states, so a new profile file is
+    listed without a help edit."""
+    import typing
+
+    from opassess.cli.scan import scan
+    from opassess.resources import shipped_path
+    from opassess.score.weights.load import profile_names, profile_path
+
+    option = typing.get_type_hints(scan, include_extras=True)["profile"].__metadata__[0]
+    assert re.findall(r"'([^']+)' \(", option.help) == list(profile_names()) and len(profile_names()) >= 2
+    for name in profile_names():
+        text = (profile_path(name) or shipped_path("weights.toml")).read_text(encoding="utf-8")
+        summary = re.search(rf'^# Profile "{name}": (.+)\.$', text, re.M)
+        assert summary is not None and f"'{name}' ({summary.group(1)})" in option.help, name
+
+
 def test_the_capture_help_is_the_capture_registry():
     """--capture's help names the registered methods in their default order, written when the help is shown (the
     registry imports torch; the command line's start-up and the other commands' help do not)."""

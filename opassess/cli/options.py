@@ -47,6 +47,21 @@ MaxPersonDaysAt = Annotated[str, typer.Option(
                                  "headline, default) or P90.")]
 MaxRisk = Annotated[int | None, typer.Option(
     "--max-risk", min=1, max=5, help="CI gate: exit 3 when an operator's risk exceeds STARS (1-5).")]
+def profile_help() -> str:
+    """--profile's help, from the shipped profiles (weights.toml and each profiles/NAME.toml): each named with the
+    summary its file states (`# Profile "NAME": ...`), so a new profile file needs no help edit."""
+    from ..resources import shipped_path
+    from ..score.weights.load import profile_names, profile_path
+
+    parts = []
+    for name in profile_names():
+        lines = (profile_path(name) or shipped_path("weights.toml")).read_text(encoding="utf-8").splitlines()
+        summary = next((line.split(": ", 1)[1] for line in lines if line.startswith(f'# Profile "{name}": ')), "")
+        parts.append(f"'{name}' ({summary.rstrip('.')})" if summary else f"'{name}'")
+    listed = " or ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+    return f"Shipped weights profile: {listed}; --weights applies on top."
+
+
 CAPTURE_HELP = "Capture methods to try, in order, comma-separated."  # ScanCommand names them when the help is shown
 
 
@@ -76,10 +91,7 @@ Target = Annotated[str, typer.Option("--target", help=target_help())]
 Weights = Annotated[Path | None, typer.Option(
     help="A weights file whose keys override the profile's (only the keys it changes are needed; [source] prices "
          "source sites).")]
-Profile = Annotated[str, typer.Option(
-    help="Shipped weights profile: 'default' (zero-cost views, a validation block for direct operators, model-level "
-         "activities) or 'classic' (direct 1-2, param-converted 3-5, custom-dev 10+ person-days per operator type); "
-         "--weights applies on top.")]
+Profile = Annotated[str, typer.Option(help=profile_help())]
 Baseline = Annotated[Path | None, typer.Option(
     help="A JSON report of an earlier scan: report operators and source sites added, removed and re-classified and "
          "the change in effort.")]
