@@ -260,7 +260,12 @@ def test_the_total_is_the_reached_sites_and_the_rest_is_present(mamba_like):
     assessment, sites = _priced(mamba_like)
     reached = [s for s in sites if s.reached]
     present = [s for s in sites if not s.reached]
-    # hand-derived from weights.toml [source]: each reached site's own price, the same edit again at the repeat rate
+    # hand-derived from weights.toml [source] (likely): the selective-scan extension, custom-dev 2 + 2 kernels x 4 +
+    # 18 lines / 100 x 2 = 10.36; causal_conv1d 2 + 1 x 4 + 6 / 100 x 2 = 6.12; the layer-norm Triton kernel,
+    # param-converted 0.5 + 1 x 1 + 5 / 100 x 0.25 = 1.5125. Present: four SSD kernels at 1.5125, three direct sites
+    # at 0.05. Summed whole, as before, the tree was 10.78 (39 lines) + 6.12 + 5 x 1.5125 + 3 x 0.05 = 24.61
+    assert assessment.estimate.total.likely == pytest.approx(10.36 + 6.12 + 1.5125)
+    assert assessment.estimate.present.likely == pytest.approx(4 * 1.5125 + 3 * 0.05)
     assert assessment.estimate.total.likely == pytest.approx(sum(s.person_days.likely for s in reached))
     assert assessment.estimate.present.likely == pytest.approx(sum(s.person_days.likely for s in present))
     ssd = [s for s in present if s.finding.subject in SSD]
@@ -268,6 +273,7 @@ def test_the_total_is_the_reached_sites_and_the_rest_is_present(mamba_like):
     # the same tree summed whole, as before: every variant priced
     scan = scan_sources(mamba_like)
     whole = sum(s.person_days.likely for s in estimate_sources(scan.findings, (), WEIGHTS, scan.root))
+    assert whole == pytest.approx(10.78 + 6.12 + 5 * 1.5125 + 3 * 0.05)
     assert assessment.estimate.total.likely < whole - sum(s.person_days.likely for s in ssd)
 
 
