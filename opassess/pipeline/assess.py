@@ -21,6 +21,7 @@ from ..graphmode.records import GraphMode
 from ..inventory import build_inventory
 from ..kb import KnowledgeBase, format_version, load_kb
 from ..kb.routes import load_route_facts
+from ..kb.served_models import load_served_models
 from ..options import ScanOptions
 from ..perf import NoDeviceProfile, estimate_performance, load_profile
 from ..perf.records import Performance
@@ -197,7 +198,7 @@ def _route_stage(options: ScanOptions, info: ModelInfo, onnx_export: OnnxExport 
             cube = None
         aclnn = kb.kernel_facts.data if cube is None else None  # no figures: the kernel docs' product tables
         return {"serving": check_serving(info.class_name, options.quant, product.kernel, product.name,
-                                         load_route_facts(), cube, aclnn)}
+                                         load_route_facts(), cube, aclnn, load_served_models())}
     return {}
 
 

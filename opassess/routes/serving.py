@@ -2,8 +2,10 @@
 against the serving facts (ascend_inference_quant_support.tsv) for the target chip.
 
 The facts state per engine and scheme whether it runs on A2, A3 and the 950 generation (A5); `TBD` / `WIP` cells are
-risks (not yet stated), never support. The facts list no per-architecture serving support: the architecture is
-reported as unchecked, with the reason.
+risks (not yet stated), never support. The architecture is checked against vllm-ascend's supported-models page
+(data/vllm_ascend_models.json, kb/served_models.py) by name: the model's class name without its Hugging Face head
+(Qwen3ForCausalLM -> qwen3) against the page's names for the product's rows; a name the page does not give is
+reported as not checked, with the reason.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..kb.routes import QUANT_TABLE, QuantScheme, RouteFacts
+from ..kb.served_models import ServedModels, architecture_key
 from ..messages import N_, Text
 from .records import ServingCheck, ServingItem
 
@@ -136,13 +139,45 @@ def _engine_verdict(quant: str, kernel: str, product: str, own: list[QuantScheme
     return ServingItem(subject, status, cells, "; ".join(s.cite for s in own))
 
 
+# the page's legend -> the check's status: experimental and untested rows are risks, never support
+MODEL_STATUS = {"supported": "supported", "experimental": "risk", "unsupported": "unsupported", "untested": "risk"}
+
+
+def _architecture(architecture: str, kernel: str, product: str, models: ServedModels | None) -> ServingItem:
+    """The architecture against vllm-ascend's model list for the product (its first row there that names it)."""
+    subject = Text(N_("architecture %(name)s"), {"name": architecture or "(unknown)"})
+    if models is None or not architecture:
+        return ServingItem(subject, "no facts",
+                           Text(N_("the serving facts list quantisation schemes, not architectures: not checked")),
+                           f"{QUANT_TABLE}: no architecture column")
+    rows = models.named(architecture)
+    here = [r for r in rows if kernel in r.products or not r.hardware]  # no hardware named: the row speaks for all
+    if here:
+        row = here[0]
+        return ServingItem(subject, MODEL_STATUS[row.support],
+                           Text(N_("listed by %(engine)s as %(model)s: %(support)s on %(hardware)s") if row.hardware
+                                else N_("listed by %(engine)s as %(model)s: %(support)s"),
+                                {"engine": ENGINE, "model": row.model, "support": row.support,
+                                 "hardware": row.hardware} if row.hardware
+                                else {"engine": ENGINE, "model": row.model, "support": row.support}),
+                           models.cite(row.line))
+    if rows:
+        return ServingItem(subject, "no facts",
+                           Text(N_("listed by %(engine)s as %(model)s for %(hardware)s, not for %(product)s"),
+                                {"engine": ENGINE, "model": rows[0].model, "hardware": rows[0].hardware,
+                                 "product": product}), models.cite(rows[0].line))
+    return ServingItem(subject, "no facts",
+                       Text(N_("%(engine)s's supported-models page gives no model named %(key)s: not checked"),
+                            {"engine": ENGINE, "key": architecture_key(architecture)}),
+                       f"{models.cite()}: no row named {architecture_key(architecture)}")
+
+
 def check_serving(architecture: str, quant: str, kernel: str, product: str, facts: RouteFacts,
-                  cube: Mapping[str, str] | None = None, aclnn: AclnnFacts | None = None) -> ServingCheck:
+                  cube: Mapping[str, str] | None = None, aclnn: AclnnFacts | None = None,
+                  models: ServedModels | None = None) -> ServingCheck:
     """Architecture and scheme against the chip's column ("A2", "A3", "950"); vllm-ascend rows first, then the
     other engines' rows for the same scheme (a second opinion on the chip)."""
-    items = [ServingItem(Text(N_("architecture %(name)s"), {"name": architecture or "(unknown)"}), "no facts",
-                         Text(N_("the serving facts list quantisation schemes, not architectures: not checked")),
-                         f"{QUANT_TABLE}: no architecture column")]
+    items = [_architecture(architecture, kernel, product, models)]
     if quant:
         typed = [s for s in facts.quant_schemes if _named(s, quant)]  # W8A8_DYNAMIC: that variant only
         rows = typed or [s for s in facts.quant_schemes if _matches(s, quant)]

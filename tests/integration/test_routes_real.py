@@ -42,3 +42,20 @@ def test_llama_w8a8_on_the_950_generation_is_a_risk_not_support():
     on_a2 = build_view(assess(ScanOptions(target=str(MODELS / "hf_tiny.py"), entry="llama", route="vllm-ascend",
                                           quant="w8a8"))).document["serving"]
     assert on_a2["items"][1]["status"] == "supported"  # the vllm-ascend row: functional on A2
+
+
+def test_a_real_deepseek_v3_is_on_vllm_ascends_model_list_and_llama_is_not_under_its_class_name():
+    """A tiny Hugging Face DeepseekV3ForCausalLM is the page's 'DeepSeek V3/3.1' row (✅ on A2/A3, line 33 of
+    vllm-ascend@2c8e27ab's supported_models.md); LlamaForCausalLM folds to 'llama', a name the page does not give
+    (it says Llama2/3/3.1/3.2): not checked, not guessed."""
+    pytest.importorskip("transformers")
+    deepseek = build_view(assess(ScanOptions(target=str(MODELS / "hf_tiny.py"), entry="deepseek_v3",
+                                             route="vllm-ascend"))).document["serving"]
+    first = deepseek["items"][0]
+    assert deepseek["architecture"] == "DeepseekV3ForCausalLM"
+    assert (first["status"], first["detail"]) == ("supported", "listed by vllm-ascend as DeepSeek V3/3.1: supported "
+                                                               "on A2/A3")
+    assert first["evidence"].endswith("supported_models.md:L33")
+    llama = build_view(assess(ScanOptions(target=str(MODELS / "hf_tiny.py"), entry="llama",
+                                          route="vllm-ascend"))).document["serving"]["items"][0]
+    assert llama["status"] == "no facts" and llama["evidence"].endswith(": no row named llama")

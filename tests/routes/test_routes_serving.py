@@ -186,3 +186,44 @@ def test_910a_has_no_fp8_matmul_kernel_so_mxfp8_is_unsupported_with_the_kernel_e
     serving = json.loads(result.stdout)["serving"]
     fp8 = next(i for i in serving["items"] if i["subject"] == "mxfp8 needs float8 compute")
     assert fp8["status"] == "unsupported" and fp8["evidence"].startswith("cann_aclnn_dtypes.tsv: support:910 = ✘")
+
+
+def test_the_architecture_is_checked_against_vllm_ascends_model_list_by_name():
+    """data/vllm_ascend_models.json (vllm-ascend@2c8e27ab's supported_models.md): Qwen3ForCausalLM is the page's
+    'Qwen3-Dense' (line 36: ✅ on A2/A3; line 54: ✅ on Atlas 300I DUO, which products.toml calls 310P); Mistral is
+    🔵 experimental (a risk); Llama4 is ❌ with no hardware named (unsupported everywhere); DeepSeek V3 is listed for
+    A2/A3 only (on the 950 'no facts'); LlamaForCausalLM matches no name (the page says Llama2/3/3.1/3.2)."""
+    from opassess.kb.served_models import load_served_models
+
+    facts, models = load_route_facts(), load_served_models()
+
+    def line(architecture, kernel, product):
+        return check_serving(architecture, "", kernel, product, facts, models=models).items[0]
+
+    page = "vllm-project/vllm-ascend@2c8e27aba65c:docs/source/user_guide/support_matrix/supported_models.md"
+    qwen = line("Qwen3ForCausalLM", "A2", "Atlas A2")
+    assert (qwen.status, qwen.detail, qwen.evidence) == (
+        "supported", "listed by vllm-ascend as Qwen3-Dense: supported on A2/A3", f"{page}:L36")
+    assert line("Qwen3ForCausalLM", "310P", "Atlas 300I").evidence == f"{page}:L54"
+    assert line("MistralForCausalLM", "A3", "Atlas A3").status == "risk"
+    llama4 = line("Llama4ForConditionalGeneration", "A2", "Atlas A2")
+    assert (llama4.status, llama4.detail) == ("unsupported", "listed by vllm-ascend as Llama4: unsupported")
+    deepseek = line("DeepseekV3ForCausalLM", "950", "Ascend 950")
+    assert (deepseek.status, deepseek.detail) == ("no facts", "listed by vllm-ascend as DeepSeek V3/3.1 for A2/A3, "
+                                                              "not for Ascend 950")
+    llama = line("LlamaForCausalLM", "A2", "Atlas A2")
+    assert (llama.status, llama.evidence) == ("no facts", f"{page}: no row named llama")
+    assert "not checked" in llama.detail
+
+
+def test_the_cli_checks_the_architecture_of_a_real_model_class(tmp_path):
+    model = tmp_path / "lm.py"
+    model.write_text(MODEL.replace("TinyLM", "Qwen2ForCausalLM"))  # the page's 'Qwen2' row (🔵 on A2/A3)
+    result = runner.invoke(app, ["scan", str(model), "--route", "vllm-ascend", "--target", "A3", "-f", "json",
+                                 "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout)["serving"]["items"][0]
+    assert first == {"subject": "architecture Qwen2ForCausalLM", "status": "risk",
+                     "detail": "listed by vllm-ascend as Qwen2: experimental on A2/A3",
+                     "evidence": "vllm-project/vllm-ascend@2c8e27aba65c:docs/source/user_guide/support_matrix/"
+                                 "supported_models.md:L63"}
