@@ -306,6 +306,17 @@ def test_a_project_without_a_config_class_prices_every_site_as_before(mamba_like
     assert any(s.finding.subject in SSD for s in sites)
 
 
+def test_code_nested_past_python_s_limit_prices_every_site_without_a_traceback(mamba_like):
+    # a sum of 20,000 terms is 20,000 levels deep: the scan lists the file as skipped, the walk (whose root lies in
+    # it) cannot start, so the reach is not told and every other site counts, as without a config
+    deep = mamba_like / "mamba_like/models/lm.py"
+    deep.write_text(deep.read_text() + "\n\ndef total(x):\n    return " + " + ".join(["x"] * 20000) + "\n"
+                    "\n\nclass Uses:\n    def f(self, config: MambaConfig):\n        return total(config)\n")
+    assessment, sites = _priced(mamba_like)
+    assert [s.file for s in assessment.source_scan.skipped] == ["mamba_like/models/lm.py"]
+    assert assessment.source_scan.reach is None and all(s.reached for s in sites)
+
+
 @pytest.mark.parametrize("expression, value", [
     ("self.use_fast_path", True), ("not self.use_fast_path", False), ("self.use_fast_path and x", UNKNOWN),
     ("not self.use_fast_path and x", False), ("self.use_fast_path or x", True),

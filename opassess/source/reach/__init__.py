@@ -9,6 +9,7 @@ site counts, as before).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
@@ -18,6 +19,7 @@ from .variants import config_dtype
 from .walk import Module, Project, parse_module, walk
 
 TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+CONFIG_CLASS = re.compile(r"^\s*class\s+\w+Config\b", re.M)  # a quick look before any file is parsed
 
 
 def is_test(file: str) -> bool:
@@ -54,8 +56,11 @@ def _spans(module: Module, reached: set[tuple[str, str]]) -> tuple[tuple[int, in
 def configured_reach(sources: Iterable[tuple[str, str]]) -> ConfigReach | None:
     """`sources`: (file relative to the scan root, its text) for every Python file scanned. The reach of the default
     configuration, or None when the project has no config class or nothing names it."""
+    texts = list(sources)
+    if not any(CONFIG_CLASS.search(text) for file, text in texts if not is_test(file)):
+        return None  # most trees: no config class, nothing more to parse
     modules = []
-    for file, text in sources:
+    for file, text in texts:
         try:
             modules.append(parse_module(file, ast.parse(text, filename=file)))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -76,7 +81,10 @@ def configured_reach(sources: Iterable[tuple[str, str]]) -> ConfigReach | None:
     keywords = frozenset(k.arg for m in own for n in ast.walk(m.tree) if isinstance(n, ast.Call)
                          for k in n.keywords if k.arg)
     project = Project(modules)
-    reached, loaded = walk(project, roots, configs, keywords)
+    try:
+        reached, loaded = walk(project, roots, configs, keywords)
+    except RecursionError:  # an expression nested past Python's limit: the reach cannot be told, every site counts
+        return None
     config = next(iter(configs.values()))
     return ConfigReach(config=f"{config.file}: {config.name}", roots=tuple(f"{f}: {n}" for f, n in roots),
                        loaded=frozenset(loaded), defs={m.file: _spans(m, reached) for m in modules},
