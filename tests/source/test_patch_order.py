@@ -49,10 +49,10 @@ USED = {
 }
 
 
-def _check(body: str):
+def _check(body: str, rank: int | None = None):
     tree = ast.parse("def f(self, x, y):\n" + textwrap.indent(body, "    ") + "\n")
     call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("topk"))
-    return order_unused(tree.body[0], call)
+    return order_unused(tree.body[0], call, rank)
 
 
 @pytest.mark.parametrize("name", sorted(PROVEN))
@@ -64,3 +64,16 @@ def test_an_order_free_use_is_proven_with_its_reason(name):
 @pytest.mark.parametrize("name", sorted(USED))
 def test_a_use_that_may_read_the_order_is_not_proven(name):
     assert _check(USED[name]) is None
+
+
+# DeepSeek-V3's group routing (transformers' DeepseekV3TopkRouter, vendored by projects as modeling_deepseek.py): the
+# chosen groups only become a 0/1 mask by scatter_ along dim 1, the topk's dim -1 when the scores are 2-D
+GROUPS = ("group_idx = torch.topk(x, k=2, dim=-1, sorted=False)[1]\ngroup_mask = torch.zeros_like(x)\n"
+          "group_mask.scatter_(1, group_idx, 1)\nreturn group_mask")
+
+
+def test_with_the_captured_rank_a_positive_dim_is_the_same_as_the_topk_dim_counted_from_the_end():
+    assert _check(GROUPS, rank=2) == ("scatter along dim -1",)
+    assert _check(GROUPS) is None  # rank unknown: dim 1 and dim -1 may differ
+    assert _check(GROUPS, rank=3) is None  # dim 1 of a 3-D tensor is not its last
+    assert _check("v, i = x.topk(3, dim=1, sorted=False)\nreturn v.sum(-1)", rank=2) == (".sum over dim -1",)

@@ -200,3 +200,51 @@ def test_an_nccl_variable_is_renamed_to_the_one_torch_npu_reads_and_the_rescan_d
     shutil.copytree(project, copy)
     subprocess.run(["patch", "-p1", "--quiet", "-i", str(tmp_path / "p.diff")], cwd=copy, check=True)
     assert [f.subject for f in scan_sources(copy).findings] == ["NCCL_SOCKET_IFNAME"]
+
+
+GATE = '''\
+import torch
+
+
+class Gate(torch.nn.Module):
+    """DeepSeek-V3's router as projects vendor it (modeling_deepseek.py): the chosen groups become a mask by
+    scatter_ along dim 1 of 2-D scores (order unused); the chosen experts are returned (order may be used)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 8, bias=False)
+
+    def forward(self, x):
+        scores = self.proj(x).sigmoid()
+        group_scores = scores.view(-1, 4, 2).topk(2, dim=-1)[0].sum(dim=-1)
+        group_idx = torch.topk(group_scores, k=2, dim=-1, sorted=False)[1]
+        group_mask = torch.zeros_like(group_scores)
+        group_mask.scatter_(1, group_idx, 1)
+        score_mask = group_mask.unsqueeze(-1).expand(-1, 4, 2).reshape(-1, 8)
+        masked = scores.masked_fill(~score_mask.bool(), 0.0)
+        topk_indices = torch.topk(masked, k=2, dim=-1, sorted=False)[1]
+        return scores.gather(1, topk_indices), topk_indices
+
+
+def build_model():
+    return Gate()
+
+
+def example_inputs():
+    return (torch.randn(4, 16),)
+'''
+
+
+def test_deepseek_group_routing_is_proven_with_the_captured_rank_and_the_returned_experts_are_not(tmp_path):
+    """scatter_(1, group_idx, 1) is along the topk's dim -1 only because the capture saw 2-D group scores (4, 4)."""
+    (tmp_path / "gate.py").write_text(GATE)
+    result = runner.invoke(app, ["scan", str(tmp_path / "gate.py"), "--patch", str(tmp_path / "npu.diff"), "-q",
+                                 "-o", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    diff = (tmp_path / "npu.diff").read_text()
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert len(changed) == 3
+    assert changed[0] == "-        group_idx = torch.topk(group_scores, k=2, dim=-1, sorted=False)[1]"
+    comment = "+        # opassess: torch.topk: sorted=False -> sorted=True, the NPU's only mode; its order is "
+    assert changed[1].startswith(comment + "not used (scatter along dim -1) (npu_native_api_support: torch.topk ")
+    assert changed[2] == "+        group_idx = torch.topk(group_scores, k=2, dim=-1, sorted=True)[1]"

@@ -139,7 +139,7 @@ def _topk(file: _File, tree: ast.AST, finding: Mapping[str, Any]) -> bool:
                         and k.value.value is False), None)
         if keyword is None:
             continue
-        uses = order_unused(_scope(tree, node), node)
+        uses = order_unused(_scope(tree, node), node, finding.get("rank"))
         text = _segment(file.lines, keyword)
         if uses is None or text is None:
             continue
@@ -218,7 +218,8 @@ def _patched(file: _File) -> list[str]:
 
 def topk_findings(operators: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A model scan's topk operators whose sorted=False the NPU does not take (a param-limit reason on a signature
-    with sorted=False), one patch candidate per source line: {file, line, kind, subject, evidence}."""
+    with sorted=False), one patch candidate per source line: {file, line, kind, subject, rank, evidence} (rank: the
+    captured input's, None when the line ran on several)."""
     found: dict[tuple[str, int], dict[str, Any]] = {}
     for op in operators:
         if op.get("op") not in TOPK_OPS:
@@ -228,12 +229,16 @@ def topk_findings(operators: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
                       and r.get("signature") in (None, number)]
             if (signature.get("attrs") or {}).get("sorted") is not False or not limits:
                 continue
+            shapes = signature.get("input_shapes") or ()
+            rank = len(shapes[0]) if shapes and isinstance(shapes[0], list) else None
             for source in signature.get("sources") or ():
                 path, _, line = source.rpartition(":")
                 if path and line.isdigit():
-                    found.setdefault((path, int(line)), {
-                        "file": path, "line": int(line), "kind": TOPK_SORTED, "subject": op["op"],
+                    entry = found.setdefault((path, int(line)), {
+                        "file": path, "line": int(line), "kind": TOPK_SORTED, "subject": op["op"], "rank": rank,
                         "evidence": [" @".join(limits[0]["evidence"].split(" @")[:2]).split(" [")[0]]})
+                    if entry["rank"] != rank:  # the line ran on inputs of two ranks: dimensions stay as written
+                        entry["rank"] = None
     return list(found.values())
 
 

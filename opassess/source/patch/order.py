@@ -43,9 +43,18 @@ METADATA = frozenset(("shape", "dtype", "device", "ndim", "size", "numel", "dim"
 
 @dataclass(frozen=True)
 class Flow:
-    """A tracked value: its topk dimension (None when a reshape or an index lost it)."""
+    """A tracked value: its topk dimension (None when a reshape or an index lost it) and its rank when known (the
+    captured input's: then every dimension is compared counted from the end, 1 of a rank-2 tensor being -1)."""
 
     axis: int | None
+    rank: int | None = None
+
+    def dim(self, value: int | None) -> int | None:
+        """A dimension as the axis is held: counted from the end when the rank is known."""
+        return value - self.rank if value is not None and value >= 0 and self.rank is not None else value
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "axis", self.dim(self.axis))
 
 
 def topk_dim(call: ast.Call) -> int | None:
@@ -79,8 +88,8 @@ def _constant(node: ast.AST) -> bool:
 class OrderCheck:
     """One topk call in its scope (the function holding it, else the module)."""
 
-    def __init__(self, scope: ast.AST, call: ast.Call):
-        self.scope, self.call = scope, call
+    def __init__(self, scope: ast.AST, call: ast.Call, rank: int | None = None):
+        self.scope, self.call, self.rank = scope, call, rank
         self.parents = {child: node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
         self.tracked: dict[str, Flow] = {}  # names bound to the topk's values / indices (or what follows them)
         self.visited: set[str] = set()  # the names whose uses this pass has followed
@@ -110,9 +119,9 @@ class OrderCheck:
                 names = [e.id for e in target.elts]  # type: ignore[attr-defined]
                 if not all(self._assigned_once(n) for n in names):
                     return False
-                self.tracked.update((n, Flow(axis)) for n in names)  # each may meet the other (vals * idx)
+                self.tracked.update((n, Flow(axis, self.rank)) for n in names)  # each may meet the other (vals * idx)
                 self.visited.update(names)
-                return all([self._flow(load, Flow(axis)) for n in names for load in self._loads(n)])
+                return all([self._flow(load, Flow(axis, self.rank)) for n in names for load in self._loads(n)])
             if isinstance(target, ast.Name):
                 return self._named_result(target.id, axis)
             return False
@@ -122,9 +131,9 @@ class OrderCheck:
         """`call.values` / `call.indices` / `call[0]` / `call[1]`, followed; anything else of the pair is a use."""
         parent = self.parents.get(node)
         if isinstance(parent, ast.Attribute) and parent.attr in ("values", "indices"):
-            return self._flow(parent, Flow(axis))
+            return self._flow(parent, Flow(axis, self.rank))
         if isinstance(parent, ast.Subscript) and parent.value is node and _int(parent.slice) in (0, 1):
-            return self._flow(parent, Flow(axis))
+            return self._flow(parent, Flow(axis, self.rank))
         return False
 
     def _named_result(self, name: str, axis: int | None) -> bool:
@@ -187,9 +196,9 @@ class OrderCheck:
         if node is None:
             return None if default is None else (flow.axis is not None and default == flow.axis)
         if isinstance(node, ast.Tuple):
-            dims = [_int(e) for e in node.elts]
+            dims = [flow.dim(_int(e)) for e in node.elts]
             return flow.axis is not None and flow.axis in dims
-        return flow.axis is not None and _int(node) == flow.axis
+        return flow.axis is not None and flow.dim(_int(node)) == flow.axis
 
     def _free(self, why: str) -> bool:
         self.uses.append(why)
@@ -308,7 +317,7 @@ class OrderCheck:
                 return self._free("bincount")
             if name == "one_hot":
                 return self._flow(call, Flow(None if flow.axis is None else flow.axis - 1 if flow.axis < 0
-                                             else flow.axis))
+                                             else flow.axis, None if flow.rank is None else flow.rank + 1))
         if torch_call and name == "isin" and (index == 1 or keyword == "test_elements"):
             return self._free("isin's test elements")
         if name in ("set", "frozenset") and isinstance(func, ast.Name):
@@ -330,7 +339,7 @@ class OrderCheck:
         index = named.get("index", args[1] if len(args) > 1 else None)
         source = named.get("src", named.get("value", args[2] if len(args) > 2 else None))
         target = call.args[0] if torch_call and call.args else call.func.value  # type: ignore[attr-defined]
-        if dim is None or index is None or source is None or flow.axis is None or _int(dim) != flow.axis \
+        if dim is None or index is None or source is None or flow.axis is None or flow.dim(_int(dim)) != flow.axis \
                 or self._mentions(target):
             return False
         if not self._same_origin(index, flow) or not (_constant(source) or self._same_origin(source, flow)):
@@ -345,13 +354,14 @@ class OrderCheck:
         if isinstance(subscript.ctx, ast.Store):
             return isinstance(outer, ast.Assign) and _constant(outer.value) and self._free("an indexed store of a "
                                                                                           "constant")
-        return isinstance(subscript.ctx, ast.Load) and self._flow(subscript, Flow(None))
+        return isinstance(subscript.ctx, ast.Load) and self._flow(subscript, Flow(None))  # rank and axis unknown
 
 
-def order_unused(scope: ast.AST, call: ast.Call) -> tuple[str, ...] | None:
+def order_unused(scope: ast.AST, call: ast.Call, rank: int | None = None) -> tuple[str, ...] | None:
     """The order-free uses of the topk call's result when every use is one (an empty tuple: none is read at all);
-    None when one use may read the order, or the check cannot tell."""
-    check = OrderCheck(scope, call)
+    None when one use may read the order, or the check cannot tell. `rank`: the topk input's, when the capture knows
+    it (then `scatter_(1, idx, 1)` after a topk on dim -1 of a 2-D tensor is along the same dimension)."""
+    check = OrderCheck(scope, call, rank)
     try:
         return tuple(dict.fromkeys(check.uses)) if check.unused() else None
     except RecursionError:
