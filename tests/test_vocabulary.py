@@ -169,6 +169,7 @@ def test_the_capture_help_is_the_capture_registry():
     import subprocess
     import sys
 
+    from opassess import trace
     from opassess.trace.methods import LARGE_MODEL_PARAMETERS, capture_order
 
     code = ("import sys\nfrom typer.testing import CliRunner\nfrom opassess.cli import app\n"
@@ -180,6 +181,8 @@ def test_the_capture_help_is_the_capture_registry():
     assert before == "False"
     line = " ".join(shown.split()).replace("- ", "-")  # the help as one line (click wraps it, at its hyphens too)
     listed = ", ".join(capture_order(0))
+    # the trace package's docstring describes each registered method: a new one is described there too
+    assert all(re.search(rf"^  {re.escape(name)} ", trace.__doc__ or "", re.M) for name in capture_order(0))
     assert f"--capture <str> Capture methods to try, in order, comma-separated: {listed} (default: that order; " \
            f"{capture_order(LARGE_MODEL_PARAMETERS + 1)[0]} first above 1e9 parameters)" in line
 
