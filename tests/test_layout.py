@@ -14,6 +14,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import opassess
 
 ROOT = Path(opassess.__file__).parent
@@ -247,6 +249,7 @@ def test_mypy_checks_the_whole_package():
     assert not loosened, f"per-module mypy overrides on the package: {loosened}"
 
 
+@pytest.mark.slow  # `make test` runs mypy itself; this is for the lanes and runs that do not
 def test_mypy_is_clean_on_the_checked_files():
     result = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT.parent, capture_output=True,
                             text=True, timeout=600)
@@ -331,17 +334,6 @@ def test_an_any_field_in_a_held_record_is_found():
     inner = dataclasses.make_dataclass("Inner", [("finding", typing.Any)], frozen=True)
     outer = dataclasses.make_dataclass("Outer", [("sites", tuple[inner, ...]), ("n", int)], frozen=True)
     assert untyped_fields(outer) == ["Inner.finding"]
-
-
-# The checks of the registries and documents that take a moment, run here too: this file runs on every change, and a
-# code left unregistered, a schema enum or docs page left behind, or a broken link is as much a shape fault.
-from tests.test_docs import test_every_relative_link_resolves, test_no_path_outside_the_repository  # noqa: E402,F401
-from tests.test_reasons import (  # noqa: E402,F401
-    test_a_code_decides_no_harder_category_than_registered,
-    test_docs_reasons_page_is_current,
-    test_every_code_the_classifier_gives_is_registered_and_every_registered_code_is_given,
-    test_the_schema_enums_equal_the_registry,
-)
 
 
 def test_every_registered_reason_code_has_a_fixture_model():
