@@ -120,7 +120,7 @@ class SignatureChecks:
                                              "does not apply to the data"), {"op": op.key},
                           f"rules.toml: options_only ({borrower})", per_signature=False)
             return
-        verdicts = _verdicts_of(op, sig, verdicts)
+        verdicts = _verdicts_of(op, sig, verdicts, dtype)
         lim = api.limitation if api is not None else None
         page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
         unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
@@ -159,12 +159,16 @@ class SignatureChecks:
                           evidence, category=Category.PARAM_CONVERTED)
 
 
-def _verdicts_of(op: Operator, sig: Signature, verdicts: dict[str, AtenVerdict]) -> dict[str, AtenVerdict]:
-    """The verdicts of the ATen ops this signature's calls dispatched, and of the entry ops judged whole: another
-    signature's kernel (F.interpolate's nearest mode beside its bilinear one) states no limit of this one."""
-    mine = {c.qualified for n in _nodes_of(op, sig) for c in n.aten}
-    if not mine:
+def _verdicts_of(op: Operator, sig: Signature, verdicts: dict[str, AtenVerdict],
+                 dtype: str | None = None) -> dict[str, AtenVerdict]:
+    """The verdicts of the ATen ops this signature's calls dispatched that read the data in `dtype` (a call on a
+    float32 copy, as nn.MultiheadAttention's bf16 path computes its scores, or on a bool mask, does not), and of the
+    entry ops judged whole: another signature's kernel (F.interpolate's nearest mode beside its bilinear one) or a
+    kernel fed another dtype states no limit of this one."""
+    calls = [c for n in _nodes_of(op, sig) for c in n.aten]
+    if not calls:
         return verdicts
+    mine = {c.qualified for c in calls if dtype is None or dtype in c.input_dtypes or not any(c.input_dtypes)}
     return {a: v for a, v in verdicts.items() if a in mine or a not in op.aten}
 
 

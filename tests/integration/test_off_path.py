@@ -130,3 +130,18 @@ def test_a_delegating_kernel_cites_the_api_of_the_op_it_delegates_to_on_910a(tmp
     sdpa = verdicts(llama, kb, "910A")["torch.nn.functional.scaled_dot_product_attention"]
     assert not any("MaskedFill" in r.message for r in sdpa.reasons), [r.message for r in sdpa.reasons]
     assert any("aclnnFlashAttention" in r.message and r.code == "kernel-product" for r in sdpa.reasons)
+
+
+def test_a_dtype_reason_cites_only_the_kernels_that_read_the_data_in_that_dtype(kb):
+    pytest.importorskip("torchvision")
+    # torchvision's ViT in bfloat16: nn.MultiheadAttention projects in bf16 (addmm) but computes its scores on float32
+    # copies (mul, bmm, _safe_softmax after _to_copy). On 910A only aclnnAddmm's row speaks for bf16 data; the float32
+    # calls' kernels (aclnnMuls, aclnnSoftmax) excluding bf16 are no limit this model crosses
+    options = ScanOptions(target=str(MODELS / "vision.py"), entry="vit", input_shapes=((1, 3, 32, 32),),
+                          dtype="bfloat16")
+    mha = verdicts(scan_inventory(options), kb, "910A")["torch.nn.MultiheadAttention"]
+    assert {c.input_dtypes[0] for n in mha.operator.nodes for c in n.aten if c.op == "aten::bmm"} == {"float32"}
+    dtype = [r for r in mha.reasons if r.code == "dtype"]
+    assert mha.category == "param-converted" and dtype
+    assert all("by aclnnAddmm on" in r.message for r in dtype), [r.message for r in dtype]
+    assert not any("aclnnMuls" in r.evidence or "aclnnSoftmax" in r.evidence for r in dtype)
