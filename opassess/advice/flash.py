@@ -36,6 +36,10 @@ PARAMETERS = {
     "flash_attn.flash_attn_qkvpacked_func": ("qkv", "dropout_p", "softmax_scale", "causal", "window_size", "softcap",
                                              "alibi_slopes", "deterministic", "return_attn_probs"),
 }
+# flash_attn/__init__.py re-exports these from flash_attn.flash_attn_interface, where they are defined: code that
+# imports them from there makes the same call (Dao-AILab/flash-attention, flash_attn/__init__.py)
+INTERFACE = "flash_attn.flash_attn_interface"
+PARAMETERS.update({f"{INTERFACE}.{name.rsplit('.', 1)[1]}": names for name, names in list(PARAMETERS.items())})
 FLASH_CALLS = frozenset(PARAMETERS)
 # Arguments the mapping reads (the rest is said as not carried over)
 # What the capture saw at the call: q's shape, k's shape, q's dtype (None where it saw nothing)

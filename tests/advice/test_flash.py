@@ -133,3 +133,26 @@ def test_captured_shapes_are_checked_against_the_documented_constraints():
     assert _call(call.text())[2]["head_num"] == "32"
     assert [f.split(":")[0] for f in call.failures] == ["dtype float64", "head dim 1024",
                                                         "32 query heads over 6 key/value heads"]
+
+
+def test_a_call_imported_from_flash_attn_interface_renders_its_call_and_takes_its_import_with_it(tmp_path):
+    """flash_attn/__init__.py re-exports flash_attn_func, flash_attn_varlen_func and flash_attn_qkvpacked_func from
+    flash_attn.flash_attn_interface, where they are defined; code importing them from there makes the same call and
+    gets the same rendered npu_fusion_attention, not the route's capability list, and no second item for the
+    import."""
+    scan = _scan(tmp_path, """\
+        from flash_attn.flash_attn_interface import flash_attn_func, flash_attn_varlen_func
+
+        def attend(q, k, v, cu, n):
+            a = flash_attn_func(q, k, v, causal=True, window_size=(256, 0))
+            return a, flash_attn_varlen_func(q, k, v, cu, cu, n, n, causal=True)
+        """)
+    assert [(f.line, f.kind) for f in scan.findings] == [(4, "library-call"), (5, "library-call")]
+    dense, varlen = scan.findings
+    _, _, kwargs = _call(dense.npu_route)
+    assert (kwargs["head_num"], kwargs["input_layout"]) == ("q.shape[2]", "'BSND'")
+    assert (kwargs["sparse_mode"], kwargs["pre_tockens"], kwargs["next_tockens"]) == ("4", "256", "0")
+    assert "imported at line 1" in dense.notes
+    _, _, kwargs = _call(varlen.npu_route)
+    assert (kwargs["input_layout"], kwargs["sparse_mode"]) == ("'TND'", "3")
+    assert kwargs["actual_seq_kvlen"] == "tuple(cu[1:].cpu().tolist())"

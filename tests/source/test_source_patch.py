@@ -106,6 +106,33 @@ def test_a_project_with_nothing_safe_to_rewrite_gets_an_empty_patch(tmp_path):
     assert (tmp_path / "p.diff").read_text() == ""
 
 
+
+def test_a_flash_call_imported_from_the_interface_module_is_rewritten_and_the_file_still_runs(tmp_path):
+    """`from flash_attn.flash_attn_interface import flash_attn_func` in a file that never imports torch: the call is
+    rewritten, its import goes, and the mask's adapter line finds `torch` bound (the patch imports it)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "attn.py").write_text(textwrap.dedent("""\
+        from flash_attn.flash_attn_interface import flash_attn_func
+
+
+        def attend(q, k, v):
+            return flash_attn_func(q, k, v, causal=True)
+        """))
+    result = runner.invoke(app, ["source", str(project), "--patch", str(tmp_path / "p.diff"),
+                                 "-o", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    assert "1 site(s) rewritten, 0 left as advice" in result.output
+    subprocess.run(["patch", "-p1", "--quiet", "-i", str(tmp_path / "p.diff")], cwd=project, check=True)
+    patched = (project / "attn.py").read_text()
+    tree = ast.parse(patched)
+    assert [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)] == \
+        ["import torch", "import torch_npu"]
+    assert "atten_mask = torch.triu(torch.ones(2048, 2048" in patched
+    assert "torch_npu.npu_fusion_attention(query=q, key=k, value=v" in patched and "sparse_mode=3" in patched
+    assert not scan_sources(project).findings  # nothing left to port in it
+
+
 ROUTER = '''\
 import torch
 

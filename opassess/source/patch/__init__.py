@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...advice import FLASH_CALLS, Constraints, flash_call
+from ...advice.flash import INTERFACE
 from ...kb.hccl_env import hccl_variables
 from ..classify import preferred_library
 from ..facts import SourceFacts
@@ -50,6 +51,7 @@ class _File:
     above: dict[int, list[str]] = field(default_factory=dict)
     drop: set[int] = field(default_factory=set)
     needs_npu: bool = False
+    needs_torch: bool = False  # an adapter line names torch (the flash-attn mask)
 
     def edit(self, line: int, old: str, new: str, comment: str, npu: bool = True) -> bool:
         """Replace `old` on the line, the comment above it; `npu`: the new text needs torch_npu imported."""
@@ -103,6 +105,7 @@ def _flash(file: _File, tree: ast.AST, finding: Mapping[str, Any], facts: Source
         if not file.edit(line, text, call.text(), f"{subject} -> {call.api}{_cite(finding)}"):
             return False
         file.above[line] += list(call.adapters)
+        file.needs_torch = file.needs_torch or any(re.search(r"(?<![\w.])torch\.", a) for a in call.adapters)
         return True
     return False
 
@@ -183,24 +186,32 @@ def _rewrite(file: _File, tree: ast.AST, finding: Mapping[str, Any], facts: Sour
 
 def _imports(file: _File, tree: ast.Module, done: Sequence[Mapping[str, Any]]) -> None:
     """A flash-attn / apex-optimizer import whose names the rewritten file no longer uses goes; `import torch_npu`
-    comes in after the last top-level import."""
+    (and `import torch` where an adapter line needs it and the file lacks it) comes in after the last top-level
+    import."""
     if done:
         rest = "".join(_patched(file))
         for node in tree.body:
-            if not (isinstance(node, ast.ImportFrom) and node.module in ("flash_attn", "apex.optimizers")
+            if not (isinstance(node, ast.ImportFrom) and node.module in ("flash_attn", INTERFACE, "apex.optimizers")
                     and node.lineno == node.end_lineno):
                 continue
             line = file.lines[node.lineno - 1]
             others = rest.replace(line, "", 1)
             if all(not re.search(rf"(?<![\w.]){re.escape(a.asname or a.name)}\b", others) for a in node.names):
                 file.drop.add(node.lineno)
-    if not file.needs_npu or any(isinstance(n, ast.Import) and any(a.name == "torch_npu" for a in n.names)
-                                 for n in tree.body):
-        return
     imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     anchor = (imports[-1].end_lineno or imports[-1].lineno) + 1 if imports else 1
-    file.above.setdefault(anchor, []).insert(0, "import torch_npu  # noqa: F401  # opassess: registers the 'npu' "
-                                                "device (torch.npu, .npu(), torch_npu.optim)")
+    if file.needs_npu and not _binds(tree, "torch_npu"):
+        file.above.setdefault(anchor, []).insert(0, "import torch_npu  # noqa: F401  # opassess: registers the "
+                                                    "'npu' device (torch.npu, .npu(), torch_npu.optim)")
+    if file.needs_torch and not _binds(tree, "torch"):  # before torch_npu
+        file.above.setdefault(anchor, []).insert(0, "import torch  # opassess: the adapter lines of the rewritten "
+                                                    "calls use it")
+
+
+def _binds(tree: ast.Module, module: str) -> bool:
+    """A top-level `import MODULE` (not `as` another name) binds the name."""
+    return any(isinstance(n, ast.Import) and any(a.name == module and a.asname is None for a in n.names)
+               for n in tree.body)
 
 
 def _patched(file: _File) -> list[str]:
