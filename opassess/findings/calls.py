@@ -7,6 +7,7 @@ attention op's documented constraints come from the knowledge base's route row t
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -183,6 +184,26 @@ def _rotary_interleave(graph: Graph, chain: Sequence[str], fields: Mapping[str, 
     return rotary_call("interleave")
 
 
+# Ops that cut a tensor into contiguous pieces: x1, x2 from one of them are the two halves, never even/odd lanes
+CONTIGUOUS_SPLITS = frozenset({"aten::chunk", "aten::split", "aten::split_with_sizes", "aten::narrow"})
+
+
 @renders("rotary-pairs")
 def _rotary_pairs(graph: Graph, chain: Sequence[str], fields: Mapping[str, Any]) -> Call | None:
-    return Call("torch_npu.npu_interleave_rope", (Argument("", "x"), Argument("cos", "cos"), Argument("sin", "sin")))
+    """x1*cos - x2*sin, x2*cos + x1*sin, cat: npu_interleave_rope when x1, x2 are x's even/odd lanes (DeepSeek-V3's
+    rope_interleave: x[..., 0::2], x[..., 1::2], which the capture cannot tell from halves); npu_rotary_mul in 'half'
+    mode when they come from a chunk or split of x (gpt-oss: torch.chunk(x, 2, dim=-1)). The pair form multiplies
+    each half by a cos/sin of half the head dim; npu_rotary_mul takes them at the full head dim (cos repeated), so
+    for cos (1, 1, 16, 8) on x (1, 4, 16, 16) the call needs torch.cat((cos, cos), dim=-1) first."""
+    first = graph.node[chain[0]]
+    if not CONTIGUOUS_SPLITS.intersection(first.entry_names) or not first.input_shapes \
+            or not first.input_shapes[0]:
+        return Call("torch_npu.npu_interleave_rope",
+                    (Argument("", "x"), Argument("cos", "cos"), Argument("sin", "sin")))
+    call = rotary_call("half")
+    width = first.input_shapes[0][-1]
+    factors = [shape for shape in graph.node[chain[1]].input_shapes if shape]  # x1 * cos
+    if len(factors) == 2 and all(shape[-1] * 2 == width for shape in factors):
+        call = dataclasses.replace(call, adapters=("cos, sin = torch.cat((cos, cos), dim=-1), "
+                                                   "torch.cat((sin, sin), dim=-1)",))
+    return call

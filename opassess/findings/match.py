@@ -112,6 +112,7 @@ def pattern_findings(survey: Survey) -> list[Finding]:
             call = render(graph, members[0][0], members[0][1]) if render else None
             findings.append(Finding(
                 kind=pattern.kind, title=title.text(), message=title, nodes=names, ops=tuple(dict.fromkeys(ops)),
-                source=graph.first_source(names), npu_api=pattern.npu_api, effect=book.effects[pattern.kind],
+                source=graph.first_source(names), npu_api=call.api if call else pattern.npu_api,
+                effect=book.effects[pattern.kind],
                 metrics={"occurrences": len(members)}, **call_fields(call)))
     return findings

@@ -42,6 +42,10 @@ def test_gpt_oss_sliding_layers_and_sinks_get_their_window_and_sink_in_the_call(
     assert any(n.startswith("first: atten_mask = torch.triu(torch.ones(2048, 2048") for n in band.call_notes)
     sinks = variants["attention with sinks"]
     assert _kwargs(sinks.call)["sink"] == "sinks" and sinks.metrics["sliding_layers"] == 1
+    # gpt-oss rotates the two halves (torch.chunk(x, 2, dim=-1)) with cos/sin of half the head dim
+    rotary = next(f for f in assessment.findings if f.kind == "rotary")
+    assert rotary.call == 'torch_npu.npu_rotary_mul(x, r1=cos, r2=sin, rotary_mode="half")'
+    assert rotary.call_notes == ("first: cos, sin = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)",)
 
 
 def test_deepseek_v3_rotary_pairs_mla_and_attention_call(tmp_path):
