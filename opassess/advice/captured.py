@@ -23,7 +23,8 @@ from .flash import API, MASK
 class AttentionFacts:
     """What the capture says about one attention: layout and head counts from q and k, the head size, dtype, the
     scale it passes (None: 1/sqrt(head dim)), how it masks ("causal", "bool", "additive", "masked_fill",
-    "where", "none"), a sliding window and whether a sink joins the softmax."""
+    "where", "none"), a sliding window (`window`: the keys before the query it keeps, pre_tockens) and whether a sink
+    joins the softmax."""
 
     layout: str
     heads: int | None

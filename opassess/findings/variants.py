@@ -137,6 +137,15 @@ def _index_windows(graph: Graph) -> list[tuple[str, int]]:
     return out
 
 
+def _keys_before(graph: Graph, name: str, window: int) -> int:
+    """The keys before the query a band lets through (npu_fusion_attention's pre_tockens, flash-attn's left window).
+    `kv_idx > q_idx - W` (transformers' sliding_window_overlay, a strict comparison) keeps W positions, the query's
+    own and W - 1 before it (transformers passes flash-attn window_size W - 1 for it:
+    modeling_flash_attention_utils.py); so does masking tril(ones, diagonal=-W) (it masks j <= i - W). Keeping
+    triu(ones, diagonal=-W) or `kv_idx >= q_idx - W` keeps W before it."""
+    return window - 1 if _keys(graph, name) & {"aten::gt", "aten::lt", "aten::tril"} else window
+
+
 def _softmaxes_after(graph: Graph, start: str) -> set[str]:
     """The softmax nodes downstream of `start` (the attention layers a mask reaches)."""
     seen, frontier, found = {start}, [start], set()
@@ -248,12 +257,13 @@ def variant_findings(survey: Survey) -> list[Finding]:
             call=call, occurrences=len(sinks), **({"sliding_layers": len(windowed)} if windowed else {}))
     bands = [*_bands(graph), *_index_windows(graph)]
     if bands:
-        window = max(w for _, w in bands)
+        widest, window = max(bands, key=lambda band: band[1])
+        before = _keys_before(graph, widest, window)
         params = "pre_tockens/next_tockens" if _schema_has(kb, "npu_fusion_attention", "pre_tockens") else ""
         layers = sorted({s for s, w in windows.items() if w == window}, key=graph.order.__getitem__)
         chain = _attention_around(graph, layers[0]) if layers and graph.plays(layers[0], ("softmax",)) else None
-        call = attention_call(manual_attention_facts(graph, chain, "BNSD", sink=bool(sinks), window=window)
-                              if chain else AttentionFacts("BNSD", None, window=window),
+        call = attention_call(manual_attention_facts(graph, chain, "BNSD", sink=bool(sinks), window=before)
+                              if chain else AttentionFacts("BNSD", None, window=before),
                               attention_constraints()) if params else None
         add(Message.of(BAND_ROUTE if params else BAND, window=window, count=max(len(bands), len(layers)),
                        params=params),

@@ -3,6 +3,8 @@ each naming only the fused NPU ops and parameters the facts give, and carrying t
 risk; and none on a model that has none of them."""
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from opassess.options import ScanOptions
@@ -40,6 +42,10 @@ def test_sliding_window_is_a_band_mask_of_its_width(sinks):
     (finding,) = variants(sinks, "sliding-window attention mask")
     assert "band of 8 positions" in finding.title and "pre_tockens/next_tockens" in finding.title
     assert finding.metrics["window"] == 8 and {"torch.tril", "torch.triu"} <= set(finding.ops)
+    # tril(ones, diagonal=-8) masks j <= i - 8: the query and the 7 keys before it stay (flash-attn's window (7, 0))
+    call = ast.parse(finding.call, mode="eval").body.value  # type: ignore[attr-defined]
+    kwargs = {k.arg: ast.unparse(k.value) for k in call.keywords}
+    assert (kwargs["sparse_mode"], kwargs["pre_tockens"], kwargs["next_tockens"]) == ("4", "7", "0")
     assert finding_time_doc(sinks.performance, finding)["gain_us"] > 0
 
 

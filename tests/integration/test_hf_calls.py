@@ -37,7 +37,8 @@ def test_gpt_oss_sliding_layers_and_sinks_get_their_window_and_sink_in_the_call(
     band = variants["sliding-window attention mask"]
     assert "band of 8 positions, 1x" in band.title and band.metrics["window"] == 8  # layer 0 slides, layer 1 is full
     call = _kwargs(band.call)
-    assert (call["sparse_mode"], call["pre_tockens"], call["next_tockens"]) == ("4", "8", "0")
+    # kv_idx > q_idx - 8 keeps the query and the 7 keys before it (transformers gives flash-attn window_size 7 for it)
+    assert (call["sparse_mode"], call["pre_tockens"], call["next_tockens"]) == ("4", "7", "0")
     assert (call["head_num"], call["input_layout"], call["scale"], call["sink"]) == ("4", "'BNSD'", "0.25", "sinks")
     assert any(n.startswith("first: atten_mask = torch.triu(torch.ones(2048, 2048") for n in band.call_notes)
     sinks = variants["attention with sinks"]
