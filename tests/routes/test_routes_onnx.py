@@ -280,3 +280,39 @@ def test_an_exporter_failure_is_cut_to_its_first_line_and_still_names_the_operat
     assert failure.message == "RuntimeError: Failed to export the model with torch.export."
     assert "\n" not in failure.message and len(failure.message) <= MAX_LINE
     assert failure.op == "aten::linalg_eig"  # read from the whole report
+
+
+NONZERO = textwrap.dedent('''\
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(16, 16)
+
+        def forward(self, x):
+            y = self.a(x)
+            return y, torch.nonzero(y > 0)
+
+
+    def build_model():
+        return Net().eval()
+
+
+    def example_inputs():
+        return (torch.randn(2, 16),)
+    ''')
+
+
+def test_a_data_dependent_output_size_is_named_beside_the_onnx_limits(tmp_path):
+    """torch.nonzero exports to NonZero, which the map calls supported: the section says its output size depends on
+    the data and that ATC's static-shape needs for it are not checked; a model without one gets no such line."""
+    result = _scan(tmp_path, NONZERO, "--exporter", "torchscript", fmt="md")
+    assert result.exit_code == 0, result.output
+    assert "| `NonZero` | 1 | `PartitionedCall` | supported |" in result.stdout
+    assert ("The output size of torch.nonzero depends on the data: ATC's static-shape needs for their nodes are not "
+            "checked (no fact states them per operator).") in result.stdout
+    plain = _scan(tmp_path, CONV_BN_GRU, "--exporter", "torchscript", fmt="md")
+    assert "ATC itself is not run" in plain.stdout and "depends on the data" not in plain.stdout

@@ -144,7 +144,8 @@ def build_display(assessment: Assessment, rows: Sequence[Row], document: Documen
         graph=graph_section(document.graph_mode, _, shown_source, assessment.graph_mode),
         versions=version_lines(document.versions, _),
         source_only=capture.method == NO_CAPTURE,
-        onnx=onnx_section(document.onnx, _),
+        onnx=onnx_section(document.onnx, _, tuple(dict.fromkeys(
+            op for f in document.findings if f.kind == "dynamic-shape" for op in f.ops))),
         serving=serving_section(document.serving, _),
     )
 

@@ -126,8 +126,11 @@ class ServingPart:
     items: tuple[ServingItemPart, ...] = ()
 
 
-def onnx_section(part: OnnxPart | None, _: Callable[[str], str]) -> OnnxSection | None:
-    """The "ONNX -> ATC" section, or None when the scan had no --route onnx."""
+def onnx_section(part: OnnxPart | None, _: Callable[[str], str],
+                 data_dependent: tuple[str, ...] = ()) -> OnnxSection | None:
+    """The "ONNX -> ATC" section, or None when the scan had no --route onnx. `data_dependent`: the operators whose
+    output size the capture found to depend on the data (the model's dynamic-shape findings: torch.nonzero, ...),
+    named beside the limits: their exported nodes (NonZero, ...) are judged by the map alone."""
     if not part:
         return None
     rows = tuple(OnnxRow(n.op_type, n.count, n.cann_op or "", _(n.verdict), say(n.evidence, _)) for n in part.nodes)
@@ -142,6 +145,9 @@ def onnx_section(part: OnnxPart | None, _: Callable[[str], str]) -> OnnxSection 
     failures = tuple(OnnxFailureRow(f.exporter, f.op or "", f.message, f.category == "custom-dev")
                      for f in part.failures)
     limits = _("ATC itself is not run: the verdicts come from the ONNX -> CANN map (msit), not from a conversion.")
+    if data_dependent and part.exporter:
+        limits += " " + _("The output size of %(ops)s depends on the data: ATC's static-shape needs for their nodes are "
+                          "not checked (no fact states them per operator).") % {"ops": ", ".join(data_dependent)}
     return OnnxSection(summary=summary, rows=rows, failures=failures, limits=limits)
 
 
