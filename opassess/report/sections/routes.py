@@ -146,8 +146,9 @@ def onnx_section(part: OnnxPart | None, _: Callable[[str], str],
                      for f in part.failures)
     limits = _("ATC itself is not run: the verdicts come from the ONNX -> CANN map (msit), not from a conversion.")
     if data_dependent and part.exporter:
-        limits += " " + _("The output size of %(ops)s depends on the data: ATC's static-shape needs for their nodes are "
-                          "not checked (no fact states them per operator).") % {"ops": ", ".join(data_dependent)}
+        limits += " " + _("The output size of %(ops)s depends on the data: ATC's static-shape needs for their "
+                          "nodes are not checked (no fact states them per operator).") % {
+                              "ops": ", ".join(data_dependent)}
     return OnnxSection(summary=summary, rows=rows, failures=failures, limits=limits)
 
 
