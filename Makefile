@@ -78,6 +78,7 @@ kb: install
 	$(BIN)/python tools/kb_devices.py --facts $(FACTS)/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_interconnect.py --facts $(FACTS)/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_gpus.py --facts $(FACTS)/gpu --out opassess/data/kb
+	$(BIN)/python tools/kb_gemm.py --out opassess/data/kb
 	$(BIN)/python tools/kb_graph.py --facts $(FACTS)/ascend --out opassess/data/kb
 	$(BIN)/python tools/kb_versions.py --facts $(FACTS)/ascend --out opassess/data/kb
 

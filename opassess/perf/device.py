@@ -19,6 +19,9 @@ read strictly (an unknown key is one error naming the file and the key).
     efficiency = 0.62               # share of the peak reached
     launch_us = 6.0                 # fixed cost per kernel launch
     peak_tflops = { bfloat16 = 353.9 }   # peak per dtype in 1e12 FLOP/s
+    [shapes.large]                  # also skinny, small, medium: a cube matmul class's efficiencies (model.shape_class)
+    cube = 0.85                     # share of the cube peak a call of the class reaches
+    memory = 0.6                    # share of the HBM bandwidth it reaches
     [host]
     link_gb_per_s = 25.0            # host <-> device copies (1e9 B/s)
     cpu_gflops = 100.0
@@ -41,6 +44,8 @@ from ..kb.store import KnowledgeBase
 from ..resources import data_path
 
 DEVICES = "devices.json"
+SHAPES = "cube_shapes.json"  # measured efficiencies per matmul shape class (tools/kb_gemm.py)
+SHAPE_CLASSES = ("skinny", "small", "medium", "large")
 ASSUMPTIONS = "time_model.toml"
 COMPUTE_UNITS = ("cube", "vector", "aicpu")  # units with an efficiency in a profile
 GIGA, TERA = 1e9, 1e12
@@ -74,6 +79,15 @@ class Penalties:
 
 
 @dataclass(frozen=True)
+class ShapeBounds:
+    """time_model.toml [cube_shapes]: where a cube matmul's shape classes begin (model.shape_class)."""
+
+    skinny_below: int = 128
+    medium_from: int = 2048
+    large_from: int = 4096
+
+
+@dataclass(frozen=True)
 class DeviceProfile:
     """One product's device figures as the time model uses them; `cite` says where each came from."""
 
@@ -94,6 +108,10 @@ class DeviceProfile:
     # a calibration's "cube.flops" -> per-call (min, max) it was fitted on ([fitted] in the overlay): a scan's calls
     # outside them are an extrapolation
     fitted_sizes: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
+    # a cube matmul's shape class -> {"cube": efficiency, "memory": efficiency} measured for it (cube_shapes.json, or
+    # the overlay's [shapes.X]); a class absent keeps the flat efficiencies
+    shapes: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
+    shape_bounds: ShapeBounds = ShapeBounds()
 
     def peak(self, unit: str, dtype: str | None) -> tuple[float, str]:
         """(FLOP/s, dtype used) of `unit` for `dtype`; a dtype the table does not list uses the unit's float32 peak
@@ -154,6 +172,28 @@ def device_table(kb: KnowledgeBase | None = None) -> DeviceTable:
     return _device_table(path if path.is_file() else data_path(f"kb/{DEVICES}"))
 
 
+@cache
+def _shape_table(path: Path) -> dict:
+    return read_json(path, "shape-class efficiency table", KnowledgeBaseError)
+
+
+def shape_table(kb: KnowledgeBase | None = None) -> dict:
+    """cube_shapes.json of the knowledge base in use (its folder's, else the shipped one)."""
+    directory = getattr(kb, "directory", None)
+    path = Path(directory) / SHAPES if directory is not None else data_path(f"kb/{SHAPES}")
+    return _shape_table(path if path.is_file() else data_path(f"kb/{SHAPES}"))
+
+
+def _measured_shapes(name: str, kb: KnowledgeBase | None) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """(class -> side -> efficiency, citations) the measurements give variant `name`."""
+    classes = shape_table(kb)["variants"].get(name, {})
+    shapes = {k: {side: float(v["efficiency"]) for side, v in sides.items()} for k, sides in classes.items()}
+    cite = {f"shapes.{k}.{side}": f"{SHAPES}: median of gemm_measurements.tsv lines "
+            f"{', '.join(str(line) for line in v['lines'])}"
+            for k, sides in classes.items() for side, v in sides.items()}
+    return shapes, cite
+
+
 @dataclass(frozen=True)
 class MemoryAssumptions:
     """time_model.toml [memory] and [parallel]: what memory per device counts beyond the capture (perf/memory.py),
@@ -168,12 +208,15 @@ class MemoryAssumptions:
 
 
 @cache
-def _read_assumptions(path: Path) -> tuple[HostLink, Penalties, MemoryAssumptions]:
+def _read_assumptions(path: Path) -> tuple[HostLink, Penalties, MemoryAssumptions, ShapeBounds]:
     root = TomlTable.of_file(path, "time-model assumptions", ConfigError)
     host = root.table("host")
     link = HostLink(host.number("link_gb_per_s") * GIGA, host.number("cpu_gflops") * GIGA,
                     host.number("cpu_gb_per_s") * GIGA, host.number("sync_us"), host.number("dispatch_us"))
     host.finish()
+    shapes = root.table("cube_shapes")
+    bounds = ShapeBounds(shapes.integer("skinny_below"), shapes.integer("medium_from"), shapes.integer("large_from"))
+    shapes.finish()
     pen = root.table("penalties")
     penalties = Penalties(pen.number("online_compile_us"), pen.number("unaligned_cube_factor"),
                           pen.number("unaligned_attention_factor"), pen.integer("cube_inner_align"),
@@ -190,12 +233,17 @@ def _read_assumptions(path: Path) -> tuple[HostLink, Penalties, MemoryAssumption
     root.finish()
     if link.link <= 0 or link.cpu_flops <= 0 or link.cpu_bandwidth <= 0:
         raise ConfigError(f"{path}: host: link and CPU throughput must be above 0")
-    return link, penalties, memory
+    return link, penalties, memory, bounds
+
+
+def shape_bounds() -> ShapeBounds:
+    """The shipped shape-class boundaries (time_model.toml [cube_shapes])."""
+    return _read_assumptions(data_path(ASSUMPTIONS))[3]
 
 
 def assumptions() -> tuple[HostLink, Penalties]:
     """The shipped time-model assumptions (time_model.toml)."""
-    host, penalties, _memory = _read_assumptions(data_path(ASSUMPTIONS))
+    host, penalties, _memory, _bounds = _read_assumptions(data_path(ASSUMPTIONS))
     return host, penalties
 
 
@@ -204,7 +252,7 @@ def memory_assumptions() -> MemoryAssumptions:
     return _read_assumptions(data_path(ASSUMPTIONS))[2]
 
 
-def _variant(table: DeviceTable, name: str, product: str) -> DeviceProfile:
+def _variant(table: DeviceTable, name: str, product: str, kb: KnowledgeBase | None = None) -> DeviceProfile:
     entry = table["variants"].get(name)
     if entry is None:
         raise KnowledgeBaseError(f"{DEVICES}: no device variant {name!r}")
@@ -225,13 +273,24 @@ def _variant(table: DeviceTable, name: str, product: str) -> DeviceProfile:
     if note:
         notes.append(note)
     launch = {**entry["launch_us"], "aicpu": entry["launch_us"]["vector"]}
+    shapes, shape_cite = _measured_shapes(name, kb)
+    cite.update(shape_cite)
+    if shapes:
+        measured = ", ".join(f"{k} {_sides(v)}" for k, v in shapes.items())
+        notes.append(f"cube matmul efficiency by shape class ({measured}), derived from published measurements "
+                     f"({SHAPES}); other classes and units keep the flat efficiency")
     return DeviceProfile(
         product=product, variant=name, label=entry["label"],
         peaks=MappingProxyType({u: MappingProxyType(dict(p)) for u, p in entry["peaks"].items()}),
         hbm_bandwidth=float(entry["hbm_bandwidth"]), hbm_bytes=float(entry["hbm_bytes"]),
         efficiency=MappingProxyType({u: eff for u in COMPUTE_UNITS}), memory_efficiency=float(entry["memory_eff"]),
         launch_us=MappingProxyType(launch), host=host, penalties=penalties, cite=MappingProxyType(cite),
-        notes=tuple(notes))
+        notes=tuple(notes), shapes=MappingProxyType({k: MappingProxyType(v) for k, v in shapes.items()}),
+        shape_bounds=shape_bounds())
+
+
+def _sides(efficiency: Mapping[str, float]) -> str:
+    return " / ".join(f"{side} {value:.2f}" for side, value in sorted(efficiency.items()))
 
 
 def product_note(product: str, kb: KnowledgeBase | None = None) -> str | None:
@@ -252,7 +311,7 @@ def load_profile(product: str, kb: KnowledgeBase | None = None, overlay: Path | 
     name = variant or (over.string("variant", None) if over is not None else None) or entry["variant"]
     if name is None:
         raise NoDeviceProfile(entry["note"])
-    profile = _variant(table, name, product)
+    profile = _variant(table, name, product, kb)
     return apply_overlay(profile, over, overlay) if over is not None and overlay is not None else profile
 
 
@@ -262,7 +321,7 @@ def variant_profile(name: str, kb: KnowledgeBase | None = None) -> DeviceProfile
     entry = table["variants"].get(name)
     if entry is None:
         raise KnowledgeBaseError(f"no device variant {name!r} (known: {', '.join(sorted(table['variants']))})")
-    return _variant(table, name, entry["product"])
+    return _variant(table, name, entry["product"], kb)
 
 
 def _read_overlay(path: Path) -> TomlTable:
@@ -292,6 +351,18 @@ def apply_overlay(profile: DeviceProfile, root: TomlTable, path: Path | str) -> 
                 peaks.setdefault(unit, {})[dtype] = value * TERA
                 cite[f"peak.{unit}.{dtype}"] = where
         table.finish()
+    shapes = {k: dict(v) for k, v in profile.shapes.items()}
+    shape_tables = root.table("shapes", {})
+    for klass in shape_tables.keys():
+        if klass not in SHAPE_CLASSES:
+            raise ConfigError(f"{path}: shapes.{klass}: unknown shape class (known: {', '.join(SHAPE_CLASSES)})")
+        table = shape_tables.table(klass)
+        for side in ("cube", "memory"):
+            if side in table:
+                shapes.setdefault(klass, {})[side] = table.number(side, maximum=1.0)
+                cite[f"shapes.{klass}.{side}"] = where
+        table.finish()
+    shape_tables.finish()
     memory = root.table("memory", {})
     mem_eff = memory.number("efficiency", profile.memory_efficiency, maximum=1.0)
     bandwidth = memory.number("bandwidth_gb_per_s", None)
@@ -321,10 +392,11 @@ def apply_overlay(profile: DeviceProfile, root: TomlTable, path: Path | str) -> 
     root.finish()
     if bandwidth is not None and bandwidth <= 0 or host.link <= 0 or host.cpu_flops <= 0 or host.cpu_bandwidth <= 0:
         raise ConfigError(f"{path}: bandwidths and throughputs must be above 0")
-    if any(v <= 0 for v in [*efficiency.values(), mem_eff]):
+    if any(v <= 0 for v in [*efficiency.values(), mem_eff, *(e for v in shapes.values() for e in v.values())]):
         raise ConfigError(f"{path}: efficiencies must be above 0")
     return replace(profile, peaks=MappingProxyType({u: MappingProxyType(p) for u, p in peaks.items()}),
                    hbm_bandwidth=bandwidth * GIGA if bandwidth is not None else profile.hbm_bandwidth,
                    efficiency=MappingProxyType(efficiency), memory_efficiency=mem_eff,
                    launch_us=MappingProxyType(launch), host=host, cite=MappingProxyType(cite),
-                   overlay=f"{path}" + (f" ({source})" if source else ""), fitted_sizes=MappingProxyType(sizes))
+                   overlay=f"{path}" + (f" ({source})" if source else ""), fitted_sizes=MappingProxyType(sizes),
+                   shapes=MappingProxyType({k: MappingProxyType(v) for k, v in shapes.items()}))

@@ -4,10 +4,11 @@ can say what the GPU a team runs today would take for the step, and how many NPU
 
 Same method: the target's efficiencies and launch costs, the GPU's dense peaks and HBM bandwidth; each call's
 roofline only (on the GPU the model runs as written: no fallback, no NPU penalty). Worked example: a bf16 4096^3
-matmul on an H100 SXM5 (989.5 TFLOPS, 3.35 TB/s) is 1.374e11 / (989.5e12 x 0.7) = 198.4 us + 5 us launch = 203.4 us
-against Atlas A2's 559.8 us: NPU/GPU 2.75, the two peaks' ratio (989.5 / 353.9 = 2.80) but for the launch.
+matmul on an H100 SXM5 (989.5 TFLOPS, 3.35 TB/s) is 1.374e11 / (989.5e12 x 0.846) = 164.1 us + 5 us launch = 169.1 us
+against Atlas A2's 464.0 us (both at the A2's measured large-GEMM efficiency, model.shape_class): NPU/GPU 2.74, the
+two peaks' ratio (989.5 / 353.9 = 2.80) but for the launch.
 What it does not model: the GPU's own kernel quality (cuBLAS, FlashAttention), its launch and overlap behaviour,
-library differences; the efficiencies are the NPU's defaults, not measured GPU ones.
+library differences; the efficiencies are the NPU's (its measured shape-class ones included), not measured GPU ones.
 """
 from __future__ import annotations
 

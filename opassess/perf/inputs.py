@@ -98,6 +98,16 @@ def _attention_axes(node: OpNode) -> tuple[int, ...]:
     return tuple(dict.fromkeys((q[-1], q[-2], k[-2])))
 
 
+def _gemm(node: OpNode, k: int | None) -> tuple[int, int, int] | None:
+    """A matmul's (m, n, k) from its output C[..., n] (leading axes folded into m) and its contracted size."""
+    out = node.output_shapes[0] if node.output_shapes else None
+    if not out or not k:
+        return None
+    n = out[-1]
+    m = numel(out) // n if n else 0
+    return (m, n, k) if m and n else None
+
+
 def node_work(graph: Graph, node: OpNode, classified: ClassifiedOp | None, flags: frozenset[str]) -> CallWork:
     """The CallWork of one captured call."""
     roles = graph.roles[node.name]
@@ -115,11 +125,12 @@ def node_work(graph: Graph, node: OpNode, classified: ClassifiedOp | None, flags
     matmul = unit == "cube" and bool(roles & MATMUL_ROLES or {c.op for c in node.aten} & {
         "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul", "aten::linear"})
     attention = unit == "cube" and bool(roles & ATTENTION_ROLES)
+    inner = _inner_axes(node) if matmul and not attention else ()
     return CallWork(node=node.name, op=node.key, unit=unit, dtype=compute_dtype(node.input_dtypes),
                     flops=float(flops), bytes=float(nbytes), fallback=fallback, pending=pending,
                     matmul=matmul and not attention,
-                    inner_axes=_inner_axes(node) if matmul and not attention else (),
-                    attention_axes=_attention_axes(node) if attention else (), flags=flags)
+                    inner_axes=inner, attention_axes=_attention_axes(node) if attention else (), flags=flags,
+                    gemm=_gemm(node, inner[0]) if inner else None)
 
 
 def call_bytes(calls: Iterable[AtenCall]) -> int:

@@ -3,9 +3,12 @@
 Roofline (the latency model of Huawei's msModeling TensorCast):
     compute_us = FLOPs / (peak[unit][dtype] x efficiency[unit])
     memory_us  = bytes moved / (HBM bandwidth x memory efficiency)
+    (a cube matmul of a shape class the profile has measurements for takes that class's efficiencies instead:
+    shape_class below, DeviceProfile.shapes)
     roofline   = max(compute_us, memory_us) + launches x launch_us[unit]
 Worked example: a bf16 (4096 x 4096) @ (4096 x 4096) matmul on Atlas A2 (353.9 TFLOPS, eff 0.7): 1.374e11 FLOPs /
-2.477e14 FLOP/s = 554.8 us; bytes 3 x 32 MiB = 1.006e8 / (1.6 x 1024^4 x 0.6 B/s) = 95.4 us; + 5 us launch = 559.8 us.
+2.477e14 FLOP/s = 554.8 us; bytes 3 x 32 MiB = 1.006e8 / (1.6 x 1024^4 x 0.6 B/s) = 95.4 us; + 5 us launch = 559.8 us
+(with its shape recorded it is a `large` call: the measured 0.846 makes it 1.374e11 / 2.994e14 = 459.0 + 5 = 464.0 us).
 
 Penalties, each added over the roofline and so counted as time at risk (`Penalty.why` names the fact):
     cpu-fallback     no NPU kernel: inputs and outputs cross the host link, the CPU does the work, a host sync
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .device import DeviceProfile
+from .device import DeviceProfile, ShapeBounds
 from .records import CallTime, Penalty
 
 US = 1e6
@@ -44,6 +47,30 @@ class CallWork:
     inner_axes: tuple[int, ...] = ()  # cube: contracted sizes checked against the 256 alignment
     attention_axes: tuple[int, ...] = ()  # attention: head dim and sequence lengths checked against 128
     flags: frozenset[str] = frozenset()  # "host-sync", "online-compile", "transdata", "unfused"
+    gemm: tuple[int, int, int] | None = None  # a matmul's (m, n, k): C[m,n] = A[m,k] B[k,n], batches folded into m
+
+
+def shape_class(m: int, n: int, k: int, bounds: ShapeBounds) -> str:
+    """The shape class of a matmul (time_model.toml [cube_shapes]): skinny when m or n is below the bound, else by
+    the side s of the square matmul of equal work (s^3 = m n k). 16 x 4096 x 4096 is skinny; 4096^3 is large;
+    16384 x 512 x 4096 (s = 3251) is medium."""
+    if min(m, n) < bounds.skinny_below:
+        return "skinny"
+    side = (m * n * k) ** (1 / 3)
+    if side >= bounds.large_from * (1 - 1e-9):
+        return "large"
+    return "medium" if side >= bounds.medium_from * (1 - 1e-9) else "small"
+
+
+def efficiencies(work: CallWork, profile: DeviceProfile) -> tuple[float, float, str | None]:
+    """(compute efficiency, memory efficiency, shape class) of `work` on `profile`: the measured class's where the
+    profile has one for a cube matmul's shape, else the unit's flat efficiency and the profile's memory efficiency."""
+    compute, memory = profile.efficiency[work.unit], profile.memory_efficiency
+    if work.gemm is None or not work.matmul or not profile.shapes:
+        return compute, memory, None
+    klass = shape_class(*work.gemm, profile.shape_bounds)
+    measured = profile.shapes.get(klass, {})
+    return measured.get("cube", compute), measured.get("memory", memory), klass
 
 
 def roofline(work: CallWork, profile: DeviceProfile, dtype: str | None = None) -> tuple[float, float, float]:
@@ -52,8 +79,9 @@ def roofline(work: CallWork, profile: DeviceProfile, dtype: str | None = None) -
         return 0.0, 0.0, 0.0
     unit = "vector" if work.unit == "aicpu" and "aicpu" not in profile.peaks else work.unit
     peak, _ = profile.peak(unit, dtype or work.dtype)
-    compute = work.flops / (peak * profile.efficiency[work.unit]) * US if work.flops else 0.0
-    memory = work.bytes / (profile.hbm_bandwidth * profile.memory_efficiency) * US if work.bytes else 0.0
+    compute_eff, memory_eff, _ = efficiencies(work, profile)
+    compute = work.flops / (peak * compute_eff) * US if work.flops else 0.0
+    memory = work.bytes / (profile.hbm_bandwidth * memory_eff) * US if work.bytes else 0.0
     return compute, memory, work.launches * profile.launch_us[work.unit]
 
 

@@ -14,6 +14,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import build_kb  # noqa: E402
 import kb_devices  # noqa: E402
+import kb_gemm  # noqa: E402
 import kb_gpus  # noqa: E402
 import kb_graph  # noqa: E402
 import kb_interconnect  # noqa: E402
@@ -122,6 +123,7 @@ def test_rebuild_from_facts_reproduces_shipped_data(tmp_path, capsys):
     for generator in (build_kb, kb_devices, kb_interconnect, kb_graph, kb_versions):
         assert generator.main(["--facts", str(FACTS), "--out", str(tmp_path)]) == 0
     assert kb_gpus.main(["--facts", str(FACTS.parent / "gpu"), "--out", str(tmp_path)]) == 0
+    assert kb_gemm.main(["--out", str(tmp_path)]) == 0  # the repository's own measurements table
     printed = capsys.readouterr().out
     assert "clauses parsed" in printed and "kernels:" in printed
     for shipped in sorted(SHIPPED.glob("*.json")):
