@@ -55,6 +55,9 @@ def format_device(kb: KnowledgeBase, name: str) -> str:
                          f"{tier.latency_us:g} us a step, up to {tier.ranks} ranks"
                          f"{' (full mesh)' if tier.full_mesh else ''} [{tier.cite}]")
         lines.append(f"  comm launch    {links.launch_us:g} us (interconnect.json, from ascend_comm_figures.tsv)")
+    lines += [f"  shape {klass:<8} " + ", ".join(f"{side} efficiency {e:g} [{cite.get(f'shapes.{klass}.{side}', '')}]"
+                                              for side, e in sides.items())
+              for klass, sides in profile.shapes.items()]
     lines += [f"  note           {note}" for note in profile.notes]
     others = [v for v in table["products"][profile.product]["variants"] if v != profile.variant]
     if others:

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from opassess.errors import ConfigError
+from opassess.kb.store import load_kb
 from opassess.options import ScanOptions
 from opassess.perf import load_profile
+from opassess.perf.describe import format_device
 from opassess.perf.device import ShapeBounds
 from opassess.perf.gpu import gpu_baseline, gpu_profile
 from opassess.perf.model import shape_class
@@ -88,7 +90,9 @@ def test_a_large_aligned_gemm_runs_nearer_the_peak_than_a_skinny_one(tmp_path):
     achieved = {name: 2 * rows * 4096 ** 2 / (call.roofline_us * 1e-6) / 1e12
                 for name, rows, call in (("large", 4096, large), ("skinny", 16, skinny))}
     assert achieved["large"] > 290 and achieved["skinny"] < 4
-    assert any("shape class" in note for note in scan.performance.step.notes)
+    # `kb show device` lists each class with its citation (the report's time notes stay in the reader's language)
+    shown = format_device(load_kb(), "Atlas A2")
+    assert "shape large    cube efficiency 0.8462" in shown and "gemm_measurements.tsv lines 6, 7, 8" in shown
     # the cube's class efficiency cites the measurements it is the median of
     assert "gemm_measurements.tsv lines 6, 7, 8" in a2.cite["shapes.large.cube"]
 
@@ -105,6 +109,19 @@ def test_the_gpu_baseline_keeps_the_ratio_of_the_two_peaks_for_a_large_gemm(tmp_
 def _works(a):
     from opassess.perf.step import call_works
     return call_works(a.inventory, a.classified, a.findings, load_profile("Atlas A2"))
+
+
+def test_a_calibrated_flat_efficiency_replaces_the_measured_classes_of_its_side(tmp_path):
+    """A team's own [cube] efficiency (what `opassess calibrate` fits) outranks the published shape classes on the
+    cube side; the memory side keeps its measured class, and a [shapes.X] of the same overlay still sets its class."""
+    overlay = tmp_path / "a2.toml"
+    overlay.write_text('[cube]\nefficiency = 0.35\n[shapes.small]\ncube = 0.2\n', encoding="utf-8")
+    profile = load_profile("Atlas A2", overlay=overlay)
+    assert profile.efficiency["cube"] == 0.35
+    assert {k: v.get("cube") for k, v in profile.shapes.items() if "cube" in v} == {"small": 0.2}
+    assert profile.shapes["skinny"]["memory"] == load_profile("Atlas A2").shapes["skinny"]["memory"]
+    overlay.write_text('[memory]\nefficiency = 0.5\n', encoding="utf-8")
+    assert "skinny" not in load_profile("Atlas A2", overlay=overlay).shapes
 
 
 def test_the_overlay_overrides_a_class_and_refuses_an_unknown_one(tmp_path):
