@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from ...findings.patterns import IMPACT, shipped_patterns
 from ...messages import say
 from ...reasons import REASONS
 from ...records import Effort, Finding
@@ -197,9 +198,11 @@ def action_items(document: DocumentPart, findings: Sequence[Finding], _: Transla
                                  else ""), gain, likely))
     items += [(item, 0.0, None) for item in _site_actions(document.source_findings, _)]
     times = [f.time for f in document.findings]
+    book = shipped_patterns()
     for finding, time in zip(findings, times or [None] * len(findings), strict=False):
-        if finding.kind == "compute" or (finding.kind == "mixed-precision" and set(finding.ops) <= precision):
-            continue  # a share of compute is no work; the precision decision's item covers its operators
+        impact_only = book.criterion_of(finding.kind) == IMPACT  # patterns.toml: a share of compute, fixes nothing
+        if impact_only or (finding.kind == "mixed-precision" and set(finding.ops) <= precision):
+            continue  # no work to do; the precision decision's item covers its operators
         # the effect's first clause says what to do; the rest says how it moves the score (in the findings table)
         advice = re.split(r":\s+(?:performance|functional|ecosystem)\.", _(finding.effect), maxsplit=1)[0]
         action = _("adopt %(api)s") % {"api": finding.npu_api} if finding.npu_api else advice
