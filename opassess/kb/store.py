@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -369,6 +369,18 @@ class KnowledgeBase:
 
 
 # ------------------------------------------------------------------ entry points
+
+
+@cache
+def _generated(path: Path, what: str) -> Any:
+    return read_json(path, what, KnowledgeBaseError)
+
+
+def generated_table(kb: KnowledgeBase | None, name: str, what: str) -> Any:
+    """The generated table kb/`name` of the knowledge base in use (its folder's, else the shipped one), read once."""
+    directory = getattr(kb, "directory", None)
+    path = Path(directory) / name if directory is not None else data_path(f"kb/{name}")
+    return _generated(path if path.is_file() else data_path(f"kb/{name}"), what)
 
 
 def load_kb(path: Path | None = None) -> KnowledgeBase:

@@ -38,9 +38,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NotRequired, TypedDict
 
-from ..datafile import TomlTable, read_json
+from ..datafile import TomlTable
 from ..errors import ConfigError, KnowledgeBaseError
-from ..kb.store import KnowledgeBase
+from ..kb.store import KnowledgeBase, generated_table
 from ..resources import data_path
 
 DEVICES = "devices.json"
@@ -160,28 +160,14 @@ class DeviceTable(TypedDict):
     variants: dict[str, DeviceVariant]
 
 
-@cache
-def _device_table(path: Path) -> DeviceTable:
-    return read_json(path, "device-profile table", KnowledgeBaseError)
-
-
 def device_table(kb: KnowledgeBase | None = None) -> DeviceTable:
     """devices.json of the knowledge base in use (its folder's, else the shipped one)."""
-    directory = getattr(kb, "directory", None)
-    path = Path(directory) / DEVICES if directory is not None else data_path(f"kb/{DEVICES}")
-    return _device_table(path if path.is_file() else data_path(f"kb/{DEVICES}"))
-
-
-@cache
-def _shape_table(path: Path) -> dict:
-    return read_json(path, "shape-class efficiency table", KnowledgeBaseError)
+    return generated_table(kb, DEVICES, "device-profile table")
 
 
 def shape_table(kb: KnowledgeBase | None = None) -> dict:
     """cube_shapes.json of the knowledge base in use (its folder's, else the shipped one)."""
-    directory = getattr(kb, "directory", None)
-    path = Path(directory) / SHAPES if directory is not None else data_path(f"kb/{SHAPES}")
-    return _shape_table(path if path.is_file() else data_path(f"kb/{SHAPES}"))
+    return generated_table(kb, SHAPES, "shape-class efficiency table")
 
 
 def _measured_shapes(name: str, kb: KnowledgeBase | None) -> tuple[dict[str, dict[str, float]], dict[str, str]]:

@@ -15,14 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import cache
-from pathlib import Path
 from types import MappingProxyType
 
-from ..datafile import read_json
-from ..errors import KnowledgeBaseError, UsageError
-from ..kb.store import KnowledgeBase
-from ..resources import data_path
+from ..errors import UsageError
+from ..kb.store import KnowledgeBase, generated_table
 from .device import DeviceProfile
 from .model import CallWork, time_call
 from .records import GpuBaseline
@@ -31,15 +27,8 @@ GPUS = "gpus.json"
 NO_PEAK = math.inf  # a unit the tables give no peak for: its work is timed by its bytes alone (said in the notes)
 
 
-@cache
-def _table(path: Path) -> dict:
-    return read_json(path, "GPU figures", KnowledgeBaseError)
-
-
 def _gpu_table(kb: KnowledgeBase | None) -> dict:
-    directory = getattr(kb, "directory", None)
-    path = Path(directory) / GPUS if directory is not None else data_path(f"kb/{GPUS}")
-    return _table(path if path.is_file() else data_path(f"kb/{GPUS}"))
+    return generated_table(kb, GPUS, "GPU figures")
 
 
 def gpu_entry(name: str, kb: KnowledgeBase | None = None) -> tuple[str, dict]:

@@ -17,14 +17,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import TypedDict
 
-from ..datafile import read_json
-from ..errors import KnowledgeBaseError
-from ..kb.store import KnowledgeBase
-from ..resources import data_path
+from ..kb.store import KnowledgeBase, generated_table
 
 INTERCONNECT = "interconnect.json"
 
@@ -75,16 +70,9 @@ class Interconnect:
         return self.tiers[-1], False
 
 
-@cache
-def _table(path: Path) -> dict:
-    return read_json(path, "interconnect table", KnowledgeBaseError)
-
-
 def load_interconnect(product: str, kb: KnowledgeBase | None = None) -> Interconnect | None:
     """The product's tiers (None when the tables give none: 910A, 310P, 310B)."""
-    directory = getattr(kb, "directory", None)
-    path = Path(directory) / INTERCONNECT if directory is not None else data_path(f"kb/{INTERCONNECT}")
-    table = _table(path if path.is_file() else data_path(f"kb/{INTERCONNECT}"))
+    table = generated_table(kb, INTERCONNECT, "interconnect table")
     entry = table["products"].get(product)
     if entry is None:
         return None
