@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from ..errors import EXIT_ERROR, EXIT_OK
+from ..errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from .calibrate import calibrate_command
 from .diff import diff_command
 from .errors import reporting_errors
@@ -74,6 +74,9 @@ def run() -> None:
         else:  # SystemExit("message"): printed the way the interpreter prints it
             print(exc.code, file=sys.stderr)
             code = EXIT_ERROR
+    except KeyboardInterrupt:  # Ctrl-C while typer still builds the commands, before any command's own handler
+        print("opassess: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
