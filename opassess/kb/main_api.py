@@ -2,7 +2,10 @@
 kernel's verdict; kernels.py): the others are branches, reported, not counted.
 
   - a kernel with APIs of its own: the documented API named like the op (mm -> aclnnMm, index_put_ ->
-    aclnnIndexPutImpl, silu_ -> aclnnInplaceSilu or aclnnSilu), else the first documented one;
+    aclnnIndexPutImpl, silu_ -> aclnnInplaceSilu or aclnnSilu), else the first documented one that is not a branch
+    of another of its APIs: an API named as another one plus a suffix other than a version (aclnnBatchMatMulWeightNz
+    = aclnnBatchMatMul + WeightNz, the weight-in-NZ-format branch) serves special inputs, so bmm -> aclnnBatchMatMul;
+    a version suffix (aclnnFlashAttentionScoreV4) is a revision of the same API and stays a candidate;
   - a kernel that only delegates to other ops (op_plugin_aten_to_aclnn.tsv `aclnn_source` = delegated, its callees in
     `via`): its APIs are the callees', side work included (zeros, masked_fill, ones, triu); the main API is the main
     API of its principal callee: the first callee that is an op-plugin kernel or a torch_npu op (`op_api::`,
@@ -13,11 +16,13 @@ kernel's verdict; kernels.py): the others are branches, reported, not counted.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 _KERNEL_CALLEES = ("op_api::", "custom_ops::")  # a callee that is an op-plugin kernel or a torch_npu op
 _CALLEE_PREFIXES = ("op_api::", "custom_ops::", "at::", "Tensor.")
+_VERSION = re.compile(r"V\d+")  # aclnnFlashAttentionScore + V4: a revision, not a branch
 
 
 def norm(name: str) -> str:
@@ -33,6 +38,7 @@ def main_api(base: str, apis: list[str], documented: set[str]) -> tuple[str | No
     inplace = base.endswith("_") and not base.startswith("__")
     stem = norm(base)
     candidates = [a for a in apis if a in documented] or apis
+    candidates = [a for a in candidates if not is_branch(a, candidates)] or candidates
     names = {a: norm(a.removeprefix("aclnn")) for a in candidates}
     wanted = (f"inplace{stem}", stem) if inplace else (stem,)
     for target in wanted:
@@ -44,6 +50,14 @@ def main_api(base: str, apis: list[str], documented: set[str]) -> tuple[str | No
             return api, "named like the op"
     why = "first documented API" if candidates[0] in documented else "first API, none documented"
     return candidates[0], why
+
+
+def is_branch(api: str, apis: list[str]) -> bool:
+    """Whether `api` is another of `apis` plus a suffix that is not a version: aclnnBatchMatMulWeightNz among
+    [.., aclnnBatchMatMul, ..] is (the weight-NZ branch); aclnnFlashAttentionScoreV4 beside aclnnFlashAttentionScore
+    is not."""
+    return any(api != other and api.startswith(other) and not _VERSION.fullmatch(api[len(other):])
+               for other in apis)
 
 
 def principal_callee(via: list[str]) -> str | None:
@@ -70,4 +84,4 @@ def delegated_main(base: str, entry: Mapping[str, Any], aten: Mapping[str, Any],
     return main, f"it delegates to {callee}: {why} of its APIs"
 
 
-__all__ = ["delegated_main", "main_api", "norm", "principal_callee"]
+__all__ = ["delegated_main", "is_branch", "main_api", "norm", "principal_callee"]

@@ -12,6 +12,7 @@ import pytest
 from opassess.errors import KnowledgeBaseError
 from opassess.kb import kernels
 from opassess.kb.kernels import PRODUCTS, KernelFacts, UnknownProductError, judge, resolve_product
+from opassess.kb.main_api import is_branch, main_api
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -307,3 +308,16 @@ def test_a_delegating_row_keeps_its_callees():
     aten, _ = kb_kernels.build_aten([{**_aten_row("_weight_norm", "aclnnDivs,aclnnDiv"), "aclnn_source": "delegated",
                                       "via": "Tensor.div"}])
     assert aten["_weight_norm"]["via"] == ["Tensor.div"] and aten["_weight_norm"]["source"] == "delegated"
+
+
+def test_a_weight_nz_branch_is_never_the_main_api(facts):
+    """bmm's row lists aclnnBatchMatMulWeightNz, aclnnBatchMatMul, aclnnMatmul; the first is aclnnBatchMatMul plus
+    WeightNz, the branch for a weight in NZ format (marked not supported on the 910), so the main API is
+    aclnnBatchMatMul. A version suffix is no branch: npu_fusion_attention keeps aclnnFlashAttentionVarLenScoreV4."""
+    for product in ("910", "A2"):
+        bmm = facts.judge("aten::bmm.default", product, (BF16, BF16))
+        assert next(a for a in bmm.apis if a.main).api == "aclnnBatchMatMul"
+    assert main_api("bmm", ["aclnnBatchMatMulWeightNz", "aclnnBatchMatMul"],
+                    {"aclnnBatchMatMulWeightNz", "aclnnBatchMatMul"})[0] == "aclnnBatchMatMul"
+    assert is_branch("aclnnAddmmWeightNz", ["aclnnAddmmWeightNz", "aclnnAddmm"])
+    assert not is_branch("aclnnFlashAttentionScoreV4", ["aclnnFlashAttentionScore", "aclnnFlashAttentionScoreV4"])
