@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..kb.catalog import CALLING, CALLING_OUT, DISPATCHED
+from ..kb.catalog import CALLING, CALLING_OUT, DISPATCHED, FALLS_BACK
 from ..kb.evidence import check_binding
 from ..messages import N_
 from ..records import AtenCall
@@ -15,6 +15,7 @@ from .decompose import composite_calls, dispatch_kinds, has_backend_kernel, is_v
 if TYPE_CHECKING:
     from ..kb.kernels import KernelFacts
     from ..kb.products import Product
+    from ..kb.rules import Composite
     from ..kb.store import KnowledgeBase
     from ..kb.versions import Version
 
@@ -36,6 +37,10 @@ class AtenVerdict:
     host_copy: bool = False
     view: bool = False  # it runs, and its schema makes it a view (reads no data: no dtype limit applies)
     lacking: tuple[str, ...] = ()  # status "missing" for a composite: the ops its kernel calls that have no NPU kernel
+    # a composite run through its fallback decomposition (rules.toml [[composite]] fallback): (the dtype of the call it
+    # was run with, the kernel ops among its callees that read data in that dtype); PyTorch's math attention casts
+    # bf16 to float32 first, so only the cast reads bf16
+    reads: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def kernel_ops(self) -> tuple[str, ...]:
@@ -95,6 +100,11 @@ class AtenJudge:
 
     def _aten_verdict(self, aten: str, example, depth: int) -> AtenVerdict:
         support = self.kb.kernel_support(aten, self.version)
+        rule = self.kb.rules.fallback_of(aten, self.target.kernel) if support.supported else None
+        if rule is not None and depth < _MAX_DEPTH:
+            fell = self._fallback(aten, rule, example, depth, support.evidence)
+            if fell is not None:
+                return fell
         if support.supported:
             own = support.fact is not None and support.fact.paths(self.version) == ("torch_npu",)
             host = own and self.facts.lookup(aten) is None and returns_to_host(aten)
@@ -131,6 +141,29 @@ class AtenJudge:
         calling = CALLING % {"op": aten, "kind": kinds[0], "called": called}
         return AtenVerdict(aten, status, dispatcher + calling, True, kernels)
 
+    def _fallback(self, aten: str, rule: Composite, example, depth: int, evidence: str) -> AtenVerdict | None:
+        """`aten` on a product where its NPU kernel runs PyTorch's decomposition `rule.fallback`: judged by what that
+        calls, run with the recorded shapes (key and value heads matched to the query's when the call was grouped-
+        query, as enable_gqa does); None when the decomposition cannot be run on them (its own kernel decides)."""
+        assert rule.fallback is not None
+        calls = composite_calls(rule.fallback, *example) or composite_calls(rule.fallback, *_heads_matched(example))
+        if calls is None or not calls.complete:
+            return None
+        parts = [self.aten_verdict(name, _Call(ins, out), depth + 1) for name, ins, out in calls]
+        called = ", ".join(dict.fromkeys(v.op for v in parts)) or "nothing"
+        said = FALLS_BACK % {"product": self.target.name, "fallback": rule.fallback, "why": rule.fallback_evidence,
+                             "called": called}
+        lacking = [v for v in parts if not v.supported]
+        if lacking:
+            return AtenVerdict(aten, "missing", f"{evidence}; {said}: " + "; ".join(dict.fromkeys(
+                v.evidence for v in lacking)), False, lacking=tuple(dict.fromkeys(v.op for v in lacking)))
+        dtype = example[0][0][1] if example[0] else None
+        reading = tuple(dict.fromkeys(k for (_, ins, _), v in zip(calls, parts, strict=True)
+                                      if any(d == dtype for _, d in ins) for k in v.kernel_ops))
+        return AtenVerdict(aten, "kernel", f"{evidence}; {said}", True,
+                           tuple(dict.fromkeys(k for v in parts for k in v.kernel_ops)),
+                           reads=(dtype, reading) if dtype else None)
+
     @staticmethod
     def _registered(aten: str, kinds: tuple[str, ...], where: str, support: str) -> AtenVerdict:
         """The verdict the composite's registration alone gives, when its calls cannot be (fully) known."""
@@ -141,6 +174,17 @@ class AtenJudge:
         return AtenVerdict(aten, "missing", f"{support}; {where} (it calls the backend's kernels)", False)
 
 
+def _heads_matched(example: tuple) -> tuple:
+    """An attention call's example with the key's and value's head dimension (-3) set to the query's: [B, Hkv, S, D]
+    -> [B, Hq, S, D], what grouped-query attention repeats them to."""
+    inputs, output = example
+    if len(inputs) < 3 or any(len(shape) < 3 for shape, _ in inputs[:3]):
+        return example
+    heads = inputs[0][0][-3]
+    matched = tuple((shape[:-3] + (heads,) + shape[-2:], dtype) for shape, dtype in inputs[1:3])
+    return (inputs[0], *matched, *inputs[3:]), output
+
+
 def support_line(verdict: AtenVerdict) -> str:
     """The kernel list's line of a verdict ('npu_aten_ops: no row for lgamma'), without the dispatcher's."""
     return verdict.evidence.split("; ")[0]
@@ -149,6 +193,12 @@ def support_line(verdict: AtenVerdict) -> str:
 def kernel_ops(verdicts: dict[str, AtenVerdict]) -> list[str]:
     """The ATen ops whose kernel facts speak for the verdicts: their own kernels, their composites' callees."""
     return list(dict.fromkeys(k for v in verdicts.values() for k in v.kernel_ops))
+
+
+def reading_ops(verdicts: dict[str, AtenVerdict], dtype: str) -> list[str]:
+    """kernel_ops, a fallback's narrowed to the callees that read data in `dtype` (AtenVerdict.reads)."""
+    return list(dict.fromkeys(k for v in verdicts.values()
+                              for k in (v.reads[1] if v.reads and v.reads[0] == dtype else v.kernel_ops)))
 
 
 def binding_reason(bindings: list[AtenVerdict]) -> tuple[str, dict[str, str], str]:

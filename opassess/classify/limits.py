@@ -23,7 +23,7 @@ from ..reasons import (
 )
 from ..records import Operator, Signature
 from ..vocabulary import Category, Confidence
-from .aten import kernel_ops
+from .aten import reading_ops
 from .judgement import Judgement
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class SignatureChecks:
     product: str  # as reports print it
     page: str  # the API pages' product name
     facts: KernelFacts
+    trained: bool  # the capture is a training step (a bf16 remedy then scales the loss)
 
     def _limits(self, op: Operator, sig: Signature, j: Judgement, api: ApiFact, dtypes: bool = True,
                 kernel_atens: Sequence[str] = ()) -> None:
@@ -60,8 +61,8 @@ class SignatureChecks:
                     j.add_message(DTYPE, N_("input dtype %(dtype)s is not supported by %(api)s on %(product)s "
                                               "(allowed: %(allowed)s); %(remedy)s"),
                                   {"dtype": dtype, "api": api.api, "product": self.product,
-                                   "allowed": ", ".join(allowed), "remedy": remedy(dtype, allowed)}, evidence,
-                                  category=Category.PARAM_CONVERTED)
+                                   "allowed": ", ".join(allowed), "remedy": remedy(dtype, allowed, self.trained)},
+                                  evidence, category=Category.PARAM_CONVERTED)
         outputs = {d for node in _nodes_of(op, sig) for d in node.output_dtypes if d}
         for cast in lim.dtype_casts:
             if dtypes and cast.get("from") == "float64" and ("float64" in outputs or "float64" in sig.input_dtypes):
@@ -121,12 +122,14 @@ class SignatureChecks:
                           f"rules.toml: options_only ({borrower})", per_signature=False)
             return
         verdicts = _verdicts_of(op, sig, verdicts, dtype)
-        lim = api.limitation if api is not None else None
+        # the page's limits hold where the page speaks for the product at all (a product it has no mark for is
+        # judged by the kernel facts alone: the page's list was written for the products it covers)
+        lim = api.limitation if api is not None and api.supported(self.page) is not None else None
         page = lim.allowed_dtypes(self.page, dict(sig.attrs)) if lim is not None else None
         unparsed = bool(lim and any("dtype" in tag for tag in lim.unparsed))
         hosts = tuple(v.op for v in verdicts.values() if v.host_copy) if verdicts and all(
             v.host_copy for v in verdicts.values()) else ()
-        check = check_dtype(dtype, self.target, page, kernel_ops(verdicts), self.facts, unparsed, hosts,
+        check = check_dtype(dtype, self.target, page, reading_ops(verdicts, dtype), self.facts, unparsed, hosts,
                             bool(lim and lim.excludes(dtype, self.page)))
         if check.decided_by in ("none", "api-page") and verdicts and all(
                 v.view or v.status == "everywhere" for v in verdicts.values()):
@@ -154,7 +157,7 @@ class SignatureChecks:
                    "%(remedy)s")
             j.add_message(DTYPE, text, {"dtype": dtype, "api": who, "product": self.product,
                                           "allowed": ", ".join(check.allowed) or Text(N_("none")),
-                                          "remedy": remedy(dtype, check.allowed),
+                                          "remedy": remedy(dtype, check.allowed, self.trained),
                                           "disagreement": check.disagreement(self.product) if check.disagree else ""},
                           evidence, category=Category.PARAM_CONVERTED)
 

@@ -171,6 +171,13 @@ class _Classifier(AtenJudge, SignatureChecks):
                 if skipped else N_("torch_npu runs %(op)s whole")
             shared.append(Reason.of("composite", whole_text, {"op": composite.aten, "traced": ", ".join(
                 dict.fromkeys(skipped))}, f"rules.toml: composite {composite.aten} ({composite.evidence})"))
+            if composite.fallback and self.target.kernel in composite.fallback_on:
+                shared.append(Reason.of("composite", N_("on %(product)s torch_npu's kernel for %(op)s runs no fused "
+                                                        "NPU kernel but PyTorch's decomposition %(fallback)s: the ops "
+                                                        "it calls are judged, and run unfused"),
+                                        {"product": self.product, "op": composite.aten, "fallback": composite.fallback},
+                                        f"rules.toml: composite {composite.aten} fallback "
+                                        f"({composite.fallback_evidence})"))
         if decomposition:
             shared.append(Reason.of("taken-whole", N_("torch_npu runs %(ops)s whole (the op called has an NPU kernel); "
                                                       "%(skipped)s, seen in the CPU/meta decomposition, is not judged"),

@@ -26,7 +26,9 @@ CALLING_OUT = N_("%(op)s has a %(kind)s kernel calling its out variant %(out)s")
 CALLING = N_("%(op)s has a %(kind)s kernel calling %(called)s")
 DISPATCHED = N_("%(op)s has a %(kind)s kernel")
 NOT_EXCLUDED = N_("not excluded")  # a kernel doc's dtype row lists the dtype and does not exclude it for the product
-CITED_PHRASES = (CALLING_OUT, CALLING, DISPATCHED, DERIVED, STRUCTURED, NOT_EXCLUDED)
+# a composite torch_npu runs through PyTorch's decomposition on some products (rules.toml [[composite]] fallback)
+FALLS_BACK = N_("on %(product)s its NPU kernel runs %(fallback)s (%(why)s), calling %(called)s")
+CITED_PHRASES = (FALLS_BACK, CALLING_OUT, CALLING, DISPATCHED, DERIVED, STRUCTURED, NOT_EXCLUDED)
 
 
 def rule_texts(table: Any, key: str | None = None) -> Iterator[str]:

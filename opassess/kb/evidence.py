@@ -96,12 +96,14 @@ def cast_target(dtype: str, allowed: Iterable[str]) -> str | None:
     return same_kind[0] if same_kind else None
 
 
-def remedy(dtype: str, allowed: Iterable[str]) -> str:
-    """Advice that fits the chip and keeps the data: bf16 where only fp16/fp32 run is 'fp16 with loss scaling, or
-    fp32'; an integer narrowed (int64 -> int32) only where its values fit."""
+def remedy(dtype: str, allowed: Iterable[str], training: bool = False) -> str:
+    """Advice that fits the chip and keeps the data: bf16 where only fp16/fp32 run is 'fp16 or fp32', with loss
+    scaling when the capture is a training step (a forward-only scan has no loss to scale); an integer narrowed
+    (int64 -> int32) only where its values fit."""
     allowed = tuple(allowed)
     if dtype == "bfloat16" and "float16" in allowed and "float32" in allowed:
-        return Text(N_("run it in float16 with loss scaling (torch_npu.npu.amp) or in float32"))
+        return Text(N_("run it in float16 with loss scaling (torch_npu.npu.amp) or in float32") if training else
+                    N_("run it in float16 (torch_npu.npu.amp autocast) or in float32"))
     target = cast_target(dtype, allowed)
     if target is None:
         return Text(N_("no dtype of the same kind is supported: compute it in another op or on the CPU"))

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from opassess.datafile import TomlTable
 from opassess.errors import KnowledgeBaseError
+from opassess.kb.products import KERNEL_COLUMNS
 from opassess.vocabulary import CATEGORIES, Category
 
 _ATEN_NAME = re.compile(r"^aten::[a-z_][a-z0-9_]*(\.[A-Za-z0-9_]+)?$")
@@ -59,6 +60,11 @@ class Composite:
     apis: tuple[str, ...]
     cpu_only: tuple[str, ...]
     evidence: str
+    # Products (kernel columns) where torch_npu's kernel for the op runs PyTorch's own decomposition `fallback`
+    # instead of a fused NPU kernel (SDPA below Ascend910B1 runs aten::_scaled_dot_product_attention_math)
+    fallback: str | None = None
+    fallback_on: tuple[str, ...] = ()
+    fallback_evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,10 @@ class Rules:
 
     def cpu_only_of(self, aten: str) -> Composite | None:
         return next((c for c in self.composites if aten in c.cpu_only), None)
+
+    def fallback_of(self, aten: str, product: str) -> Composite | None:
+        """The composite whose NPU kernel runs its `fallback` decomposition on `product` (a kernel column)."""
+        return next((c for c in self.composites if c.aten == aten and product in c.fallback_on), None)
 
 
 class KnownFacts(Protocol):
@@ -285,7 +295,17 @@ def _read_composites(root: TomlTable, names: _Names) -> tuple[Composite, ...]:
     for item in root.tables("composite"):
         aten = names.aten_kernel(item, "aten", item.string("aten"))
         apis = tuple(names.documented(item, "apis", api) for api in item.strings("apis"))
-        composites.append(Composite(aten, apis, _aten_names(item, "cpu_only"), item.string("evidence")))
+        fallback = item.string("fallback", None)
+        fallback_on = item.strings("fallback_on", ())
+        unknown = [p for p in fallback_on if p not in KERNEL_COLUMNS]
+        if unknown:
+            raise _refuse(item, "fallback_on", f"{unknown[0]!r} is not a product column ({', '.join(KERNEL_COLUMNS)})")
+        if (fallback is None) != (not fallback_on):
+            raise _refuse(item, "fallback", "a fallback names both the op it runs and the products it runs on")
+        if fallback is not None and not _ATEN_NAME.match(fallback):
+            raise _refuse(item, "fallback", f"{fallback!r} is not an ATen op name")
+        composites.append(Composite(aten, apis, _aten_names(item, "cpu_only"), item.string("evidence"),
+                                    fallback, fallback_on, item.string("fallback_evidence", "")))
         item.finish()
     return tuple(composites)
 

@@ -357,8 +357,9 @@ def basis_text(once: Effort, check: Effort, members: tuple[int, int], _=str) -> 
 
 def _precision(keys: list[str], by_key: Mapping[str, ClassifiedOp], scores: Sequence[OpScore], inventory: Inventory,
                findings: Sequence[Finding], rules: DecisionRules) -> tuple[str, str, tuple[str, ...]]:
-    """Title, cause and plan lines of the precision decision: float16 with loss scaling where every covered kernel
-    takes float16, else float32; the model's overflow-prone operators kept in float32."""
+    """Title, cause and plan lines of the precision decision: float16 where every covered kernel takes float16 (with
+    loss scaling in the title when the capture is a training step; a forward-only scan keeps it as a plan line for
+    when the model trains), else float32; the model's overflow-prone operators kept in float32."""
     dtype = inventory.model.dtype
     matches = [m for k in keys for r in by_key[k].reasons if r.code == "dtype"
                for m in [_DTYPE.match(r.message)] if m and m["dtype"] == dtype]
@@ -369,7 +370,7 @@ def _precision(keys: list[str], by_key: Mapping[str, ClassifiedOp], scores: Sequ
     prone = overflow_prone(scores, findings, p)
     values = {"target": target, "product": product, "dtype": dtype, "n": len(keys)}
     title = Text(N_("precision plan: run in %(target)s with loss scaling on %(product)s (%(dtype)s has no kernel for "
-                    "%(n)s operator type(s))") if target == "float16" else
+                    "%(n)s operator type(s))") if target == "float16" and inventory.capture.training else
                  N_("precision plan: run in %(target)s on %(product)s (%(dtype)s has no kernel for %(n)s operator "
                     "type(s))"), values)
     cause = Text(N_("%(product)s has no %(dtype)s kernel for these operators (kernel facts)"), values)

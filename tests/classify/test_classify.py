@@ -442,7 +442,39 @@ def test_item_of_an_int64_tensor_is_a_host_copy_that_runs(kb, model_file):
         item = {c.operator.key: c for c in classify(inventory, kb, target=target)}["Tensor.item"]
         assert item.category == "direct" and item.confidence == "low", (target, item.reasons)
         assert item.aten_support == {"aten::_local_scalar_dense": True}
+        assert "dtype" not in codes(item)
+        if target == "910A":  # the page marks no product column for it: its fp32 list is no caveat there
+            assert "host-copy" not in codes(item)
+            continue
         (copy,) = [r for r in item.reasons if r.code == "host-copy"]  # the int64 signature only; float32 is listed
         assert copy.signature is not None and "int64" in copy.message and "(float32)" in copy.message
         assert "npu_aten_ops: _local_scalar_dense [torch_npu native]" in copy.evidence
-        assert "dtype" not in codes(item)
+
+
+def test_an_api_pages_dtype_list_holds_only_for_the_products_the_page_marks(kb, model_file):
+    # The native-API page lists GroupNorm as float32 only and histc as float16/float32 (issue 37 audit rows 11-12),
+    # marking Atlas A2/A3 and 950DT. On A2 the kernel docs overrule both lists (kernel-dtype). The 200I/500 A2
+    # (310B) has no column on the page and aclnnGroupNorm/aclnnHistc are not documented there: the page's list was
+    # not written for it, so it decides nothing (no "cast to float32", no "compute it in another op")
+    path = model_file('''
+        import torch
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gn = torch.nn.GroupNorm(2, 8)
+            def forward(self, x, idx):
+                return self.gn(x), torch.histc(idx, bins=4, min=0, max=3)
+        def build_model():
+            return M().half()
+        def example_inputs():
+            return torch.randn(2, 8, 16, dtype=torch.float16), torch.randint(0, 4, (32,), dtype=torch.int32)
+    ''')
+    inventory = scan_inventory(ScanOptions(target=str(path)))
+    for target in ("310B", "A2"):
+        ops = {c.operator.key: c for c in classify(inventory, kb, target=target)}
+        for key in ("torch.nn.GroupNorm", "torch.histc"):
+            assert ops[key].category == "direct", (target, [r.message for r in ops[key].reasons])
+            assert not any(r.code == "dtype" for r in ops[key].reasons)
+        if target == "A2":
+            assert all(any(r.code == "kernel-dtype" for r in ops[k].reasons)
+                       for k in ("torch.nn.GroupNorm", "torch.histc"))

@@ -45,3 +45,34 @@ def test_composites_whose_callees_lack_an_npu_kernel_are_not_direct(kb, model_fi
         assert "view-op" not in {r.code for r in op.reasons}
     # A composite whose callees all have kernels stays direct (new_ones -> fill_.Scalar).
     assert ops["Tensor.new_ones"].category == "direct"
+
+
+def test_below_ascend910b1_sdpa_is_judged_by_the_math_decomposition_it_runs_there(kb, model_file):
+    # rules.toml: op-plugin's SDPA kernel calls the fused attention only from Ascend910B1 on, PyTorch's math
+    # decomposition below (910, 310P). Grouped-query shapes (8 query heads, 2 key/value heads) in bfloat16: the
+    # decomposition is run with the key/value heads matched, and only its first cast reads bf16 data, so bmm's and
+    # softmax's bf16 exclusions on the 910 are no limit this call crosses
+    path = model_file('''
+        import torch
+        import torch.nn.functional as F
+        class M(torch.nn.Module):
+            def forward(self, q, k, v):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        def build_model():
+            return M()
+        def example_inputs():
+            q = torch.randn(1, 8, 16, 32, dtype=torch.bfloat16)
+            return q, torch.randn(1, 2, 16, 32, dtype=torch.bfloat16), torch.randn(1, 2, 16, 32, dtype=torch.bfloat16)
+    ''')
+    inventory = scan_inventory(ScanOptions(target=str(path)))
+    key = "torch.nn.functional.scaled_dot_product_attention"
+    on_910 = {c.operator.key: c for c in classify(inventory, kb, target="910A")}[key]
+    on_a2 = {c.operator.key: c for c in classify(inventory, kb, target="A2")}[key]
+    kernel = next(r for r in on_910.reasons if r.code == "kernel")
+    assert "its NPU kernel runs aten::_scaled_dot_product_attention_math" in kernel.evidence
+    assert "calling aten::_to_copy" in kernel.evidence and "aten::bmm" in kernel.evidence
+    assert any(r.code == "composite" and "runs no fused NPU kernel" in r.message for r in on_910.reasons)
+    assert not any(r.code == "dtype" for r in on_910.reasons), [r.message for r in on_910.reasons]
+    assert not any("aclnnFlashAttention" in r.message for r in on_910.reasons)
+    assert on_a2.category == "direct"
+    assert not any("_scaled_dot_product_attention_math" in r.evidence for r in on_a2.reasons)

@@ -38,4 +38,4 @@ def test_no_bf16_verdict_where_the_kernel_facts_take_bf16(tmp_path, kb, config):
     on_910 = {c.operator.key: c for c in classify(inventory, kb, target="910A")}
     linear = on_910["torch.nn.Linear"]
     assert linear.category != "direct"
-    assert any("float16 with loss scaling" in r.message for r in linear.reasons if r.code == "dtype")
+    assert any("run it in float16 (" in r.message for r in linear.reasons if r.code == "dtype")

@@ -127,9 +127,31 @@ def test_a_delegating_kernel_cites_the_api_of_the_op_it_delegates_to_on_910a(tmp
     assert any("the main API aclnnDiv (it delegates to div" in r.evidence for r in conv.reasons)
     assert not any("aclnnDivs" in r.message for r in conv.reasons)
     llama = scan_inventory(ScanOptions(target=causal_lm_file(tmp_path, "LlamaConfig", TINY), dtype="bfloat16"))
-    sdpa = verdicts(llama, kb, "910A")["torch.nn.functional.scaled_dot_product_attention"]
+    # (on 310B: below Ascend910B1 the kernel runs no fused attention at all, the next test)
+    sdpa = verdicts(llama, kb, "310B")["torch.nn.functional.scaled_dot_product_attention"]
     assert not any("MaskedFill" in r.message for r in sdpa.reasons), [r.message for r in sdpa.reasons]
     assert any("aclnnFlashAttention" in r.message and r.code == "kernel-product" for r in sdpa.reasons)
+
+
+def test_below_ascend910b1_attention_is_judged_by_the_math_decomposition_torch_npu_runs_there(tmp_path, kb):
+    pytest.importorskip("transformers")
+    # op-plugin's scaled_dot_product_attention calls npu_fusion_attention only from Ascend910B1 on; on the 910 and
+    # the 310P it runs at::_scaled_dot_product_attention_math. Llama's grouped-query SDPA (4 query heads, 2 key/value
+    # heads) in bf16: that decomposition casts to float32 before bmm and softmax, so their kernels' bf16 exclusions
+    # are no limit it crosses, and the flash kernels' product marks are not what runs
+    llama = scan_inventory(ScanOptions(target=causal_lm_file(tmp_path, "LlamaConfig", TINY), dtype="bfloat16"))
+    for target in ("910A", "310P"):
+        sdpa = verdicts(llama, kb, target)["torch.nn.functional.scaled_dot_product_attention"]
+        fallback = [r for r in sdpa.reasons if "_scaled_dot_product_attention_math" in r.message]
+        assert fallback and "ScaledDotProductAttentionKernelNpuOpApi.cpp" in fallback[0].evidence
+        assert not any("aclnnFlashAttention" in r.message for r in sdpa.reasons), [r.message for r in sdpa.reasons]
+        kernel = next(r for r in sdpa.reasons if r.code == "kernel")
+        assert "calling aten::_to_copy" in kernel.evidence and "aten::bmm" in kernel.evidence
+        assert not any(r.code == "dtype" and ("aclnnBatchMatMul" in r.message or "aclnnSoftmax" in r.message)
+                       for r in sdpa.reasons)
+    on_a2 = verdicts(llama, kb, "A2")["torch.nn.functional.scaled_dot_product_attention"]
+    assert on_a2.category == "direct"
+    assert not any("_scaled_dot_product_attention_math" in r.message + r.evidence for r in on_a2.reasons)
 
 
 def test_a_dtype_reason_cites_only_the_kernels_that_read_the_data_in_that_dtype(kb):

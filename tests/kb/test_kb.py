@@ -210,6 +210,12 @@ def test_broken_rule_names_file_and_key(tmp_path):
     kb = _rules_copy(tmp_path, 'aten = "aten::_fused_adamw_"', 'aten = "aten::_fused_adam_"')
     with pytest.raises(KnowledgeBaseError, match=r"fused_step\[0\]\.aten: 'aten::_fused_adam_' has no NPU kernel"):
         _ = kb.rules
+    kb = _rules_copy(tmp_path, 'fallback_on = ["910", "310P"]', 'fallback_on = ["910", "910B"]')
+    with pytest.raises(KnowledgeBaseError, match=r"composite\[0\]\.fallback_on: '910B' is not a product column"):
+        _ = kb.rules
+    kb = _rules_copy(tmp_path, 'fallback_on = ["910", "310P"]', 'fallback_on = []')
+    with pytest.raises(KnowledgeBaseError, match=r"composite\[0\]\.fallback: a fallback names both"):
+        _ = kb.rules
     kb = _rules_copy(tmp_path, "[meta]", "[meta\n")
     with pytest.raises(KnowledgeBaseError, match=r"rules\.toml: TOML syntax error"):
         _ = kb.rules

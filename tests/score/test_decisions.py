@@ -27,6 +27,16 @@ def bf16():
     return {product: _assess("bf16_block", product, dtype="bfloat16") for product in ("910A", "Atlas A2")}
 
 
+def test_a_training_step_scales_the_loss_in_the_precision_plan_and_in_each_dtype_reason():
+    result = assess(ScanOptions(target=str(MODELS / "bf16_block.py"), product="910A", dtype="bfloat16", train=True))
+    (plan,) = [d for d in result.estimate.decisions if d.name == "precision"]
+    assert plan.title.startswith("precision plan: run in float16 with loss scaling on Atlas training series")
+    assert any(line.startswith("loss scaling this capture is a training step") for line in plan.plan)
+    linear = next(op for op in result.estimate.ops if op.score.classified.operator.key == "torch.nn.Linear")
+    assert any(r.code == "dtype" and "run it in float16 with loss scaling" in r.message
+               for r in linear.score.classified.reasons)
+
+
 def test_bf16_on_910A_is_one_precision_decision_priced_once(bf16):
     est = bf16["910A"].estimate
     precision = [d for d in est.decisions if d.name == "precision"]
@@ -43,8 +53,11 @@ def test_bf16_on_910A_is_one_precision_decision_priced_once(bf16):
         assert ops[key].person_days.likely < 0.1
     n = len(plan.operators)
     assert plan.once.likely == 2.0 and plan.person_days.likely == pytest.approx(2.0 + 0.05 * n)
-    assert "float16 with loss scaling" in plan.title
-    assert any("GradScaler(init_scale=1024, growth_interval=2000)" in line for line in plan.plan)
+    # a forward-only capture: float16, with loss scaling a plan line for when the model trains, not the title's
+    assert plan.title.startswith("precision plan: run in float16 on Atlas training series") and \
+        "loss scaling" not in plan.title
+    assert any("loss scaling when training: torch_npu.npu.amp.GradScaler(init_scale=1024, growth_interval=2000)"
+               in line for line in plan.plan)
     prone = next(line for line in plan.plan if line.startswith("keep in float32"))
     assert "torch.nn.functional.softmax" in prone and "torch.nn.Linear" not in prone
 
@@ -90,20 +103,35 @@ def test_change_tiers_from_the_reason():
     assert change_of(Reason("dtype", "input dtype float64 ...", "e"), rules) is None
 
 
-def test_no_mark_on_910A_is_no_kernel_check_the_kernel_facts_judge():
+def test_no_mark_on_910A_is_no_kernel_check_the_kernel_facts_judge(model_file):
     """The torch_npu API pages mark no API for Atlas training series (910A): their silence says nothing of one
-    operator, so those operators join the validation block as on Atlas A2; only a disagreement between the kernel
-    docs and the page (kernel-product) is a kernel-check cause (tests/models/bert_shaped.py: torch.matmul, whose
-    aclnn kernel falls back to the aclop path on 910A)."""
+    operator, so those operators join the validation block as on Atlas A2 (tests/models/bert_shaped.py, whose
+    kernels' docs all list the 910: its 910A estimate is its A2 one); only a kernel whose doc marks the product ✘
+    and falls back to the aclop path (kernel-product) is a kernel-check cause: integer repeat_interleave, whose
+    aclnnRepeatInterleaveInt is ✘ on the 910."""
     on_910, on_a2 = (_assess("bert_shaped", product).estimate for product in ("910A", "Atlas A2"))
-    ops = {op.score.classified.operator.key: op for op in on_910.ops}
     silent = [op for op in on_910.ops if {r.code for r in op.score.classified.reasons} & {"api-undocumented"}
               and not any(r.code == "kernel-product" for r in op.score.classified.reasons)]
     assert len(silent) >= 10  # every API of the model: the page's 910A column is empty
     assert all(op.cost in ("validation-block", "zero-cost") and not op.decisions for op in silent)
+    assert not [d for d in on_910.decisions if d.name == "kernel-check"]
+    assert on_910.total.likely == pytest.approx(on_a2.total.likely, abs=0.01)
+    path = model_file('''
+        import torch
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return x.repeat_interleave(2, dim=-1) * 2
+        def build_model():
+            return M()
+        def example_inputs():
+            return (torch.randn(2, 8),)
+    ''')
+    on_910, on_a2 = (assess(ScanOptions(target=str(path), product=product)).estimate for product in ("910A", "A2"))
+    ops = {op.score.classified.operator.key: op for op in on_910.ops}
     check = [d for d in on_910.decisions if d.name == "kernel-check"]
-    assert len(check) == 1 and check[0].operators == ("torch.matmul",)
-    assert any(r.code == "kernel-product" for r in ops["torch.matmul"].score.classified.reasons)
+    assert len(check) == 1 and check[0].operators == ("Tensor.repeat_interleave",)
+    assert any(r.code == "kernel-product" and "aclnnRepeatInterleaveInt" in r.message
+               for r in ops["Tensor.repeat_interleave"].score.classified.reasons)
     assert "no mark for the target is no such cause" in check[0].cause
     # the difference from Atlas A2 is that one check, priced once (0.5 likely) plus its operator's 0.02
     assert on_910.total.likely - on_a2.total.likely == pytest.approx(0.5, abs=0.05)
