@@ -48,17 +48,29 @@ def test_verify_list_is_one_qualified_api_per_line():
     assert to_verify({"category": "direct", "known": True, "reasons": [], "risk": {"likelihood": 1}}) is None
 
 
-def test_verify_list_on_910A_is_atlas_a2s_plus_the_operators_whose_kernel_facts_the_page_contradicts():
+def test_verify_list_on_910A_is_atlas_a2s_plus_the_operators_whose_kernel_facts_the_page_contradicts(model_file):
     """The torch_npu API pages mark no API for Atlas training series (910A): that silence (api-undocumented) says
-    nothing of one operator, so it is no reason to verify it; a disagreement between the kernel docs and the page
-    (kernel-product: torch.matmul's aclnn kernel falls back to the aclop path on 910A) is (tests/models/bert_shaped.py:
-    every operator carried api-undocumented on 910A and the list named them all)."""
-    def listed(product):
-        doc = build_view(assess(ScanOptions(target=str(MODELS / "bert_shaped.py"), product=product))).document
+    nothing of one operator, so it is no reason to verify it (tests/models/bert_shaped.py: every operator carried
+    api-undocumented on 910A and the list named them all; its kernels' docs all list the 910, so its list is A2's);
+    a kernel whose doc marks the product ✘ and falls back to the aclop path (kernel-product) is: integer
+    repeat_interleave, whose aclnnRepeatInterleaveInt is ✘ on the 910."""
+    def listed(path, product):
+        doc = build_view(assess(ScanOptions(target=str(path), product=product))).document
         return [line for line in handoff_files(doc)["verify_apis.txt"].splitlines() if not line.startswith("#")]
 
-    on_a2, on_910 = listed("Atlas A2"), listed("910A")
-    assert on_910 == [*on_a2, "torch.matmul  # low confidence: kernel-product"]
+    assert listed(MODELS / "bert_shaped.py", "910A") == listed(MODELS / "bert_shaped.py", "Atlas A2")
+    path = model_file('''
+        import torch
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return x.repeat_interleave(2, dim=-1) * 2
+        def build_model():
+            return M()
+        def example_inputs():
+            return (torch.randn(2, 8),)
+    ''')
+    on_a2 = listed(path, "Atlas A2")
+    assert listed(path, "910A") == [*on_a2, "Tensor.repeat_interleave  # low confidence: kernel-product"]
 
 
 def test_reproduction_runs_and_calls_the_operator_with_the_captured_signature(tmp_path):
