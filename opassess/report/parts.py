@@ -6,9 +6,9 @@ them together into the whole document's record, decoded once where a document is
 back by `opassess diff`); renderers, the display, gates and diffs then read attributes (`op.person_days.likely`), not
 string keys. A part's field is named as its JSON key (`key("class")` where the key is no Python name); its type says
 how to read the value: a part, `X | None`, `tuple[X, ...]` (a JSON list), `Mapping[str, X]` (an object keyed by
-names), or a plain value taken as it is. A key missing from the object takes the field's default, and a field with
-none is required: `decode` raises DocumentError naming where. tests/test_vocabulary.py ties each part's fields to the
-schema's properties.
+names), or a plain str, int, float or bool, whose JSON type is checked. A key missing from the object takes the
+field's default, and a field with none is required: `decode` raises DocumentError naming where.
+tests/test_vocabulary.py ties each part's fields to the schema's properties.
 """
 from __future__ import annotations
 
@@ -76,8 +76,9 @@ def decode(cls: type[T], value: Any, where: str = "") -> T:
 
 
 def _reader(hint: Any) -> Reader | None:
-    """How to read a value of type `hint` from the document; None for a plain value (str, number, bool, Any), taken
-    as the document holds it (numbers keep their JSON type)."""
+    """How to read a value of type `hint` from the document: a str, int, float or bool is checked for its JSON type
+    and taken as the document holds it (an int where a float is declared stays an int); None for Any and other
+    hints, taken as they are."""
     origin = get_origin(hint)
     if origin is Union or origin is types.UnionType:
         kinds = [a for a in get_args(hint) if a is not type(None)]
@@ -117,7 +118,26 @@ def _reader(hint: Any) -> Reader | None:
                     raise exc.within(str(k)) from None
             return out
         return read_object
-    return None
+    return _PLAIN.get(hint)
+
+
+def _plain(kinds: tuple[type, ...], said: str) -> Reader:
+    """A reader that takes a plain value of one of `kinds` as it is (never a bool for a number) and refuses any
+    other: a baseline report's `"name": 5` or `"calls": null` is a malformed document, not an operator to compare."""
+    def read(value: Any) -> Any:
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+            raise DocumentError(f"expected {said}, got {_json_type(value)}")
+        return value
+    return read
+
+
+def _json_type(value: Any) -> str:
+    return "null" if value is None else {bool: "a boolean", str: "a string", int: "a number", float: "a number",
+                                          list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+_PLAIN: dict[Any, Reader] = {str: _plain((str,), "a string"), int: _plain((int,), "an integer"),
+                             float: _plain((int, float), "a number"), bool: _plain((bool,), "a boolean")}
 
 
 def encode(part: Any) -> dict[str, Any]:

@@ -150,3 +150,18 @@ def test_a_report_malformed_inside_is_one_error_naming_the_file_and_the_place(tm
     with pytest.raises(ReportError, match=r"old\.json: not an opassess JSON report: missing or malformed "
                                           r"operators\[1\]\.risk: expected an object, got list$"):
         read_snapshot(bad)
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("op", 5, r"operators\[1\]\.op: expected a string, got a number"),  # an operator type gone, not "no change"
+    ("count", None, r"operators\[1\]\.count: expected an integer, got null"),
+    ("count", True, r"operators\[1\]\.count: expected an integer, got a boolean"),
+    ("category", ["direct"], r"operators\[1\]\.category: expected a string, got a list"),
+])
+def test_a_plain_value_of_the_wrong_json_type_is_refused_naming_the_place(tmp_path, field, value, said):
+    document = report("m.py", [op("a"), op("b")])
+    document["operators"][1][field] = value
+    bad = tmp_path / "old.json"
+    bad.write_text(json.dumps(document))
+    with pytest.raises(ReportError, match=rf"old\.json: not an opassess JSON report: missing or malformed {said}$"):
+        read_snapshot(bad)
