@@ -82,3 +82,6 @@ def test_mamba_slow_path_names_the_scan_loop_without_swiglu_or_transdata(tmp_pat
     assert "16 steps, 2x" in loop.title and loop.metrics["steps"] == 16
     assert "32 matmuls" in loop.title and "third_party_kernel_libs.tsv:14 mamba_ssm" in loop.title
     assert "selective_scan" in loop.title  # the route the facts give (no fused NPU kernel; the Triton SSD ports)
+    # the effect holds for this finding too: no fused NPU op exists for the scan, so it does not say one does
+    assert "no NPU kernel found for selective_scan_cuda" in loop.title
+    assert "a fused NPU op exists" not in loop.effect and "else a kernel to write" in loop.effect
