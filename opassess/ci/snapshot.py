@@ -18,7 +18,7 @@ from ..report.parts import EffortPart
 from ..report.sections.graph import GraphModePart
 from ..report.sections.operators import ModelPart, OperatorPart, SignaturePart, SummaryPart
 from ..report.sections.reach import ReachPart
-from ..report.sections.source import SitePart
+from ..report.sections.source import SitePart, is_work
 from ..score.cost import SOURCE_FINDING  # an operator's cost basis when a source site carries it
 from ..vocabulary import CATEGORIES
 
@@ -133,7 +133,6 @@ def _effort(value: EffortPart | None) -> Effort | None:
 
 
 SOURCE_KIND = "source"  # OpState.kind of a source finding (a site in the code, not a captured operator)
-NOTE_KINDS = ("precision-note", "no-op")  # source findings that are notes, not work: not compared, never gated
 
 
 @dataclass(frozen=True)
@@ -154,7 +153,7 @@ def _source_states(findings: Iterable[SitePart], origin: str) -> list[OpState]:
     notes (precision notes, no-ops) left out."""
     states = []
     for index, finding in enumerate(findings):
-        if finding.kind in NOTE_KINDS or finding.covered_by:  # notes; sites an operator carries
+        if not is_work(finding) or finding.covered_by:  # notes (not compared, never gated); sites an operator carries
             continue
         if finding.reached is False:  # present, not reached by this model: not in its total nor its gates
             continue

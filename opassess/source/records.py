@@ -36,6 +36,9 @@ KINDS = (
 
 # Kinds that are distributed work (a process group, its collectives and options), and the APIs of the other kinds
 # that are (DataParallel, DistributedDataParallel, torch.distributed): a distributed bring-up's sites
+# Kinds that are notes, not work: no effort, never priced, counted or gated (a flag nothing on the NPU reads, a
+# construct transfer_to_npu makes a no-op, a GradScaler bf16 autocast does not need)
+NOTE_KINDS = ("precision-note", "no-op")
 DISTRIBUTED_KINDS = ("backend-string", "collective", "reduce-op", "comm-hook", "dist-api", "env-var", "process-group")
 DISTRIBUTED_APIS = ("torch.distributed.", "torch.nn.parallel.", "torch.nn.DataParallel", "torch.cuda.nccl")
 
@@ -112,7 +115,7 @@ class SourceFinding:
     @property
     def effort_free(self) -> bool:
         """True for notes that need no work (precision notes and no-ops)."""
-        return self.kind in ("precision-note", "no-op")
+        return self.kind in NOTE_KINDS
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,14 @@ ResNet-18's 8 operator types, with report_support's tables:
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
+from opassess.options import ScanOptions
+from opassess.pipeline.sources import assess_sources
 from opassess.report.charts import _nice_step
 from opassess.report.charts import pareto_chart as _pareto_chart
 from opassess.report.view import build_view, heat, short_name
@@ -225,3 +228,36 @@ def test_the_view_and_its_records_are_read_by_attribute_only(view):
         with pytest.raises(TypeError, match="not subscriptable"):
             value[key]
     assert view.display.modules[0].class_ == getattr(view.display.modules[0], "class")  # templates write row.class
+
+
+def test_a_source_scan_counts_the_same_sites_in_its_cards_and_its_section(tmp_path):
+    """A GradScaler under bf16 autocast is a note (no loss to scale), as the cuDNN flag is: the summary cards and the
+    source section both leave the notes out of the sites and of the direct count (the cards used to count them)."""
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import torch
+
+        torch.backends.cudnn.benchmark = True
+
+
+        def train(model, batches):
+            model = model.cuda()
+            scaler = torch.cuda.amp.GradScaler()
+            for x in batches:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = model(x.to("cuda")).sum()
+                scaler.scale(loss).backward()
+            torch.cuda.synchronize()
+        """))
+    assessment = assess_sources((str(tmp_path),), ScanOptions(target=str(tmp_path)))
+    kinds = {f.line: f.kind for f in assessment.source_scan.findings}
+    assert (kinds[3], kinds[8]) == ("precision-note", "no-op")  # the flag and the bf16 GradScaler: the two notes
+    work = [line for line, kind in kinds.items() if kind not in ("precision-note", "no-op")]
+    assert len(work) >= 3  # .cuda(), .to("cuda"), torch.cuda.synchronize
+    display = build_view(assessment).display
+    cards = {card.label: card for card in display.cards}
+    assert cards["Source sites"].value == str(len(work))
+    direct = sum(1 for f in assessment.source_scan.findings if f.line in work and str(f.category) == "direct")
+    assert f"{direct} direct" in cards["Custom development"].detail
+    assert display.source.summary.startswith(f"{len(work)} sites in 1 files")
+    assert f": {direct} direct, " in display.source.summary and "; 2 notes" in display.source.summary
+    assert [row.line for row in display.source.notes] == [3, 8]

@@ -35,7 +35,7 @@ from ..sections.plan import (
 )
 from ..sections.reach import reach_text
 from ..sections.routes import onnx_section, serving_section
-from ..sections.source import source_section
+from ..sections.source import is_work, shown_sites, source_section
 from ..sections.time import gain_text, slow_card, time_section
 from ..sections.versions import version_lines
 from ..text import days, days_range, percent, share
@@ -192,12 +192,13 @@ def _cards(assessment: Assessment, document: DocumentPart, ops: Sequence[Operato
     total = est.total if est else None
     summary = document.summary
     source_only = assessment.capture.method == NO_CAPTURE
-    sites = document.source_findings
+    # The sites the source section counts as work (is_work: not the precision notes and no-ops it lists after them)
+    sites = [s for s in shown_sites(document.source_findings) if is_work(s)]
     scanned = document.source.files if document.source else ()
-    # The sites priced in the total count with the operators: every site of a source-only report (it has no
+    # The sites priced in the total count with the operators: every work site of a source-only report (it has no
     # operators), the reached ones of `scan --source` (a present site is costed apart, out of the total), except a
-    # site whose call is a captured operator's (covered_by: that operator counts it).
-    priced = [s for s in sites if s.reached is not False and not s.covered_by and s.risk]
+    # site whose call is a captured operator's (covered_by: that operator counts it; shown_sites leaves it out).
+    priced = [s for s in sites if s.reached is not False and s.risk]
     counts = {c: (0 if source_only else summary.categories[c]) + sum(1 for s in priced if s.category == c)
               for c in CATEGORIES}
     ranked = [((op.stars, op.likely), op.stars_text, op.op) for op in ops if op.estimated] + [

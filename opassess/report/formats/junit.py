@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..reading import parts_of
 from ..registry import RenderContext, register
 from ..sections.operators import OperatorPart
-from ..sections.source import NOTE_KINDS, SitePart
+from ..sections.source import SitePart, is_work
 from ..text import days, days_detail, inert, step_text
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def render_junit(view: View, context: RenderContext) -> str:
         by_op.setdefault(breach.op, []).append(breach)
     operators = document.operators
     sites = [site for site in document.source_findings  # work only: notes and covered sites aside
-             if site.kind not in NOTE_KINDS and not site.covered_by]
+             if is_work(site) and not site.covered_by]
     tests = len(operators) + len(sites) + 1
     failed = sum(1 for op in operators if by_op.get(op.op)) + (1 if by_op.get(None) else 0) \
         + sum(1 for site in sites if by_op.get(site.key))

@@ -8,12 +8,12 @@ from typing import overload
 
 from ...messages import say
 from ...source.catalog import said_contexts
+from ...source.records import NOTE_KINDS
 from ...vocabulary import CATEGORIES, Confidence
 from ..display.records import Record
 from ..parts import EffortPart, RiskPart
 from ..text import days
 
-NOTE_KINDS = ("precision-note", "no-op")  # notes, not work: 0 person-days, listed after the work
 LARGEST = 20  # sites the terminal summary lists (the Markdown, HTML and JSON reports list every one)
 
 
@@ -84,6 +84,12 @@ class SourceScanPart:
 def shown_sites(sites: Sequence[SitePart]) -> list[SitePart]:
     """The source findings a report lists on their own: not those a captured operator is (covered_by)."""
     return [site for site in sites if not site.covered_by]
+
+
+def is_work(site: SitePart) -> bool:
+    """Whether a site is work rather than a note (a precision note or no-op: no effort, listed after the work): the
+    one test behind the summary cards, this section's counts, the JUnit cases and the snapshots' states."""
+    return site.kind not in NOTE_KINDS
 
 
 # ------------------------------------------------------------------ the display part
@@ -218,11 +224,11 @@ def source_section(sites: Sequence[SitePart], scan: SourceScanPart | None, gette
             size_text=_size(f.size, gettext),
             likely_text=days(effort.likely) if effort else "",
             range_text=f"{days(effort.low)}\u2013{days(effort.high)}" if effort else "",
-            stars_text=_stars(risk.stars) if risk else "", note=f.kind in NOTE_KINDS,
+            stars_text=_stars(risk.stars) if risk else "", note=not is_work(f),
             operators_text=", ".join(f.operators))
 
-    work = [f for f in findings if f.kind not in NOTE_KINDS]
-    notes = [f for f in findings if f.kind in NOTE_KINDS]
+    work = [f for f in findings if is_work(f)]
+    notes = [f for f in findings if not is_work(f)]
     counts = {c: sum(1 for f in work if f.category == c) for c in CATEGORIES}
     summary = gettext("%(sites)d sites in %(files)d files (%(lines)d lines): %(counts)s; %(notes)d notes") % {
         "sites": len(work), "files": len(scan.files), "lines": scan.lines or 0,
