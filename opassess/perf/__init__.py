@@ -6,7 +6,8 @@ Public API (kept stable: `opassess calibrate --profile-data` writes overlays for
 - `time_call(CallWork, DeviceProfile) -> CallTime`: one call's roofline and penalties (perf/model.py).
 - `estimate_performance(inventory, classified, findings, product, ...) -> Performance`: the step on the target and
   on each compared product, per operator and per unit (perf/step.py).
-Every time is an estimate from modelled peaks and efficiencies, never a measurement.
+Every time is an estimate from modelled peaks and efficiencies (on Atlas A2 a cube matmul's efficiency by its
+shape class is a median of published measurements), never a measurement of the model.
 """
 from __future__ import annotations
 

@@ -16,6 +16,12 @@ PENALTIES = ("cpu-fallback", "online-compile", "host-sync", "transdata", "unalig
              "fp32-cube", "unfused")
 ESTIMATE = Text(N_("estimate from modelled peaks and efficiencies (Huawei msModeling TensorCast figures, "
                    "ascend_hw_figures.tsv) and labelled assumptions (time_model.toml), not a measurement"))
+# the same on a product whose cube matmul efficiencies by shape class are medians of published measurements
+# (cube_shapes.json, from gemm_measurements.tsv): those efficiencies are measured, the step still is not
+ESTIMATE_MEASURED_SHAPES = Text(N_(
+    "estimate from modelled peaks and efficiencies (Huawei msModeling TensorCast figures, ascend_hw_figures.tsv), "
+    "a cube matmul's efficiency by its shape class from published measurements (gemm_measurements.tsv; 'opassess kb "
+    "show device' cites each) and labelled assumptions (time_model.toml); not a measurement of this model"))
 
 
 @dataclass(frozen=True)

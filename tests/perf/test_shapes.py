@@ -143,6 +143,19 @@ def test_products_without_measurements_keep_the_flat_efficiency():
     assert load_profile("Atlas A3").shapes == {} and load_profile("Ascend 950").shapes == {}
 
 
+def test_the_time_sections_basis_names_the_measured_classes_only_where_they_are_used(tmp_path):
+    """On Atlas A2 the cube's efficiencies by shape class are medians of published measurements: the section's
+    basis says so (still not a measurement of this model); on Atlas A3, with none, it says modelled figures only."""
+    path = tmp_path / "linear.py"
+    path.write_text(textwrap.dedent(MODEL.format(rows=64)), encoding="utf-8")
+    basis = {product: str(assess(ScanOptions(target=str(path), product=product, project_scan=False,
+                                             graph_mode="off")).performance.estimate)
+             for product in ("Atlas A2", "Atlas A3")}
+    assert "shape class from published measurements (gemm_measurements.tsv" in basis["Atlas A2"]
+    assert basis["Atlas A2"].endswith("not a measurement of this model")
+    assert "published measurements" not in basis["Atlas A3"] and basis["Atlas A3"].endswith("not a measurement")
+
+
 def test_a_row_faster_than_the_peak_or_uncited_stops_the_build(tmp_path):
     shipped = kb_gemm.TABLE.read_text(encoding="utf-8").splitlines()
     header = [line for line in shipped if not line.startswith("#")][0]
