@@ -148,3 +148,40 @@ def test_explain_prints_a_reason_codes_summary():
 def test_docs_reasons_page_is_current():
     assert OUT.read_text(encoding="utf-8") == reasons_markdown(), "run: python tools/reason_docs.py"
     assert all(f"| `{code}` |" in OUT.read_text(encoding="utf-8") for code in REASONS)
+
+
+def _compared_with_code(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, literal) for each string literal a `<x>.code` equals or is looked up in: `x.code == "a"`,
+    `"a" != x.code`, `x.code in ("a", "b")` (not `"*" in x.code`, a substring test)."""
+    def is_code(side: ast.AST) -> bool:
+        return isinstance(side, ast.Attribute) and side.attr == "code"
+
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+            continue
+        left, right, op = node.left, node.comparators[0], node.ops[0]
+        if isinstance(op, (ast.Eq, ast.NotEq)) and (is_code(left) or is_code(right)):
+            other = right if is_code(left) else left
+        elif isinstance(op, (ast.In, ast.NotIn)) and is_code(left):
+            other = right
+        else:
+            continue
+        items = other.elts if isinstance(other, (ast.Tuple, ast.List, ast.Set)) else [other]
+        found += [(node.lineno, i.value) for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+    return found
+
+
+def test_every_code_the_code_compares_by_name_is_registered():
+    """Design review move 8: `reason.code == "kernel-prodcut"` would silently never match; every literal a `.code`
+    is compared with is a registered reason code (or a time-model penalty code, perf/records.PENALTIES)."""
+    from opassess.perf.records import PENALTIES
+
+    known = set(REASONS) | set(PENALTIES)
+    unknown = [f"{path.relative_to(ROOT)}:{line}: {literal!r}"
+               for path in sorted((ROOT / "opassess").rglob("*.py"))
+               for line, literal in _compared_with_code(ast.parse(path.read_text(encoding="utf-8")))
+               if literal not in known]
+    assert unknown == []
+    assert _compared_with_code(ast.parse('r.code == "dtype" or "*" in r.code or p.code in ("a", "b")')) == [
+        (1, "dtype"), (1, "a"), (1, "b")]
