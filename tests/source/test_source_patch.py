@@ -229,6 +229,30 @@ def test_an_nccl_variable_is_renamed_to_the_one_torch_npu_reads_and_the_rescan_d
     assert [f.subject for f in scan_sources(copy).findings] == ["NCCL_SOCKET_IFNAME"]
 
 
+
+def test_a_model_scans_source_folder_beside_the_model_is_patched_as_the_source_command_patches_it(tmp_path):
+    # `scan model/m.py --source proj`: the sites' paths are relative to the two folders' common parent, which the
+    # report does not keep (no absolute path of this machine); the patch still finds the files there
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "m.py").write_text(textwrap.dedent("""\
+        import torch
+        def build_model():
+            return torch.nn.Linear(4, 4)
+        def example_inputs():
+            return (torch.randn(2, 4),)
+        """))
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "launch.py").write_text('import os\nos.environ["NCCL_ASYNC_ERROR_HANDLING"] = "1"\n')
+    result = runner.invoke(app, ["scan", str(tmp_path / "model" / "m.py"), "--source", str(tmp_path / "proj"),
+                                 "--patch", str(tmp_path / "p.diff"), "-o", str(tmp_path / "r.json"), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    assert "1 site(s) rewritten, 0 left as advice" in result.stderr
+    diff = (tmp_path / "p.diff").read_text()
+    assert diff.startswith("--- a/proj/launch.py\n")
+    subprocess.run(["patch", "-p1", "--quiet", "-i", str(tmp_path / "p.diff")], cwd=tmp_path, check=True)
+    assert 'os.environ["TORCH_HCCL_ASYNC_ERROR_HANDLING"] = "1"' in (tmp_path / "proj" / "launch.py").read_text()
+
+
 GATE = '''\
 import torch
 
