@@ -48,7 +48,7 @@ def test_verify_list_is_one_qualified_api_per_line():
     assert to_verify({"category": "direct", "known": True, "reasons": [], "risk": {"likelihood": 1}}) is None
 
 
-def test_verify_list_on_910A_is_atlas_a2s_plus_the_operators_whose_kernel_facts_the_page_contradicts(model_file):
+def test_verify_list_on_910A_is_atlas_a2s_plus_the_operators_whose_kernel_facts_the_page_contradicts():
     """The torch_npu API pages mark no API for Atlas training series (910A): that silence (api-undocumented) says
     nothing of one operator, so it is no reason to verify it (tests/models/bert_shaped.py: every operator carried
     api-undocumented on 910A and the list named them all; its kernels' docs all list the 910, so its list is A2's);
@@ -59,16 +59,7 @@ def test_verify_list_on_910A_is_atlas_a2s_plus_the_operators_whose_kernel_facts_
         return [line for line in handoff_files(doc)["verify_apis.txt"].splitlines() if not line.startswith("#")]
 
     assert listed(MODELS / "bert_shaped.py", "910A") == listed(MODELS / "bert_shaped.py", "Atlas A2")
-    path = model_file('''
-        import torch
-        class M(torch.nn.Module):
-            def forward(self, x):
-                return x.repeat_interleave(2, dim=-1) * 2
-        def build_model():
-            return M()
-        def example_inputs():
-            return (torch.randn(2, 8),)
-    ''')
+    path = MODELS / "int_repeat_interleave.py"
     on_a2 = listed(path, "Atlas A2")
     assert listed(path, "910A") == [*on_a2, "Tensor.repeat_interleave  # low confidence: kernel-product"]
 

@@ -103,7 +103,7 @@ def test_change_tiers_from_the_reason():
     assert change_of(Reason("dtype", "input dtype float64 ...", "e"), rules) is None
 
 
-def test_no_mark_on_910A_is_no_kernel_check_the_kernel_facts_judge(model_file):
+def test_no_mark_on_910A_is_no_kernel_check_the_kernel_facts_judge():
     """The torch_npu API pages mark no API for Atlas training series (910A): their silence says nothing of one
     operator, so those operators join the validation block as on Atlas A2 (tests/models/bert_shaped.py, whose
     kernels' docs all list the 910: its 910A estimate is its A2 one); only a kernel whose doc marks the product ✘
@@ -116,16 +116,7 @@ def test_no_mark_on_910A_is_no_kernel_check_the_kernel_facts_judge(model_file):
     assert all(op.cost in ("validation-block", "zero-cost") and not op.decisions for op in silent)
     assert not [d for d in on_910.decisions if d.name == "kernel-check"]
     assert on_910.total.likely == pytest.approx(on_a2.total.likely, abs=0.01)
-    path = model_file('''
-        import torch
-        class M(torch.nn.Module):
-            def forward(self, x):
-                return x.repeat_interleave(2, dim=-1) * 2
-        def build_model():
-            return M()
-        def example_inputs():
-            return (torch.randn(2, 8),)
-    ''')
+    path = MODELS / "int_repeat_interleave.py"
     on_910, on_a2 = (assess(ScanOptions(target=str(path), product=product)).estimate for product in ("910A", "A2"))
     ops = {op.score.classified.operator.key: op for op in on_910.ops}
     check = [d for d in on_910.decisions if d.name == "kernel-check"]
