@@ -5,8 +5,9 @@ translation fails the catalog test).
 
 The reports say a site's route and notes through the catalog (messages.say looks a plain string up whole), so the
 texts extracted are the ones the code shows: a library's route, its dropped-features text and category note (each
-whole and its first ';' clause, which a reason quotes), a migration row's NPU equivalent, and a library row's
-context, which its citation quotes ('third_party_kernel_libs.tsv:3 flash_attn (direct calls)': `said_contexts`).
+whole and its first ';' clause, which a reason quotes), each clause of the dropped-features text (a site's note puts
+the clauses naming an argument the call passes first: `clauses`), a migration row's NPU equivalent, and a library
+row's context, which its citation quotes ('third_party_kernel_libs.tsv:3 flash_attn (direct calls)': `said_contexts`).
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import functools
 import json
 from collections.abc import Callable, Iterator
 from typing import IO, Any
+
+from .facts import clauses, load_source_facts
 
 _LIBRARY_KEYS = ("route", "dropped", "category_note")
 
@@ -31,6 +34,8 @@ def source_texts(facts: Any) -> Iterator[str]:
                 yield text
                 if _first_clause(text).strip():
                     yield _first_clause(text)
+                if key == "dropped":
+                    yield from clauses(text)
         if (row.get("context") or "").strip():
             yield row["context"]
     for row in facts.get("migration") or ():
@@ -53,8 +58,6 @@ def extract_source_facts(fileobj: IO[bytes], keywords: Any, comment_tags: Any, o
 @functools.cache
 def _shipped_cites() -> tuple[tuple[str, str], ...]:
     """(citation, context) of every shipped library row with a context, the longest citation first."""
-    from .facts import load_source_facts
-
     cites = {(lib.cite, lib.context) for lib in load_source_facts().libraries if lib.context}
     return tuple(sorted(cites, key=lambda cite: -len(cite[0])))
 

@@ -94,8 +94,33 @@ class KernelLibrary:
 
     def dropped_args(self, kwargs) -> tuple[str, ...]:
         """The keyword arguments among `kwargs` that the row's dropped-features text names (whole words)."""
-        words = set(self.dropped.replace(",", " ").replace(";", " ").replace("(", " ").split())
+        words = _words(self.dropped)
         return tuple(sorted(k for k in kwargs if k in words))
+
+    def dropped_clauses(self, kwargs) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The row's dropped-features clauses that name one of the keyword arguments in `kwargs`, and the others,
+        each in the row's order: the whole text, each clause once."""
+        parts = clauses(self.dropped)
+        named = tuple(part for part in parts if any(k in _words(part) for k in kwargs))
+        return named, tuple(part for part in parts if part not in named)
+
+
+def clauses(text: str) -> tuple[str, ...]:
+    """`text`'s '; '-separated clauses, stripped; a ';' inside brackets stays in its clause:
+    'a (b; c); d' -> ('a (b; c)', 'd')."""
+    found, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += (char in "([{") - (char in ")]}")
+        if char == ";" and depth <= 0:
+            found.append(text[start:index])
+            start = index + 1
+    found.append(text[start:])
+    return tuple(clause.strip() for clause in found if clause.strip())
+
+
+def _words(text: str) -> set[str]:
+    """The whole words of a dropped-features text an argument's name is matched against."""
+    return set(text.replace(",", " ").replace(";", " ").replace("(", " ").split())
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from opassess.report.i18n import (
 )
 from opassess.resources import package_path
 from opassess.source.catalog import extract_source_facts, said_contexts
-from opassess.source.facts import load_source_facts
+from opassess.source.facts import clauses, load_source_facts
 from tests.ci.records import op, report
 from tests.report.language import english_sentences
 from tests.report.support import ROOT, model_assessment, synthetic_example
@@ -117,7 +117,7 @@ def test_every_shown_source_fact_text_is_a_catalog_message(tmp_path):
     flash = next(lib for lib in facts.libraries if lib.route.startswith("hand-map to torch_npu.npu_fusion_attention"))
     shown = {text for lib in facts.libraries for text in (lib.route, lib.route.split(";")[0], lib.dropped,
                                                          lib.dropped.split(";")[0], lib.category_note,
-                                                         lib.context) if text}
+                                                         lib.context, *clauses(lib.dropped)) if text}
     shown |= {rule.npu_equivalent for rule in facts.rules if rule.npu_equivalent}
     assert flash.route in shown and shown <= extracted_messages()
     said = gettext("zh-CN", flash.dropped)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from opassess.source.classify import Classifier
-from opassess.source.facts import load_source_facts
+from opassess.source.facts import clauses, load_source_facts
 from opassess.source.records import KernelSize, Site
 from opassess.vocabulary import Category
 
@@ -109,3 +109,34 @@ def test_an_elementwise_triton_kernel_gets_the_torch_ops_option(classify):
     matmul = classify(make("triton-kernel", "mm", size=KernelSize(lines=30, apis=("load", "dot", "store"))))
     softmax = classify(make("triton-kernel", "sm", size=KernelSize(lines=20, apis=("load", "max", "exp", "sum"))))
     assert not any("torch ops" in note for finding in (matmul, softmax) for note in finding.notes)
+
+
+def test_a_library_call_says_what_the_route_drops_once(classify):
+    """One note: the row's dropped-features clauses naming an argument this call passes, then the rest of the row's
+    list, each clause once (it used to name the arguments, then repeat the whole list in a second note)."""
+    four_bit = classify(make("api", "bitsandbytes.nn.Linear4bit", ("use", "call"),
+                             ("kwarg", "compress_statistics=True"), ("kwarg", "compute_dtype=torch.bfloat16")))
+    assert four_bit.evidence == ("third_party_kernel_libs.tsv:12 bitsandbytes (4-bit)",)
+    assert four_bit.notes == (
+        "this call passes what the route drops: compress_statistics (nested/double quant) and gemv_4bit not "
+        "implemented in the earlier NPUBackend; the route also drops: fp4 quant_type rejected (\"quant_type must be "
+        "nf4 on NPU\"); element count must divide by blocksize",)
+    assert four_bit.notes[0].count("compress_statistics") == 1
+    assert four_bit.category == Category.PARAM_CONVERTED  # the row's 'direct' does not hold for what it drops
+    decode = classify(make("api", "flash_attn.flash_attn_with_kvcache", ("use", "call"),
+                           ("kwarg", "cache_batch_idx=idx"), ("kwarg", "softcap=30.0")))
+    assert len(decode.notes) == 1 and decode.notes[0].count("cache_batch_idx") == 1
+    assert decode.notes[0].startswith("this call passes what the route drops: unknown: no maintained mapping")
+    # an argument the row does not name (its decode route says nothing of softcap): the row's list, once
+    softcap = classify(make("api", "flash_attn.flash_attn_with_kvcache", ("use", "call"), ("kwarg", "softcap=30.0")))
+    assert softcap.notes == ("dropped by the route: unknown: no maintained mapping of rotary_cos/sin, cache_batch_idx "
+                             "or the in-place cache append found",)
+
+
+def test_a_semicolon_in_brackets_stays_in_its_clause():
+    assert clauses("a (b; c); d;; ") == ("a (b; c)", "d")
+    fla = next(lib for lib in load_source_facts().libraries if lib.library == "flash-linear-attention")
+    named, rest = fla.dropped_clauses({"chunk_size": "64"})
+    assert named == ("op-specific verifiers reject configs (KDA intra chunk_size only 32/64; KDA bwd chunk_size % 16 "
+                     "== 0)",)
+    assert "; ".join(named + rest).count(";") == fla.dropped.count(";")  # every clause, each once

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from ...advice import FLASH_CALLS, Constraints, flash_call, notes_of
 from ...advice.flash import API
-from ...messages import N_, Message, Text
+from ...messages import N_, Message, Text, joined
 from ...vocabulary import Category, Confidence
 from ..facts import KernelLibrary, MigrationRule, SourceFacts
 from ..graph_sites import KINDS as GRAPH_SITES
@@ -54,6 +54,18 @@ def preferred_library(rows: Iterable[KernelLibrary]) -> KernelLibrary | None:
     rows = list(rows)
     return (next((r for r in rows if "direct" in r.context), None)
             or next((r for r in rows if r.route_kind != "none"), None) or (rows[0] if rows else None))
+
+
+def _dropped_note(lib: KernelLibrary, kwargs: dict[str, str]) -> Text:
+    """One sentence for the row's dropped features when the call passes some of them: the clauses naming what it
+    passes first, then the rest, each clause said through the catalog ('compress_statistics (nested/double quant) ...
+    not implemented in the earlier NPUBackend; the route also drops: fp4 quant_type rejected (...); ...')."""
+    named, rest = lib.dropped_clauses(kwargs)
+    passed = joined([Text(clause) for clause in named])
+    if not rest:
+        return Text(N_("this call passes what the route drops: %(passed)s"), {"passed": passed})
+    return Text(N_("this call passes what the route drops: %(passed)s; the route also drops: %(rest)s"),
+                {"passed": passed, "rest": joined([Text(clause) for clause in rest])})
 
 
 class Classifier:
@@ -118,8 +130,8 @@ class Classifier:
         if site.subject in FLASH_CALLS and API in lib.route:
             return self._flash_call(site, lib)
         dropped = lib.dropped_args(kwargs)
-        notes = [Text(N_("the route drops: %(args)s"), {"args": ", ".join(dropped)})] if dropped else []
-        notes.append(Text(N_("dropped by the route: %(what)s"), {"what": lib.dropped}))
+        notes = [_dropped_note(lib, kwargs) if dropped else Text(N_("dropped by the route: %(what)s"),
+                                                                  {"what": lib.dropped})]
         category = Category.parse(lib.category) if lib.category else PARAM
         if dropped and category is DIRECT:
             category = PARAM
