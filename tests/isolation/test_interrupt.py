@@ -46,7 +46,10 @@ def test_sigint_ends_a_single_scan_within_seconds_at_any_stage(tmp_path, after):
     model.write_text(SLOW)
     process = subprocess.Popen([sys.executable, "-m", "opassess", "scan", str(model), "-q"], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                               env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                               # a suite started in the background of a script inherits SIGINT ignored, and so would
+                               # the scan (rightly: it keeps what it was given); the user's terminal delivers it
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(after)
     sent = time.monotonic()
     process.send_signal(signal.SIGINT)
