@@ -171,7 +171,7 @@ class _Classifier(AtenJudge, SignatureChecks):
                 if skipped else N_("torch_npu runs %(op)s whole")
             shared.append(Reason.of("composite", whole_text, {"op": composite.aten, "traced": ", ".join(
                 dict.fromkeys(skipped))}, f"rules.toml: composite {composite.aten} ({composite.evidence})"))
-            if composite.fallback and self.target.kernel in composite.fallback_on:
+            if kb.rules.fallback_of(composite.aten, self.target.kernel) is not None:
                 shared.append(Reason.of("composite", N_("on %(product)s torch_npu's kernel for %(op)s runs no fused "
                                                         "NPU kernel but PyTorch's decomposition %(fallback)s: the ops "
                                                         "it calls are judged, and run unfused"),

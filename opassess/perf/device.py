@@ -113,6 +113,12 @@ class DeviceProfile:
     shapes: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
     shape_bounds: ShapeBounds = ShapeBounds()
 
+    @property
+    def published_shapes(self) -> bool:
+        """Whether a shape class's efficiency comes from the published measurements (cube_shapes.json), not only from
+        an overlay's [shapes.X]."""
+        return any(k.startswith("shapes.") and v.startswith(SHAPES) for k, v in self.cite.items())
+
     def peak(self, unit: str, dtype: str | None) -> tuple[float, str]:
         """(FLOP/s, dtype used) of `unit` for `dtype`; a dtype the table does not list uses the unit's float32 peak
         (int64 and friends run as 32-bit work at best), else its lowest listed peak."""

@@ -11,7 +11,7 @@ from ..kb.store import KnowledgeBase
 from ..messages import N_, Text
 from ..options import ParallelLayout
 from ..records import ClassifiedOp, Finding, Inventory
-from .device import SHAPES, DeviceProfile, NoDeviceProfile, load_profile, product_note
+from .device import DeviceProfile, NoDeviceProfile, load_profile, product_note
 from .gpu import gpu_baseline, gpu_profile
 from .inputs import backward_work, flag_nodes, node_work, unfused_nodes
 from .interconnect import load_interconnect
@@ -149,8 +149,7 @@ def estimate_performance(inventory: Inventory, classified: Sequence[ClassifiedOp
         replica = layout.tp * layout.pp * layout.cp if layout is not None else 1
         baseline = gpu_baseline(works, step.step_us, gpu_profile(gpu, target[0], kb), match_gpus=match_gpus,
                                 replica=replica)
-    measured = bool(target) and any(k.startswith("shapes.") and v.startswith(SHAPES) for k, v in target[0].cite.items())
     return Performance(product=product, step=step, method=method, compare=others, note=product_note(product, kb),
-                       estimate=ESTIMATE_MEASURED_SHAPES if measured else ESTIMATE,
+                       estimate=ESTIMATE_MEASURED_SHAPES if target and target[0].published_shapes else ESTIMATE,
                        memory=step_memory(inventory, hbm), parallel=parallel, gpu_baseline=baseline,
                        two_dies=two_dies)

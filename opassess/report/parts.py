@@ -123,7 +123,7 @@ def _reader(hint: Any) -> Reader | None:
 
 def _plain(kinds: tuple[type, ...], said: str) -> Reader:
     """A reader that takes a plain value of one of `kinds` as it is (never a bool for a number) and refuses any
-    other: a baseline report's `"name": 5` or `"calls": null` is a malformed document, not an operator to compare."""
+    other: a baseline report's `"op": 5` or `"count": null` is a malformed document, not an operator to compare."""
     def read(value: Any) -> Any:
         if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
             raise DocumentError(f"expected {said}, got {_json_type(value)}")
